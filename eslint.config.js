@@ -1,0 +1,66 @@
+// ESLint flat config. Type-aware rules run on every TypeScript file; the purity rules below
+// enforce DESIGN §5: src/api and src/core never read a clock, randomness, timers or I/O.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+const impureGlobals = [
+  { name: "setTimeout", message: "src/core and src/api are pure: time passes only in src/engine." },
+  { name: "setInterval", message: "src/core and src/api are pure: time passes only in src/engine." },
+  { name: "setImmediate", message: "src/core and src/api are pure: time passes only in src/engine." },
+  { name: "process", message: "src/core and src/api are pure: no process state or I/O." },
+  { name: "performance", message: "src/core and src/api are pure: no clock." },
+  { name: "fetch", message: "src/core and src/api are pure: no I/O." },
+];
+
+export default tseslint.config(
+  { ignores: ["node_modules/", ".cache/", "dist/"] },
+  js.configs.recommended,
+  ...tseslint.configs.strictTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true }],
+      "@typescript-eslint/no-unnecessary-condition": ["error", { allowConstantLoopConditions: true }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "max-lines-per-function": ["warn", { max: 70, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    files: ["src/core/**/*.ts", "src/api/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-globals": ["error", ...impureGlobals],
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            // node:crypto stays allowed for hashing (a pure function of bytes); its random sources are not.
+            { group: ["node:*", "!node:crypto", "fs", "path", "os", "child_process", "http", "https", "net"], message: "src/core and src/api are pure: no Node I/O modules." },
+            { group: ["**/engine/**", "**/sim/**", "**/kube/**", "**/cli/**", "**/router/**"], message: "Dependencies point inward (DESIGN §5)." },
+          ],
+        },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "src/core is pure: take `now` as an argument." },
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "src/core is pure: take `now` as an argument." },
+        { selector: "MemberExpression[object.name='Math'][property.name='random']", message: "src/core is pure: no randomness." },
+        { selector: "ImportSpecifier[imported.name=/^random|^getRandomValues$|^webcrypto$/]", message: "src/core is pure: no randomness." },
+      ],
+    },
+  },
+  {
+    files: ["**/*.test.ts", "test/**/*.ts"],
+    rules: {
+      "max-lines-per-function": "off",
+      "@typescript-eslint/no-floating-promises": "off",
+      "@typescript-eslint/no-non-null-assertion": "off",
+    },
+  },
+  {
+    files: ["eslint.config.js"],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);
