@@ -49,11 +49,11 @@ function reasonOf(issue: z.core.$ZodIssue): string {
       return issue.input === undefined ? "is required" : `must be ${article(issue.expected)}, not ${describeValue(issue.input)}`;
     case "too_small":
       if (issue.origin === "array") return `must list at least ${count(issue.minimum, "item")}`;
-      if (issue.origin === "string") return issue.minimum === 1 ? "must not be empty" : `must have at least ${count(issue.minimum, "character")}`;
+      if (issue.origin === "string") return issue.minimum === 1 ? "must not be empty" : `must be at least ${count(issue.minimum, "character")}`;
       return isNumeric(issue.origin) ? `must be ${issue.minimum} or more` : issue.message;
     case "too_big":
       if (issue.origin === "array") return `must list at most ${count(issue.maximum, "item")}`;
-      if (issue.origin === "string") return `must have at most ${count(issue.maximum, "character")}`;
+      if (issue.origin === "string") return `must be at most ${count(issue.maximum, "character")}`;
       return isNumeric(issue.origin) ? `must be at most ${issue.maximum}` : issue.message;
     case "invalid_value":
       if (issue.values.length === 1) return `must be ${JSON.stringify(issue.values[0])}`;
@@ -72,7 +72,8 @@ function isNumeric(origin: string): boolean {
 }
 
 function article(expected: string): string {
-  const noun = expected === "int" ? "integer" : expected;
+  // Every number in the ModelServing API is an integer, and zod reports non-numbers as "number".
+  const noun = expected === "int" || expected === "number" ? "integer" : expected;
   return /^[aeiou]/.test(noun) ? `an ${noun}` : `a ${noun}`;
 }
 

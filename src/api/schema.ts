@@ -51,7 +51,10 @@ export const EnvVar = z.looseObject({
 export const Container = z
   .looseObject({
     name: z.string().min(1),
-    image: z.string(),
+    image: z
+      .string()
+      .min(1)
+      .regex(/^\S*$/, { error: (issue) => `must not contain spaces (${JSON.stringify(issue.input)})` }),
     env: z.array(EnvVar).optional(),
   })
   .meta(PRESERVE);
@@ -78,7 +81,7 @@ export type PodTemplateSpec = z.infer<typeof PodTemplateSpec>;
 export const Role = z.strictObject({
   name: z
     .string({ error: "is required" })
-    .max(12, { error: "must be at most 12 characters" })
+    .max(12)
     .regex(DNS1035_LABEL, { error: "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit" })
     .describe("Role name: DNS-1035 label, at most 12 characters."),
   replicas: nonNegativeInt().default(1).describe("Instances of this role in each ServingGroup."),

@@ -1,0 +1,3 @@
+export * from "./schema.ts";
+export * from "./problems.ts";
+export * from "./parse.ts";

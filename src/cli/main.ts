@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+/** The `tandem` command line. Each subcommand lives in its own module and registers itself here. */
+import { Command, CommanderError } from "commander";
+import { registerCrd } from "./crd.ts";
+import { registerDemo } from "./demo.ts";
+import { registerRevision } from "./revision.ts";
+import { registerValidate } from "./validate.ts";
+
+export function buildProgram(): Command {
+  const program = new Command("tandem")
+    .description("Workload controller and request router for multi-role, multi-node LLM inference on Kubernetes.")
+    .showHelpAfterError()
+    .exitOverride();
+  registerValidate(program);
+  registerCrd(program);
+  registerRevision(program);
+  registerDemo(program);
+  return program;
+}
+
+/** Runs the CLI; commander's own exits (help, usage errors) become exit codes, not exceptions. */
+export async function main(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv, { from: "user" });
+    return typeof process.exitCode === "number" ? process.exitCode : 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode;
+    throw error;
+  }
+}
+
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

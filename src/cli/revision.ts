@@ -1,0 +1,5 @@
+import type { Command } from "commander";
+
+export function registerRevision(program: Command): void {
+  void program;
+}
