@@ -4,7 +4,7 @@ import { parseModelServing } from "./parse.ts";
 import type { Problem } from "./problems.ts";
 import { findCycle } from "./validate.ts";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 function pod(image = "vllm/vllm-openai:v0.11.0"): Json {
   return { spec: { containers: [{ name: "vllm", image }] } };

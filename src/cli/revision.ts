@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 
-export function registerRevision(program: Command): void {
-  void program;
+/** Placeholder until the command lands; registers nothing. */
+export function registerRevision(program: Command): Command {
+  return program;
 }
