@@ -164,13 +164,13 @@ export const ModelServingSpec = z.strictObject({
 });
 export type ModelServingSpec = z.infer<typeof ModelServingSpec>;
 
-export const Condition = z.looseObject({
+export const Condition = z.strictObject({
   type: z.string(),
   status: z.enum(["True", "False", "Unknown"]),
   reason: z.string().optional(),
   message: z.string().optional(),
   lastTransitionTime: z.string().optional(),
-  observedGeneration: z.int().optional(),
+  observedGeneration: z.int32().optional(),
 });
 export type Condition = z.infer<typeof Condition>;
 
@@ -183,17 +183,17 @@ export const UnitRecord = z.strictObject({
 });
 export type UnitRecord = z.infer<typeof UnitRecord>;
 
-export const ModelServingStatus = z.looseObject({
-  observedGeneration: z.int().optional(),
-  replicas: z.int().optional(),
-  readyReplicas: z.int().optional(),
-  availableReplicas: z.int().optional(),
-  updatedReplicas: z.int().optional(),
+export const ModelServingStatus = z.strictObject({
+  observedGeneration: z.int32().optional(),
+  replicas: z.int32().optional(),
+  readyReplicas: z.int32().optional(),
+  availableReplicas: z.int32().optional(),
+  updatedReplicas: z.int32().optional(),
   currentRevision: z.string().optional(),
   updateRevision: z.string().optional(),
-  collisionCount: z.int().optional(),
+  collisionCount: z.int32().optional(),
   labelSelector: z.string().optional(),
-  roles: z.array(z.strictObject({ name: z.string(), replicas: z.int(), ready: z.int(), updated: z.int() })).optional(),
+  roles: z.array(z.strictObject({ name: z.string(), replicas: z.int32(), ready: z.int32(), updated: z.int32() })).optional(),
   conditions: z.array(Condition).optional(),
   units: z.array(UnitRecord).optional(),
 });
@@ -216,9 +216,9 @@ export const ModelServing = z.strictObject({
   apiVersion: z.literal(API_GROUP_VERSION),
   kind: z.literal(KIND),
   metadata: ObjectMeta,
-  spec: ModelServingSpec,
-  status: ModelServingStatus.optional(),
-});
+  spec: ModelServingSpec.describe("The desired serving: ServingGroups of roles of multi-pod instances, and how to update them."),
+  status: ModelServingStatus.optional().describe("Observed state, written by the controller."),
+}).describe("ModelServing runs multi-role, multi-node LLM inference: replicas ServingGroups, each with every role's instances.");
 
 /** A ModelServing with every default applied (the output of `parseModelServing`). */
 export type ModelServing = z.infer<typeof ModelServing>;

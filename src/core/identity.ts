@@ -1,0 +1,74 @@
+/**
+ * Names and identity labels of the objects a ModelServing owns (DESIGN §1, contract):
+ * ServingGroup `g` → role → instance `j` → pod `k` (k=0 entry, k≥1 workers), pod name
+ * `<ms>-<g>-<role>-<j>-<k>`, one headless Service per instance with workers, named after its
+ * entry pod.
+ */
+
+export const LABEL_MODEL_SERVING = "tandem.dev/modelserving";
+export const LABEL_GROUP = "tandem.dev/group";
+export const LABEL_ROLE = "tandem.dev/role";
+export const LABEL_INSTANCE = "tandem.dev/instance";
+export const LABEL_ENTRY = "tandem.dev/entry";
+export const LABEL_REVISION = "tandem.dev/revision";
+export const LABEL_ROLE_HASH = "tandem.dev/role-hash";
+
+/** Annotation the controller sets when it takes a pod out of traffic (DESIGN §3). */
+export const ANNOTATION_DRAINING = "tandem.dev/draining";
+/** Annotation the router sets once a draining pod has no request left (DESIGN §3). */
+export const ANNOTATION_DRAINED = "tandem.dev/drained";
+/** Readiness gate condition type on every pod (DESIGN §1, §3). */
+export const SERVING_GATE = "tandem.dev/serving";
+
+/** Where a pod sits in its ModelServing. */
+export interface PodIdentity {
+  readonly group: number;
+  readonly role: string;
+  readonly instance: number;
+  /** 0 for the entry pod, 1..workerReplicas for workers. */
+  readonly index: number;
+}
+
+/** `<role>-<j>`, the value of `tandem.dev/instance`. */
+export function instanceId(role: string, instance: number): string {
+  return `${role}-${instance}`;
+}
+
+export function podName(modelServing: string, id: PodIdentity): string {
+  return `${modelServing}-${id.group}-${id.role}-${id.instance}-${id.index}`;
+}
+
+/** The headless Service of an instance with workers: named after the entry pod. */
+export function serviceName(modelServing: string, group: number, role: string, instance: number): string {
+  return podName(modelServing, { group, role, instance, index: 0 });
+}
+
+/** `<entry-pod>.<namespace>`, resolved by the instance's headless Service (DESIGN §1). */
+export function entryAddress(modelServing: string, namespace: string, group: number, role: string, instance: number): string {
+  return `${serviceName(modelServing, group, role, instance)}.${namespace}`;
+}
+
+const ORDINAL = /^(0|[1-9][0-9]{0,8})$/;
+
+function parseOrdinal(value: string | undefined): number | undefined {
+  return value !== undefined && ORDINAL.test(value) ? Number(value) : undefined;
+}
+
+/**
+ * Reads a pod's identity from its labels and name; undefined when anything is missing or
+ * inconsistent (such a pod is neither adopted nor deleted).
+ */
+export function parsePodIdentity(modelServing: string, name: string, labels: Readonly<Record<string, string>> | undefined): PodIdentity | undefined {
+  if (labels?.[LABEL_MODEL_SERVING] !== modelServing) return undefined;
+  const group = parseOrdinal(labels[LABEL_GROUP]);
+  const role = labels[LABEL_ROLE];
+  const instanceLabel = labels[LABEL_INSTANCE];
+  if (group === undefined || role === undefined || instanceLabel === undefined) return undefined;
+  if (!instanceLabel.startsWith(`${role}-`)) return undefined;
+  const instance = parseOrdinal(instanceLabel.slice(role.length + 1));
+  if (instance === undefined) return undefined;
+  const prefix = `${podName(modelServing, { group, role, instance, index: 0 }).slice(0, -1)}`;
+  const index = name.startsWith(prefix) ? parseOrdinal(name.slice(prefix.length)) : undefined;
+  if (index === undefined || (index === 0) !== (labels[LABEL_ENTRY] === "true")) return undefined;
+  return { group, role, instance, index };
+}
