@@ -8,18 +8,8 @@ import type { PathSegment, Problem } from "./problems.ts";
 import { problem } from "./problems.ts";
 import type { Container, Coordination, ModelServing, PodTemplateSpec, Role } from "./schema.ts";
 import { DNS1035_LABEL } from "./schema.ts";
+import { CONTROLLER_ENV, MAX_LABEL_VALUE_LENGTH, MAX_MODEL_SERVING_NAME_LENGTH, RESERVED_PREFIX } from "./wellknown.ts";
 
-/** Env vars the controller injects into every container (DESIGN §1); templates may not set them. */
-export const CONTROLLER_ENV = ["GROUP_SIZE", "ENTRY_ADDRESS", "WORKER_INDEX"] as const;
-/** Label and annotation prefix reserved for the controller. */
-export const RESERVED_PREFIX = "tandem.dev/";
-/** Longest Kubernetes label value, pod hostname and Service name. */
-export const MAX_LABEL_LENGTH = 63;
-/**
- * Longest ModelServing name: its revision names `<name>-<10 hex digits>` are pod label values
- * (`tandem.dev/revision`), which may have at most 63 characters.
- */
-export const MAX_NAME_LENGTH = MAX_LABEL_LENGTH - 11;
 
 const SPEC = ["spec"] as const;
 const ROLES = ["spec", "template", "roles"] as const;
@@ -47,12 +37,12 @@ function validateName(ms: ModelServing): Problem[] {
   if (!DNS1035_LABEL.test(name)) {
     return [problem(["metadata", "name"], "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit")];
   }
-  if (name.length > MAX_NAME_LENGTH) {
-    return [problem(["metadata", "name"], `must be at most ${MAX_NAME_LENGTH} characters (it has ${name.length}): revision names "<name>-<hash>" are label values of at most ${MAX_LABEL_LENGTH}`)];
+  if (name.length > MAX_MODEL_SERVING_NAME_LENGTH) {
+    return [problem(["metadata", "name"], `must be at most ${MAX_MODEL_SERVING_NAME_LENGTH} characters (it has ${name.length}): revision names "<name>-<hash>" are label values of at most ${MAX_LABEL_VALUE_LENGTH}`)];
   }
   const longest = longestPodName(ms);
-  if (longest !== undefined && longest.name.length > MAX_LABEL_LENGTH) {
-    return [problem(["metadata", "name"], `with role "${longest.role}" the generated pod name "${longest.name}" has ${longest.name.length} characters, more than ${MAX_LABEL_LENGTH}: shorten metadata.name or the role name`)];
+  if (longest !== undefined && longest.name.length > MAX_LABEL_VALUE_LENGTH) {
+    return [problem(["metadata", "name"], `with role "${longest.role}" the generated pod name "${longest.name}" has ${longest.name.length} characters, more than ${MAX_LABEL_VALUE_LENGTH}: shorten metadata.name or the role name`)];
   }
   return [];
 }

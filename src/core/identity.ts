@@ -4,21 +4,24 @@
  * `<ms>-<g>-<role>-<j>-<k>`, one headless Service per instance with workers, named after its
  * entry pod.
  */
+import type { OwnerReference } from "../api/kube.ts";
+import { API_GROUP_VERSION, KIND } from "../api/schema.ts";
+import { LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_ROLE } from "../api/wellknown.ts";
 
-export const LABEL_MODEL_SERVING = "tandem.dev/modelserving";
-export const LABEL_GROUP = "tandem.dev/group";
-export const LABEL_ROLE = "tandem.dev/role";
-export const LABEL_INSTANCE = "tandem.dev/instance";
-export const LABEL_ENTRY = "tandem.dev/entry";
-export const LABEL_REVISION = "tandem.dev/revision";
-export const LABEL_ROLE_HASH = "tandem.dev/role-hash";
+/** The ModelServing that owns an object. */
+export interface Owner {
+  readonly name: string;
+  readonly namespace?: string | undefined;
+  readonly uid: string;
+}
 
-/** Annotation the controller sets when it takes a pod out of traffic (DESIGN §3). */
-export const ANNOTATION_DRAINING = "tandem.dev/draining";
-/** Annotation the router sets once a draining pod has no request left (DESIGN §3). */
-export const ANNOTATION_DRAINED = "tandem.dev/drained";
-/** Readiness gate condition type on every pod (DESIGN §1, §3). */
-export const SERVING_GATE = "tandem.dev/serving";
+/** An owner whose namespace is known: what pods and Services are built for. */
+export type NamespacedOwner = Owner & { readonly namespace: string };
+
+/** The controller owner reference every object a ModelServing owns carries. */
+export function ownerReference(owner: Owner): OwnerReference {
+  return { apiVersion: API_GROUP_VERSION, kind: KIND, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true };
+}
 
 /** Where a pod sits in its ModelServing. */
 export interface PodIdentity {
@@ -67,7 +70,7 @@ export function parsePodIdentity(modelServing: string, name: string, labels: Rea
   if (!instanceLabel.startsWith(`${role}-`)) return undefined;
   const instance = parseOrdinal(instanceLabel.slice(role.length + 1));
   if (instance === undefined) return undefined;
-  const prefix = `${podName(modelServing, { group, role, instance, index: 0 }).slice(0, -1)}`;
+  const prefix = podName(modelServing, { group, role, instance, index: 0 }).slice(0, -1);
   const index = name.startsWith(prefix) ? parseOrdinal(name.slice(prefix.length)) : undefined;
   if (index === undefined || (index === 0) !== (labels[LABEL_ENTRY] === "true")) return undefined;
   return { group, role, instance, index };

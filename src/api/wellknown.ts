@@ -1,0 +1,46 @@
+/**
+ * The well-known names of the API contract (DESIGN §1, §3): labels, annotations, the readiness
+ * gate, injected env, and the length limits that follow from them. One definition each, used by
+ * validation, the core, the simulator and the router alike.
+ */
+
+/** Prefix of every label and annotation the controller owns; templates may not use it. */
+export const RESERVED_PREFIX = "tandem.dev/";
+
+export const LABEL_MODEL_SERVING = "tandem.dev/modelserving";
+export const LABEL_GROUP = "tandem.dev/group";
+export const LABEL_ROLE = "tandem.dev/role";
+/** `<role>-<j>`. */
+export const LABEL_INSTANCE = "tandem.dev/instance";
+/** `"true"` on entry pods only. */
+export const LABEL_ENTRY = "tandem.dev/entry";
+/** The name of the ControllerRevision a pod was built from. */
+export const LABEL_REVISION = "tandem.dev/revision";
+export const LABEL_ROLE_HASH = "tandem.dev/role-hash";
+/** On ControllerRevisions: the revision hash. */
+export const LABEL_REVISION_HASH = "tandem.dev/revision-hash";
+
+/** RFC 3339 time at which the controller took the pod out of traffic (DESIGN §3). */
+export const ANNOTATION_DRAINING = "tandem.dev/draining";
+/** `"true"` once the router has no request left on the pod (DESIGN §3). */
+export const ANNOTATION_DRAINED = "tandem.dev/drained";
+/** On ControllerRevisions: the data format version. */
+export const ANNOTATION_REVISION_FORMAT = "tandem.dev/revision-format";
+/** On ControllerRevisions: the collision count the hash was computed with; absent means 0. */
+export const ANNOTATION_COLLISION_COUNT = "tandem.dev/collision-count";
+
+/** Readiness gate condition type on every pod: True once it may take traffic (DESIGN §1). */
+export const SERVING_GATE = "tandem.dev/serving";
+
+/** Env vars the controller injects into every container and init container (DESIGN §1). */
+export const CONTROLLER_ENV = ["GROUP_SIZE", "ENTRY_ADDRESS", "WORKER_INDEX"] as const;
+
+/** Lowercase hex characters of a revision hash. */
+export const REVISION_HASH_LENGTH = 10;
+/** Kubernetes' limit for a label value, a pod hostname and a Service name. */
+export const MAX_LABEL_VALUE_LENGTH = 63;
+/**
+ * The longest ModelServing name: revision names `<name>-<hash>` are pod label values
+ * (`tandem.dev/revision`), so 63 - 1 - 10 = 52.
+ */
+export const MAX_MODEL_SERVING_NAME_LENGTH = MAX_LABEL_VALUE_LENGTH - 1 - REVISION_HASH_LENGTH;

@@ -1,0 +1,46 @@
+/**
+ * What a role's pods are built from: the role's part of the revision data plus `schedulerName`
+ * and the plugins that apply to it (its *role view*). Two revisions with equal role views build
+ * that role's pods identically, so RoleRollingUpdate leaves the role alone (DESIGN §2.1) although
+ * its pods keep the older revision label.
+ *
+ * Decisions compare role views of normalized revision data (`sameRoleSpec`), never the
+ * `tandem.dev/role-hash` label: a label written by an older controller must not roll pods. The
+ * label (`roleHash`) is for people and selectors.
+ */
+import { createHash } from "node:crypto";
+import { canonicalJson } from "./revision/canonical.ts";
+import type { JsonValue } from "./revision/canonical.ts";
+import type { RevisionData, RevisionPlugin } from "./revision/format.ts";
+import { normalizeRevisionData } from "./revision/projection.ts";
+
+/** Length of a role hash in lowercase hex characters. */
+export const ROLE_HASH_LENGTH = 10;
+
+function appliesTo(plugin: RevisionPlugin, role: string): boolean {
+  const roles = plugin.scope?.roles ?? [];
+  return roles.length === 0 || roles.includes(role);
+}
+
+/** Canonical bytes of the role view of `role` after normalizing `data`; undefined when absent. */
+function roleViewBytes(data: RevisionData, role: string): string | undefined {
+  const normalized = normalizeRevisionData(data);
+  const spec = normalized.roles.find((candidate) => candidate.name === role);
+  if (spec === undefined) return undefined;
+  const plugins = (normalized.plugins ?? []).filter((plugin) => appliesTo(plugin, role));
+  return canonicalJson({ schedulerName: normalized.schedulerName, plugins, role: spec } as unknown as JsonValue);
+}
+
+/**
+ * The `tandem.dev/role-hash` label value of `role` in `data`: the first `ROLE_HASH_LENGTH` hex
+ * characters of sha256 over its role view; undefined when the revision has no such role.
+ */
+export function roleHash(data: RevisionData, role: string): string | undefined {
+  const bytes = roleViewBytes(data, role);
+  return bytes === undefined ? undefined : createHash("sha256").update(bytes, "utf8").digest("hex").slice(0, ROLE_HASH_LENGTH);
+}
+
+/** True when `a` and `b` build `role`'s pods identically (both lacking the role counts as equal). */
+export function sameRoleSpec(a: RevisionData, b: RevisionData, role: string): boolean {
+  return roleViewBytes(a, role) === roleViewBytes(b, role);
+}
