@@ -28,10 +28,23 @@ export default tseslint.config(
     },
   },
   {
+    // Deterministic code: time comes from the Clock port, randomness from the seeded Rng.
+    files: ["src/core/**/*.ts", "src/api/**/*.ts", "src/engine/**/*.ts", "src/sim/**/*.ts"],
+    rules: {
+      "no-restricted-globals": ["error", ...impureGlobals],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "Take time from the Clock port (or `now` as an argument in src/core)." },
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "Take time from the Clock port (or `now` as an argument in src/core)." },
+        { selector: "MemberExpression[object.name='Math'][property.name='random']", message: "Use the seeded Rng port." },
+        { selector: "ImportSpecifier[imported.name=/^random|^getRandomValues$|^webcrypto$/]", message: "Use the seeded Rng port." },
+      ],
+    },
+  },
+  {
     files: ["src/core/**/*.ts", "src/api/**/*.ts"],
     ignores: ["**/*.test.ts"],
     rules: {
-      "no-restricted-globals": ["error", ...impureGlobals],
       "no-restricted-imports": [
         "error",
         {
@@ -42,13 +55,13 @@ export default tseslint.config(
           ],
         },
       ],
-      "no-restricted-syntax": [
-        "error",
-        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "src/core is pure: take `now` as an argument." },
-        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "src/core is pure: take `now` as an argument." },
-        { selector: "MemberExpression[object.name='Math'][property.name='random']", message: "src/core is pure: no randomness." },
-        { selector: "ImportSpecifier[imported.name=/^random|^getRandomValues$|^webcrypto$/]", message: "src/core is pure: no randomness." },
-      ],
+    },
+  },
+  {
+    files: ["src/engine/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ group: ["**/sim/**", "**/kube/**", "**/cli/**", "**/router/**"], message: "The engine depends only on its ports and the core (DESIGN §5)." }] }],
     },
   },
   {

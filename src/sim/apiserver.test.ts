@@ -1,0 +1,173 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { WatchEvent } from "../engine/ports.ts";
+import { aModelServing, aPod, rejectsWith, setupServer } from "./test-fixtures.ts";
+
+const setup = setupServer;
+const pod = aPod;
+const modelServing = aModelServing;
+
+const msRef = { kind: "ModelServing", namespace: "default", name: "m" } as const;
+
+describe("ApiServer: create, get, list", () => {
+  it("assigns uid, resourceVersion and creationTimestamp, and lists by namespace and selector in name order", async () => {
+    const { server, client, clock } = setup();
+    clock.advance(5_000);
+    const created = await client.create(pod("b", { role: "decode" }));
+    await client.create(pod("a", { role: "prefill" }));
+    await client.create(pod("c", { role: "decode", entry: "true" }));
+    assert.match(created.metadata.uid ?? "", /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(created.metadata.creationTimestamp, "2026-01-01T00:00:05Z");
+    assert.deepEqual(created.status, { phase: "Pending" });
+    const names = (selector: string) => server.list("Pod", { labelSelector: selector }).items.map((item) => item.metadata.name);
+    assert.deepEqual(names(""), ["a", "b", "c"]);
+    assert.deepEqual(names("role=decode"), ["b", "c"]);
+    assert.deepEqual(names("role=decode,!entry"), ["b"]);
+    assert.deepEqual(names("role in (prefill),entry"), []);
+    assert.deepEqual(server.list("Pod", { namespace: "kube-system" }).items, []);
+    assert.throws(() => server.list("Pod", { labelSelector: "role in" }), rejectsWith("Invalid"));
+  });
+
+  it("keeps one global, increasing resourceVersion across kinds", async () => {
+    const { client, server } = setup();
+    const versions = [
+      (await client.create(pod("p"))).metadata.resourceVersion,
+      (await client.create(modelServing("m"))).metadata.resourceVersion,
+      (await client.patch({ kind: "Pod", namespace: "default", name: "p" }, { metadata: { labels: { x: "1" } } })).metadata.resourceVersion,
+    ].map(Number);
+    assert.ok(versions[0]! < versions[1]! && versions[1]! < versions[2]!);
+    assert.equal(server.resourceVersion(), String(versions[2]));
+  });
+
+  it("copies objects on the way in and out", async () => {
+    const { client, server } = setup();
+    const sent = pod("p", { a: "1" });
+    const returned = await client.create(sent);
+    sent.metadata.labels = { a: "changed" };
+    returned.metadata.labels = { a: "changed too" };
+    const read = server.get({ kind: "Pod", namespace: "default", name: "p" });
+    assert.deepEqual(read.metadata.labels, { a: "1" });
+    read.metadata.labels = { a: "and again" };
+    assert.deepEqual(server.list("Pod").items[0]?.metadata.labels, { a: "1" });
+  });
+
+  it("answers AlreadyExists, NotFound, and Invalid for malformed objects", async () => {
+    const { client, server } = setup();
+    await client.create(pod("p"));
+    await assert.rejects(client.create(pod("p")), rejectsWith("AlreadyExists"));
+    assert.throws(() => server.get({ kind: "Pod", namespace: "default", name: "nope" }), rejectsWith("NotFound"));
+    await assert.rejects(client.patch({ kind: "Pod", namespace: "default", name: "nope" }, {}), rejectsWith("NotFound"));
+    await assert.rejects(client.delete({ kind: "Pod", namespace: "default", name: "nope" }), rejectsWith("NotFound"));
+    await assert.rejects(client.create({ ...pod("q"), metadata: { name: "q", namespace: "absent" } }), rejectsWith("NotFound"));
+    await assert.rejects(client.create({ ...pod("q"), metadata: { name: "Q_upper", namespace: "default" } }), rejectsWith("Invalid"));
+    await assert.rejects(client.create(pod("q", { "tandem.dev/revision": "r".repeat(64) })), rejectsWith("Invalid"));
+    await assert.rejects(client.create({ ...pod("q"), apiVersion: "apps/v1" }), rejectsWith("Invalid"));
+    await assert.rejects(client.create({ apiVersion: "v1", kind: "Pod" } as never), rejectsWith("Invalid"));
+    const twoControllers = pod("q");
+    const owner = { apiVersion: "v1", kind: "Pod", name: "p", uid: "u", controller: true };
+    twoControllers.metadata.ownerReferences = [owner, { ...owner, name: "other" }];
+    await assert.rejects(client.create(twoControllers), rejectsWith("Invalid"));
+  });
+
+  it("creates cluster-scoped objects without a namespace", async () => {
+    const { client, server } = setup();
+    await client.create({ apiVersion: "v1", kind: "Node", metadata: { name: "gpu-0", namespace: "ignored" }, status: { capacity: { "nvidia.com/gpu": "8" } } });
+    const node = server.get({ kind: "Node", name: "gpu-0" });
+    assert.equal(node.metadata.namespace, undefined);
+    assert.deepEqual(node.status, { capacity: { "nvidia.com/gpu": "8" } });
+    assert.deepEqual(server.list("Namespace").items.map((item) => item.metadata.name), ["default", "kube-system"]);
+  });
+});
+
+describe("ApiServer: updates", () => {
+  it("refuses an update with a stale or missing resourceVersion (409 Conflict / Invalid)", async () => {
+    const { client } = setup();
+    const first = await client.create(modelServing("m"));
+    const second = await client.update({ ...first, spec: { replicas: 2 } });
+    await assert.rejects(client.update({ ...first, spec: { replicas: 3 } }), rejectsWith("Conflict"));
+    await assert.rejects(client.update({ ...second, metadata: { name: "m", namespace: "default" } }), rejectsWith("Invalid"));
+    await assert.rejects(client.update({ ...second, metadata: { ...second.metadata, uid: "someone-else" } }), rejectsWith("Conflict"));
+    const third = await client.update({ ...second, spec: { replicas: 3 } });
+    assert.deepEqual(third.spec, { replicas: 3 });
+  });
+
+  it("bumps generation on spec changes only", async () => {
+    const { client } = setup();
+    const created = await client.create(modelServing("m"));
+    assert.equal(created.metadata.generation, 1);
+    const relabelled = await client.patch(msRef, { metadata: { labels: { team: "a" }, annotations: { note: "x" } } });
+    assert.equal(relabelled.metadata.generation, 1);
+    const withStatus = await client.patchStatus(msRef, { status: { observedGeneration: 1 } });
+    assert.equal(withStatus.metadata.generation, 1);
+    const scaled = await client.patch(msRef, { spec: { replicas: 4 } });
+    assert.equal(scaled.metadata.generation, 2);
+    const updated = await client.update({ ...scaled, spec: { replicas: 5 } });
+    assert.equal(updated.metadata.generation, 3);
+    const pods = await client.create(pod("p"));
+    assert.equal(pods.metadata.generation, undefined, "pods do not track generation");
+  });
+
+  it("commits nothing for a write that changes nothing", async () => {
+    const { client, server } = setup();
+    const created = await client.create(modelServing("m"));
+    const events: WatchEvent[] = [];
+    server.watch("ModelServing", {}, { onEvent: (event) => events.push(event), onClose: () => undefined });
+    const same = await client.update(created);
+    const patched = await client.patch(msRef, { spec: { replicas: 1 } });
+    assert.equal(same.metadata.resourceVersion, created.metadata.resourceVersion);
+    assert.equal(patched.metadata.resourceVersion, created.metadata.resourceVersion);
+    server.clock.advance(1);
+    assert.deepEqual(events, []);
+    assert.equal(server.apiWrites({ client: "controller", kind: "ModelServing" }), 3, "still counted as requests");
+  });
+
+  it("separates the status subresource from the rest of the object", async () => {
+    const { client, server } = setup();
+    const created = await client.create({ ...modelServing("m"), status: { replicas: 99 } });
+    assert.equal(created.status, undefined, "status sent on create is dropped");
+    const viaUpdate = await client.update({ ...created, spec: { replicas: 2 }, status: { replicas: 5 } });
+    assert.deepEqual(viaUpdate.spec, { replicas: 2 });
+    assert.equal(viaUpdate.status, undefined, "update ignores status");
+    const viaStatus = await client.patchStatus(msRef, { spec: { replicas: 7 }, metadata: { labels: { x: "y" } }, status: { replicas: 2 } });
+    assert.deepEqual(viaStatus.spec, { replicas: 2 }, "status writes ignore spec");
+    assert.equal(viaStatus.metadata.labels, undefined, "status writes ignore metadata");
+    assert.deepEqual(viaStatus.status, { replicas: 2 });
+    const viaPatch = await client.patch(msRef, { status: { replicas: 0 } });
+    assert.deepEqual(viaPatch.status, { replicas: 2 }, "patch ignores status");
+    assert.equal(viaPatch.metadata.resourceVersion, viaStatus.metadata.resourceVersion);
+    assert.deepEqual(server.get(msRef).status, { replicas: 2 });
+    await client.create({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "l", namespace: "default" }, spec: {} });
+    await assert.rejects(client.patchStatus({ kind: "Lease", namespace: "default", name: "l" }, { status: {} }), rejectsWith("NotFound"));
+  });
+
+  it("applies merge patches, where null deletes a key and metadata.resourceVersion is a precondition", async () => {
+    const { client } = setup();
+    const created = await client.create({ ...modelServing("m"), metadata: { name: "m", namespace: "default", labels: { a: "1", b: "2" } } });
+    const patched = await client.patch(msRef, { metadata: { labels: { a: null, c: "3" } }, spec: { paused: true } });
+    assert.deepEqual(patched.metadata.labels, { b: "2", c: "3" });
+    assert.deepEqual(patched.spec, { replicas: 1, paused: true });
+    const stale = { metadata: { resourceVersion: created.metadata.resourceVersion ?? "" }, spec: { replicas: 9 } };
+    await assert.rejects(client.patch(msRef, stale), rejectsWith("Conflict"));
+    await assert.rejects(client.patch(msRef, { metadata: { name: "renamed" } }), rejectsWith("Invalid"));
+    const fresh = { metadata: { resourceVersion: patched.metadata.resourceVersion ?? "" }, spec: { replicas: 9 } };
+    assert.deepEqual((await client.patch(msRef, fresh)).spec, { replicas: 9, paused: true });
+  });
+
+  it("keeps server fields and immutable fields out of the client's reach", async () => {
+    const { client } = setup();
+    const created = await client.create(pod("p", {}, { nodeName: "gpu-0" }));
+    const ref = { kind: "Pod", namespace: "default", name: "p" } as const;
+    const forged = await client.patch(ref, { metadata: { creationTimestamp: "2030-01-01T00:00:00Z", generation: 9 } });
+    assert.equal(forged.metadata.creationTimestamp, created.metadata.creationTimestamp);
+    assert.equal(forged.metadata.generation, undefined);
+    const newImage = await client.patch(ref, { spec: { containers: [{ name: "main", image: "vllm:v2" }] } });
+    assert.deepEqual(newImage.spec?.["containers"], [{ name: "main", image: "vllm:v2" }]);
+    await assert.rejects(client.patch(ref, { spec: { containers: [{ name: "main", image: "vllm:v2", env: [] }] } }), rejectsWith("Invalid"));
+    await assert.rejects(client.patch(ref, { spec: { nodeName: "gpu-1" } }), rejectsWith("Invalid"));
+    const revision = { apiVersion: "apps/v1", kind: "ControllerRevision", metadata: { name: "m-1", namespace: "default" }, data: { a: 1 }, revision: 1 } as const;
+    await client.create(revision);
+    const revisionRef = { kind: "ControllerRevision", namespace: "default", name: "m-1" } as const;
+    await assert.rejects(client.patch(revisionRef, { data: { a: 2 } }), rejectsWith("Invalid"));
+    assert.equal((await client.patch(revisionRef, { revision: 3 }))["revision"], 3, "revision may change, data may not");
+  });
+});

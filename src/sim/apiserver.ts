@@ -1,0 +1,502 @@
+/**
+ * An in-memory Kubernetes API server with the semantics a controller relies on:
+ *
+ * - objects keyed by kind, namespace and name; namespaced kinds need an existing namespace;
+ * - server-assigned `uid`, `creationTimestamp` (virtual clock, RFC 3339) and a global,
+ *   monotonically increasing `resourceVersion` (one counter for all kinds, as etcd's revision);
+ * - optimistic concurrency: update needs the current resourceVersion, else Conflict;
+ * - `generation` bumped on spec changes only, for kinds that track it (ModelServing);
+ * - the status subresource: status writes change only status, other writes never change status;
+ * - JSON merge patch (RFC 7386); a write that changes nothing bumps nothing and emits no event;
+ * - graceful deletion: `deletionTimestamp` + `deletionGracePeriodSeconds`, finalizers that hold an
+ *   object until removed, UID and resourceVersion preconditions on delete;
+ * - background garbage collection through ownerReferences (`gc.ts`);
+ * - watch streams delivered through the virtual clock with a lag (`watch.ts`);
+ * - fault injection and per-client write metrics on requests made through `client(name)`.
+ *
+ * The verbs on this class are the server's own, trusted path: no faults, no metrics. Components of
+ * the simulation (controller, kubelet, scheduler) talk to it through a `SimClient`.
+ */
+import { ApiError, KINDS, isKind } from "../engine/ports.ts";
+import type { DeleteOptions, JsonObject, JsonValue, Kind, KubeObject, ObjectRef } from "../engine/ports.ts";
+import { matchesSelector, parseSelector } from "../engine/labels.ts";
+import type { VirtualClock } from "./clock.ts";
+import { FaultInjector, injectedError, isWriteVerb } from "./faults.ts";
+import type { Request, WriteVerb } from "./faults.ts";
+import { GarbageCollector } from "./gc.ts";
+import { isJsonObject, jsonCopy, jsonEqual, mergePatch } from "./json.ts";
+import { STRATEGIES } from "./kinds.ts";
+import { admissionProblem, deepFreeze, isDeleting, keyOf, refOf, withoutServerFields } from "./objects.ts";
+import type { Prng } from "./prng.ts";
+import { SimClient } from "./client.ts";
+import { WatchHub } from "./watch.ts";
+import type { WatchHandlers, WatchOptions, WatchStream } from "./watch.ts";
+
+export interface ApiServerOptions {
+  /** Default delay between a commit and its delivery on a watch stream. Default 0. */
+  watchLagMs?: number;
+  /** Delay between an owner's disappearance and the collection of its dependents. Default 1000. */
+  gcDelayMs?: number;
+  /**
+   * Who finishes a pod's graceful deletion. "gracePeriod" (default): the server, when the grace
+   * period ends. "external": a simulated kubelet, by deleting the pod again with
+   * `gracePeriodSeconds: 0` once its containers have stopped, as the real kubelet does.
+   */
+  podTermination?: "gracePeriod" | "external";
+  /** Namespaces that exist from the start. Default ["default", "kube-system"]. */
+  namespaces?: readonly string[];
+  /** Objects stored at once; more is refused with ServerError. Default 100 000. */
+  maxObjects?: number;
+  /** Undelivered events per watch stream before the server closes it. Default 10 000. */
+  maxWatchBacklog?: number;
+  /** Open watch streams at once. Default 1 000. */
+  maxWatchStreams?: number;
+}
+
+export interface ListResult {
+  items: KubeObject[];
+  /** The server's resourceVersion when the list was served. */
+  resourceVersion: string;
+}
+
+/** Write requests counted for one (client, kind, verb), failed ones included. */
+export interface WriteCount {
+  client: string;
+  kind: Kind;
+  verb: WriteVerb;
+  count: number;
+}
+
+export class ApiServer {
+  readonly clock: VirtualClock;
+  readonly faults: FaultInjector;
+  readonly #watches: WatchHub;
+  readonly #gc: GarbageCollector;
+  readonly #uidRng: Prng;
+  readonly #objects = new Map<string, KubeObject>();
+  readonly #writeCounts = new Map<string, WriteCount>();
+  readonly #podTermination: "gracePeriod" | "external";
+  readonly #maxObjects: number;
+  #resourceVersion = 0;
+
+  /** `rng` is the simulator's stream for the API server; uids and fault streams fork from it. */
+  constructor(clock: VirtualClock, rng: Prng, options: ApiServerOptions = {}) {
+    this.clock = clock;
+    this.faults = new FaultInjector(rng.fork("faults"));
+    this.#uidRng = rng.fork("uid");
+    this.#podTermination = options.podTermination ?? "gracePeriod";
+    this.#maxObjects = options.maxObjects ?? 100_000;
+    this.#watches = new WatchHub(clock, {
+      defaultLagMs: options.watchLagMs ?? 0,
+      maxBacklog: options.maxWatchBacklog ?? 10_000,
+      maxStreams: options.maxWatchStreams ?? 1_000,
+    });
+    this.#gc = new GarbageCollector(this, clock, options.gcDelayMs ?? 1_000);
+    for (const name of options.namespaces ?? ["default", "kube-system"]) {
+      this.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    }
+  }
+
+  /** A client named `name`: its requests are counted under that name and matched by fault rules. */
+  client(name: string): SimClient {
+    return new SimClient(this, name);
+  }
+
+  /** The current resourceVersion (the last commit's). */
+  resourceVersion(): string {
+    return String(this.#resourceVersion);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Reads
+
+  /** The object named by `ref`. Throws NotFound. */
+  get(ref: ObjectRef): KubeObject {
+    return jsonCopy(this.#mustGet(ref));
+  }
+
+  /** Objects of `kind` matching the options, sorted by namespace then name. */
+  list(kind: Kind, options: { namespace?: string; labelSelector?: string } = {}): ListResult {
+    const selector = parseSelector(options.labelSelector ?? "");
+    const items = this.#stored(kind)
+      .filter((object) => options.namespace === undefined || object.metadata.namespace === options.namespace)
+      .filter((object) => matchesSelector(selector, object.metadata.labels))
+      .map((object) => jsonCopy(object));
+    return { items, resourceVersion: this.resourceVersion() };
+  }
+
+  /** Opens a watch stream of changes committed from now on (see `watch.ts`). */
+  watch(kind: Kind, options: WatchOptions, handlers: WatchHandlers): WatchStream {
+    return this.#watches.open(kind, options, handlers);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Writes
+
+  /** Creates `object`. Throws AlreadyExists, NotFound (namespace), Invalid. */
+  create(object: KubeObject): KubeObject {
+    const sent = withoutServerFields(checkedShape(object));
+    const kind = checkedKind(sent);
+    this.#checkNamespace(kind, sent);
+    const problem = admissionProblem(sent);
+    if (problem !== undefined) throw new ApiError("Invalid", `${kind} ${sent.metadata.name}: ${problem}`);
+    if (this.#objects.has(keyOf(sent))) throw new ApiError("AlreadyExists", `${kind} "${sent.metadata.name}" already exists`);
+    if (this.#objects.size >= this.#maxObjects) throw new ApiError("ServerError", `more than ${this.#maxObjects} objects stored`);
+    const strategy = STRATEGIES[kind];
+    const status = strategy.statusSubresource ? strategy.initialStatus(sent.status) : sent.status;
+    const created: KubeObject = {
+      ...sent,
+      metadata: {
+        ...sent.metadata,
+        uid: this.#newUid(),
+        creationTimestamp: this.clock.nowRfc3339(),
+        ...(strategy.hasGeneration ? { generation: 1 } : {}),
+      },
+    };
+    if (status === undefined) delete created.status;
+    else created.status = status;
+    const stored = this.#commit("ADDED", created);
+    this.#gc.noteCreated(stored);
+    return jsonCopy(stored);
+  }
+
+  /**
+   * Replaces the object (not its status, for kinds with a status subresource). Throws Conflict
+   * when `metadata.resourceVersion` is stale, Invalid when it is missing or a field is immutable.
+   */
+  update(object: KubeObject): KubeObject {
+    const sent = checkedShape(object);
+    const existing = this.#mustGet(refOf(sent));
+    if (sent.metadata.resourceVersion === undefined) {
+      throw new ApiError("Invalid", `${sent.kind} "${sent.metadata.name}": metadata.resourceVersion must be specified for an update`);
+    }
+    checkPreconditions(existing, sent.metadata.uid, sent.metadata.resourceVersion);
+    return jsonCopy(this.#replace(existing, sent, "main"));
+  }
+
+  /** Applies a JSON merge patch to the object (status excluded where it is a subresource). */
+  patch(ref: ObjectRef, patch: JsonObject): KubeObject {
+    return jsonCopy(this.#patch(ref, patch, "main"));
+  }
+
+  /**
+   * Applies a JSON merge patch to the status subresource only. NotFound for a kind without one,
+   * as the Kubernetes API has no such path.
+   */
+  patchStatus(ref: ObjectRef, patch: JsonObject): KubeObject {
+    if (isKind(ref.kind) && !KINDS[ref.kind].statusSubresource) throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
+    return jsonCopy(this.#patch(ref, patch, "status"));
+  }
+
+  /**
+   * Deletes gracefully (see ClusterWriter.delete). Throws NotFound, or Conflict on a failed
+   * precondition. Namespace deletion is not modelled and is refused as Invalid.
+   */
+  delete(ref: ObjectRef, options: DeleteOptions = {}): void {
+    const existing = this.#mustGet(ref);
+    checkPreconditions(existing, options.uid, options.resourceVersion);
+    const requestedSeconds = options.gracePeriodSeconds;
+    if (requestedSeconds !== undefined && (!Number.isSafeInteger(requestedSeconds) || requestedSeconds < 0)) {
+      throw new ApiError("Invalid", `gracePeriodSeconds must be a non-negative integer, got ${requestedSeconds}`);
+    }
+    if (existing.kind === "Namespace") throw new ApiError("Invalid", "namespace deletion is not modelled by the simulator");
+    if (isDeleting(existing)) {
+      this.#shortenGracePeriod(existing, requestedSeconds);
+      return;
+    }
+    const gracePeriodSeconds = STRATEGIES[existing.kind].gracePeriodSeconds(existing, requestedSeconds);
+    if (gracePeriodSeconds === 0 && (existing.metadata.finalizers ?? []).length === 0) {
+      this.#remove(existing);
+      return;
+    }
+    this.#markDeleting(existing, gracePeriodSeconds);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Requests from clients: faults and metrics
+
+  /**
+   * Serves one client request: counts it if it is a write, consults the fault rules, then runs it.
+   * An applied Timeout runs the request and throws anyway; its own error, if any, is hidden.
+   */
+  handle<T>(request: Request, run: () => T): T {
+    if (isWriteVerb(request.verb)) this.#countWrite(request.client, request.kind, request.verb);
+    const effect = this.faults.decide(request);
+    if (effect === undefined) return run();
+    if (effect.applied === true) {
+      try {
+        run();
+      } catch {
+        // The client cannot tell: a timeout hides the outcome either way.
+      }
+    }
+    throw injectedError(effect, request);
+  }
+
+  /** Ends open watch streams of `kind` (all when absent) as a fault; consumers must relist. */
+  dropWatches(kind?: Kind): number {
+    return this.#watches.drop(kind);
+  }
+
+  /** Write requests matching the filter, summed (failed requests included). */
+  apiWrites(filter: { client?: string; kind?: Kind; verb?: WriteVerb } = {}): number {
+    return this.apiWriteCounts()
+      .filter((row) => (filter.client ?? row.client) === row.client && (filter.kind ?? row.kind) === row.kind)
+      .filter((row) => (filter.verb ?? row.verb) === row.verb)
+      .reduce((sum, row) => sum + row.count, 0);
+  }
+
+  /** Every (client, kind, verb) with its count, sorted by client, kind, verb. */
+  apiWriteCounts(): WriteCount[] {
+    return [...this.#writeCounts.values()]
+      .map((row) => ({ ...row }))
+      .sort((a, b) => compare(a.client, b.client) || compare(a.kind, b.kind) || compare(a.verb, b.verb));
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Internals shared with the garbage collector
+
+  /** Stored objects of `kind` (or all kinds), sorted by namespace then name. Do not mutate. */
+  stored(kind?: Kind): readonly KubeObject[] {
+    return this.#stored(kind);
+  }
+
+  /** True when an object of `kind` named `name` in `namespace` has `uid`. */
+  exists(kind: Kind, namespace: string | undefined, name: string, uid: string): boolean {
+    return this.#objects.get(keyOf({ kind, metadata: { name, namespace } }))?.metadata.uid === uid;
+  }
+
+  /** Replaces the ownerReferences of a stored object (the garbage collector dropping dangling ones). */
+  setOwnerReferences(object: KubeObject, ownerReferences: KubeObject["metadata"]["ownerReferences"]): void {
+    const next = jsonCopy(object);
+    if (ownerReferences === undefined || ownerReferences.length === 0) delete next.metadata.ownerReferences;
+    else next.metadata.ownerReferences = ownerReferences;
+    this.#replace(object, next, "main");
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Private
+
+  #patch(ref: ObjectRef, patch: JsonObject, mode: "main" | "status"): KubeObject {
+    const existing = this.#mustGet(ref);
+    const metadata = patch["metadata"];
+    if (isJsonObject(metadata)) checkPreconditions(existing, stringOrUndefined(metadata["uid"]), stringOrUndefined(metadata["resourceVersion"]));
+    const patched = mergePatch(existing as unknown as JsonObject, patch);
+    if (!isJsonObject(patched)) throw new ApiError("Invalid", "a merge patch must produce an object");
+    return this.#replace(existing, patched as unknown as KubeObject, mode);
+  }
+
+  /**
+   * Commits `candidate` over `existing` after preconditions were checked: keeps server fields,
+   * separates spec and status writes, validates, bumps generation, and finishes a deletion whose
+   * last finalizer went away. A candidate equal to `existing` commits nothing.
+   */
+  #replace(existing: KubeObject, candidate: KubeObject, mode: "main" | "status"): KubeObject {
+    const next = mode === "status" ? withStatusOf(existing, candidate) : this.#mainUpdate(existing, candidate);
+    if (jsonEqual(next, existing)) return existing;
+    const strategy = STRATEGIES[existing.kind];
+    if (strategy.hasGeneration && !jsonEqual(specOf(existing), specOf(next))) {
+      next.metadata.generation = (existing.metadata.generation ?? 0) + 1;
+    }
+    if (isDeleting(next) && (next.metadata.finalizers ?? []).length === 0 && next.metadata.deletionGracePeriodSeconds === 0) {
+      return this.#remove(next);
+    }
+    return this.#commit("MODIFIED", next, existing);
+  }
+
+  #mainUpdate(existing: KubeObject, candidate: KubeObject): KubeObject {
+    const what = `${existing.kind} "${existing.metadata.name}"`;
+    if (candidate.kind !== existing.kind || candidate.apiVersion !== existing.apiVersion) {
+      throw new ApiError("Invalid", `${what}: apiVersion and kind cannot change`);
+    }
+    if (candidate.metadata.name !== existing.metadata.name || candidate.metadata.namespace !== existing.metadata.namespace) {
+      throw new ApiError("Invalid", `${what}: metadata.name and metadata.namespace cannot change`);
+    }
+    const next: KubeObject = {
+      ...candidate,
+      metadata: { ...withoutServerFields(candidate).metadata, ...serverFieldsOf(existing) },
+    };
+    if (STRATEGIES[existing.kind].statusSubresource) {
+      if (existing.status === undefined) delete next.status;
+      else next.status = existing.status;
+    }
+    const problem =
+      admissionProblem(next) ?? STRATEGIES[existing.kind].updateProblem(existing, next) ?? newFinalizerProblem(existing, next);
+    if (problem !== undefined) throw new ApiError("Invalid", `${what}: ${problem}`);
+    return jsonCopy(next);
+  }
+
+  /** Starts a graceful deletion: deletionTimestamp at the end of the grace period. */
+  #markDeleting(existing: KubeObject, gracePeriodSeconds: number): void {
+    const next = jsonCopy(existing);
+    next.metadata.deletionTimestamp = this.clock.rfc3339(this.clock.nowMs() + gracePeriodSeconds * 1000);
+    next.metadata.deletionGracePeriodSeconds = gracePeriodSeconds;
+    // Kubernetes bumps generation when deletion starts: controllers of the object must notice.
+    if ((existing.metadata.generation ?? 0) > 0) next.metadata.generation = (existing.metadata.generation ?? 0) + 1;
+    const stored = this.#commit("MODIFIED", next, existing);
+    if (gracePeriodSeconds > 0 && this.#podTermination === "gracePeriod") this.#expireAfterGracePeriod(stored);
+  }
+
+  /** A second delete may only shorten a pending grace period; reaching 0 may finish the deletion. */
+  #shortenGracePeriod(existing: KubeObject, requestedSeconds: number | undefined): void {
+    const currentSeconds = existing.metadata.deletionGracePeriodSeconds ?? 0;
+    if (requestedSeconds === undefined || requestedSeconds >= currentSeconds) {
+      // Nothing to shorten; an object whose grace already ended is retried for removal.
+      if (currentSeconds === 0 && (existing.metadata.finalizers ?? []).length === 0) this.#remove(existing);
+      return;
+    }
+    const next = jsonCopy(existing);
+    const deletionMs = this.clock.parseRfc3339(existing.metadata.deletionTimestamp ?? "");
+    next.metadata.deletionTimestamp = this.clock.rfc3339(deletionMs - (currentSeconds - requestedSeconds) * 1000);
+    next.metadata.deletionGracePeriodSeconds = requestedSeconds;
+    if (requestedSeconds === 0 && (next.metadata.finalizers ?? []).length === 0) {
+      this.#remove(next);
+      return;
+    }
+    const stored = this.#commit("MODIFIED", next, existing);
+    // The earlier timer still fires, finds the deletion already done, and does nothing.
+    if (requestedSeconds > 0 && this.#podTermination === "gracePeriod") this.#expireAfterGracePeriod(stored);
+  }
+
+  #expireAfterGracePeriod(object: KubeObject): void {
+    const ref = refOf(object);
+    const uid = object.metadata.uid;
+    this.clock.setTimer((object.metadata.deletionGracePeriodSeconds ?? 0) * 1000, () => {
+      const current = this.#objects.get(keyOf(object));
+      // The object may be gone, re-created under the same name, or already shortened to 0.
+      if (current === undefined || current.metadata.uid !== uid || !isDeleting(current)) return;
+      this.delete(ref, { uid, gracePeriodSeconds: 0 });
+    });
+  }
+
+  /** Removes a stored object for good: one DELETED event, then dependents are looked at. */
+  #remove(object: KubeObject): KubeObject {
+    const removed = this.#commit("DELETED", jsonCopy(object));
+    this.#gc.noteRemoved(removed);
+    return removed;
+  }
+
+  /** Assigns the next resourceVersion, stores (or removes) the object and publishes the change. */
+  #commit(type: "ADDED" | "MODIFIED" | "DELETED", object: KubeObject, previous?: KubeObject): KubeObject {
+    this.#resourceVersion++;
+    object.metadata.resourceVersion = String(this.#resourceVersion);
+    const stored = deepFreeze(object);
+    if (type === "DELETED") this.#objects.delete(keyOf(stored));
+    else this.#objects.set(keyOf(stored), stored);
+    this.#watches.publish(stored.kind, previous === undefined ? { type, object: stored } : { type, object: stored, previous });
+    return stored;
+  }
+
+  #mustGet(ref: ObjectRef): KubeObject {
+    if (!isKind(ref.kind)) throw new ApiError("Invalid", `unknown kind "${String(ref.kind)}"`);
+    const namespace = KINDS[ref.kind].namespaced ? ref.namespace : undefined;
+    const object = this.#objects.get(keyOf({ kind: ref.kind, metadata: { name: ref.name, namespace } }));
+    if (object === undefined) {
+      throw new ApiError("NotFound", `${ref.kind} "${ref.name}"${namespace === undefined ? "" : ` in namespace "${namespace}"`} not found`);
+    }
+    return object;
+  }
+
+  #stored(kind?: Kind): KubeObject[] {
+    return [...this.#objects.values()]
+      .filter((object) => kind === undefined || object.kind === kind)
+      .sort((a, b) => compare(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compare(a.metadata.name, b.metadata.name));
+  }
+
+  #checkNamespace(kind: Kind, object: KubeObject): void {
+    if (!KINDS[kind].namespaced) {
+      // Cluster-scoped objects have no namespace; Kubernetes ignores one that is sent.
+      delete object.metadata.namespace;
+      return;
+    }
+    const namespace = object.metadata.namespace;
+    if (namespace === undefined || namespace === "") {
+      throw new ApiError("Invalid", `${kind} "${object.metadata.name}": metadata.namespace is required`);
+    }
+    if (!this.#objects.has(keyOf({ kind: "Namespace", metadata: { name: namespace } }))) {
+      throw new ApiError("NotFound", `namespace "${namespace}" not found`);
+    }
+  }
+
+  /** A random version-4 UUID from the server's own stream. */
+  #newUid(): string {
+    const hex = [0, 1, 2, 3].map(() => this.#uidRng.nextUint32().toString(16).padStart(8, "0")).join("");
+    const variant = ((parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+  }
+
+  #countWrite(client: string, kind: Kind, verb: WriteVerb): void {
+    const key = `${client}\u0000${kind}\u0000${verb}`;
+    const row = this.#writeCounts.get(key) ?? { client, kind, verb, count: 0 };
+    row.count++;
+    this.#writeCounts.set(key, row);
+  }
+}
+
+/** The metadata fields only the server sets, taken from the stored object. */
+function serverFieldsOf(object: KubeObject): Partial<KubeObject["metadata"]> {
+  const { uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds } = object.metadata;
+  return Object.fromEntries(
+    Object.entries({ uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds }).filter(
+      ([, value]) => value !== undefined,
+    ),
+  );
+}
+
+function withStatusOf(existing: KubeObject, candidate: KubeObject): KubeObject {
+  const next = jsonCopy(existing);
+  if (candidate.status === undefined) delete next.status;
+  else next.status = candidate.status;
+  return next;
+}
+
+/** Everything generation counts: the object without metadata and status. */
+function specOf(object: KubeObject): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(object).filter(([field]) => field !== "metadata" && field !== "status"));
+}
+
+function checkPreconditions(existing: KubeObject, uid: string | undefined, resourceVersion: string | undefined): void {
+  const what = `${existing.kind} "${existing.metadata.name}"`;
+  if (uid !== undefined && uid !== existing.metadata.uid) {
+    const stored = existing.metadata.uid ?? "none";
+    throw new ApiError("Conflict", `${what}: precondition failed: UID ${uid}, stored ${stored}; it may have been deleted and re-created`);
+  }
+  if (resourceVersion !== undefined && resourceVersion !== existing.metadata.resourceVersion) {
+    const stored = existing.metadata.resourceVersion ?? "none";
+    throw new ApiError("Conflict", `${what}: the object has been modified (resourceVersion ${resourceVersion}, stored ${stored}); re-read and retry`);
+  }
+}
+
+function newFinalizerProblem(existing: KubeObject, next: KubeObject): string | undefined {
+  if (!isDeleting(existing)) return undefined;
+  const before = new Set(existing.metadata.finalizers ?? []);
+  const added = (next.metadata.finalizers ?? []).filter((finalizer) => !before.has(finalizer));
+  if (added.length === 0) return undefined;
+  return `metadata.finalizers: no new finalizers can be added while the object is being deleted (${added.join(", ")})`;
+}
+
+/** A copy of what a client sent, if it has the shape of an object with a name. */
+function checkedShape(sent: unknown): KubeObject {
+  const object = jsonCopy(sent);
+  if (!isJsonObject(object) || !isJsonObject(object["metadata"]) || typeof object["metadata"]["name"] !== "string") {
+    throw new ApiError("Invalid", "an object needs metadata.name");
+  }
+  return object as unknown as KubeObject;
+}
+
+function checkedKind(object: KubeObject): Kind {
+  const kind: string = object.kind;
+  if (!isKind(kind)) throw new ApiError("Invalid", `unknown kind "${kind}"`);
+  if (object.apiVersion !== KINDS[kind].apiVersion) {
+    throw new ApiError("Invalid", `${kind} has apiVersion ${KINDS[kind].apiVersion}, not ${object.apiVersion}`);
+  }
+  return kind;
+}
+
+function stringOrUndefined(value: JsonValue | undefined): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

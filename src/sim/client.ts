@@ -1,0 +1,120 @@
+/**
+ * Clients of the simulated API server. A `SimClient` is the simulator's ClusterWriter: each call is
+ * one request, counted under the client's name and subject to fault rules, applied at once (no
+ * network latency is modelled) and answered through a promise. `list` and `watch` serve the
+ * simulator's informer. A `SimRecorder` writes Kubernetes Events through a client.
+ */
+import { ApiError, KINDS } from "../engine/ports.ts";
+import type {
+  ClusterWriter,
+  DeleteOptions,
+  EventRecord,
+  JsonObject,
+  Kind,
+  KubeObject,
+  ListOptions,
+  ObjectRef,
+  Recorder,
+} from "../engine/ports.ts";
+import type { ApiServer, ListResult } from "./apiserver.ts";
+import type { VirtualClock } from "./clock.ts";
+import type { Verb } from "./faults.ts";
+import type { WatchHandlers, WatchOptions, WatchStream } from "./watch.ts";
+
+export class SimClient implements ClusterWriter {
+  readonly name: string;
+  readonly #server: ApiServer;
+
+  constructor(server: ApiServer, name: string) {
+    this.#server = server;
+    this.name = name;
+  }
+
+  create<K extends Kind>(object: KubeObject<K>): Promise<KubeObject<K>> {
+    return this.#request("create", object.kind, () => this.#server.create(object) as KubeObject<K>);
+  }
+
+  update<K extends Kind>(object: KubeObject<K>): Promise<KubeObject<K>> {
+    return this.#request("update", object.kind, () => this.#server.update(object) as KubeObject<K>);
+  }
+
+  patch<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
+    return this.#request("patch", ref.kind, () => this.#server.patch(ref, mergePatch) as KubeObject<K>);
+  }
+
+  patchStatus<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
+    return this.#request("patchStatus", ref.kind, () => this.#server.patchStatus(ref, mergePatch) as KubeObject<K>);
+  }
+
+  delete(ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
+    return this.#request("delete", ref.kind, () => {
+      this.#server.delete(ref, options);
+    });
+  }
+
+  /** A synchronous list request (the informer's list half). Throws ApiError. */
+  list(kind: Kind, options: ListOptions = {}): ListResult {
+    return this.#server.handle({ verb: "list", kind, client: this.name }, () => this.#server.list(kind, options));
+  }
+
+  /** A synchronous watch request (the informer's watch half). Throws ApiError. */
+  watch(kind: Kind, options: WatchOptions, handlers: WatchHandlers): WatchStream {
+    return this.#server.handle({ verb: "watch", kind, client: this.name }, () => this.#server.watch(kind, options, handlers));
+  }
+
+  #request<T>(verb: Verb, kind: Kind, run: () => T): Promise<T> {
+    try {
+      return Promise.resolve(this.#server.handle({ verb, kind, client: this.name }, run));
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+}
+
+/**
+ * Writes each record as a core/v1 Event in the regarding object's namespace ("default" for
+ * cluster-scoped objects). Events are not aggregated into counts. A failed write is dropped and
+ * counted, as a real recorder drops events it cannot send.
+ */
+export class SimRecorder implements Recorder {
+  readonly #client: SimClient;
+  readonly #clock: VirtualClock;
+  readonly #component: string;
+  #sequence = 0;
+  #droppedCount = 0;
+
+  constructor(client: SimClient, clock: VirtualClock, component: string) {
+    this.#client = client;
+    this.#clock = clock;
+    this.#component = component;
+  }
+
+  record(event: EventRecord): void {
+    const { regarding } = event;
+    const timestamp = this.#clock.nowRfc3339();
+    // Unique per recorder and instant; the millisecond clock keeps names apart across restarts.
+    const name = `${regarding.name}.${this.#clock.nowMs().toString(16)}${(this.#sequence++).toString(16)}`;
+    const object: KubeObject<"Event"> = {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name, namespace: regarding.namespace ?? "default" },
+      involvedObject: { apiVersion: KINDS[regarding.kind].apiVersion, ...regarding },
+      type: event.type,
+      reason: event.reason,
+      message: event.message,
+      source: { component: this.#component },
+      firstTimestamp: timestamp,
+      lastTimestamp: timestamp,
+      count: 1,
+    };
+    void this.#client.create(object).catch((error: unknown) => {
+      if (!(error instanceof ApiError)) throw error;
+      this.#droppedCount++;
+    });
+  }
+
+  /** Events that could not be written. */
+  droppedCount(): number {
+    return this.#droppedCount;
+  }
+}

@@ -1,0 +1,111 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { VirtualClock } from "./clock.ts";
+
+describe("VirtualClock", () => {
+  it("fires timers by due time, and timers due together in the order they were set", () => {
+    const clock = new VirtualClock();
+    const fired: string[] = [];
+    clock.setTimer(20, () => fired.push("b@20"));
+    clock.setTimer(10, () => fired.push("a@10"));
+    clock.setTimer(20, () => fired.push("c@20"));
+    clock.setTimer(0, () => fired.push("z@0"));
+    for (let i = 0; i < 50; i++) clock.setTimer(15, () => fired.push(`tie${i}`));
+    assert.equal(clock.advance(100), 54);
+    assert.deepEqual(fired.slice(0, 2), ["z@0", "a@10"]);
+    assert.deepEqual(fired.slice(2, 52), Array.from({ length: 50 }, (_, i) => `tie${i}`));
+    assert.deepEqual(fired.slice(52), ["b@20", "c@20"]);
+    assert.equal(clock.nowMs(), 100);
+  });
+
+  it("shows each callback its own due time, and ends at the target", () => {
+    const clock = new VirtualClock({ startMs: 5 });
+    const seen: number[] = [];
+    clock.setTimer(3, () => seen.push(clock.nowMs()));
+    clock.setTimer(7, () => seen.push(clock.nowMs()));
+    clock.runUntil(30);
+    assert.deepEqual(seen, [8, 12]);
+    assert.equal(clock.nowMs(), 30);
+  });
+
+  it("fires timers set by a callback for the same run, but not those beyond the target", () => {
+    const clock = new VirtualClock();
+    const fired: string[] = [];
+    clock.setTimer(10, () => {
+      fired.push("first");
+      clock.setTimer(0, () => fired.push("same instant"));
+      clock.setTimer(5, () => fired.push("later"));
+    });
+    clock.advance(12);
+    assert.deepEqual(fired, ["first", "same instant"]);
+    clock.advance(3);
+    assert.deepEqual(fired, ["first", "same instant", "later"]);
+  });
+
+  it("next() jumps to the next due time and fires everything due then", () => {
+    const clock = new VirtualClock();
+    const fired: number[] = [];
+    clock.setTimer(40, () => fired.push(1));
+    clock.setTimer(40, () => fired.push(2));
+    clock.setTimer(90, () => fired.push(3));
+    assert.equal(clock.nextDueMs(), 40);
+    assert.equal(clock.next(), true);
+    assert.equal(clock.nowMs(), 40);
+    assert.deepEqual(fired, [1, 2]);
+    assert.equal(clock.next(), true);
+    assert.equal(clock.next(), false);
+    assert.equal(clock.nowMs(), 90);
+  });
+
+  it("cancelled timers never fire and do not count as pending", () => {
+    const clock = new VirtualClock();
+    let fired = false;
+    const timer = clock.setTimer(10, () => (fired = true));
+    assert.equal(clock.pendingCount(), 1);
+    assert.equal(timer.cancel(), true);
+    assert.equal(timer.cancel(), false);
+    assert.equal(clock.pendingCount(), 0);
+    assert.equal(clock.nextDueMs(), undefined);
+    clock.advance(20);
+    assert.equal(fired, false);
+  });
+
+  it("compacts cancelled timers so set-and-cancel loops stay within the bound", () => {
+    const clock = new VirtualClock({ maxTimers: 4 });
+    for (let i = 0; i < 1000; i++) clock.setTimer(1000 + i, () => undefined).cancel();
+    clock.setTimer(1, () => undefined);
+    assert.equal(clock.pendingCount(), 1);
+    assert.equal(clock.nextDueMs(), 1);
+  });
+
+  it("refuses to go back in time and rejects non-integer or negative durations", () => {
+    const clock = new VirtualClock({ startMs: 100 });
+    assert.throws(() => clock.runUntil(99), /back in time/);
+    assert.throws(() => clock.setTimer(-1, () => undefined), /non-negative integer/);
+    assert.throws(() => clock.setTimer(1.5, () => undefined), /non-negative integer/);
+    assert.throws(() => clock.advance(Number.NaN), /non-negative integer/);
+    assert.equal(clock.nowMs(), 100);
+  });
+
+  it("bounds live timers and timers fired per run", () => {
+    const small = new VirtualClock({ maxTimers: 2 });
+    small.setTimer(1, () => undefined);
+    small.setTimer(1, () => undefined);
+    assert.throws(() => small.setTimer(1, () => undefined), /more than 2 live timers/);
+
+    const looping = new VirtualClock({ maxFiresPerRun: 100 });
+    const again = (): void => {
+      looping.setTimer(0, again);
+    };
+    looping.setTimer(0, again);
+    assert.throws(() => looping.advance(1), /more than 100 timers in one run/);
+  });
+
+  it("formats virtual instants as RFC 3339 with whole seconds and parses them back", () => {
+    const clock = new VirtualClock({ epochMs: Date.UTC(2026, 0, 1) });
+    assert.equal(clock.nowRfc3339(), "2026-01-01T00:00:00Z");
+    clock.advance(61_999);
+    assert.equal(clock.nowRfc3339(), "2026-01-01T00:01:01Z");
+    assert.equal(clock.parseRfc3339("2026-01-01T00:01:01Z"), 61_000);
+  });
+});

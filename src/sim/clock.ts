@@ -1,0 +1,216 @@
+/**
+ * Virtual time for the simulator: integer milliseconds that move only when the driver says so.
+ * Timers fire in (dueMs, sequence) order, so timers due at the same instant fire in the order they
+ * were set — unlike a comparator on due time alone, which leaves ties to the sort algorithm.
+ */
+import type { Clock, Timer } from "../engine/ports.ts";
+
+export interface VirtualClockOptions {
+  /** Virtual time at construction. */
+  startMs?: number;
+  /** Upper bound on live timers; exceeding it is a bug (a leak or a runaway loop). */
+  maxTimers?: number;
+  /** Upper bound on timers fired by one `advance`/`runUntil`, catching zero-delay loops. */
+  maxFiresPerRun?: number;
+  /** Wall-clock instant that virtual time 0 stands for, used only to format timestamps. */
+  epochMs?: number;
+}
+
+/** 2026-01-01T00:00:00Z: a fixed epoch, so reports hold no wall-clock time. */
+export const DEFAULT_EPOCH_MS = Date.UTC(2026, 0, 1);
+
+interface Entry {
+  readonly dueMs: number;
+  readonly seq: number;
+  readonly callback: () => void;
+  live: boolean;
+}
+
+export class VirtualClock implements Clock {
+  readonly #maxTimers: number;
+  readonly #maxFiresPerRun: number;
+  readonly #epochMs: number;
+  /** A binary min-heap on (dueMs, seq); cancelled entries stay until popped (`live` = false). */
+  readonly #heap: Entry[] = [];
+  #nowMs: number;
+  #seq = 0;
+  #liveCount = 0;
+
+  constructor(options: VirtualClockOptions = {}) {
+    this.#nowMs = options.startMs ?? 0;
+    this.#maxTimers = options.maxTimers ?? 100_000;
+    this.#maxFiresPerRun = options.maxFiresPerRun ?? 1_000_000;
+    this.#epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
+    assertTimeMs(this.#nowMs, "startMs");
+  }
+
+  nowMs(): number {
+    return this.#nowMs;
+  }
+
+  /** `nowMs` as RFC 3339 with second precision, the form of Kubernetes timestamps. */
+  nowRfc3339(): string {
+    return formatRfc3339(this.#epochMs + this.#nowMs);
+  }
+
+  /** Formats a virtual instant as RFC 3339 with second precision. */
+  rfc3339(atMs: number): string {
+    return formatRfc3339(this.#epochMs + atMs);
+  }
+
+  /** Parses an RFC 3339 timestamp written by `rfc3339` back to virtual milliseconds. */
+  parseRfc3339(timestamp: string): number {
+    const wallMs = Date.parse(timestamp);
+    if (Number.isNaN(wallMs)) throw new Error(`not an RFC 3339 timestamp: ${timestamp}`);
+    return wallMs - this.#epochMs;
+  }
+
+  setTimer(delayMs: number, callback: () => void): Timer {
+    assertTimeMs(delayMs, "delayMs");
+    if (this.#liveCount >= this.#maxTimers) throw new Error(`more than ${this.#maxTimers} live timers`);
+    const entry: Entry = { dueMs: this.#nowMs + delayMs, seq: this.#seq++, callback, live: true };
+    heapPush(this.#heap, entry);
+    this.#liveCount++;
+    // Cancelled timers stay in the heap until popped; rebuild before they outnumber live ones.
+    if (this.#heap.length > 2 * this.#maxTimers) compact(this.#heap);
+    return {
+      dueMs: entry.dueMs,
+      cancel: () => {
+        if (!entry.live) return false;
+        entry.live = false;
+        this.#liveCount--;
+        return true;
+      },
+    };
+  }
+
+  /** Number of timers set and neither fired nor cancelled. */
+  pendingCount(): number {
+    return this.#liveCount;
+  }
+
+  /** Due time of the next live timer, or undefined when none is pending. */
+  nextDueMs(): number | undefined {
+    this.#dropCancelledHead();
+    return this.#heap[0]?.dueMs;
+  }
+
+  /**
+   * Moves time to the next live timer's due time and fires every timer due then (including those
+   * that timers set for the same instant). Returns false, leaving time alone, when none is pending.
+   */
+  next(): boolean {
+    const dueMs = this.nextDueMs();
+    if (dueMs === undefined) return false;
+    this.runUntil(dueMs);
+    return true;
+  }
+
+  /** `runUntil(nowMs() + ms)`. Returns the number of timers fired. */
+  advance(ms: number): number {
+    assertTimeMs(ms, "ms");
+    return this.runUntil(this.#nowMs + ms);
+  }
+
+  /**
+   * Fires, in order, every timer due at or before `targetMs`, setting the time to each timer's due
+   * time as it fires, then sets the time to `targetMs`. Throws when `targetMs` is in the past.
+   * Returns the number of timers fired.
+   */
+  runUntil(targetMs: number): number {
+    assertTimeMs(targetMs, "targetMs");
+    if (targetMs < this.#nowMs) {
+      throw new Error(`cannot go back in time: now ${this.#nowMs} ms, asked for ${targetMs} ms`);
+    }
+    let fired = 0;
+    for (;;) {
+      const head = this.#popDue(targetMs);
+      if (head === undefined) break;
+      fired++;
+      if (fired > this.#maxFiresPerRun) throw new Error(`more than ${this.#maxFiresPerRun} timers in one run`);
+      this.#nowMs = head.dueMs;
+      head.callback();
+    }
+    this.#nowMs = targetMs;
+    return fired;
+  }
+
+  #popDue(targetMs: number): Entry | undefined {
+    this.#dropCancelledHead();
+    const head = this.#heap[0];
+    if (head === undefined || head.dueMs > targetMs) return undefined;
+    heapPop(this.#heap);
+    head.live = false;
+    this.#liveCount--;
+    return head;
+  }
+
+  #dropCancelledHead(): void {
+    while (this.#heap[0]?.live === false) heapPop(this.#heap);
+  }
+}
+
+function assertTimeMs(value: number, name: string): void {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new Error(`${name} must be a non-negative integer number of milliseconds, got ${value}`);
+  }
+}
+
+function formatRfc3339(wallMs: number): string {
+  // toISOString gives milliseconds; Kubernetes timestamps have whole seconds.
+  return new Date(wallMs - (wallMs % 1000)).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+function before(a: Entry, b: Entry): boolean {
+  return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.seq < b.seq);
+}
+
+function heapPush(heap: Entry[], entry: Entry): void {
+  heap.push(entry);
+  let i = heap.length - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    const above = at(heap, parent);
+    if (!before(entry, above)) break;
+    heap[i] = above;
+    heap[parent] = entry;
+    i = parent;
+  }
+}
+
+function heapPop(heap: Entry[]): void {
+  const last = heap.pop();
+  if (last === undefined || heap.length === 0) return;
+  heap[0] = last;
+  siftDown(heap, 0);
+}
+
+function siftDown(heap: Entry[], start: number): void {
+  let i = start;
+  // Each step moves one level down, so the loop ends within log2(heap.length) steps.
+  for (;;) {
+    const left = 2 * i + 1;
+    let smallest = i;
+    if (left < heap.length && before(at(heap, left), at(heap, smallest))) smallest = left;
+    if (left + 1 < heap.length && before(at(heap, left + 1), at(heap, smallest))) smallest = left + 1;
+    if (smallest === i) return;
+    const moved = at(heap, i);
+    heap[i] = at(heap, smallest);
+    heap[smallest] = moved;
+    i = smallest;
+  }
+}
+
+/** Rebuilds the heap without cancelled entries (Floyd's bottom-up heap construction). */
+function compact(heap: Entry[]): void {
+  const live = heap.filter((entry) => entry.live);
+  heap.length = 0;
+  heap.push(...live);
+  for (let i = (heap.length >> 1) - 1; i >= 0; i--) siftDown(heap, i);
+}
+
+function at(heap: Entry[], index: number): Entry {
+  const entry = heap[index];
+  if (entry === undefined) throw new Error(`heap index ${index} out of range`);
+  return entry;
+}

@@ -1,0 +1,95 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { JsonObject, KubeObject } from "../engine/ports.ts";
+import { freeCapacity, nodesOfPools, placeGang, podGpuRequest } from "./placement.ts";
+import { aPod } from "./test-fixtures.ts";
+
+function gpuPod(name: string, gpus: number | string, extra: Record<string, unknown> = {}): KubeObject {
+  return aPod(name, {}, { containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": gpus } } }], ...(extra as object) });
+}
+
+describe("node pools and GPU requests", () => {
+  it("builds Ready nodes named after their pool with the pool's GPUs", () => {
+    const nodes = nodesOfPools([{ name: "gpu", count: 2, gpus: 8 }, { name: "small", count: 1, gpus: 2 }]);
+    assert.deepEqual(nodes.map((node) => node.metadata.name), ["gpu-0", "gpu-1", "small-0"]);
+    assert.deepEqual(freeCapacity(nodes, []), [
+      { name: "gpu-0", freeGpus: 8 },
+      { name: "gpu-1", freeGpus: 8 },
+      { name: "small-0", freeGpus: 2 },
+    ]);
+  });
+
+  it("computes effective requests: containers summed, init containers maxed, requests before limits", () => {
+    const spec: JsonObject = {
+      initContainers: [{ name: "init", resources: { requests: { "nvidia.com/gpu": "3" } } }],
+      containers: [
+        { name: "a", resources: { requests: { "nvidia.com/gpu": 1 }, limits: { "nvidia.com/gpu": 1 } } },
+        { name: "b", resources: { limits: { "nvidia.com/gpu": "1" } } },
+        { name: "c" },
+      ],
+    };
+    assert.equal(podGpuRequest(aPod("p", {}, spec)), 3);
+    assert.equal(podGpuRequest(aPod("p")), 0);
+    assert.equal(podGpuRequest(gpuPod("p", "1.5")), undefined);
+    assert.equal(podGpuRequest(gpuPod("p", "-1")), undefined);
+  });
+
+  it("counts bound and terminating pods against their node, not finished pods or unschedulable nodes", () => {
+    const [ready, cordoned, notReady] = nodesOfPools([{ name: "n", count: 3, gpus: 8 }]);
+    assert.ok(ready && cordoned && notReady);
+    cordoned.spec = { unschedulable: true };
+    notReady.status = { ...notReady.status, conditions: [{ type: "Ready", status: "False" }] };
+    const bound = gpuPod("a", 2, { nodeName: "n-0" });
+    const terminating = gpuPod("b", 3, { nodeName: "n-0" });
+    terminating.metadata.deletionTimestamp = "2026-01-01T00:00:30Z";
+    const finished = gpuPod("c", 8, { nodeName: "n-0" });
+    finished.status = { phase: "Succeeded" };
+    assert.deepEqual(freeCapacity([ready, cordoned, notReady], [bound, terminating, finished, gpuPod("pending", 8)]), [{ name: "n-0", freeGpus: 3 }]);
+  });
+});
+
+describe("placeGang", () => {
+  const nodes = [
+    { name: "a", freeGpus: 8 },
+    { name: "b", freeGpus: 4 },
+    { name: "c", freeGpus: 8 },
+  ];
+
+  it("places the largest requests first, each on the tightest node that fits, ties by name", () => {
+    const placement = placeGang(
+      [
+        { pod: "small", gpus: 4 },
+        { pod: "big", gpus: 8 },
+        { pod: "tiny", gpus: 2 },
+      ],
+      nodes,
+      3,
+    );
+    assert.ok(placement.ok);
+    assert.deepEqual([...placement.nodeByPod], [
+      ["big", "a"],
+      ["small", "b"],
+      ["tiny", "c"],
+    ]);
+    assert.deepEqual(nodes[0], { name: "a", freeGpus: 8 }, "input not modified");
+  });
+
+  it("places all or nothing, saying which pod did not fit and why", () => {
+    const placement = placeGang(
+      [
+        { pod: "x", gpus: 8 },
+        { pod: "y", gpus: 8 },
+        { pod: "z", gpus: 8 },
+      ],
+      nodes,
+      5,
+    );
+    assert.equal(placement.ok, false);
+    assert.ok(!placement.ok);
+    assert.equal(
+      placement.reason,
+      "0/5 nodes are available: pod z needs 8 nvidia.com/gpu, at most 4 free on any schedulable node after placing 2 of the gang's pods, 2 not schedulable (NotReady or cordoned) (gang of 3 pods, placed all-or-nothing)",
+    );
+    assert.equal(placeGang([{ pod: "bad", gpus: undefined }], nodes, 3).ok, false);
+  });
+});

@@ -1,0 +1,160 @@
+/**
+ * Pure placement for the simulated scheduler: node pools, GPU requests, free capacity, and gang
+ * placement (a set of pods placed all-or-nothing). Only `nvidia.com/gpu` is modelled: it is the
+ * resource LLM serving runs out of; CPU and memory never decide placement in Tandem's scenarios.
+ */
+import type { JsonObject, JsonValue, KubeObject } from "../engine/ports.ts";
+import { isJsonObject } from "./json.ts";
+
+export const GPU_RESOURCE = "nvidia.com/gpu";
+/** The label a simulated node carries naming its pool. */
+export const POOL_LABEL = "sim.tandem.dev/pool";
+
+export interface NodePool {
+  name: string;
+  count: number;
+  /** GPUs per node. */
+  gpus: number;
+}
+
+/** Nodes `<pool>-0 .. <pool>-(count-1)`, Ready and schedulable, with `gpus` allocatable GPUs. */
+export function nodesOfPools(pools: readonly NodePool[]): KubeObject<"Node">[] {
+  return pools.flatMap((pool) =>
+    Array.from({ length: pool.count }, (_, index): KubeObject<"Node"> => {
+      const resources = { [GPU_RESOURCE]: String(pool.gpus) };
+      return {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: `${pool.name}-${index}`, labels: { [POOL_LABEL]: pool.name } },
+        spec: {},
+        status: { capacity: resources, allocatable: resources, conditions: [{ type: "Ready", status: "True" }] },
+      };
+    }),
+  );
+}
+
+/**
+ * GPUs a pod needs: the larger of the sum over its containers and the largest init container, as
+ * Kubernetes computes effective requests. A container's request defaults to its limit. Returns
+ * undefined when a value is not a non-negative integer (such a pod never fits).
+ */
+export function podGpuRequest(pod: KubeObject): number | undefined {
+  const regular = containerRequests(pod.spec?.["containers"]);
+  const init = containerRequests(pod.spec?.["initContainers"]);
+  if (regular === undefined || init === undefined) return undefined;
+  return Math.max(
+    regular.reduce((sum, gpus) => sum + gpus, 0),
+    init.reduce((most, gpus) => Math.max(most, gpus), 0),
+  );
+}
+
+function containerRequests(containers: unknown): number[] | undefined {
+  if (!Array.isArray(containers)) return [];
+  const requests: number[] = [];
+  for (const container of containers) {
+    const resources: unknown = isJsonObject(container) ? container["resources"] : undefined;
+    const request = isJsonObject(resources) ? (resourceOf(resources["requests"]) ?? resourceOf(resources["limits"])) : undefined;
+    const gpus = request === undefined ? 0 : Number(request);
+    if (!Number.isSafeInteger(gpus) || gpus < 0) return undefined;
+    requests.push(gpus);
+  }
+  return requests;
+}
+
+function resourceOf(list: unknown): string | number | undefined {
+  if (!isJsonObject(list)) return undefined;
+  const value = list[GPU_RESOURCE];
+  return typeof value === "string" || typeof value === "number" ? value : undefined;
+}
+
+export interface NodeCapacity {
+  readonly name: string;
+  readonly freeGpus: number;
+}
+
+/** True when a node takes new pods: not cordoned and its Ready condition is True. */
+export function isSchedulable(node: KubeObject): boolean {
+  if (node.spec?.["unschedulable"] === true) return false;
+  const conditions = node.status?.["conditions"];
+  const isReady = (condition: JsonValue): boolean => isJsonObject(condition) && condition["type"] === "Ready";
+  const ready = Array.isArray(conditions) ? conditions.find(isReady) : undefined;
+  return isJsonObject(ready) && ready["status"] === "True";
+}
+
+/**
+ * Free GPUs of each schedulable node, in name order: allocatable minus the requests of every pod
+ * bound to it that has not finished. Terminating pods still hold their GPUs until they are gone.
+ */
+export function freeCapacity(nodes: readonly KubeObject[], pods: readonly KubeObject[]): NodeCapacity[] {
+  const usedGpus = new Map<string, number>();
+  for (const pod of pods) {
+    const nodeName = pod.spec?.["nodeName"];
+    const phase = pod.status?.["phase"];
+    if (typeof nodeName !== "string" || phase === "Succeeded" || phase === "Failed") continue;
+    usedGpus.set(nodeName, (usedGpus.get(nodeName) ?? 0) + (podGpuRequest(pod) ?? 0));
+  }
+  return nodes
+    .filter(isSchedulable)
+    .map((node) => ({ name: node.metadata.name, freeGpus: allocatableGpus(node) - (usedGpus.get(node.metadata.name) ?? 0) }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+function allocatableGpus(node: KubeObject): number {
+  const status: JsonObject = node.status ?? {};
+  const value = Number(resourceOf(status["allocatable"]) ?? resourceOf(status["capacity"]) ?? 0);
+  return Number.isSafeInteger(value) && value > 0 ? value : 0;
+}
+
+export interface Demand {
+  /** Unique within a gang, e.g. "namespace/name". */
+  readonly pod: string;
+  /** GPUs needed; undefined when the pod's request is malformed. */
+  readonly gpus: number | undefined;
+}
+
+export type GangPlacement =
+  | { readonly ok: true; readonly nodeByPod: ReadonlyMap<string, string> }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Places every member of a gang or none. Best-fit decreasing: largest requests first (ties by pod
+ * name), each on the node it leaves with the fewest free GPUs (ties by node name). Greedy, so it
+ * can miss a packing that exists; deterministic, and good enough to model fragmentation.
+ * `nodes` is not modified. `totalNodes` counts unschedulable nodes too, for the message.
+ */
+export function placeGang(members: readonly Demand[], nodes: readonly NodeCapacity[], totalNodes: number): GangPlacement {
+  const free = new Map(nodes.map((node) => [node.name, node.freeGpus]));
+  const nodeByPod = new Map<string, string>();
+  const ordered = [...members].sort((a, b) => (b.gpus ?? 0) - (a.gpus ?? 0) || (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0));
+  for (const member of ordered) {
+    const gpus = member.gpus;
+    if (gpus === undefined) return { ok: false, reason: `pod ${member.pod} has a malformed ${GPU_RESOURCE} request` };
+    let best: string | undefined;
+    for (const [name, freeGpus] of free) {
+      if (freeGpus >= gpus && (best === undefined || freeGpus < (free.get(best) ?? 0))) best = name;
+    }
+    if (best === undefined) {
+      return { ok: false, reason: unfitReason(member.pod, gpus, { size: members.length, placed: nodeByPod.size }, free, totalNodes) };
+    }
+    free.set(best, (free.get(best) ?? 0) - gpus);
+    nodeByPod.set(member.pod, best);
+  }
+  return { ok: true, nodeByPod };
+}
+
+function unfitReason(
+  pod: string,
+  gpus: number,
+  gang: { size: number; placed: number },
+  free: ReadonlyMap<string, number>,
+  totalNodes: number,
+): string {
+  const mostFree = Math.max(0, ...free.values());
+  const unschedulable = totalNodes - free.size;
+  const cordoned = unschedulable > 0 ? `, ${unschedulable} not schedulable (NotReady or cordoned)` : "";
+  // The free count is what is left after the gang's larger members took their share.
+  const after = gang.placed > 0 ? ` after placing ${gang.placed} of the gang's pods` : "";
+  const gangNote = gang.size > 1 ? ` (gang of ${gang.size} pods, placed all-or-nothing)` : "";
+  const shortfall = `pod ${pod} needs ${gpus} ${GPU_RESOURCE}, at most ${mostFree} free on any schedulable node`;
+  return `0/${totalNodes} nodes are available: ${shortfall}${after}${cordoned}${gangNote}`;
+}

@@ -1,0 +1,192 @@
+/**
+ * The simulated kube-scheduler. A change to any Pod or Node wakes it; `cycleMs` later it runs one
+ * cycle over every pending pod (no nodeName, not being deleted, one of its schedulerNames): pods
+ * are grouped into gangs and each gang is placed all-or-nothing (`placement.ts`), oldest gang
+ * first. A placed pod is bound (spec.nodeName) and gets `PodScheduled=True`; a pod that does not fit
+ * stays Pending with `PodScheduled=False`, reason `Unschedulable` and a message naming the
+ * shortfall, and waits for the next change.
+ *
+ * The scheduler reads the server directly (a scheduler cache that is never stale and never
+ * double-books) and writes through its own client, so its writes are counted apart from the
+ * controller's and faults can target it; a failed write is retried the next cycle.
+ */
+import type { JsonObject, JsonValue, KubeObject } from "../engine/ports.ts";
+import type { ApiServer } from "./apiserver.ts";
+import type { SimClient } from "./client.ts";
+import { isJsonObject } from "./json.ts";
+import { refOf } from "./objects.ts";
+import { freeCapacity, placeGang, podGpuRequest } from "./placement.ts";
+import type { Demand } from "./placement.ts";
+import type { WatchStream } from "./watch.ts";
+
+export interface SchedulerOptions {
+  /** Delay from a change to the cycle it triggers (DESIGN §6 `timing.scheduleSeconds`). Default 1000. */
+  cycleMs?: number;
+  /** Pods whose `spec.schedulerName` (default "default-scheduler") is one of these. */
+  schedulerNames?: readonly string[];
+  /**
+   * The gang a pending pod belongs to; pods with the same key are placed all-or-nothing, pods with
+   * none alone. Default: the ServingGroup (`tandem.dev/modelserving` + `tandem.dev/group`).
+   */
+  gangOf?: (pod: KubeObject) => string | undefined;
+}
+
+/** The default gang: every pending pod of one ServingGroup. */
+export function servingGroupGang(pod: KubeObject): string | undefined {
+  const labels = pod.metadata.labels ?? {};
+  const modelServing = labels["tandem.dev/modelserving"];
+  const group = labels["tandem.dev/group"];
+  return modelServing === undefined || group === undefined ? undefined : `${pod.metadata.namespace ?? ""}/${modelServing}/${group}`;
+}
+
+export class SimScheduler {
+  readonly #server: ApiServer;
+  readonly #client: SimClient;
+  readonly #cycleMs: number;
+  readonly #schedulerNames: readonly string[];
+  readonly #gangOf: (pod: KubeObject) => string | undefined;
+  readonly #streams: WatchStream[] = [];
+  #cyclePending = false;
+  #cycleCount = 0;
+
+  constructor(server: ApiServer, options: SchedulerOptions = {}) {
+    this.#server = server;
+    this.#client = server.client("scheduler");
+    this.#cycleMs = options.cycleMs ?? 1_000;
+    this.#schedulerNames = options.schedulerNames ?? ["default-scheduler"];
+    this.#gangOf = options.gangOf ?? servingGroupGang;
+  }
+
+  /** Starts watching Pods and Nodes, and schedules a first cycle. */
+  start(): void {
+    this.#watch("Pod");
+    this.#watch("Node");
+    this.#wake();
+  }
+
+  stop(): void {
+    for (const stream of this.#streams.splice(0)) stream.stop();
+  }
+
+  /** Cycles run so far. */
+  cycleCount(): number {
+    return this.#cycleCount;
+  }
+
+  /** Runs one cycle now: places what fits, marks the rest Unschedulable. */
+  cycle(): void {
+    this.#cycleCount++;
+    const pods = this.#server.stored("Pod");
+    const nodes = this.#server.stored("Node");
+    const free = freeCapacity(nodes, pods);
+    for (const gang of this.#pendingGangs(pods)) {
+      const demands: Demand[] = gang.map((pod) => ({ pod: podKey(pod), gpus: podGpuRequest(pod) }));
+      const placement = placeGang(demands, free, nodes.length);
+      if (!placement.ok) {
+        for (const pod of gang) this.#markUnschedulable(pod, placement.reason);
+        continue;
+      }
+      for (const pod of gang) {
+        const nodeName = placement.nodeByPod.get(podKey(pod));
+        if (nodeName !== undefined) this.#bind(pod, nodeName);
+      }
+      // Later gangs see this one's GPUs as taken.
+      free.splice(0, free.length, ...freeCapacity(nodes, this.#server.stored("Pod")));
+    }
+  }
+
+  #watch(kind: "Pod" | "Node"): void {
+    const stream = this.#server.watch(kind, { lagMs: 0 }, {
+      onEvent: () => {
+        this.#wake();
+      },
+      onClose: () => {
+        this.#streams.splice(this.#streams.indexOf(stream), 1);
+        // Reopen and look again: changes made while the stream was down produced no event.
+        this.#watch(kind);
+        this.#wake();
+      },
+    });
+    this.#streams.push(stream);
+  }
+
+  #wake(): void {
+    if (this.#cyclePending) return;
+    this.#cyclePending = true;
+    this.#server.clock.setTimer(this.#cycleMs, () => {
+      this.#cyclePending = false;
+      this.cycle();
+    });
+  }
+
+  /** Pending pods grouped into gangs, oldest gang first (by its oldest member, then key). */
+  #pendingGangs(pods: readonly KubeObject[]): KubeObject[][] {
+    const gangs = new Map<string, KubeObject[]>();
+    for (const pod of pods.filter((candidate) => this.#isPending(candidate))) {
+      const key = this.#gangOf(pod) ?? `pod:${podKey(pod)}`;
+      gangs.set(key, [...(gangs.get(key) ?? []), pod]);
+    }
+    const oldest = (gang: readonly KubeObject[]): string => gang.map((pod) => pod.metadata.creationTimestamp ?? "").sort()[0] ?? "";
+    return [...gangs.entries()]
+      .sort(([keyA, a], [keyB, b]) => compare(oldest(a), oldest(b)) || compare(keyA, keyB))
+      .map(([, gang]) => gang);
+  }
+
+  #isPending(pod: KubeObject): boolean {
+    const schedulerName = pod.spec?.["schedulerName"] ?? "default-scheduler";
+    return (
+      pod.spec?.["nodeName"] === undefined &&
+      pod.metadata.deletionTimestamp === undefined &&
+      typeof schedulerName === "string" &&
+      this.#schedulerNames.includes(schedulerName)
+    );
+  }
+
+  #bind(pod: KubeObject, nodeName: string): void {
+    const ref = refOf(pod);
+    const uid = pod.metadata.uid ?? "";
+    const conditions = withCondition(pod, { type: "PodScheduled", status: "True", lastTransitionTime: this.#server.clock.nowRfc3339() });
+    this.#client
+      .patch(ref, { metadata: { uid }, spec: { nodeName } })
+      .then(() => this.#client.patchStatus(ref, { metadata: { uid }, status: { conditions } }))
+      .catch(() => {
+        this.#wake();
+      });
+  }
+
+  #markUnschedulable(pod: KubeObject, message: string): void {
+    const current = conditionOf(pod, "PodScheduled");
+    if (current?.["reason"] === "Unschedulable" && current["message"] === message) return;
+    // The transition time moves only when the status does.
+    const since = current?.["status"] === "False" ? current["lastTransitionTime"] : undefined;
+    const lastTransitionTime = typeof since === "string" ? since : this.#server.clock.nowRfc3339();
+    const condition = { type: "PodScheduled", status: "False", reason: "Unschedulable", message, lastTransitionTime };
+    const patch = { metadata: { uid: pod.metadata.uid ?? "" }, status: { conditions: withCondition(pod, condition) } };
+    this.#client.patchStatus(refOf(pod), patch).catch(() => {
+      this.#wake();
+    });
+  }
+}
+
+function podKey(pod: KubeObject): string {
+  return `${pod.metadata.namespace ?? ""}/${pod.metadata.name}`;
+}
+
+function conditionsOf(pod: KubeObject): JsonValue[] {
+  const conditions = pod.status?.["conditions"];
+  return Array.isArray(conditions) ? conditions : [];
+}
+
+function conditionOf(pod: KubeObject, type: string): JsonObject | undefined {
+  const found = conditionsOf(pod).find((condition) => isJsonObject(condition) && condition["type"] === type);
+  return isJsonObject(found) ? found : undefined;
+}
+
+/** The pod's conditions with `condition` replacing the one of its type (a merge patch replaces arrays). */
+function withCondition(pod: KubeObject, condition: JsonObject): JsonValue[] {
+  return [...conditionsOf(pod).filter((existing) => !isJsonObject(existing) || existing["type"] !== condition["type"]), condition];
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

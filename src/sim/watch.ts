@@ -1,0 +1,158 @@
+/**
+ * Watch streams of the simulated API server. Every committed change is queued on each open stream
+ * whose filter it concerns and delivered through the virtual clock `lagMs` later, so a consumer's
+ * cache is stale for that long. A stream's lag is fixed, and timers due at the same instant fire in
+ * the order they were set, so each stream delivers in commit (resourceVersion) order.
+ *
+ * A stream ends by `stop()` (the consumer's choice, no callback), by `drop` (a fault: undelivered
+ * events are lost and `onClose` is called, after which the consumer must relist), or by falling
+ * more than `maxBacklog` events behind (closed the same way, as a real server closes slow watchers).
+ */
+import type { Clock, Kind, KubeObject, Timer, WatchEvent, WatchEventType } from "../engine/ports.ts";
+import { matchesSelector, parseSelector } from "../engine/labels.ts";
+import type { LabelSelector } from "../engine/labels.ts";
+import { jsonCopy } from "./json.ts";
+
+export interface WatchOptions {
+  /** Only objects in this namespace; all when absent. */
+  namespace?: string;
+  /** Label selector (string form). An object leaving the selection is delivered as DELETED and one entering it as ADDED. */
+  labelSelector?: string;
+  /** Delivery delay for this stream; the hub's default when absent. */
+  lagMs?: number;
+}
+
+export interface WatchHandlers {
+  onEvent(event: WatchEvent): void;
+  /** Called once, through the clock, when the server ends the stream; never after `stop()`. */
+  onClose(reason: string): void;
+}
+
+export interface WatchStream {
+  /** Ends the stream; pending events are discarded and `onClose` is not called. */
+  stop(): void;
+  isOpen(): boolean;
+}
+
+/** A committed change. `previous` is the state before a MODIFIED change. */
+export interface Change {
+  readonly type: WatchEventType;
+  readonly object: KubeObject;
+  readonly previous?: KubeObject;
+}
+
+export interface WatchHubOptions {
+  defaultLagMs: number;
+  /** Undelivered events per stream before the server closes it. */
+  maxBacklog: number;
+  /** Open streams at once; opening more is a bug (a consumer that leaks streams). */
+  maxStreams: number;
+}
+
+interface Watcher {
+  readonly kind: Kind;
+  readonly namespace: string | undefined;
+  readonly selector: LabelSelector;
+  readonly lagMs: number;
+  readonly handlers: WatchHandlers;
+  /** Delivery timers of undelivered events, oldest first. */
+  readonly pending: Timer[];
+  open: boolean;
+}
+
+export class WatchHub {
+  readonly #clock: Clock;
+  readonly #options: WatchHubOptions;
+  readonly #watchers: Watcher[] = [];
+
+  constructor(clock: Clock, options: WatchHubOptions) {
+    this.#clock = clock;
+    this.#options = options;
+  }
+
+  /** Opens a stream of changes committed from now on. Throws ApiError(Invalid) for a bad selector. */
+  open(kind: Kind, options: WatchOptions, handlers: WatchHandlers): WatchStream {
+    if (this.#watchers.length >= this.#options.maxStreams) throw new Error(`more than ${this.#options.maxStreams} open watch streams`);
+    const watcher: Watcher = {
+      kind,
+      namespace: options.namespace,
+      selector: parseSelector(options.labelSelector ?? ""),
+      lagMs: options.lagMs ?? this.#options.defaultLagMs,
+      handlers,
+      pending: [],
+      open: true,
+    };
+    this.#watchers.push(watcher);
+    return {
+      stop: () => {
+        this.#close(watcher);
+      },
+      isOpen: () => watcher.open,
+    };
+  }
+
+  /** Number of open streams, for tests and bounds. */
+  openCount(): number {
+    return this.#watchers.length;
+  }
+
+  /** Queues `change` on every open stream it concerns. `change.object` must not be mutated later. */
+  publish(kind: Kind, change: Change): void {
+    for (const watcher of [...this.#watchers]) {
+      if (watcher.kind !== kind) continue;
+      const type = eventTypeFor(watcher, change);
+      if (type !== undefined) this.#enqueue(watcher, type, change.object);
+    }
+  }
+
+  /** Ends every open stream of `kind` (all kinds when absent) as a fault. Returns how many. */
+  drop(kind?: Kind, reason = "watch dropped"): number {
+    const dropped = this.#watchers.filter((watcher) => kind === undefined || watcher.kind === kind);
+    for (const watcher of dropped) this.#closeByServer(watcher, reason);
+    return dropped.length;
+  }
+
+  #enqueue(watcher: Watcher, type: WatchEventType, object: KubeObject): void {
+    if (watcher.pending.length >= this.#options.maxBacklog) {
+      this.#closeByServer(watcher, `more than ${this.#options.maxBacklog} undelivered events`);
+      return;
+    }
+    const timer = this.#clock.setTimer(watcher.lagMs, () => {
+      watcher.pending.shift();
+      // Each delivery gets its own copy: consumers may keep and mutate what they receive.
+      watcher.handlers.onEvent({ type, object: jsonCopy(object) });
+    });
+    watcher.pending.push(timer);
+  }
+
+  #closeByServer(watcher: Watcher, reason: string): void {
+    this.#close(watcher);
+    // Through the clock, so a consumer never relists from inside the write that caused the close.
+    this.#clock.setTimer(0, () => {
+      watcher.handlers.onClose(reason);
+    });
+  }
+
+  #close(watcher: Watcher): void {
+    if (!watcher.open) return;
+    watcher.open = false;
+    for (const timer of watcher.pending) timer.cancel();
+    watcher.pending.length = 0;
+    this.#watchers.splice(this.#watchers.indexOf(watcher), 1);
+  }
+}
+
+/** How `change` appears on a stream with `watcher`'s filter, or undefined when it does not. */
+function eventTypeFor(watcher: Watcher, change: Change): WatchEventType | undefined {
+  const now = selected(watcher, change.object);
+  if (change.type !== "MODIFIED") return now ? change.type : undefined;
+  const before = change.previous !== undefined && selected(watcher, change.previous);
+  if (before && now) return "MODIFIED";
+  if (now) return "ADDED";
+  return before ? "DELETED" : undefined;
+}
+
+function selected(watcher: Watcher, object: KubeObject): boolean {
+  if (watcher.namespace !== undefined && object.metadata.namespace !== watcher.namespace) return false;
+  return matchesSelector(watcher.selector, object.metadata.labels);
+}
