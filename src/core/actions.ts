@@ -1,0 +1,54 @@
+/**
+ * What the core asks the engine to do, as data (DESIGN §5): `plan(observed, nowMs)` returns a
+ * `Plan`; the engine's executor applies its actions in order. The core never performs I/O.
+ *
+ * Ordering contract for the executor:
+ * - actions run in list order; independent actions of one kind may be batched concurrently, but
+ *   never across a `barrier`;
+ * - an action with `barrier: true` must succeed before anything after it runs; if it fails, the
+ *   rest of the plan is dropped and the key is requeued (so a pod is never created before the
+ *   revision it references, nor deleted before the status record that says how to rebuild it);
+ * - NotFound on a delete and AlreadyExists on a create count as success (the cluster already is
+ *   as planned); a failed precondition (Conflict) requeues without an error log.
+ */
+import type { Pod, PodCondition, Service } from "../api/kube.ts";
+import type { ModelServingStatus } from "../api/schema.ts";
+import type { ControllerRevision } from "./revision/controller-revision.ts";
+
+/** Why a pod is deleted; shown in events and logs. */
+export type DeleteReason = "ScaleDown" | "Recovery" | "Update" | "Orphan";
+
+export type Action =
+  | { readonly type: "CreateRevision"; readonly revision: ControllerRevision; readonly barrier: true }
+  /** Rollback to an equal older revision: only its number changes (data is immutable). */
+  | { readonly type: "AdvanceRevision"; readonly name: string; readonly revision: number; readonly barrier: true }
+  | { readonly type: "DeleteRevision"; readonly name: string }
+  /**
+   * Write `status` (the whole status subresource). With `barrier`, later actions depend on it
+   * (new unit records); without, it only reports observation.
+   */
+  | { readonly type: "WriteStatus"; readonly status: ModelServingStatus; readonly barrier: boolean }
+  | { readonly type: "CreatePod"; readonly pod: Pod }
+  /** Delete with a UID precondition, so a pod re-created under the same name is never hit. */
+  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number }
+  /** Set (string) or remove (null) pod annotations; UID precondition as for deletion. */
+  | { readonly type: "AnnotatePod"; readonly name: string; readonly uid: string; readonly annotations: Readonly<Record<string, string | null>> }
+  /**
+   * Set one condition in the pod's status (the serving readiness gate), keeping the others;
+   * `resourceVersion` is the version the plan saw, so a concurrent kubelet write causes a
+   * Conflict and a requeue instead of a lost update.
+   */
+  | { readonly type: "SetPodCondition"; readonly name: string; readonly uid: string; readonly resourceVersion: string; readonly condition: PodCondition }
+  | { readonly type: "CreateService"; readonly service: Service }
+  | { readonly type: "DeleteService"; readonly name: string; readonly uid: string }
+  | { readonly type: "RecordEvent"; readonly eventType: "Normal" | "Warning"; readonly reason: string; readonly message: string; readonly pod?: string };
+
+/** The result of one planning pass over one ModelServing. */
+export interface Plan {
+  readonly actions: readonly Action[];
+  /**
+   * When to plan again even if nothing changes (a drain timeout, a restart grace period
+   * expiring), in milliseconds from `nowMs`; undefined when only a change can matter.
+   */
+  readonly requeueAfterMs: number | undefined;
+}

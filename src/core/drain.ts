@@ -1,0 +1,86 @@
+/**
+ * Planned deletion with the drain handshake (DESIGN §3). A unit (instance or group) is deleted on
+ * purpose in three steps, each observable so a restarted controller continues where it stopped:
+ *
+ * 1. mark: every live pod of the unit gets `tandem.dev/draining: <now>` and its serving gate set
+ *    False (the router stops sending new requests to it);
+ * 2. wait: until every entry pod of the unit is `tandem.dev/drained: "true"` (the router's ack;
+ *    workers take no requests, so they follow their entry) or `drain.timeoutSeconds` have passed
+ *    since the mark (event DrainTimeout); a timeout of 0 skips the wait;
+ * 3. delete every pod of the unit.
+ *
+ * A drain that is no longer needed is cancelled: annotations removed, gate restored.
+ */
+import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
+import type { Action, DeleteReason } from "./actions.ts";
+import { areContainersReady, drainingSinceMs, isDrained, isServing, isTerminating } from "./health.ts";
+import type { PodView } from "./model.ts";
+
+/** RFC 3339 with second precision, as the drain annotation stores it. */
+export function rfc3339(nowMs: number): string {
+  return new Date(Math.floor(nowMs / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+function setServing(view: PodView, status: "True" | "False", reason: string, nowMs: number): Action {
+  return {
+    type: "SetPodCondition",
+    name: view.pod.metadata.name,
+    uid: view.uid,
+    resourceVersion: view.pod.metadata.resourceVersion ?? "",
+    condition: { type: SERVING_GATE, status, reason, lastTransitionTime: rfc3339(nowMs) },
+  };
+}
+
+/** The outcome of one step of a planned deletion. */
+export interface DrainStep {
+  readonly actions: readonly Action[];
+  /** When the wait ends by timeout, if the unit is still waiting. */
+  readonly recheckAtMs: number | undefined;
+}
+
+/**
+ * Plans the next step of deleting `pods` (the pods of one unit) on purpose. Pods already being
+ * deleted are left alone; `unitLabel` names the unit in events.
+ */
+export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSeconds: number, reason: DeleteReason, unitLabel: string, nowMs: number): DrainStep {
+  const live = pods.filter((view) => !isTerminating(view.pod));
+  if (live.length === 0) return { actions: [], recheckAtMs: undefined };
+  const actions: Action[] = [];
+  for (const view of live) {
+    if (drainingSinceMs(view.pod) !== undefined) continue;
+    // The gate first: its write carries the resourceVersion the plan saw, which the annotation
+    // write would change.
+    if (isServing(view.pod)) actions.push(setServing(view, "False", "Draining", nowMs));
+    actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { [ANNOTATION_DRAINING]: rfc3339(nowMs) } });
+  }
+  const entries = live.filter((view) => view.id.index === 0);
+  const deadlines = entries.map((view) => (drainingSinceMs(view.pod) ?? nowMs) + drainTimeoutSeconds * 1000);
+  const waiting = entries.filter((view, index) => drainTimeoutSeconds > 0 && !isDrained(view.pod) && nowMs < (deadlines[index] ?? nowMs));
+  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...deadlines) };
+  const timedOut = entries.filter((view) => drainTimeoutSeconds > 0 && !isDrained(view.pod));
+  if (timedOut.length > 0) {
+    actions.push({
+      type: "RecordEvent",
+      eventType: "Warning",
+      reason: "DrainTimeout",
+      message: `${unitLabel}: ${timedOut.map((view) => view.pod.metadata.name).join(", ")} not drained after ${drainTimeoutSeconds}s; deleting anyway, requests still running on it are cut`,
+    });
+  }
+  for (const view of live) actions.push({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason });
+  return { actions, recheckAtMs: undefined };
+}
+
+/** Undoes a drain that is no longer needed: annotations removed, gate restored when ready. */
+export function cancelDrain(view: PodView, nowMs: number): Action[] {
+  const annotations = view.pod.metadata.annotations ?? {};
+  if (isTerminating(view.pod) || (annotations[ANNOTATION_DRAINING] === undefined && annotations[ANNOTATION_DRAINED] === undefined)) return [];
+  const gate = areContainersReady(view.pod) && !isServing(view.pod) ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
+  return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { [ANNOTATION_DRAINING]: null, [ANNOTATION_DRAINED]: null } }];
+}
+
+/** Opens the gate of a pod whose containers are ready and that is not draining. */
+export function openGate(view: PodView, nowMs: number): Action[] {
+  const pod = view.pod;
+  if (isTerminating(pod) || drainingSinceMs(pod) !== undefined || isServing(pod) || !areContainersReady(pod)) return [];
+  return [setServing(view, "True", "ContainersReady", nowMs)];
+}

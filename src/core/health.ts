@@ -1,0 +1,99 @@
+/**
+ * Named predicates over observed pods and instances: readiness, planned deletion, failure. Shared
+ * by planning, status and the invariants, so all three mean the same thing by "Ready" or "failed".
+ * Pure; time is an argument.
+ */
+import type { Pod, PodCondition } from "../api/kube.ts";
+import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
+import type { InstancePods, PodView } from "./model.ts";
+
+export function podCondition(pod: Pod, type: string): PodCondition | undefined {
+  return pod.status?.conditions?.find((condition) => condition.type === type);
+}
+
+/** The pod is being deleted (it has a deletionTimestamp). */
+export function isTerminating(pod: Pod): boolean {
+  return pod.metadata.deletionTimestamp !== undefined;
+}
+
+/** Ready as Kubernetes computes it (containers ready and every readiness gate True), not terminating. */
+export function isPodReady(pod: Pod): boolean {
+  return !isTerminating(pod) && podCondition(pod, "Ready")?.status === "True";
+}
+
+export function areContainersReady(pod: Pod): boolean {
+  return podCondition(pod, "ContainersReady")?.status === "True";
+}
+
+/** The serving readiness gate is True: the pod may take traffic. */
+export function isServing(pod: Pod): boolean {
+  return podCondition(pod, SERVING_GATE)?.status === "True";
+}
+
+/** The controller has marked the pod for a planned deletion (drain started), at this time. */
+export function drainingSinceMs(pod: Pod): number | undefined {
+  const value = pod.metadata.annotations?.[ANNOTATION_DRAINING];
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? 0 : ms;
+}
+
+export function isDrained(pod: Pod): boolean {
+  return pod.metadata.annotations?.[ANNOTATION_DRAINED] === "true";
+}
+
+/** The pod has been scheduled and its containers started at least once. */
+export function hasStarted(pod: Pod): boolean {
+  const phase = pod.status?.phase;
+  return phase === "Running" || phase === "Succeeded" || phase === "Failed";
+}
+
+/** Whether a pod counts as failed at `nowMs`, or when to look again. */
+export type FailureVerdict = { readonly failed: true } | { readonly failed: false; readonly recheckAtMs?: number };
+
+/**
+ * A pod has failed when its phase is Failed, or when a container has restarted and the pod's
+ * containers have not been ready for `restartGracePeriodSeconds`, measured from the
+ * ContainersReady condition's lastTransitionTime (observable, so it survives a controller restart).
+ */
+export function podFailure(pod: Pod, restartGracePeriodSeconds: number, nowMs: number): FailureVerdict {
+  if (pod.status?.phase === "Failed") return { failed: true };
+  const restarted = (pod.status?.containerStatuses ?? []).some((status) => status.restartCount > 0);
+  if (!restarted || areContainersReady(pod)) return { failed: false };
+  const since = podCondition(pod, "ContainersReady")?.lastTransitionTime;
+  const sinceMs = since === undefined ? Number.NaN : Date.parse(since);
+  if (Number.isNaN(sinceMs)) return { failed: true };
+  const dueMs = sinceMs + restartGracePeriodSeconds * 1000;
+  return nowMs >= dueMs ? { failed: true } : { failed: false, recheckAtMs: dueMs };
+}
+
+/** An instance's pods sorted by what planning needs to know about them. */
+export interface InstanceHealth {
+  /** Pods not being deleted. */
+  readonly live: readonly PodView[];
+  /** Pods being deleted (by anyone). */
+  readonly terminating: readonly PodView[];
+  /** Expected pod indices with no pod at all. */
+  readonly absent: readonly number[];
+  /** Live pods beyond the expected count (a smaller workerReplicas). */
+  readonly extra: readonly PodView[];
+  /** Every expected pod is live. */
+  readonly complete: boolean;
+  /** Complete and every pod Ready. */
+  readonly ready: boolean;
+}
+
+/** Sorts an instance's pods against `expectedPods` (1 + workerReplicas). */
+export function instanceHealth(pods: InstancePods | undefined, expectedPods: number): InstanceHealth {
+  const all = [...(pods?.values() ?? [])];
+  const live = all.filter((view) => !isTerminating(view.pod));
+  const terminating = all.filter((view) => isTerminating(view.pod));
+  const absent = range(expectedPods).filter((index) => !pods?.has(index));
+  const extra = live.filter((view) => view.id.index >= expectedPods);
+  const complete = range(expectedPods).every((index) => live.some((view) => view.id.index === index));
+  return { live, terminating, absent, extra, complete, ready: complete && live.every((view) => isPodReady(view.pod)) };
+}
+
+export function range(count: number): number[] {
+  return Array.from({ length: Math.max(0, count) }, (_, index) => index);
+}

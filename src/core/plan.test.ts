@@ -1,0 +1,200 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Action } from "./actions.ts";
+import { plan } from "./plan.ts";
+import { apply, converge, idealCluster, observe } from "../../test/ideal-cluster.ts";
+
+const NOW = Date.parse("2026-11-30T01:00:00Z");
+
+function pod(image = "vllm:v1") {
+  return { spec: { containers: [{ name: "vllm", image }] } };
+}
+
+function manifest(spec: Record<string, any> = {}) {
+  return {
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "llm" },
+    spec: {
+      replicas: 2,
+      drain: { timeoutSeconds: 0 },
+      template: {
+        roles: [
+          { name: "prefill", replicas: 1, entryTemplate: pod() },
+          { name: "decode", replicas: 1, workerReplicas: 1, entryTemplate: pod(), workerTemplate: pod() },
+        ],
+      },
+      ...spec,
+    },
+  };
+}
+
+const types = (actions: readonly Action[]) => actions.map((action) => action.type);
+const createdPods = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "CreatePod" ? [a.pod.metadata.name] : []));
+const deletedPods = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "DeletePod" ? [a.name] : []));
+const podNames = (cluster: ReturnType<typeof idealCluster>) => [...cluster.pods.keys()].sort();
+
+describe("plan: creation", () => {
+  it("records the revision first, then creates every pod and Service, then writes status", () => {
+    const cluster = idealCluster(manifest());
+    const { actions } = plan(observe(cluster), NOW);
+    assert.equal(actions[0]?.type, "CreateRevision");
+    assert.deepEqual(
+      createdPods(actions),
+      ["llm-0-prefill-0-0", "llm-0-decode-0-0", "llm-0-decode-0-1", "llm-1-prefill-0-0", "llm-1-decode-0-0", "llm-1-decode-0-1"],
+    );
+    assert.deepEqual(
+      actions.flatMap((a) => (a.type === "CreateService" ? [a.service.metadata.name] : [])),
+      ["llm-0-decode-0-0", "llm-1-decode-0-0"],
+    );
+    const status = actions.find((a) => a.type === "WriteStatus");
+    assert.ok(status?.type === "WriteStatus");
+    assert.equal(status.status.currentRevision, status.status.updateRevision);
+    assert.equal(status.status.replicas, 0, "counts never exceed reality: nothing exists yet");
+    assert.equal(types(actions).at(-1), "WriteStatus");
+  });
+
+  it("converges, opens the serving gates, and then plans nothing at all", () => {
+    const cluster = idealCluster(manifest());
+    const all = converge(cluster, NOW);
+    assert.ok(all.some((a) => a.type === "SetPodCondition" && a.condition.status === "True"));
+    assert.deepEqual(plan(observe(cluster), NOW + 60_000).actions, []);
+    const status = cluster.modelServing.status;
+    assert.equal(status.replicas, 2);
+    assert.equal(status.readyReplicas, 2);
+    assert.equal(status.updatedReplicas, 2);
+    assert.deepEqual(status.roles, [
+      { name: "prefill", replicas: 2, ready: 2, updated: 2 },
+      { name: "decode", replicas: 2, ready: 2, updated: 2 },
+    ]);
+    assert.equal(status.labelSelector, "tandem.dev/modelserving=llm,tandem.dev/entry=true,tandem.dev/instance=prefill-0");
+    assert.deepEqual(status.conditions.map((c: any) => [c.type, c.status, c.reason]), [
+      ["Available", "True", "AllGroupsReady"],
+      ["Progressing", "False", "Converged"],
+    ]);
+  });
+});
+
+describe("plan: scaling", () => {
+  it("scales groups 2 → 4 → 1, removing the highest groups", () => {
+    const cluster = idealCluster(manifest());
+    converge(cluster, NOW);
+    cluster.modelServing.spec.replicas = 4;
+    converge(cluster, NOW);
+    assert.equal(podNames(cluster).length, 12);
+    cluster.modelServing.spec.replicas = 1;
+    converge(cluster, NOW);
+    assert.deepEqual(podNames(cluster), ["llm-0-decode-0-0", "llm-0-decode-0-1", "llm-0-prefill-0-0"]);
+    assert.deepEqual([...cluster.services.keys()], ["llm-0-decode-0-0"]);
+  });
+
+  it("scales a role 1 → 3 → 1 in every group and keeps every other pod", () => {
+    const cluster = idealCluster(manifest());
+    converge(cluster, NOW);
+    const uidsBefore = new Map([...cluster.pods].map(([name, p]) => [name, p.metadata.uid]));
+    cluster.modelServing.spec.template.roles[0].replicas = 3;
+    converge(cluster, NOW);
+    assert.equal(podNames(cluster).filter((n) => n.includes("prefill")).length, 6);
+    cluster.modelServing.spec.template.roles[0].replicas = 1;
+    converge(cluster, NOW);
+    assert.deepEqual(new Map([...cluster.pods].map(([name, p]) => [name, p.metadata.uid])), uidsBefore);
+  });
+
+  it("drains before a scale-down deletion and waits for the router's ack or the timeout", () => {
+    const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
+    converge(cluster, NOW);
+    cluster.modelServing.spec.replicas = 1;
+    const first = plan(observe(cluster), NOW);
+    assert.ok(!types(first.actions).includes("DeletePod"));
+    assert.ok(first.actions.some((a) => a.type === "SetPodCondition" && a.name === "llm-1-prefill-0-0" && a.condition.status === "False"));
+    assert.ok(first.actions.some((a) => a.type === "AnnotatePod" && a.name === "llm-1-prefill-0-0" && a.annotations["tandem.dev/draining"] === "2026-11-30T01:00:00Z"));
+    assert.equal(first.requeueAfterMs, 60_000);
+    apply(cluster, first.actions);
+    // The router acks decode's entry but not prefill's: still waiting.
+    cluster.pods.get("llm-1-decode-0-0")!.metadata.annotations!["tandem.dev/drained"] = "true";
+    assert.ok(!types(plan(observe(cluster), NOW + 30_000).actions).includes("DeletePod"));
+    cluster.pods.get("llm-1-prefill-0-0")!.metadata.annotations!["tandem.dev/drained"] = "true";
+    const acked = plan(observe(cluster), NOW + 30_000);
+    assert.deepEqual(deletedPods(acked.actions), ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
+  });
+
+  it("deletes after the drain timeout with a DrainTimeout event, and cancels a drain no longer needed", () => {
+    const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
+    converge(cluster, NOW);
+    cluster.modelServing.spec.replicas = 1;
+    apply(cluster, plan(observe(cluster), NOW).actions);
+    const late = plan(observe(cluster), NOW + 60_000);
+    assert.ok(late.actions.some((a) => a.type === "RecordEvent" && a.reason === "DrainTimeout"));
+    assert.equal(late.actions.filter((a) => a.type === "DeletePod").length, 3);
+    cluster.modelServing.spec.replicas = 2;
+    const cancel = plan(observe(cluster), NOW + 1_000);
+    assert.ok(cancel.actions.some((a) => a.type === "AnnotatePod" && a.annotations["tandem.dev/draining"] === null));
+    assert.ok(cancel.actions.some((a) => a.type === "SetPodCondition" && a.condition.status === "True"));
+  });
+});
+
+describe("plan: recovery", () => {
+  function failEntry(recoveryPolicy: string) {
+    const cluster = idealCluster(manifest({ recoveryPolicy }));
+    converge(cluster, NOW);
+    const before = new Map([...cluster.pods].map(([name, p]) => [name, p.metadata.uid]));
+    cluster.pods.delete("llm-1-decode-0-0");
+    const { actions } = plan(observe(cluster), NOW);
+    apply(cluster, actions);
+    converge(cluster, NOW);
+    const changed = [...cluster.pods].filter(([name, p]) => before.get(name) !== p.metadata.uid).map(([name]) => name).sort();
+    return { actions, changed };
+  }
+
+  it("RoleRecreate rebuilds only the failed instance", () => {
+    const { actions, changed } = failEntry("RoleRecreate");
+    assert.deepEqual(changed, ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
+    assert.ok(actions.some((a) => a.type === "RecordEvent" && a.reason === "Recovering"));
+  });
+
+  it("ServingGroupRecreate rebuilds the whole group and nothing else", () => {
+    assert.deepEqual(failEntry("ServingGroupRecreate").changed, ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
+  });
+
+  it("None recreates only the missing pod", () => {
+    assert.deepEqual(failEntry("None").changed, ["llm-1-decode-0-0"]);
+  });
+
+  it("a crash-looping pod fails only after restartGracePeriodSeconds, measured from the pod", () => {
+    const cluster = idealCluster(manifest({ template: { ...manifest().spec.template, restartGracePeriodSeconds: 30 } }));
+    converge(cluster, NOW);
+    const crashing = cluster.pods.get("llm-0-prefill-0-0")!;
+    crashing.status!.containerStatuses![0]!.restartCount = 2;
+    crashing.status!.conditions = crashing.status!.conditions!.map((c) => (c.type === "ContainersReady" ? { ...c, status: "False", lastTransitionTime: "2026-11-30T01:00:00Z" } : c));
+    const early = plan(observe(cluster), NOW + 10_000);
+    assert.ok(!types(early.actions).includes("DeletePod"));
+    assert.equal(early.requeueAfterMs, 20_000);
+    const late = plan(observe(cluster), NOW + 30_000);
+    assert.deepEqual(deletedPods(late.actions), ["llm-0-prefill-0-0"]);
+  });
+
+  it("a partially created instance whose pods are all pending is completed, not rebuilt", () => {
+    const cluster = idealCluster(manifest());
+    const first = plan(observe(cluster), NOW);
+    // The controller stopped after creating only the decode entry of group 0.
+    apply(cluster, first.actions.filter((a) => a.type !== "CreatePod" || a.pod.metadata.name === "llm-0-decode-0-0"));
+    const entry = cluster.pods.get("llm-0-decode-0-0")!;
+    entry.status = { phase: "Pending", conditions: [] };
+    const next = plan(observe(cluster), NOW);
+    assert.ok(!types(next.actions).includes("DeletePod"));
+    assert.ok(next.actions.some((a) => a.type === "CreatePod" && a.pod.metadata.name === "llm-0-decode-0-1"));
+  });
+});
+
+describe("plan: invalid input", () => {
+  it("reports an invalid spec in a condition and changes nothing else", () => {
+    const cluster = idealCluster(manifest({ replicas: -1 }));
+    const { actions } = plan(observe(cluster), NOW);
+    assert.deepEqual(types(actions), ["WriteStatus"]);
+    const write = actions[0];
+    assert.ok(write?.type === "WriteStatus");
+    const condition = write.status.conditions?.[0];
+    assert.equal(condition?.reason, "InvalidSpec");
+    assert.match(condition.message ?? "", /spec\.replicas: must be 0 or more/);
+  });
+});

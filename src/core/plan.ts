@@ -1,0 +1,73 @@
+/**
+ * The controller's brain: `plan(observed, nowMs)` → actions as data (DESIGN §5). Pure: it never
+ * reads a clock, randomness or I/O; `nowMs` is an argument and everything else is in `observed`.
+ *
+ * Order of the returned actions (docs/design/controller-model.md): revision records (barriers),
+ * pod and Service writes, the status write, then revision GC.
+ */
+import type { Condition, ModelServingStatus } from "../api/schema.ts";
+import { LABEL_REVISION } from "../api/wellknown.ts";
+import type { Action, Plan } from "./actions.ts";
+import { planLifecycle, newWork } from "./lifecycle.ts";
+import type { Work } from "./lifecycle.ts";
+import { buildModel } from "./model.ts";
+import type { Model } from "./model.ts";
+import type { Observed } from "./observed.ts";
+import { liveRevisionNames, planHistoryGc } from "./revision/history.ts";
+import { canonicalJson } from "./revision/canonical.ts";
+import type { JsonValue } from "./revision/canonical.ts";
+import { planRevisions } from "./revisions.ts";
+import type { Revisions } from "./revisions.ts";
+import { computeStatus, settleConditions } from "./status.ts";
+
+/** Plans one reconcile of one ModelServing at time `nowMs` (integer milliseconds). */
+export function plan(observed: Observed, nowMs: number): Plan {
+  const built = buildModel(observed);
+  if (!built.ok) {
+    const message = built.problems.slice(0, 5).map((problem) => `${problem.path}: ${problem.reason}`).join("; ");
+    return blockedPlan(observed, built.raw.generation, { reason: "InvalidSpec", message: `The spec is invalid; nothing is changed until it is fixed: ${message}.` }, nowMs);
+  }
+  const model = built.model;
+  const revisions = planRevisions(model);
+  if (!revisions.ok) return blockedPlan(observed, model.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
+  const work = newWork();
+  work.actions.push(...revisions.revisions.actions);
+  const desired = planLifecycle(model, revisions.revisions, nowMs, work);
+  const status = computeStatus(model, revisions.revisions, desired, work, nowMs);
+  if (!sameJson(status, model.ms.status ?? {})) work.actions.push({ type: "WriteStatus", status, barrier: false });
+  work.actions.push(...collectRevisions(model, revisions.revisions, work));
+  return { actions: work.actions, requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs) };
+}
+
+/** Deletes the revisions GC may collect: not live after this plan, beyond the history limit. */
+function collectRevisions(model: Model, revisions: Revisions, work: Work): Action[] {
+  const podRevisionNames = [...model.tree.values()].flatMap((roles) =>
+    [...roles.values()].flatMap((instances) => [...instances.values()].flatMap((pods) => [...pods.values()].flatMap((view) => (view.revision === undefined ? [] : [view.revision])))),
+  );
+  const created = work.actions.flatMap((action) => (action.type === "CreatePod" ? [action.pod.metadata.labels?.[LABEL_REVISION] ?? ""] : []));
+  const live = liveRevisionNames({
+    currentRevision: revisions.currentName,
+    updateRevision: revisions.update.name,
+    podRevisionNames: [...podRevisionNames, ...created],
+    unitRecordRevisionNames: (model.ms.status?.units ?? []).map((record) => record.revision),
+  });
+  const summaries = model.decoded.flatMap((result) => (result.ok ? [{ name: result.revision.name, revision: result.revision.revision }] : result.name !== undefined && result.revision !== undefined ? [{ name: result.name, revision: result.revision }] : []));
+  return planHistoryGc(summaries, live, model.ms.spec.revisionHistoryLimit).map((name): Action => ({ type: "DeleteRevision", name }));
+}
+
+/** A plan that only reports why nothing can be done (the stored status is otherwise kept). */
+function blockedPlan(observed: Observed, generation: number, blocked: { reason: string; message: string }, nowMs: number): Plan {
+  const stored = storedStatus(observed.modelServing);
+  const conditions: Condition[] = settleConditions(stored.conditions ?? [], [{ type: "RolloutBlocked", status: "True", ...blocked }], generation, nowMs);
+  const status: ModelServingStatus = { ...stored, observedGeneration: generation, conditions };
+  return { actions: sameJson(status, stored) ? [] : [{ type: "WriteStatus", status, barrier: false }], requeueAfterMs: undefined };
+}
+
+function storedStatus(modelServing: unknown): ModelServingStatus {
+  const status = (modelServing as { status?: unknown } | null)?.status;
+  return typeof status === "object" && status !== null ? status : {};
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalJson(a as JsonValue) === canonicalJson(b as JsonValue);
+}

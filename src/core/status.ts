@@ -1,0 +1,148 @@
+/**
+ * Status (DESIGN §1, §2.11): computed from observation only, so counts never exceed reality, and
+ * stable, so a converged system computes exactly the stored status and writes nothing.
+ * Conditions keep their lastTransitionTime until their status changes.
+ */
+import type { Condition, ModelServingStatus } from "../api/schema.ts";
+import type { Action } from "./actions.ts";
+import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { rfc3339 } from "./drain.ts";
+import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./health.ts";
+import { instanceId } from "./identity.ts";
+import type { DesiredInstance, Work } from "./lifecycle.ts";
+import type { Model, PodView } from "./model.ts";
+import type { Revisions } from "./revisions.ts";
+import { sameRoleSpec } from "./role-hash.ts";
+
+/** A condition as computed, before its transition time is settled. */
+export interface ConditionState {
+  readonly type: string;
+  readonly status: "True" | "False";
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** The instances of one desired group that planning saw, with per-instance verdicts. */
+interface GroupVerdict {
+  readonly ready: boolean;
+  readonly updated: boolean;
+  readonly disrupted: boolean;
+}
+
+const MAX_LISTED = 3;
+
+export function isUpdated(instance: DesiredInstance, revisions: Revisions): boolean {
+  return instance.health.complete && sameRoleSpec(instance.revision.data, revisions.update.data, instance.role);
+}
+
+/** Computes the full status for this observation; `conditions` are settled against the stored ones. */
+export function computeStatus(model: Model, revisions: Revisions, desired: readonly DesiredInstance[], work: Work, nowMs: number): ModelServingStatus {
+  const { ms } = model;
+  const verdicts = groupVerdicts(model, revisions, desired);
+  const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
+  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work)];
+  if (work.unreadable.length > 0) conditions.push(unreadableCondition(work.unreadable));
+  const firstRole = ms.spec.template.roles[0]?.name ?? "";
+  return {
+    observedGeneration: model.generation,
+    replicas: [...model.tree.values()].filter((roles) => [...roles.values()].some((instances) => [...instances.values()].some((pods) => [...pods.values()].some((view) => !isTerminating(view.pod))))).length,
+    readyReplicas: readyGroups,
+    availableReplicas: verdicts.filter((verdict) => verdict.ready && !verdict.disrupted).length,
+    updatedReplicas: verdicts.filter((verdict) => verdict.updated).length,
+    currentRevision: revisions.currentName,
+    updateRevision: revisions.update.name,
+    collisionCount: revisions.collisionCount,
+    labelSelector: `${LABEL_MODEL_SERVING}=${model.owner.name},${LABEL_ENTRY}=true,${LABEL_INSTANCE}=${instanceId(firstRole, 0)}`,
+    roles: ms.spec.template.roles.map((role) => {
+      const mine = desired.filter((instance) => instance.role === role.name);
+      return {
+        name: role.name,
+        replicas: mine.filter((instance) => instance.health.live.length > 0).length,
+        ready: mine.filter((instance) => instance.health.ready).length,
+        updated: mine.filter((instance) => isUpdated(instance, revisions)).length,
+      };
+    }),
+    conditions: settleConditions(ms.status?.conditions ?? [], conditions, model.generation, nowMs),
+    ...(ms.status?.units !== undefined && ms.status.units.length > 0 ? { units: ms.status.units } : {}),
+  };
+}
+
+function groupVerdicts(model: Model, revisions: Revisions, desired: readonly DesiredInstance[]): GroupVerdict[] {
+  return Array.from({ length: model.ms.spec.replicas }, (_, group) => {
+    const mine = desired.filter((instance) => instance.group === group);
+    const expected = model.ms.spec.template.roles.reduce((sum, role) => sum + role.replicas, 0);
+    const complete = mine.length === expected;
+    return {
+      ready: complete && mine.every((instance) => instance.health.ready),
+      updated: complete && mine.every((instance) => isUpdated(instance, revisions)),
+      disrupted: mine.some((instance) => instance.health.live.some((view) => drainingSinceMs(view.pod) !== undefined)),
+    };
+  });
+}
+
+function availableCondition(model: Model, desired: readonly DesiredInstance[], readyGroups: number): ConditionState {
+  const wanted = model.ms.spec.replicas;
+  if (readyGroups >= wanted) return { type: "Available", status: "True", reason: "AllGroupsReady", message: `All ${wanted} ServingGroup(s) are Ready.` };
+  const waiting = desired.filter((instance) => !instance.health.ready);
+  const listed = waiting.slice(0, MAX_LISTED).map((instance) => `${instanceId(instance.role, instance.instance)} of group ${instance.group}: ${whyNotReady(instance)}`);
+  const more = waiting.length > MAX_LISTED ? `; and ${waiting.length - MAX_LISTED} more instance(s)` : "";
+  return { type: "Available", status: "False", reason: "GroupsNotReady", message: `${readyGroups} of ${wanted} ServingGroup(s) are Ready. Waiting for ${listed.join("; ")}${more}.` };
+}
+
+/** The most telling reason an instance is not Ready, from its pods' status. */
+function whyNotReady(instance: DesiredInstance): string {
+  const { health } = instance;
+  if (health.live.length === 0) return health.terminating.length > 0 ? "old pods still terminating" : "no pods yet";
+  if (!health.complete) return `${health.absent.length + health.terminating.length} pod(s) missing`;
+  const notReady = health.live.find((view) => !isPodReady(view.pod));
+  return notReady === undefined ? "pods Ready" : `${notReady.pod.metadata.name} ${podState(notReady)}`;
+}
+
+function podState(view: PodView): string {
+  const scheduled = podCondition(view.pod, "PodScheduled");
+  if (scheduled?.status === "False") return `Pending (${scheduled.reason ?? "Unscheduled"}${scheduled.message !== undefined ? `: ${scheduled.message}` : ""})`;
+  const waiting = view.pod.status?.containerStatuses?.find((status) => status.state?.waiting !== undefined)?.state?.waiting?.reason;
+  if (waiting !== undefined) return waiting;
+  return `${view.pod.status?.phase ?? "Pending"}, not Ready`;
+}
+
+/** How each kind of action reads in the Progressing message. */
+const ACTION_PHRASES: Readonly<Partial<Record<Action["type"], string>>> = {
+  CreateRevision: "recording the update revision",
+  AdvanceRevision: "re-using an older revision",
+  DeleteRevision: "collecting old revision(s)",
+  CreatePod: "creating pod(s)",
+  DeletePod: "deleting pod(s)",
+  AnnotatePod: "updating drain marks",
+  SetPodCondition: "updating serving gate(s)",
+  CreateService: "creating Service(s)",
+  DeleteService: "deleting Service(s)",
+};
+
+function progressingCondition(work: Work): ConditionState {
+  const counts = new Map<string, number>();
+  for (const action of work.actions) {
+    const phrase = ACTION_PHRASES[action.type];
+    if (phrase !== undefined) counts.set(phrase, (counts.get(phrase) ?? 0) + 1);
+  }
+  if (counts.size === 0 && work.recheckAtMs === undefined) return { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do: the observed pods match the spec." };
+  const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
+  return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
+}
+
+function unreadableCondition(reasons: readonly string[]): ConditionState {
+  const listed = reasons.slice(0, MAX_LISTED).join("; ");
+  return { type: "RevisionUnreadable", status: "True", reason: "RevisionUnreadable", message: `Paused what depends on an unreadable revision: ${listed}${reasons.length > MAX_LISTED ? `; and ${reasons.length - MAX_LISTED} more` : ""}.` };
+}
+
+/**
+ * Merges computed conditions into the stored ones: a condition whose status is unchanged keeps
+ * its lastTransitionTime; conditions not computed this time are dropped.
+ */
+export function settleConditions(stored: readonly Condition[], computed: readonly ConditionState[], generation: number, nowMs: number): Condition[] {
+  return computed.map((condition) => {
+    const previous = stored.find((candidate) => candidate.type === condition.type);
+    const lastTransitionTime = previous?.status === condition.status && previous.lastTransitionTime !== undefined ? previous.lastTransitionTime : rfc3339(nowMs);
+    return { ...condition, lastTransitionTime, observedGeneration: generation };
+  });
+}

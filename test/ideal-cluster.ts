@@ -1,0 +1,78 @@
+/**
+ * A minimal, idealized cluster for unit tests of `plan`: applies actions instantly and makes every
+ * pod Running and Ready at once. No scheduler, no lag, no faults — the simulator covers those.
+ */
+import type { Pod, Service } from "../src/api/kube.ts";
+import type { Action } from "../src/core/actions.ts";
+import type { Observed } from "../src/core/observed.ts";
+import { plan } from "../src/core/plan.ts";
+
+export interface IdealCluster {
+  modelServing: Record<string, any>;
+  pods: Map<string, Pod>;
+  services: Map<string, Service>;
+  revisions: Map<string, Record<string, any>>;
+  uidCounter: number;
+}
+
+export function idealCluster(modelServing: Record<string, any>): IdealCluster {
+  return { modelServing: { ...structuredClone(modelServing), metadata: { namespace: "ns", uid: "ms-uid", generation: 1, ...modelServing.metadata } }, pods: new Map(), services: new Map(), revisions: new Map(), uidCounter: 0 };
+}
+
+export function observe(cluster: IdealCluster): Observed {
+  return { modelServing: structuredClone(cluster.modelServing), pods: [...cluster.pods.values()].map((p) => structuredClone(p)), services: [...cluster.services.values()], revisions: [...cluster.revisions.values()] };
+}
+
+const T0 = "2026-11-30T00:00:00Z";
+
+/** A pod as a perfect kubelet would report it once its containers run. */
+export function readyPod(pod: Pod, serving: boolean): Pod {
+  const conditions = [
+    { type: "PodScheduled", status: "True" as const, lastTransitionTime: T0 },
+    { type: "ContainersReady", status: "True" as const, lastTransitionTime: T0 },
+    { type: "Ready", status: serving ? ("True" as const) : ("False" as const), lastTransitionTime: T0 },
+    ...(serving ? [{ type: "tandem.dev/serving", status: "True" as const, lastTransitionTime: T0 }] : []),
+  ];
+  return { ...pod, status: { phase: "Running", conditions, containerStatuses: pod.spec.containers.map((c) => ({ name: c.name, image: c.image, ready: true, restartCount: 0 })) } };
+}
+
+export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
+  for (const action of actions) {
+    switch (action.type) {
+      case "CreateRevision": cluster.revisions.set(action.revision.metadata.name, structuredClone(action.revision)); break;
+      case "AdvanceRevision": cluster.revisions.get(action.name)!.revision = action.revision; break;
+      case "DeleteRevision": cluster.revisions.delete(action.name); break;
+      case "WriteStatus": cluster.modelServing.status = structuredClone(action.status); break;
+      case "CreatePod": cluster.pods.set(action.pod.metadata.name, readyPod({ ...structuredClone(action.pod), metadata: { ...action.pod.metadata, uid: `uid-${++cluster.uidCounter}`, resourceVersion: "1" } }, false)); break;
+      case "DeletePod": cluster.pods.delete(action.name); break;
+      case "AnnotatePod": {
+        const pod = cluster.pods.get(action.name)!;
+        const merged = { ...pod.metadata.annotations, ...action.annotations };
+        pod.metadata.annotations = Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
+        break;
+      }
+      case "SetPodCondition": {
+        const pod = cluster.pods.get(action.name)!;
+        const others = (pod.status?.conditions ?? []).filter((c) => c.type !== action.condition.type && c.type !== "Ready");
+        const ready = action.condition.status === "True";
+        pod.status = { ...pod.status, conditions: [...others, action.condition, { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 }] };
+        break;
+      }
+      case "CreateService": cluster.services.set(action.service.metadata.name, { ...structuredClone(action.service), metadata: { ...action.service.metadata, uid: `uid-${++cluster.uidCounter}` } }); break;
+      case "DeleteService": cluster.services.delete(action.name); break;
+      case "RecordEvent": break;
+    }
+  }
+}
+
+/** Plans and applies until a plan is empty; returns every action applied. Bounded. */
+export function converge(cluster: IdealCluster, nowMs: number, maxRounds = 20): Action[] {
+  const all: Action[] = [];
+  for (let round = 0; round < maxRounds; round++) {
+    const { actions } = plan(observe(cluster), nowMs);
+    if (actions.length === 0) return all;
+    apply(cluster, actions);
+    all.push(...actions);
+  }
+  throw new Error(`no convergence after ${maxRounds} rounds`);
+}
