@@ -78,6 +78,7 @@ export class ApiServer {
   readonly #podTermination: "gracePeriod" | "external";
   readonly #maxObjects: number;
   #resourceVersion = 0;
+  #requestCount = 0;
 
   /** `rng` is the simulator's stream for the API server; uids and fault streams fork from it. */
   constructor(clock: VirtualClock, rng: Prng, options: ApiServerOptions = {}) {
@@ -220,6 +221,7 @@ export class ApiServer {
    * An applied Timeout runs the request and throws anyway; its own error, if any, is hidden.
    */
   handle<T>(request: Request, run: () => T): T {
+    this.#requestCount++;
     if (isWriteVerb(request.verb)) this.#countWrite(request.client, request.kind, request.verb);
     const effect = this.faults.decide(request);
     if (effect === undefined) return run();
@@ -231,6 +233,11 @@ export class ApiServer {
       }
     }
     throw injectedError(effect, request);
+  }
+
+  /** Client requests served so far, reads and failed ones included; only grows. */
+  requestCount(): number {
+    return this.#requestCount;
   }
 
   /** Ends open watch streams of `kind` (all when absent) as a fault; consumers must relist. */

@@ -89,6 +89,11 @@ export class VirtualClock implements Clock {
     return this.#liveCount;
   }
 
+  /** Timers ever set; only grows, so a driver can tell whether anything was scheduled since. */
+  setCount(): number {
+    return this.#seq;
+  }
+
   /** Due time of the next live timer, or undefined when none is pending. */
   nextDueMs(): number | undefined {
     this.#dropCancelledHead();
@@ -103,6 +108,20 @@ export class VirtualClock implements Clock {
     const dueMs = this.nextDueMs();
     if (dueMs === undefined) return false;
     this.runUntil(dueMs);
+    return true;
+  }
+
+  /**
+   * Fires only the earliest live timer due at or before `targetMs`, moving the time to its due
+   * time. Returns false, leaving time alone, when there is none. A driver that lets promise
+   * callbacks run between timers steps with this instead of `runUntil`.
+   */
+  fireNext(targetMs: number): boolean {
+    assertTimeMs(targetMs, "targetMs");
+    const head = this.#popDue(targetMs);
+    if (head === undefined) return false;
+    this.#nowMs = head.dueMs;
+    head.callback();
     return true;
   }
 

@@ -3,15 +3,16 @@ import assert from "node:assert/strict";
 import type { KubeObject } from "../engine/ports.ts";
 import { nodesOfPools } from "./placement.ts";
 import { SimScheduler } from "./scheduler.ts";
-import { aPod, settle, setupServer } from "./test-fixtures.ts";
+import { aModelServing, aPod, settle, setupServer } from "./test-fixtures.ts";
 
-function groupPod(name: string, group: number, gpus: number): KubeObject<"Pod"> {
-  const labels = { "tandem.dev/modelserving": "m", "tandem.dev/group": String(group) };
+/** A pod of ModelServing "m", group `group`, role instance `instance`. */
+function groupPod(name: string, group: number, gpus: number, instance = "r-0"): KubeObject<"Pod"> {
+  const labels = { "tandem.dev/modelserving": "m", "tandem.dev/group": String(group), "tandem.dev/instance": instance };
   return aPod(name, labels, { containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": gpus } } }], terminationGracePeriodSeconds: 5 });
 }
 
-async function cluster(pools = [{ name: "gpu", count: 2, gpus: 8 }]) {
-  const setup = setupServer();
+async function cluster(pools = [{ name: "gpu", count: 2, gpus: 8 }], gcDelayMs = 1_000) {
+  const setup = setupServer({ gcDelayMs });
   for (const node of nodesOfPools(pools)) await setup.server.client("admin").create(node);
   const scheduler = new SimScheduler(setup.server, { cycleMs: 1_000 });
   scheduler.start();
@@ -105,5 +106,67 @@ describe("SimScheduler", () => {
     clock.advance(1_000);
     await settle();
     assert.deepEqual(placement(server), { "solo-a": "gpu-1", "solo-b": "pending" });
+  });
+
+  it("places each role instance as a gang by default: an instance that fits goes, one that does not waits whole", async () => {
+    const { server, client, clock } = await cluster([{ name: "gpu", count: 3, gpus: 8 }]);
+    for (const [name, instance] of [["m-0-decode-0-0", "decode-0"], ["m-0-decode-0-1", "decode-0"], ["m-0-decode-1-0", "decode-1"], ["m-0-decode-1-1", "decode-1"]] as const) {
+      await client.create(groupPod(name, 0, 8, instance));
+    }
+    clock.advance(1_000);
+    await settle();
+    assert.deepEqual(placement(server), { "m-0-decode-0-0": "gpu-0", "m-0-decode-0-1": "gpu-1", "m-0-decode-1-0": "pending", "m-0-decode-1-1": "pending" });
+    assert.match((scheduledCondition(server, "m-0-decode-1-0") as { message: string }).message, /gang of 2 pods/);
+  });
+
+  it("places a whole ServingGroup as one gang when the owning ModelServing has a gang policy", async () => {
+    const { server, client, clock } = await cluster([{ name: "gpu", count: 3, gpus: 8 }]);
+    const owner = await client.create({ ...aModelServing("m"), spec: { replicas: 1, template: { gangPolicy: { minRoleReplicas: { decode: 1, prefill: 1 } } } } });
+    const pods = [["m-0-decode-0-0", "decode-0"], ["m-0-decode-0-1", "decode-0"], ["m-0-prefill-0-0", "prefill-0"], ["m-0-prefill-0-1", "prefill-0"]] as const;
+    for (const [name, instance] of pods) {
+      const pod = groupPod(name, 0, 8, instance);
+      pod.metadata.ownerReferences = [{ apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", name: "m", uid: owner.metadata.uid ?? "", controller: true }];
+      await client.create(pod);
+    }
+    clock.advance(1_000);
+    await settle();
+    assert.deepEqual(Object.values(placement(server)), ["pending", "pending", "pending", "pending"], "4 nodes' worth of pods, 3 nodes: none placed");
+    assert.match((scheduledCondition(server, "m-0-prefill-0-1") as { message: string }).message, /gang of 4 pods/);
+
+    await server.client("admin").create(nodesOfPools([{ name: "extra", count: 1, gpus: 8 }])[0]!);
+    clock.advance(1_000);
+    await settle();
+    assert.deepEqual(new Set(Object.values(placement(server))), new Set(["gpu-0", "gpu-1", "gpu-2", "extra-0"]));
+  });
+
+  it("ignores the gang policy of a ModelServing that does not own the pod (re-created under the same name)", async () => {
+    // The garbage collector would delete the orphans; keep it out of the way.
+    const { server, client, clock } = await cluster([{ name: "gpu", count: 1, gpus: 8 }], 3_600_000);
+    await client.create({ ...aModelServing("m"), spec: { replicas: 1, template: { gangPolicy: { minRoleReplicas: { a: 1 } } } } });
+    for (const [name, instance] of [["m-0-a-0-0", "a-0"], ["m-0-b-0-0", "b-0"]] as const) {
+      const pod = groupPod(name, 0, 8, instance);
+      pod.metadata.ownerReferences = [{ apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", name: "m", uid: "an-older-uid", controller: true }];
+      await client.create(pod);
+    }
+    clock.advance(1_000);
+    await settle();
+    assert.deepEqual(placement(server), { "m-0-a-0-0": "gpu-0", "m-0-b-0-0": "pending" }, "instance gangs: the first fits alone");
+  });
+
+  it("repairs PodScheduled after its write failed, keeping conditions written since by others", async () => {
+    const { server, client, clock } = await cluster();
+    server.faults.failNth({ client: "scheduler", verb: "patchStatus" }, 1, { error: "ServerError" });
+    await client.create(groupPod("m-0-a", 0, 1));
+    clock.advance(1_000);
+    await settle();
+    assert.equal(placement(server)["m-0-a"], "gpu-0");
+    assert.equal(scheduledCondition(server, "m-0-a"), undefined, "bound, but the status write failed");
+    const bound = server.get({ kind: "Pod", namespace: "default", name: "m-0-a" });
+    const other = { type: "Initialized", status: "True", lastTransitionTime: "2026-01-01T00:00:01Z" };
+    await server.client("kubelet").patchStatus({ kind: "Pod", namespace: "default", name: "m-0-a" }, { metadata: { resourceVersion: bound.metadata.resourceVersion ?? "" }, status: { conditions: [other] } });
+    clock.advance(1_000);
+    await settle();
+    const conditions = server.get({ kind: "Pod", namespace: "default", name: "m-0-a" }).status?.["conditions"];
+    assert.deepEqual(conditions, [other, { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:02Z" }]);
   });
 });

@@ -6,11 +6,17 @@
  * stays Pending with `PodScheduled=False`, reason `Unschedulable` and a message naming the
  * shortfall, and waits for the next change.
  *
+ * Gangs (all-or-nothing sets): by default all pending pods of one role instance (same
+ * `tandem.dev/modelserving`, `tandem.dev/group`, `tandem.dev/instance`) — an instance's entry
+ * and workers are useless apart; when the owning ModelServing sets
+ * `spec.template.gangPolicy.minRoleReplicas`, all pending pods of the ServingGroup, every role.
+ *
  * The scheduler reads the server directly (a scheduler cache that is never stale and never
  * double-books) and writes through its own client, so its writes are counted apart from the
  * controller's and faults can target it; a failed write is retried the next cycle.
  */
 import type { JsonObject, JsonValue, KubeObject } from "../engine/ports.ts";
+import { LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import { isJsonObject } from "./json.ts";
@@ -26,17 +32,32 @@ export interface SchedulerOptions {
   schedulerNames?: readonly string[];
   /**
    * The gang a pending pod belongs to; pods with the same key are placed all-or-nothing, pods with
-   * none alone. Default: the ServingGroup (`tandem.dev/modelserving` + `tandem.dev/group`).
+   * none alone. Default: `tandemGang` with the owning ModelServing's gang policy.
    */
   gangOf?: (pod: KubeObject) => string | undefined;
 }
 
-/** The default gang: every pending pod of one ServingGroup. */
-export function servingGroupGang(pod: KubeObject): string | undefined {
+/**
+ * Tandem's gang of a pod: its ServingGroup when `groupGang` (the ModelServing has a gang policy),
+ * else its role instance. Undefined, so the pod is placed alone, when a label it needs is missing.
+ */
+export function tandemGang(pod: KubeObject, groupGang: boolean): string | undefined {
   const labels = pod.metadata.labels ?? {};
-  const modelServing = labels["tandem.dev/modelserving"];
-  const group = labels["tandem.dev/group"];
-  return modelServing === undefined || group === undefined ? undefined : `${pod.metadata.namespace ?? ""}/${modelServing}/${group}`;
+  const modelServing = labels[LABEL_MODEL_SERVING];
+  const group = labels[LABEL_GROUP];
+  const instance = labels[LABEL_INSTANCE];
+  if (modelServing === undefined || group === undefined) return undefined;
+  const groupKey = `${pod.metadata.namespace ?? ""}/${modelServing}/${group}`;
+  if (groupGang) return groupKey;
+  return instance === undefined ? undefined : `${groupKey}/${instance}`;
+}
+
+/** True when a ModelServing asks for group gangs: `spec.template.gangPolicy.minRoleReplicas` names a role. */
+export function hasGangPolicy(modelServing: KubeObject): boolean {
+  const template = modelServing.spec?.["template"];
+  const gangPolicy = isJsonObject(template) ? template["gangPolicy"] : undefined;
+  const minRoleReplicas = isJsonObject(gangPolicy) ? gangPolicy["minRoleReplicas"] : undefined;
+  return isJsonObject(minRoleReplicas) && Object.keys(minRoleReplicas).length > 0;
 }
 
 export class SimScheduler {
@@ -46,6 +67,8 @@ export class SimScheduler {
   readonly #schedulerNames: readonly string[];
   readonly #gangOf: (pod: KubeObject) => string | undefined;
   readonly #streams: WatchStream[] = [];
+  /** Owner keys (`ownerKey`) of ModelServings with a gang policy, read at the start of each cycle. */
+  #groupGangOwners: ReadonlySet<string> = new Set();
   #cyclePending = false;
   #cycleCount = 0;
 
@@ -54,7 +77,7 @@ export class SimScheduler {
     this.#client = server.client("scheduler");
     this.#cycleMs = options.cycleMs ?? 1_000;
     this.#schedulerNames = options.schedulerNames ?? ["default-scheduler"];
-    this.#gangOf = options.gangOf ?? servingGroupGang;
+    this.#gangOf = options.gangOf ?? ((pod) => tandemGang(pod, this.#groupGangOwners.has(ownerKey(pod))));
   }
 
   /** Starts watching Pods and Nodes, and schedules a first cycle. */
@@ -76,7 +99,10 @@ export class SimScheduler {
   /** Runs one cycle now: places what fits, marks the rest Unschedulable. */
   cycle(): void {
     this.#cycleCount++;
+    this.#groupGangOwners = groupGangOwners(this.#server.stored("ModelServing"));
     const pods = this.#server.stored("Pod");
+    // A binding whose PodScheduled write failed is repaired here.
+    for (const pod of pods.filter((candidate) => isBoundUnmarked(candidate) && this.#isMine(candidate))) this.#markScheduled(pod);
     const nodes = this.#server.stored("Node");
     const free = freeCapacity(nodes, pods);
     for (const gang of this.#pendingGangs(pods)) {
@@ -133,25 +159,38 @@ export class SimScheduler {
   }
 
   #isPending(pod: KubeObject): boolean {
-    const schedulerName = pod.spec?.["schedulerName"] ?? "default-scheduler";
-    return (
-      pod.spec?.["nodeName"] === undefined &&
-      pod.metadata.deletionTimestamp === undefined &&
-      typeof schedulerName === "string" &&
-      this.#schedulerNames.includes(schedulerName)
-    );
+    return pod.spec?.["nodeName"] === undefined && pod.metadata.deletionTimestamp === undefined && this.#isMine(pod);
   }
 
+  /** True when one of this scheduler's names is the pod's `spec.schedulerName`. */
+  #isMine(pod: KubeObject): boolean {
+    const schedulerName = pod.spec?.["schedulerName"] ?? "default-scheduler";
+    return typeof schedulerName === "string" && this.#schedulerNames.includes(schedulerName);
+  }
+
+  /** Sets spec.nodeName, then PodScheduled=True; a failure wakes the next cycle, which repairs it. */
   #bind(pod: KubeObject, nodeName: string): void {
-    const ref = refOf(pod);
-    const uid = pod.metadata.uid ?? "";
-    const conditions = withCondition(pod, { type: "PodScheduled", status: "True", lastTransitionTime: this.#server.clock.nowRfc3339() });
     this.#client
-      .patch(ref, { metadata: { uid }, spec: { nodeName } })
-      .then(() => this.#client.patchStatus(ref, { metadata: { uid }, status: { conditions } }))
+      .patch(refOf(pod), { metadata: { uid: pod.metadata.uid ?? "" }, spec: { nodeName } })
+      .then((bound) => {
+        this.#markScheduled(bound);
+      })
       .catch(() => {
         this.#wake();
       });
+  }
+
+  /**
+   * PodScheduled=True, sent with the rest of the conditions as read and a resourceVersion
+   * precondition: others (the kubelet) may have written conditions since, and a merge patch
+   * replaces the whole list.
+   */
+  #markScheduled(pod: KubeObject): void {
+    const conditions = withCondition(pod, { type: "PodScheduled", status: "True", lastTransitionTime: this.#server.clock.nowRfc3339() });
+    const precondition = { uid: pod.metadata.uid ?? "", resourceVersion: pod.metadata.resourceVersion ?? "" };
+    this.#client.patchStatus(refOf(pod), { metadata: precondition, status: { conditions } }).catch(() => {
+      this.#wake();
+    });
   }
 
   #markUnschedulable(pod: KubeObject, message: string): void {
@@ -161,11 +200,37 @@ export class SimScheduler {
     const since = current?.["status"] === "False" ? current["lastTransitionTime"] : undefined;
     const lastTransitionTime = typeof since === "string" ? since : this.#server.clock.nowRfc3339();
     const condition = { type: "PodScheduled", status: "False", reason: "Unschedulable", message, lastTransitionTime };
-    const patch = { metadata: { uid: pod.metadata.uid ?? "" }, status: { conditions: withCondition(pod, condition) } };
+    const precondition = { uid: pod.metadata.uid ?? "", resourceVersion: pod.metadata.resourceVersion ?? "" };
+    const patch = { metadata: precondition, status: { conditions: withCondition(pod, condition) } };
     this.#client.patchStatus(refOf(pod), patch).catch(() => {
       this.#wake();
     });
   }
+}
+
+/**
+ * `namespace/name@uid` of the ModelServing owning `pod`: named by its label, and the uid of its
+ * controller reference, so a ModelServing re-created under the same name is not mistaken for it
+ * (`namespace/name@` for a pod without one: matched by name only).
+ */
+function ownerKey(pod: KubeObject): string {
+  const owner = (pod.metadata.ownerReferences ?? []).find((reference) => reference.controller === true && reference.kind === "ModelServing");
+  return `${pod.metadata.namespace ?? ""}/${pod.metadata.labels?.[LABEL_MODEL_SERVING] ?? ""}@${owner?.uid ?? ""}`;
+}
+
+/** Owner keys (`ownerKey`) of the ModelServings that ask for group gangs. */
+function groupGangOwners(modelServings: readonly KubeObject[]): Set<string> {
+  return new Set(
+    modelServings.filter(hasGangPolicy).flatMap((modelServing) => {
+      const name = `${modelServing.metadata.namespace ?? ""}/${modelServing.metadata.name}`;
+      return [`${name}@${modelServing.metadata.uid ?? ""}`, `${name}@`];
+    }),
+  );
+}
+
+/** A pod bound to a node, not being deleted, without PodScheduled=True. */
+function isBoundUnmarked(pod: KubeObject): boolean {
+  return typeof pod.spec?.["nodeName"] === "string" && pod.metadata.deletionTimestamp === undefined && conditionOf(pod, "PodScheduled")?.["status"] !== "True";
 }
 
 function podKey(pod: KubeObject): string {

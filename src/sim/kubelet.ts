@@ -1,0 +1,542 @@
+/**
+ * The simulated kubelet: one process model for every node, driven by the virtual clock. For each
+ * pod bound to a node it pulls images (a per-node cache that outlives pods), starts containers,
+ * reports them ready, restarts crashing ones with Kubernetes' back-off, restarts a container whose
+ * image changed in place, and stops containers of a deleted pod before finishing its deletion
+ * (the API server runs with `podTermination: "external"`).
+ *
+ * Status is written through a client named "kubelet", as a merge patch of the whole status with a
+ * resourceVersion precondition (a merge patch replaces arrays, so conditions owned by others —
+ * PodScheduled, readiness-gate conditions — are re-sent as read). Ready is recomputed whenever the
+ * pod changes, so a readiness-gate condition set by the controller takes effect at once.
+ *
+ * The kubelet reads the server directly and watches pods without lag, like the scheduler: it is
+ * the source of truth about containers, so there is nothing for it to be stale about.
+ */
+import { LABEL_ROLE } from "../api/wellknown.ts";
+import { isApiError } from "../engine/ports.ts";
+import type { JsonObject, KubeObject, ObjectRef, Timer } from "../engine/ports.ts";
+import type { ApiServer } from "./apiserver.ts";
+import type { SimClient } from "./client.ts";
+import type { VirtualClock } from "./clock.ts";
+import { isJsonObject, jsonEqual, mergePatch } from "./json.ts";
+import { isDeleting, refOf } from "./objects.ts";
+import { conditionsOf, containerStatus, imageIdOf, kubeletConditions, mergeConditions, newContainer, podPhase } from "./pod-status.ts";
+import type { ContainerExit, ContainerRuntime } from "./pod-status.ts";
+import type { Prng } from "./prng.ts";
+import type { WatchStream } from "./watch.ts";
+
+/** Per-image behaviour (DESIGN §6 `cluster.images`); absent fields take the kubelet's defaults. */
+export interface ImageBehaviour {
+  /** The container exits `crashAfterSeconds` after each start and never becomes ready. */
+  crash?: boolean;
+  pullSeconds?: number;
+  startSeconds?: number;
+  crashAfterSeconds?: number;
+}
+
+export interface KubeletOptions {
+  /** Pulling an image not cached on the node. Default 20. */
+  pullSeconds?: number;
+  /** From a container's start to its being ready (a model loading). Default 60. */
+  startSeconds?: number;
+  /** From a deletion to the containers having stopped, bounded by the grace period. Default 5. */
+  terminationSeconds?: number;
+  /** From a crash image's start to its exit. Default 5. */
+  crashAfterSeconds?: number;
+  images?: Readonly<Record<string, ImageBehaviour>>;
+  /** Pull and start times get up to this percentage added, drawn from the kubelet's stream. Default 10. */
+  jitterPercent?: number;
+  /** Delay before retrying a status write or deletion that failed. Default 1000. */
+  retryDelayMs?: number;
+}
+
+/** Kubernetes' container restart back-off: 10 s, doubling, at most 300 s. */
+const BACKOFF_INITIAL_SECONDS = 10;
+const BACKOFF_MAX_SECONDS = 300;
+/** Conflicts retried at once before waiting `retryDelayMs`: conflicts come from concurrent writers. */
+const MAX_IMMEDIATE_RETRIES = 5;
+/** Exit code and reason a container gets when its outcome is unknown (never ran, node lost). */
+const UNKNOWN_EXIT = { exitCode: 137, reason: "ContainerStatusUnknown" } as const;
+
+interface Termination {
+  gracePeriodSeconds: number;
+  /** When the grace period ends; a second delete may bring it forward. */
+  graceEndMs: number;
+  timer: Timer | undefined;
+  /** Containers have stopped; what is left is the final status and the deletion. */
+  done: boolean;
+}
+
+interface PodRuntime {
+  readonly uid: string;
+  readonly ref: ObjectRef<"Pod">;
+  readonly node: string;
+  readonly containers: ContainerRuntime[];
+  readonly restartPolicy: string;
+  /** The pod's `tandem.dev/role` label ("" without one), for restart metrics. */
+  readonly role: string;
+  readonly podIP: string;
+  readonly hostIP: string;
+  readonly startTime: string;
+  termination: Termination | undefined;
+  syncTimer: Timer | undefined;
+  conflicts: number;
+}
+
+interface Timing {
+  readonly pullSeconds: number;
+  readonly startSeconds: number;
+  readonly terminationSeconds: number;
+  readonly crashAfterSeconds: number;
+  readonly jitterPercent: number;
+  readonly retryDelayMs: number;
+}
+
+export class SimKubelet {
+  readonly #server: ApiServer;
+  readonly #client: SimClient;
+  readonly #clock: VirtualClock;
+  readonly #rng: Prng;
+  readonly #timing: Timing;
+  readonly #images: Readonly<Record<string, ImageBehaviour>>;
+  /** Pods this kubelet runs, by uid. */
+  readonly #pods = new Map<string, PodRuntime>();
+  /** Per node: image → the instant its pull completes (or completed). */
+  readonly #imageCache = new Map<string, Map<string, number>>();
+  readonly #downNodes = new Set<string>();
+  readonly #hostIPs = new Map<string, string>();
+  /** Container restarts by role, deleted pods' included (DESIGN §6 `metrics.containerRestarts`). */
+  readonly #restartsByRole = new Map<string, number>();
+  #stream: WatchStream | undefined;
+  #containerSeq = 0;
+  #podIPSeq = 0;
+
+  /** `rng` is the kubelet's own stream (jitter of pull and start times). */
+  constructor(server: ApiServer, rng: Prng, options: KubeletOptions = {}) {
+    this.#server = server;
+    this.#clock = server.clock;
+    this.#client = server.client("kubelet");
+    this.#rng = rng;
+    this.#timing = checkedTiming(options);
+    this.#images = options.images ?? {};
+    for (const [image, behaviour] of Object.entries(this.#images)) checkedBehaviour(image, behaviour);
+  }
+
+  /** Watches pods and takes over every pod already bound to a node. */
+  start(): void {
+    this.#watch();
+    this.#resync();
+  }
+
+  /** Stops watching and forgets every pod; nothing more is written. */
+  stop(): void {
+    this.#stream?.stop();
+    this.#stream = undefined;
+    for (const uid of [...this.#pods.keys()]) this.#forget(uid);
+  }
+
+  /**
+   * The node's kubelet dies with its containers: nothing is written for its pods any more, their
+   * containers are lost, and pulls in progress are lost. Finished pulls stay cached (the disk
+   * survives). Idempotent.
+   */
+  stopNode(node: string): void {
+    if (this.#downNodes.has(node)) return;
+    this.#downNodes.add(node);
+    for (const runtime of this.#podsOn(node)) this.#loseContainers(runtime);
+    const cache = this.#imageCache.get(node);
+    for (const [image, availableAtMs] of cache ?? []) if (availableAtMs > this.#clock.nowMs()) cache?.delete(image);
+  }
+
+  /**
+   * The node's kubelet is back: containers of its pods start again (restartCount + 1, new
+   * containerIDs; images still cached are not pulled again), pods deleted meanwhile finish their
+   * deletion, and pods bound to it meanwhile are started. Idempotent.
+   */
+  startNode(node: string): void {
+    if (!this.#downNodes.delete(node)) return;
+    this.#resync();
+  }
+
+  isNodeDown(node: string): boolean {
+    return this.#downNodes.has(node);
+  }
+
+  /** Images whose pull has completed on `node`, sorted. */
+  cachedImages(node: string): string[] {
+    const nowMs = this.#clock.nowMs();
+    return [...(this.#imageCache.get(node) ?? [])].filter(([, availableAtMs]) => availableAtMs <= nowMs).map(([image]) => image).sort();
+  }
+
+  /** Container restarts so far by `tandem.dev/role` ("" for pods without one), sorted by role. */
+  restartsByRole(): Record<string, number> {
+    return Object.fromEntries([...this.#restartsByRole].sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+
+  #watch(): void {
+    this.#stream = this.#server.watch("Pod", { lagMs: 0 }, {
+      onEvent: (event) => {
+        if (event.type === "DELETED") this.#forget(event.object.metadata.uid ?? "");
+        else this.#observe(event.object);
+      },
+      onClose: () => {
+        // Changes made while the stream was down produced no event: look at everything again.
+        this.#watch();
+        this.#resync();
+      },
+    });
+  }
+
+  /** Brings every pod up to date with the server, and forgets pods that are gone. */
+  #resync(): void {
+    const stored = this.#server.stored("Pod");
+    const uids = new Set(stored.map((pod) => pod.metadata.uid));
+    for (const uid of [...this.#pods.keys()]) if (!uids.has(uid)) this.#forget(uid);
+    for (const pod of stored) this.#observe(pod);
+  }
+
+  /** Reacts to the current state of a pod: admission, deletion, image changes, gate changes. */
+  #observe(pod: KubeObject): void {
+    const node = pod.spec?.["nodeName"];
+    const uid = pod.metadata.uid;
+    if (typeof node !== "string" || uid === undefined || this.#downNodes.has(node)) return;
+    let runtime = this.#pods.get(uid);
+    if (runtime === undefined) {
+      const phase = pod.status?.["phase"];
+      // No node, no kubelet: a pod bound to a node that does not exist stays Pending.
+      if (phase === "Succeeded" || phase === "Failed" || !this.#nodeExists(node)) return;
+      runtime = this.#admit(pod, node, uid);
+    }
+    if (isDeleting(pod)) this.#terminate(runtime, pod);
+    else if (runtime.termination === undefined) this.#applySpec(runtime, pod);
+    // Also when nothing changed here: a readiness-gate condition may have, and Ready follows it.
+    this.#markDirty(runtime);
+  }
+
+  #admit(pod: KubeObject, node: string, uid: string): PodRuntime {
+    const restartPolicy = pod.spec?.["restartPolicy"];
+    const runtime: PodRuntime = {
+      uid,
+      ref: refOf(pod as KubeObject<"Pod">),
+      node,
+      containers: specContainers(pod).map(({ name, image }) => newContainer(name, image)),
+      restartPolicy: typeof restartPolicy === "string" ? restartPolicy : "Always",
+      role: pod.metadata.labels?.[LABEL_ROLE] ?? "",
+      podIP: this.#nextPodIP(),
+      hostIP: this.#hostIP(node),
+      startTime: this.#clock.nowRfc3339(),
+      termination: undefined,
+      syncTimer: undefined,
+      conflicts: 0,
+    };
+    this.#pods.set(uid, runtime);
+    return runtime;
+  }
+
+  /** Starts containers that wait for a start, and restarts those whose image changed in the spec. */
+  #applySpec(runtime: PodRuntime, pod: KubeObject): void {
+    const images = new Map(specContainers(pod).map(({ name, image }) => [name, image]));
+    for (const container of runtime.containers) {
+      const image = images.get(container.name) ?? container.image;
+      if (image !== container.image) this.#changeImage(runtime, container, image);
+      else if (container.phase === "creating" && container.timer === undefined) this.#startContainer(runtime, container);
+    }
+  }
+
+  /** An in-place image change: the container is stopped and started again with the new image. */
+  #changeImage(runtime: PodRuntime, container: ContainerRuntime, image: string): void {
+    container.timer?.cancel();
+    if (container.phase === "starting" || container.phase === "running") container.lastExit = this.#exit(container, 0, "Completed");
+    container.image = image;
+    container.crashes = 0;
+    this.#startContainer(runtime, container);
+  }
+
+  /** Waits for the image (pulling it unless cached or already being pulled), then runs it. */
+  #startContainer(runtime: PodRuntime, container: ContainerRuntime): void {
+    container.phase = "creating";
+    container.timer = this.#clock.setTimer(this.#imageReadyInMs(runtime.node, container.image), () => {
+      this.#runContainer(runtime, container);
+    });
+    this.#markDirty(runtime);
+  }
+
+  #runContainer(runtime: PodRuntime, container: ContainerRuntime): void {
+    // Every start after the first is a restart, whatever caused it (crash, image change, node loss).
+    if (container.containerID !== undefined) {
+      container.restartCount++;
+      this.#restartsByRole.set(runtime.role, (this.#restartsByRole.get(runtime.role) ?? 0) + 1);
+    }
+    container.containerID = `sim://${runtime.node}/${(++this.#containerSeq).toString(16).padStart(8, "0")}`;
+    container.imageID = imageIdOf(container.image);
+    container.startedAtMs = this.#clock.nowMs();
+    container.phase = "starting";
+    const behaviour = this.#images[container.image] ?? {};
+    if (behaviour.crash === true) {
+      const crashMs = secondsToMs(behaviour.crashAfterSeconds ?? this.#timing.crashAfterSeconds);
+      container.timer = this.#clock.setTimer(crashMs, () => {
+        this.#crash(runtime, container);
+      });
+    } else {
+      container.timer = this.#clock.setTimer(this.#jitteredMs(behaviour.startSeconds ?? this.#timing.startSeconds), () => {
+        container.timer = undefined;
+        container.phase = "running";
+        this.#markDirty(runtime);
+      });
+    }
+    this.#markDirty(runtime);
+  }
+
+  /** A crash: restart after 10 s, 20 s, 40 s ... at most 300 s (restartPolicy Never: stays exited). */
+  #crash(runtime: PodRuntime, container: ContainerRuntime): void {
+    container.lastExit = this.#exit(container, 1, "Error");
+    container.crashes++;
+    container.timer = undefined;
+    if (runtime.restartPolicy === "Never") {
+      container.phase = "exited";
+    } else {
+      // The exponent is capped so the power stays finite; the cap on seconds applies long before.
+      container.backoffSeconds = Math.min(BACKOFF_MAX_SECONDS, BACKOFF_INITIAL_SECONDS * 2 ** Math.min(container.crashes - 1, 16));
+      container.phase = "backoff";
+      container.timer = this.#clock.setTimer(container.backoffSeconds * 1000, () => {
+        this.#startContainer(runtime, container);
+      });
+    }
+    this.#markDirty(runtime);
+  }
+
+  /**
+   * A deletion was requested: containers stop `terminationSeconds` later (at once when none runs),
+   * bounded by the grace period; a later, shorter grace period brings the stop forward.
+   */
+  #terminate(runtime: PodRuntime, pod: KubeObject): void {
+    const gracePeriodSeconds = pod.metadata.deletionGracePeriodSeconds ?? 0;
+    const nowMs = this.#clock.nowMs();
+    const termination = runtime.termination;
+    if (termination === undefined) {
+      for (const container of runtime.containers) cancelTimer(container);
+      const running = runtime.containers.some((container) => container.phase === "starting" || container.phase === "running");
+      const stopMs = running ? Math.min(secondsToMs(this.#timing.terminationSeconds), gracePeriodSeconds * 1000) : 0;
+      runtime.termination = { gracePeriodSeconds, graceEndMs: nowMs + gracePeriodSeconds * 1000, timer: undefined, done: false };
+      runtime.termination.timer = this.#clock.setTimer(stopMs, () => {
+        this.#stopContainers(runtime);
+      });
+      return;
+    }
+    if (termination.done || gracePeriodSeconds >= termination.gracePeriodSeconds) return;
+    termination.graceEndMs -= (termination.gracePeriodSeconds - gracePeriodSeconds) * 1000;
+    termination.gracePeriodSeconds = gracePeriodSeconds;
+    if (termination.timer !== undefined && termination.graceEndMs < termination.timer.dueMs) {
+      termination.timer.cancel();
+      termination.timer = this.#clock.setTimer(Math.max(0, termination.graceEndMs - nowMs), () => {
+        this.#stopContainers(runtime);
+      });
+    }
+  }
+
+  /** Containers have stopped: the pod reaches a terminal phase, and the next sync deletes it. */
+  #stopContainers(runtime: PodRuntime): void {
+    if (runtime.termination === undefined) return;
+    runtime.termination.done = true;
+    runtime.termination.timer = undefined;
+    for (const container of runtime.containers) {
+      if (container.phase === "starting" || container.phase === "running") container.lastExit = this.#exit(container, 0, "Completed");
+      else container.lastExit ??= this.#exit(container, UNKNOWN_EXIT.exitCode, UNKNOWN_EXIT.reason);
+      container.phase = "exited";
+    }
+    this.#markDirty(runtime);
+  }
+
+  /** The node died: every container is gone, pending steps are void; recovery starts them again. */
+  #loseContainers(runtime: PodRuntime): void {
+    for (const container of runtime.containers) {
+      cancelTimer(container);
+      if (container.phase === "starting" || container.phase === "running") container.lastExit = this.#exit(container, 255, "Unknown");
+      if (container.phase !== "exited") container.phase = "creating";
+    }
+    runtime.termination?.timer?.cancel();
+    runtime.termination = undefined;
+    runtime.syncTimer?.cancel();
+    runtime.syncTimer = undefined;
+  }
+
+  #forget(uid: string): void {
+    const runtime = this.#pods.get(uid);
+    if (runtime === undefined) return;
+    for (const container of runtime.containers) cancelTimer(container);
+    runtime.termination?.timer?.cancel();
+    runtime.syncTimer?.cancel();
+    this.#pods.delete(uid);
+  }
+
+  /** Schedules a status sync `delayMs` from now, unless one is due no later. */
+  #markDirty(runtime: PodRuntime, delayMs = 0): void {
+    const pending = runtime.syncTimer;
+    if (pending !== undefined && pending.dueMs <= this.#clock.nowMs() + delayMs) return;
+    pending?.cancel();
+    runtime.syncTimer = this.#clock.setTimer(delayMs, () => {
+      runtime.syncTimer = undefined;
+      void this.#sync(runtime);
+    });
+  }
+
+  /** Writes the status if it differs from the stored one; deletes the pod once its containers stopped. */
+  async #sync(runtime: PodRuntime): Promise<void> {
+    if (this.#pods.get(runtime.uid) !== runtime || this.#downNodes.has(runtime.node)) return;
+    const pod = this.#fresh(runtime);
+    if (pod === undefined) {
+      this.#forget(runtime.uid);
+      return;
+    }
+    try {
+      const patch = this.#statusPatch(runtime, pod);
+      if (patch !== undefined) await this.#client.patchStatus(runtime.ref, patch);
+      runtime.conflicts = 0;
+      if (runtime.termination?.done === true) await this.#client.delete(runtime.ref, { uid: runtime.uid, gracePeriodSeconds: 0 });
+    } catch (error) {
+      this.#retry(runtime, error);
+    }
+  }
+
+  /** The stored pod, or undefined when it is gone (or re-created under the same name). */
+  #fresh(runtime: PodRuntime): KubeObject | undefined {
+    try {
+      const pod = this.#server.get(runtime.ref);
+      return pod.metadata.uid === runtime.uid ? pod : undefined;
+    } catch (error) {
+      if (isApiError(error, "NotFound")) return undefined;
+      throw error;
+    }
+  }
+
+  #retry(runtime: PodRuntime, error: unknown): void {
+    if (!isApiError(error)) throw error;
+    if (error.reason === "NotFound") {
+      this.#forget(runtime.uid);
+    } else if (error.reason === "Conflict" && runtime.conflicts < MAX_IMMEDIATE_RETRIES) {
+      runtime.conflicts++;
+      this.#markDirty(runtime);
+    } else {
+      runtime.conflicts = 0;
+      this.#markDirty(runtime, this.#timing.retryDelayMs);
+    }
+  }
+
+  /** The status patch (whole status, resourceVersion precondition), or undefined when nothing changes. */
+  #statusPatch(runtime: PodRuntime, pod: KubeObject): JsonObject | undefined {
+    const rfc3339 = (atMs: number): string => this.#clock.rfc3339(atMs);
+    const status: JsonObject = {
+      phase: podPhase(runtime.containers),
+      conditions: mergeConditions(conditionsOf(pod), kubeletConditions(pod, runtime.containers), this.#clock.nowRfc3339()),
+      containerStatuses: runtime.containers.map((container) => containerStatus(container, pod.metadata.name, rfc3339)),
+      hostIP: runtime.hostIP,
+      podIP: runtime.podIP,
+      podIPs: [{ ip: runtime.podIP }],
+      startTime: runtime.startTime,
+    };
+    const current: JsonObject = pod.status ?? {};
+    if (jsonEqual(mergePatch(current, status), current)) return undefined;
+    return { metadata: { uid: runtime.uid, resourceVersion: pod.metadata.resourceVersion ?? "" }, status };
+  }
+
+  /** Milliseconds until `image` is on `node`, starting its pull when it is neither there nor coming. */
+  #imageReadyInMs(node: string, image: string): number {
+    let cache = this.#imageCache.get(node);
+    if (cache === undefined) {
+      cache = new Map();
+      this.#imageCache.set(node, cache);
+    }
+    const nowMs = this.#clock.nowMs();
+    const availableAtMs = cache.get(image);
+    if (availableAtMs !== undefined) return Math.max(0, availableAtMs - nowMs);
+    const pullMs = this.#jitteredMs(this.#images[image]?.pullSeconds ?? this.#timing.pullSeconds);
+    cache.set(image, nowMs + pullMs);
+    return pullMs;
+  }
+
+  /** `seconds` plus up to `jitterPercent` of it; always one draw, so a zero jitter shifts nothing. */
+  #jitteredMs(seconds: number): number {
+    const baseMs = secondsToMs(seconds);
+    return baseMs + this.#rng.int(0, Math.floor((baseMs * this.#timing.jitterPercent) / 100) + 1);
+  }
+
+  #exit(container: ContainerRuntime, exitCode: number, reason: string): ContainerExit {
+    return { exitCode, reason, containerID: container.containerID, startedAtMs: container.startedAtMs, finishedAtMs: this.#clock.nowMs() };
+  }
+
+  #nodeExists(node: string): boolean {
+    try {
+      this.#server.get({ kind: "Node", name: node });
+      return true;
+    } catch (error) {
+      if (isApiError(error, "NotFound")) return false;
+      throw error;
+    }
+  }
+
+  #podsOn(node: string): PodRuntime[] {
+    return [...this.#pods.values()].filter((runtime) => runtime.node === node);
+  }
+
+  /** 10.x.y.z from a counter: unique labels for pods, never used as network addresses. */
+  #nextPodIP(): string {
+    const n = ++this.#podIPSeq % 0x100_0000;
+    return `10.${(n >> 16) & 0xff}.${(n >> 8) & 0xff}.${n & 0xff}`;
+  }
+
+  #hostIP(node: string): string {
+    let ip = this.#hostIPs.get(node);
+    if (ip === undefined) {
+      const n = (this.#hostIPs.size + 1) % 0x1_0000;
+      ip = `192.168.${(n >> 8) & 0xff}.${n & 0xff}`;
+      this.#hostIPs.set(node, ip);
+    }
+    return ip;
+  }
+}
+
+/** The pod's containers as (name, image), in spec order. */
+function specContainers(pod: KubeObject): { name: string; image: string }[] {
+  const containers = pod.spec?.["containers"];
+  if (!Array.isArray(containers)) return [];
+  return containers.filter(isJsonObject).map((container, index) => ({
+    name: typeof container["name"] === "string" ? container["name"] : `container-${index}`,
+    image: typeof container["image"] === "string" ? container["image"] : "",
+  }));
+}
+
+function cancelTimer(container: ContainerRuntime): void {
+  container.timer?.cancel();
+  container.timer = undefined;
+}
+
+function secondsToMs(seconds: number): number {
+  return Math.round(seconds * 1000);
+}
+
+function checkedTiming(options: KubeletOptions): Timing {
+  const timing: Timing = {
+    pullSeconds: options.pullSeconds ?? 20,
+    startSeconds: options.startSeconds ?? 60,
+    terminationSeconds: options.terminationSeconds ?? 5,
+    crashAfterSeconds: options.crashAfterSeconds ?? 5,
+    jitterPercent: options.jitterPercent ?? 10,
+    retryDelayMs: options.retryDelayMs ?? 1_000,
+  };
+  for (const [name, value] of Object.entries(timing) as [string, number][]) checkedSeconds(name, value);
+  if (!Number.isInteger(timing.jitterPercent) || timing.jitterPercent > 100) throw new Error(`jitterPercent must be an integer 0..100`);
+  if (!Number.isSafeInteger(timing.retryDelayMs)) throw new Error(`retryDelayMs must be an integer`);
+  return timing;
+}
+
+function checkedBehaviour(image: string, behaviour: ImageBehaviour): void {
+  for (const field of ["pullSeconds", "startSeconds", "crashAfterSeconds"] as const) {
+    const value = behaviour[field];
+    if (value !== undefined) checkedSeconds(`images["${image}"].${field}`, value);
+  }
+}
+
+function checkedSeconds(name: string, value: number): void {
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${value}`);
+}

@@ -1,0 +1,132 @@
+/**
+ * The pod events of a scenario report (DESIGN §6 `events[]`), derived from watching pods on the
+ * server without lag — what happened in the cluster, not what the controller believes happened.
+ *
+ * - `PodCreated` / `PodDeleted`: the pod appeared / disappeared on the server;
+ * - `PodReady` / `PodNotReady`: its Ready condition became True / stopped being True. A pod
+ *   deleted while Ready gets `PodNotReady` then `PodDeleted`, so counting Ready pods from the
+ *   events alone gives the truth.
+ *
+ * A lost watch is reopened and the difference from what was known is recorded at that instant.
+ */
+import type { KubeObject } from "../engine/ports.ts";
+import { LABEL_GROUP, LABEL_INSTANCE, LABEL_REVISION, LABEL_ROLE } from "../api/wellknown.ts";
+import type { ApiServer } from "./apiserver.ts";
+import { isPodReady } from "./pod-status.ts";
+import type { WatchStream } from "./watch.ts";
+
+export type PodEventType = "PodCreated" | "PodDeleted" | "PodReady" | "PodNotReady";
+
+export interface PodEvent {
+  /** Virtual seconds since the start of the simulation (millisecond precision). */
+  t: number;
+  type: PodEventType;
+  pod: string;
+  role?: string;
+  /** The group index. */
+  group?: number;
+  /** `<role>-<j>`. */
+  instance?: string;
+  revision?: string;
+}
+
+export interface PodEventLogOptions {
+  /** Events kept; later ones are counted in `droppedCount` only. Default 1 000 000. */
+  maxEvents?: number;
+}
+
+interface Known {
+  readonly pod: KubeObject;
+  readonly ready: boolean;
+}
+
+export class PodEventLog {
+  readonly #server: ApiServer;
+  readonly #maxEvents: number;
+  readonly #events: PodEvent[] = [];
+  /** The last state seen of each pod, by uid. */
+  readonly #known = new Map<string, Known>();
+  #stream: WatchStream | undefined;
+  #droppedCount = 0;
+
+  constructor(server: ApiServer, options: PodEventLogOptions = {}) {
+    this.#server = server;
+    this.#maxEvents = options.maxEvents ?? 1_000_000;
+  }
+
+  /** Starts watching; pods that exist already are recorded as created now. */
+  start(): void {
+    this.#watch();
+    this.#resync();
+  }
+
+  stop(): void {
+    this.#stream?.stop();
+    this.#stream = undefined;
+  }
+
+  /** Events so far, in the order they happened. */
+  events(): PodEvent[] {
+    return this.#events.map((event) => ({ ...event }));
+  }
+
+  droppedCount(): number {
+    return this.#droppedCount;
+  }
+
+  #watch(): void {
+    this.#stream = this.#server.watch("Pod", { lagMs: 0 }, {
+      onEvent: (event) => {
+        if (event.type === "DELETED") this.#gone(event.object);
+        else this.#seen(event.object);
+      },
+      onClose: () => {
+        this.#watch();
+        this.#resync();
+      },
+    });
+  }
+
+  #resync(): void {
+    const stored = this.#server.stored("Pod");
+    const uids = new Set(stored.map((pod) => pod.metadata.uid));
+    for (const [uid, known] of [...this.#known]) if (!uids.has(uid)) this.#gone(known.pod);
+    for (const pod of stored) this.#seen(pod);
+  }
+
+  #seen(pod: KubeObject): void {
+    const uid = pod.metadata.uid ?? "";
+    const before = this.#known.get(uid);
+    const ready = isPodReady(pod);
+    this.#known.set(uid, { pod, ready });
+    if (before === undefined) this.#record("PodCreated", pod);
+    if (ready !== (before?.ready ?? false)) this.#record(ready ? "PodReady" : "PodNotReady", pod);
+  }
+
+  #gone(pod: KubeObject): void {
+    const uid = pod.metadata.uid ?? "";
+    const before = this.#known.get(uid);
+    if (before === undefined) return;
+    this.#known.delete(uid);
+    if (before.ready) this.#record("PodNotReady", pod);
+    this.#record("PodDeleted", pod);
+  }
+
+  #record(type: PodEventType, pod: KubeObject): void {
+    if (this.#events.length >= this.#maxEvents) {
+      this.#droppedCount++;
+      return;
+    }
+    const labels = pod.metadata.labels ?? {};
+    const event: PodEvent = { t: this.#server.clock.nowMs() / 1000, type, pod: pod.metadata.name };
+    const role = labels[LABEL_ROLE];
+    const group = Number(labels[LABEL_GROUP]);
+    const instance = labels[LABEL_INSTANCE];
+    const revision = labels[LABEL_REVISION];
+    if (role !== undefined) event.role = role;
+    if (labels[LABEL_GROUP] !== undefined && Number.isSafeInteger(group)) event.group = group;
+    if (instance !== undefined) event.instance = instance;
+    if (revision !== undefined) event.revision = revision;
+    this.#events.push(event);
+  }
+}

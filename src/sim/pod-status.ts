@@ -1,0 +1,200 @@
+/**
+ * Pure pieces of the simulated kubelet: the runtime state of a container, and the pod status the
+ * kubelet reports from it (phase, the conditions it owns, containerStatuses). Conditions the
+ * kubelet does not own (PodScheduled from the scheduler, readiness-gate conditions such as
+ * `tandem.dev/serving` from the controller) are kept as they are; a condition's
+ * `lastTransitionTime` moves only when its status does.
+ */
+import { createHash } from "node:crypto";
+import type { JsonObject, JsonValue, KubeObject, Timer } from "../engine/ports.ts";
+import { isJsonObject } from "./json.ts";
+
+/**
+ * Where a container is in its life:
+ * - `creating`: waiting for its image or to be (re)started (waiting, ContainerCreating);
+ * - `starting`: its process runs but has not finished starting (running, not ready);
+ * - `running`: started and ready;
+ * - `backoff`: it exited and waits out a restart back-off (waiting, CrashLoopBackOff);
+ * - `exited`: it stopped for good (terminated): the pod is terminating or will not restart it.
+ */
+export type ContainerPhase = "creating" | "starting" | "running" | "backoff" | "exited";
+
+export interface ContainerExit {
+  readonly exitCode: number;
+  readonly reason: string;
+  readonly containerID: string | undefined;
+  readonly startedAtMs: number | undefined;
+  readonly finishedAtMs: number;
+}
+
+/** One container as the kubelet runs it; mutated by the kubelet only. */
+export interface ContainerRuntime {
+  readonly name: string;
+  /** The image this container runs or is being (re)started with. */
+  image: string;
+  phase: ContainerPhase;
+  /** The current container's id, or the last one's; undefined until it first starts. */
+  containerID: string | undefined;
+  imageID: string | undefined;
+  startedAtMs: number | undefined;
+  restartCount: number;
+  /** Crashes since the image last changed: the exponent of the restart back-off. */
+  crashes: number;
+  /** Seconds of the back-off being waited out, for the CrashLoopBackOff message. */
+  backoffSeconds: number;
+  lastExit: ContainerExit | undefined;
+  /** The next step of this container (image ready, started, crash, restart), if one is due. */
+  timer: Timer | undefined;
+}
+
+export function newContainer(name: string, image: string): ContainerRuntime {
+  return {
+    name,
+    image,
+    phase: "creating",
+    containerID: undefined,
+    imageID: undefined,
+    startedAtMs: undefined,
+    restartCount: 0,
+    crashes: 0,
+    backoffSeconds: 0,
+    lastExit: undefined,
+    timer: undefined,
+  };
+}
+
+/** A deterministic digest per image name, in the form `sim://<image>@sha256:<hex>`. */
+export function imageIdOf(image: string): string {
+  return `sim://${image}@sha256:${createHash("sha256").update(image).digest("hex")}`;
+}
+
+/** Formats a virtual instant as a Kubernetes timestamp (the clock's `rfc3339`). */
+export type Rfc3339 = (atMs: number) => string;
+
+/** `status.containerStatuses[]` for one container. */
+export function containerStatus(container: ContainerRuntime, podName: string, rfc3339: Rfc3339): JsonObject {
+  const status: JsonObject = {
+    name: container.name,
+    image: container.image,
+    ready: container.phase === "running",
+    restartCount: container.restartCount,
+    started: container.phase === "running",
+    state: containerState(container, podName, rfc3339),
+  };
+  // A waiting container has no container of its own yet; the last one is under lastState.
+  const exists = container.phase === "starting" || container.phase === "running" || container.phase === "exited";
+  if (exists && container.containerID !== undefined) status["containerID"] = container.containerID;
+  if (exists && container.imageID !== undefined) status["imageID"] = container.imageID;
+  const last = container.phase === "exited" ? undefined : container.lastExit;
+  if (last !== undefined) status["lastState"] = { terminated: terminatedState(last, rfc3339) };
+  return status;
+}
+
+function containerState(container: ContainerRuntime, podName: string, rfc3339: Rfc3339): JsonObject {
+  switch (container.phase) {
+    case "creating":
+      return { waiting: { reason: "ContainerCreating" } };
+    case "starting":
+    case "running":
+      return { running: { startedAt: rfc3339(container.startedAtMs ?? 0) } };
+    case "backoff": {
+      const message = `back-off ${container.backoffSeconds}s restarting failed container=${container.name} pod=${podName}`;
+      return { waiting: { reason: "CrashLoopBackOff", message } };
+    }
+    case "exited":
+      return { terminated: container.lastExit === undefined ? { exitCode: 0, reason: "Completed" } : terminatedState(container.lastExit, rfc3339) };
+  }
+}
+
+function terminatedState(exit: ContainerExit, rfc3339: Rfc3339): JsonObject {
+  const state: JsonObject = { exitCode: exit.exitCode, reason: exit.reason, finishedAt: rfc3339(exit.finishedAtMs) };
+  if (exit.startedAtMs !== undefined) state["startedAt"] = rfc3339(exit.startedAtMs);
+  if (exit.containerID !== undefined) state["containerID"] = exit.containerID;
+  return state;
+}
+
+/**
+ * The pod phase: terminal once every container exited (Succeeded when all exit codes are 0,
+ * else Failed), Running once every container has been started at least once, else Pending.
+ */
+export function podPhase(containers: readonly ContainerRuntime[]): "Pending" | "Running" | "Succeeded" | "Failed" {
+  if (containers.length > 0 && containers.every((container) => container.phase === "exited")) {
+    return containers.every((container) => (container.lastExit?.exitCode ?? 0) === 0) ? "Succeeded" : "Failed";
+  }
+  return containers.every((container) => container.containerID !== undefined) ? "Running" : "Pending";
+}
+
+/** A condition as the kubelet wants it; `lastTransitionTime` is decided when merging. */
+export interface DesiredCondition {
+  readonly type: string;
+  readonly status: "True" | "False";
+  readonly reason?: string;
+  readonly message?: string;
+}
+
+/**
+ * The conditions the kubelet owns (Initialized, ContainersReady, Ready), from the containers and
+ * the pod's readiness gates: Ready is True only when ContainersReady is True and every gate's
+ * condition is present and True.
+ */
+export function kubeletConditions(pod: KubeObject, containers: readonly ContainerRuntime[]): DesiredCondition[] {
+  const initialized: DesiredCondition = { type: "Initialized", status: "True" };
+  if (podPhase(containers) === "Succeeded" || podPhase(containers) === "Failed") {
+    const done = { status: "False", reason: "PodCompleted" } as const;
+    return [initialized, { type: "ContainersReady", ...done }, { type: "Ready", ...done }];
+  }
+  const unready = containers.filter((container) => container.phase !== "running").map((container) => container.name);
+  if (unready.length > 0) {
+    const notReady = { status: "False", reason: "ContainersNotReady", message: `containers with unready status: [${unready.join(" ")}]` } as const;
+    return [initialized, { type: "ContainersReady", ...notReady }, { type: "Ready", ...notReady }];
+  }
+  const containersReady: DesiredCondition = { type: "ContainersReady", status: "True" };
+  const gateProblems = readinessGates(pod).flatMap((gate) => gateProblem(pod, gate));
+  if (gateProblems.length > 0) {
+    return [initialized, containersReady, { type: "Ready", status: "False", reason: "ReadinessGatesNotReady", message: gateProblems.join(", ") }];
+  }
+  return [initialized, containersReady, { type: "Ready", status: "True" }];
+}
+
+function readinessGates(pod: KubeObject): string[] {
+  const gates = pod.spec?.["readinessGates"];
+  if (!Array.isArray(gates)) return [];
+  return gates.flatMap((gate) => (isJsonObject(gate) && typeof gate["conditionType"] === "string" ? [gate["conditionType"]] : []));
+}
+
+function gateProblem(pod: KubeObject, conditionType: string): string[] {
+  const condition = conditionsOf(pod).find((candidate) => candidate["type"] === conditionType);
+  if (condition === undefined) return [`corresponding condition of pod readiness gate "${conditionType}" does not exist`];
+  const status = condition["status"];
+  return status === "True" ? [] : [`the status of pod readiness gate "${conditionType}" is not "True", but ${JSON.stringify(status)}`];
+}
+
+export function conditionsOf(pod: KubeObject): JsonObject[] {
+  const conditions = pod.status?.["conditions"];
+  return Array.isArray(conditions) ? conditions.filter(isJsonObject) : [];
+}
+
+/**
+ * The pod's conditions with `desired` merged in: each replaces the condition of its type in place
+ * (new types are appended), keeping its `lastTransitionTime` unless the status changes; other
+ * conditions are kept untouched.
+ */
+export function mergeConditions(existing: readonly JsonObject[], desired: readonly DesiredCondition[], nowRfc3339: string): JsonValue[] {
+  const merged: JsonObject[] = existing.map((condition) => ({ ...condition }));
+  for (const want of desired) {
+    const index = merged.findIndex((condition) => condition["type"] === want.type);
+    const old = index === -1 ? undefined : merged[index];
+    const since = old !== undefined && old["status"] === want.status && typeof old["lastTransitionTime"] === "string" ? old["lastTransitionTime"] : nowRfc3339;
+    const next: JsonObject = { type: want.type, status: want.status, lastTransitionTime: since };
+    if (want.reason !== undefined) next["reason"] = want.reason;
+    if (want.message !== undefined) next["message"] = want.message;
+    if (index === -1) merged.push(next);
+    else merged[index] = next;
+  }
+  return merged;
+}
+
+/** True when the pod's Ready condition is True. */
+export function isPodReady(pod: KubeObject): boolean {
+  return conditionsOf(pod).some((condition) => condition["type"] === "Ready" && condition["status"] === "True");
+}
