@@ -4,17 +4,21 @@
  *
  * 1. mark: every live pod of the unit gets `tandem.dev/draining: <now>` and its serving gate set
  *    False (the router stops sending new requests to it);
- * 2. wait: until every entry pod of the unit is `tandem.dev/drained: "true"` (the router's ack;
- *    workers take no requests, so they follow their entry) or `drain.timeoutSeconds` have passed
- *    since the mark (event DrainTimeout); a timeout of 0 skips the wait;
+ * 2. wait: until every entry pod of the unit that was serving is `tandem.dev/drained: "true"`
+ *    (the router's ack; workers take no requests, so they follow their entry) or
+ *    `drain.timeoutSeconds` have passed since the mark (event DrainTimeout); a timeout of 0 skips
+ *    the wait, and so does a unit that never served;
  * 3. delete every pod of the unit.
  *
  * A drain that is no longer needed is cancelled: annotations removed, gate restored.
  */
 import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
 import type { Action, DeleteReason } from "./actions.ts";
-import { areContainersReady, drainingSinceMs, isDrained, isServing, isTerminating } from "./health.ts";
+import { areContainersReady, drainingSinceMs, isDrained, isServing, isTerminating, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
+
+/** The serving gate's reason while the controller drains the pod. */
+export const DRAINING_REASON = "Draining";
 
 /** RFC 3339 with second precision, as the drain annotation stores it. */
 export function rfc3339(nowMs: number): string {
@@ -50,10 +54,12 @@ export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSecond
     if (drainingSinceMs(view.pod) !== undefined) continue;
     // The gate first: its write carries the resourceVersion the plan saw, which the annotation
     // write would change.
-    if (isServing(view.pod)) actions.push(setServing(view, "False", "Draining", nowMs));
+    if (isServing(view.pod)) actions.push(setServing(view, "False", DRAINING_REASON, nowMs));
     actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { [ANNOTATION_DRAINING]: rfc3339(nowMs) } });
   }
-  const entries = live.filter((view) => view.id.index === 0);
+  // Only entries that took traffic need the router's ack: a pod whose gate never opened has no
+  // request on it. The gate reason "Draining" (set below) remembers that it was serving.
+  const entries = live.filter((view) => view.id.index === 0 && (isServing(view.pod) || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON));
   const deadlines = entries.map((view) => (drainingSinceMs(view.pod) ?? nowMs) + drainTimeoutSeconds * 1000);
   const waiting = entries.filter((view, index) => drainTimeoutSeconds > 0 && !isDrained(view.pod) && nowMs < (deadlines[index] ?? nowMs));
   if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...deadlines) };

@@ -8,6 +8,9 @@
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
 import type { Action, Plan } from "./actions.ts";
+import { baseLayout } from "./instances.ts";
+import type { Layout } from "./instances.ts";
+import { planRollout } from "./rollout.ts";
 import { planLifecycle, newWork } from "./lifecycle.ts";
 import type { Work } from "./lifecycle.ts";
 import { buildModel } from "./model.ts";
@@ -32,24 +35,44 @@ export function plan(observed: Observed, nowMs: number): Plan {
   if (!revisions.ok) return blockedPlan(observed, model.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
   const work = newWork();
   work.actions.push(...revisions.revisions.actions);
-  const desired = planLifecycle(model, revisions.revisions, nowMs, work);
-  const status = computeStatus(model, revisions.revisions, desired, work, nowMs);
-  if (!sameJson(status, model.ms.status ?? {})) work.actions.push({ type: "WriteStatus", status, barrier: false });
-  work.actions.push(...collectRevisions(model, revisions.revisions, work));
+  const rollout = planRollout(model, revisions.revisions, baseLayout(model, revisions.revisions), work.unreadable);
+  const layout = rollout.layout;
+  // New unit records are durable before any pod that depends on them is created or deleted.
+  let written: ModelServingStatus = model.ms.status ?? {};
+  if (rollout.recordsChanged) {
+    written = recordsStatus(written, revisions.revisions, layout);
+    work.actions.push({ type: "WriteStatus", status: written, barrier: true });
+  }
+  const desired = planLifecycle(model, revisions.revisions, layout, nowMs, work);
+  const status = computeStatus(model, revisions.revisions, layout, desired, rollout.waiting, work, nowMs);
+  if (!sameJson(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
+  work.actions.push(...collectRevisions(model, revisions.revisions, layout, work));
   return { actions: work.actions, requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs) };
 }
 
+/** The stored status with the rollout's records and revisions, nothing else changed. */
+function recordsStatus(stored: ModelServingStatus, revisions: Revisions, layout: Layout): ModelServingStatus {
+  const { units: _previous, ...rest } = stored; // eslint-disable-line @typescript-eslint/no-unused-vars -- dropped on purpose
+  return {
+    ...rest,
+    currentRevision: layout.currentName,
+    updateRevision: revisions.update.name,
+    collisionCount: revisions.collisionCount,
+    ...(layout.units.length > 0 ? { units: [...layout.units] } : {}),
+  };
+}
+
 /** Deletes the revisions GC may collect: not live after this plan, beyond the history limit. */
-function collectRevisions(model: Model, revisions: Revisions, work: Work): Action[] {
+function collectRevisions(model: Model, revisions: Revisions, layout: Layout, work: Work): Action[] {
   const podRevisionNames = [...model.tree.values()].flatMap((roles) =>
     [...roles.values()].flatMap((instances) => [...instances.values()].flatMap((pods) => [...pods.values()].flatMap((view) => (view.revision === undefined ? [] : [view.revision])))),
   );
   const created = work.actions.flatMap((action) => (action.type === "CreatePod" ? [action.pod.metadata.labels?.[LABEL_REVISION] ?? ""] : []));
   const live = liveRevisionNames({
-    currentRevision: revisions.currentName,
+    currentRevision: layout.currentName,
     updateRevision: revisions.update.name,
     podRevisionNames: [...podRevisionNames, ...created],
-    unitRecordRevisionNames: (model.ms.status?.units ?? []).map((record) => record.revision),
+    unitRecordRevisionNames: [...(model.ms.status?.units ?? []), ...layout.units].map((record) => record.revision),
   });
   const summaries = model.decoded.flatMap((result) => (result.ok ? [{ name: result.revision.name, revision: result.revision.revision }] : result.name !== undefined && result.revision !== undefined ? [{ name: result.name, revision: result.revision }] : []));
   return planHistoryGc(summaries, live, model.ms.spec.revisionHistoryLimit).map((name): Action => ({ type: "DeleteRevision", name }));

@@ -44,3 +44,8 @@ export function roleHash(data: RevisionData, role: string): string | undefined {
 export function sameRoleSpec(a: RevisionData, b: RevisionData, role: string): boolean {
   return roleViewBytes(a, role) === roleViewBytes(b, role);
 }
+
+/** True when `a` and `b` declare the same pods for every role (normalized, so older data matches). */
+export function sameRevisionData(a: RevisionData, b: RevisionData): boolean {
+  return canonicalJson(normalizeRevisionData(a) as unknown as JsonValue) === canonicalJson(normalizeRevisionData(b) as unknown as JsonValue);
+}

@@ -9,10 +9,11 @@ import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellkno
 import { rfc3339 } from "./drain.ts";
 import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./health.ts";
 import { instanceId } from "./identity.ts";
-import type { DesiredInstance, Work } from "./lifecycle.ts";
+import type { InstanceState, Layout } from "./instances.ts";
+import { isAtUpdate } from "./instances.ts";
+import type { Work } from "./lifecycle.ts";
 import type { Model, PodView } from "./model.ts";
 import type { Revisions } from "./revisions.ts";
-import { sameRoleSpec } from "./role-hash.ts";
 
 /** A condition as computed, before its transition time is settled. */
 export interface ConditionState {
@@ -31,16 +32,25 @@ interface GroupVerdict {
 
 const MAX_LISTED = 3;
 
-export function isUpdated(instance: DesiredInstance, revisions: Revisions): boolean {
-  return instance.health.complete && sameRoleSpec(instance.revision.data, revisions.update.data, instance.role);
+/** The instance's pods all exist and run the update revision's role spec. */
+export function isUpdated(model: Model, state: InstanceState, revisions: Revisions): boolean {
+  return state.running !== undefined && state.health.complete && isAtUpdate(model, state, revisions);
 }
 
 /** Computes the full status for this observation; `conditions` are settled against the stored ones. */
-export function computeStatus(model: Model, revisions: Revisions, desired: readonly DesiredInstance[], work: Work, nowMs: number): ModelServingStatus {
+export function computeStatus(
+  model: Model,
+  revisions: Revisions,
+  layout: Layout,
+  desired: readonly InstanceState[],
+  rolloutWaiting: readonly string[],
+  work: Work,
+  nowMs: number,
+): ModelServingStatus {
   const { ms } = model;
   const verdicts = groupVerdicts(model, revisions, desired);
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
-  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work)];
+  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rolloutWaiting, desired)];
   if (work.unreadable.length > 0) conditions.push(unreadableCondition(work.unreadable));
   const firstRole = ms.spec.template.roles[0]?.name ?? "";
   return {
@@ -49,7 +59,7 @@ export function computeStatus(model: Model, revisions: Revisions, desired: reado
     readyReplicas: readyGroups,
     availableReplicas: verdicts.filter((verdict) => verdict.ready && !verdict.disrupted).length,
     updatedReplicas: verdicts.filter((verdict) => verdict.updated).length,
-    currentRevision: revisions.currentName,
+    currentRevision: layout.currentName,
     updateRevision: revisions.update.name,
     collisionCount: revisions.collisionCount,
     labelSelector: `${LABEL_MODEL_SERVING}=${model.owner.name},${LABEL_ENTRY}=true,${LABEL_INSTANCE}=${instanceId(firstRole, 0)}`,
@@ -59,28 +69,29 @@ export function computeStatus(model: Model, revisions: Revisions, desired: reado
         name: role.name,
         replicas: mine.filter((instance) => instance.health.live.length > 0).length,
         ready: mine.filter((instance) => instance.health.ready).length,
-        updated: mine.filter((instance) => isUpdated(instance, revisions)).length,
+        updated: mine.filter((instance) => isUpdated(model, instance, revisions)).length,
       };
     }),
     conditions: settleConditions(ms.status?.conditions ?? [], conditions, model.generation, nowMs),
-    ...(ms.status?.units !== undefined && ms.status.units.length > 0 ? { units: ms.status.units } : {}),
+    ...(layout.units.length > 0 ? { units: [...layout.units] } : {}),
   };
 }
 
-function groupVerdicts(model: Model, revisions: Revisions, desired: readonly DesiredInstance[]): GroupVerdict[] {
+/** Per desired group: Ready by capacity (every role has its desired count of Ready instances, surge included). */
+function groupVerdicts(model: Model, revisions: Revisions, desired: readonly InstanceState[]): GroupVerdict[] {
+  const roles = model.ms.spec.template.roles;
   return Array.from({ length: model.ms.spec.replicas }, (_, group) => {
-    const mine = desired.filter((instance) => instance.group === group);
-    const expected = model.ms.spec.template.roles.reduce((sum, role) => sum + role.replicas, 0);
-    const complete = mine.length === expected;
+    const mine = desired.filter((state) => state.group === group);
+    const base = mine.filter((state) => state.instance < (roles.find((role) => role.name === state.role)?.replicas ?? 0));
     return {
-      ready: complete && mine.every((instance) => instance.health.ready),
-      updated: complete && mine.every((instance) => isUpdated(instance, revisions)),
-      disrupted: mine.some((instance) => instance.health.live.some((view) => drainingSinceMs(view.pod) !== undefined)),
+      ready: roles.every((role) => mine.filter((state) => state.role === role.name && state.health.ready).length >= role.replicas),
+      updated: base.length === roles.reduce((sum, role) => sum + role.replicas, 0) && base.every((state) => isUpdated(model, state, revisions)),
+      disrupted: mine.some((state) => state.health.live.some((view) => drainingSinceMs(view.pod) !== undefined)),
     };
   });
 }
 
-function availableCondition(model: Model, desired: readonly DesiredInstance[], readyGroups: number): ConditionState {
+function availableCondition(model: Model, desired: readonly InstanceState[], readyGroups: number): ConditionState {
   const wanted = model.ms.spec.replicas;
   if (readyGroups >= wanted) return { type: "Available", status: "True", reason: "AllGroupsReady", message: `All ${wanted} ServingGroup(s) are Ready.` };
   const waiting = desired.filter((instance) => !instance.health.ready);
@@ -90,7 +101,7 @@ function availableCondition(model: Model, desired: readonly DesiredInstance[], r
 }
 
 /** The most telling reason an instance is not Ready, from its pods' status. */
-function whyNotReady(instance: DesiredInstance): string {
+function whyNotReady(instance: InstanceState): string {
   const { health } = instance;
   if (health.live.length === 0) return health.terminating.length > 0 ? "old pods still terminating" : "no pods yet";
   if (!health.complete) return `${health.absent.length + health.terminating.length} pod(s) missing`;
@@ -119,11 +130,16 @@ const ACTION_PHRASES: Readonly<Partial<Record<Action["type"], string>>> = {
   DeleteService: "deleting Service(s)",
 };
 
-function progressingCondition(work: Work): ConditionState {
+function progressingCondition(work: Work, rolloutWaiting: readonly string[], desired: readonly InstanceState[]): ConditionState {
   const counts = new Map<string, number>();
   for (const action of work.actions) {
     const phrase = ACTION_PHRASES[action.type];
     if (phrase !== undefined) counts.set(phrase, (counts.get(phrase) ?? 0) + 1);
+  }
+  if (rolloutWaiting.length > 0) {
+    const pending = desired.filter((state) => !state.health.ready && state.health.live.length > 0).slice(0, MAX_LISTED);
+    const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
+    return { type: "Progressing", status: "True", reason: "RolloutWaiting", message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.` };
   }
   if (counts.size === 0 && work.recheckAtMs === undefined) return { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do: the observed pods match the spec." };
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");

@@ -1,0 +1,111 @@
+/**
+ * Where each role instance stands: the revision it should be at (its durable record, else the
+ * current revision), the revision its live pods run, and how healthy it is. Shared by the rollout
+ * (which decides which instances move) and the lifecycle (which makes the pods match).
+ */
+import type { Role, UnitRecord } from "../api/schema.ts";
+import type { InstanceHealth } from "./health.ts";
+import { drainingSinceMs, instanceHealth, isTerminating, range } from "./health.ts";
+import { instanceId } from "./identity.ts";
+import type { InstancePods, Model } from "./model.ts";
+import type { Revision } from "./pods.ts";
+import type { Revisions } from "./revisions.ts";
+import { sameRevisionData, sameRoleSpec } from "./role-hash.ts";
+import { recordedRevision } from "./units.ts";
+
+/**
+ * Which units should exist and at which revision: desired group and instance counts (surge
+ * included), the durable unit records, and the revision units without a record default to.
+ */
+export interface Layout {
+  readonly groups: number;
+  readonly instances: (group: number, role: Role) => number;
+  readonly units: readonly UnitRecord[];
+  readonly currentName: string;
+}
+
+/** The layout the spec asks for with no rollout decision: no surge, the stored records. */
+export function baseLayout(model: Model, revisions: Revisions): Layout {
+  return { groups: model.ms.spec.replicas, instances: (_group, role) => role.replicas, units: model.ms.status?.units ?? [], currentName: revisions.currentName };
+}
+
+export interface InstanceState {
+  readonly group: number;
+  readonly role: string;
+  readonly instance: number;
+  readonly pods: InstancePods | undefined;
+  /** The revision the instance should be at (record, else current). */
+  readonly target: Revision;
+  /** The revision its live pods were built from; undefined when it has no live pod. */
+  readonly running: Revision | undefined;
+  /** Health against the pod count of `running` (or `target` when nothing runs). */
+  readonly health: InstanceHealth;
+  /** Live pods run a role spec other than the target's: the instance is being replaced. */
+  readonly replacing: boolean;
+  /** Complete, every pod Ready, none draining: it serves at full capacity. */
+  readonly available: boolean;
+}
+
+export function expectedPods(revision: Revision, role: string): number {
+  const spec = revision.data.roles.find((candidate) => candidate.name === role);
+  return spec === undefined ? 0 : 1 + spec.workerReplicas;
+}
+
+/** Resolves revision names; unreadable ones are reported in `unreadable` and yield undefined. */
+type Resolve = (name: string, label: string) => Revision | undefined;
+
+export function resolver(revisions: Revisions, unreadable: string[]): Resolve {
+  return (name, label) => {
+    const lookup = revisions.lookup(name);
+    if (lookup.ok) return lookup.revision;
+    unreadable.push(`${label}: ${lookup.reason}`);
+    return undefined;
+  };
+}
+
+/**
+ * The state of instance `(group, role, instance)` under `layout`, or undefined when a revision it
+ * depends on is unreadable (everything that depends on it pauses; nothing is guessed).
+ */
+export function instanceState(model: Model, revisions: Revisions, layout: Layout, resolve: Resolve, at: { group: number; role: string; instance: number }): InstanceState | undefined {
+  const { group, role, instance } = at;
+  const label = `${instanceId(role, instance)} of group ${group}`;
+  const pods = model.tree.get(group)?.get(role)?.get(instance);
+  const recorded = recordedRevision(layout.units, group, role, instance);
+  const targetCandidate = resolve(recorded ?? layout.currentName, label);
+  if (targetCandidate === undefined) return undefined;
+  // A role that the current revision lacks (added since) starts at the update revision.
+  const target = recorded === undefined && expectedPods(targetCandidate, role) === 0 ? revisions.update : targetCandidate;
+  const liveView = [...(pods?.values() ?? [])].find((view) => !isTerminating(view.pod) && view.revision !== undefined);
+  const running = liveView?.revision === undefined ? undefined : resolve(liveView.revision, label);
+  if (liveView !== undefined && running === undefined) return undefined;
+  const health = instanceHealth(pods, expectedPods(running ?? target, role));
+  const replacing = running !== undefined && !sameSpec(model, running, target, role);
+  const draining = health.live.some((view) => drainingSinceMs(view.pod) !== undefined);
+  return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !draining && !replacing };
+}
+
+/** Every desired instance of `group` under `layout`, in spec role order then ordinal. */
+export function desiredInstanceStates(model: Model, revisions: Revisions, layout: Layout, resolve: Resolve, group: number): InstanceState[] {
+  return model.ms.spec.template.roles.flatMap((role) =>
+    range(layout.instances(group, role)).flatMap((instance) => {
+      const state = instanceState(model, revisions, layout, resolve, { group, role: role.name, instance });
+      return state === undefined ? [] : [state];
+    }),
+  );
+}
+
+/**
+ * Whether two revisions build `role`'s pods alike for the rollout strategy: under
+ * RoleRollingUpdate the role's own spec decides (other roles' changes leave it alone); under the
+ * group strategies a group switches as a whole, so any versioned change counts.
+ */
+export function sameSpec(model: Model, a: Revision, b: Revision, role: string): boolean {
+  if (a.name === b.name) return true;
+  return model.ms.spec.rolloutStrategy.type === "RoleRollingUpdate" ? sameRoleSpec(a.data, b.data, role) : sameRevisionData(a.data, b.data);
+}
+
+/** The instance runs (or, with no pods, will be built at) the update revision. */
+export function isAtUpdate(model: Model, state: InstanceState, revisions: Revisions): boolean {
+  return !state.replacing && sameSpec(model, state.running ?? state.target, revisions.update, state.role);
+}

@@ -1,0 +1,206 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../api/kube.ts";
+import { parseModelServing } from "../api/parse.ts";
+import { applyRevision } from "./revision/apply.ts";
+import { plan } from "./plan.ts";
+import { apply, idealCluster, observe } from "../../test/ideal-cluster.ts";
+import type { IdealCluster } from "../../test/ideal-cluster.ts";
+
+const NOW = Date.parse("2026-11-30T01:00:00Z");
+
+const pod = (image: string) => ({ spec: { containers: [{ name: "vllm", image }] } });
+
+function manifest(spec: Record<string, any>, roles: Record<string, any>[]) {
+  return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "llm" }, spec: { drain: { timeoutSeconds: 0 }, ...spec, template: { roles } } };
+}
+
+function pdManifest(spec: Record<string, any> = {}, decode: Record<string, any> = {}) {
+  return manifest({ replicas: 3, ...spec }, [
+    { name: "prefill", replicas: 2, entryTemplate: pod("vllm:v1") },
+    { name: "decode", replicas: 2, workerReplicas: 1, entryTemplate: pod("vllm:v1"), workerTemplate: pod("vllm:v1"), ...decode },
+  ]);
+}
+
+const isReady = (p: Pod) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true && p.metadata.annotations?.["tandem.dev/draining"] === undefined;
+
+/** Available instances of `role` in `group`: every pod present, Ready and not draining. */
+function available(cluster: IdealCluster, group: number, role: string): number {
+  const byInstance = new Map<string, Pod[]>();
+  for (const p of cluster.pods.values()) {
+    const labels = p.metadata.labels ?? {};
+    if (labels["tandem.dev/group"] !== String(group) || labels["tandem.dev/role"] !== role) continue;
+    const key = labels["tandem.dev/instance"] ?? "";
+    byInstance.set(key, [...(byInstance.get(key) ?? []), p]);
+  }
+  const size = role === "decode" ? 2 : 1;
+  return [...byInstance.values()].filter((pods) => pods.length === size && pods.every(isReady)).length;
+}
+
+function images(cluster: IdealCluster, prefix: string): string[] {
+  return [...cluster.pods.values()].filter((p) => p.metadata.name.startsWith(prefix)).map((p) => `${p.metadata.name}=${p.spec.containers[0]?.image ?? ""}`).sort();
+}
+
+/** What `tandem rollout undo` does: the revision's versioned fields into the parsed spec. */
+function rollBack(cluster: IdealCluster, data: any): void {
+  const parsed = parseModelServing(cluster.modelServing);
+  assert.ok(parsed.ok);
+  cluster.modelServing.spec = applyRevision(parsed.value.spec, data);
+  cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+}
+
+/** Plans and applies until converged, calling `check` after every applied plan. */
+function run(cluster: IdealCluster, check: (round: number) => void = () => undefined, maxRounds = 60): number {
+  for (let round = 0; round < maxRounds; round++) {
+    const { actions } = plan(observe(cluster), NOW + round * 1000);
+    if (actions.length === 0) return round;
+    apply(cluster, actions);
+    check(round);
+  }
+  throw new Error("no convergence");
+}
+
+function setDecodeImage(cluster: IdealCluster, image: string): void {
+  const decode = cluster.modelServing.spec.template.roles[1];
+  decode.entryTemplate = pod(image);
+  decode.workerTemplate = pod(image);
+  cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+}
+
+describe("RoleRollingUpdate", () => {
+  it("updates only decode, never touches prefill, and keeps each group's decode budget", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 3 } } }, { maxUnavailable: 1 }));
+    run(cluster);
+    const prefillUids = [...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid);
+    setDecodeImage(cluster, "vllm:v2");
+    run(cluster, () => {
+      for (const group of [0, 1, 2]) assert.ok(available(cluster, group, "decode") >= 1, `group ${group} lost more than maxUnavailable decode instances`);
+    });
+    assert.deepEqual([...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid), prefillUids);
+    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v2")));
+    const status = cluster.modelServing.status;
+    assert.equal(status.currentRevision, status.updateRevision, "the update revision is promoted once complete");
+    assert.equal(status.units, undefined, "no record is left once everything is current");
+  });
+
+  it("group-level maxUnavailable 1 keeps at most one group disrupted at any time", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate" } }, { maxUnavailable: 2 }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    run(cluster, () => {
+      const disrupted = [0, 1, 2].filter((group) => available(cluster, group, "decode") < 2 || available(cluster, group, "prefill") < 2);
+      assert.ok(disrupted.length <= 1, `groups disrupted at once: ${disrupted.join(",")}`);
+    });
+    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v2")));
+  });
+
+  it("maxSurge 1, maxUnavailable 0: decode capacity never drops, and surge instances are gone at the end", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate" } }, { maxUnavailable: 0, maxSurge: 1 }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    let sawSurge = false;
+    run(cluster, () => {
+      sawSurge ||= cluster.pods.has("llm-0-decode-2-0");
+      for (const group of [0, 1, 2]) assert.ok(available(cluster, group, "decode") >= 2, `group ${group} decode capacity dropped`);
+    });
+    assert.ok(sawSurge);
+    assert.ok(![...cluster.pods.keys()].some((name) => name.includes("decode-2")));
+  });
+});
+
+describe("ServingGroupRollingUpdate", () => {
+  it("replaces whole groups, at most maxUnavailable (1) disrupted at any time", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 4 }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    const prefillBefore = new Set([...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid));
+    run(cluster, () => {
+      const disrupted = [0, 1, 2, 3].filter((group) => available(cluster, group, "decode") < 2 || available(cluster, group, "prefill") < 2);
+      assert.ok(disrupted.length <= 1, `groups disrupted at once: ${disrupted.join(",")}`);
+    });
+    const prefillAfter = [...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid);
+    assert.ok(prefillAfter.every((uid) => !prefillBefore.has(uid)), "a group switches as a whole: prefill is rebuilt too");
+  });
+
+  it("with maxSurge 1 and maxUnavailable 0, waits without deleting anything when the surge group never becomes Ready", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    const before = new Set([...cluster.pods.values()].map((p) => p.metadata.uid));
+    for (let round = 0; round < 10; round++) {
+      const { actions } = plan(observe(cluster), NOW + round * 1000);
+      assert.ok(!actions.some((a) => a.type === "DeletePod"), "nothing is deleted while the surge group is not Ready");
+      apply(cluster, actions);
+      // No free GPU: the surge group's pods stay Pending.
+      for (const p of cluster.pods.values()) if (p.metadata.name.startsWith("llm-3-")) p.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/4 nodes have 8 free nvidia.com/gpu" }] };
+    }
+    assert.ok([...before].every((uid) => [...cluster.pods.values()].some((p) => p.metadata.uid === uid)));
+    const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+    assert.equal(progressing.reason, "RolloutWaiting");
+    assert.match(progressing.message, /Unschedulable: 0\/4 nodes have 8 free nvidia.com\/gpu/);
+  });
+});
+
+describe("partition", () => {
+  it("the seed's example: partition 2 keeps groups 0 and 1 on v1, even after losing every pod", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { rollingUpdateConfiguration: { partition: 2 } } }));
+    run(cluster);
+    const v1 = cluster.modelServing.status.currentRevision;
+    setDecodeImage(cluster, "vllm:v2");
+    run(cluster);
+    const labels = () => [0, 1, 2].map((g) => cluster.pods.get(`llm-${g}-decode-0-0`)?.metadata.labels?.["tandem.dev/revision"]);
+    const v2 = cluster.modelServing.status.updateRevision;
+    assert.deepEqual(labels(), [v1, v1, v2]);
+    // Every pod of group 1 is lost; the plan is stateless, so this is also a controller restart.
+    for (const name of [...cluster.pods.keys()]) if (name.startsWith("llm-1-")) cluster.pods.delete(name);
+    run(cluster);
+    assert.deepEqual(labels(), [v1, v1, v2]);
+  });
+
+  it("a v1 → v2 → v3 chain: units still on v1 recover at v1 and GC keeps v1", () => {
+    const cluster = idealCluster(pdManifest({ revisionHistoryLimit: 0, rolloutStrategy: { rollingUpdateConfiguration: { partition: 1 } } }));
+    run(cluster);
+    const v1 = cluster.modelServing.status.currentRevision;
+    setDecodeImage(cluster, "vllm:v2");
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v3");
+    run(cluster);
+    for (const name of [...cluster.pods.keys()]) if (name.startsWith("llm-0-")) cluster.pods.delete(name);
+    run(cluster);
+    assert.equal(cluster.pods.get("llm-0-decode-0-0")?.metadata.labels?.["tandem.dev/revision"], v1);
+    assert.ok(cluster.revisions.has(v1), "v1 is live (current revision) and never collected");
+    assert.equal(cluster.revisions.size, 2, "v2 is no longer referenced and the history limit is 0");
+  });
+});
+
+describe("rollback", () => {
+  it("scale to 6 during an update, then roll back: 6 groups remain, on the old template", () => {
+    const cluster = idealCluster(pdManifest());
+    run(cluster);
+    const v1Name = cluster.modelServing.status.currentRevision;
+    const v1 = structuredClone(cluster.revisions.get(v1Name)!.data);
+    setDecodeImage(cluster, "vllm:v2");
+    apply(cluster, plan(observe(cluster), NOW).actions);
+    cluster.modelServing.spec.replicas = 6;
+    run(cluster);
+    rollBack(cluster, v1);
+    run(cluster);
+    assert.equal(cluster.modelServing.spec.replicas, 6);
+    assert.equal(new Set([...cluster.pods.values()].map((p) => p.metadata.labels?.["tandem.dev/group"])).size, 6);
+    assert.ok(images(cluster, "llm-").every((i) => i.endsWith("vllm:v1")));
+    assert.equal(cluster.modelServing.status.updateRevision, v1Name, "rollback re-uses the equal old revision");
+    assert.equal(cluster.revisions.get(v1Name)?.revision, 3, "and advances its number");
+  });
+
+  it("changing workerReplicas and rolling back: the instance structure follows the revision", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 1 }));
+    run(cluster);
+    const v1 = structuredClone(cluster.revisions.get(cluster.modelServing.status.currentRevision)!.data);
+    cluster.modelServing.spec.template.roles[1].workerReplicas = 3;
+    run(cluster);
+    assert.ok(cluster.pods.has("llm-0-decode-1-3"));
+    rollBack(cluster, v1);
+    run(cluster);
+    assert.ok(!cluster.pods.has("llm-0-decode-1-2") && cluster.pods.has("llm-0-decode-1-1"));
+  });
+});

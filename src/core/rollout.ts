@@ -1,0 +1,223 @@
+/**
+ * The rollout (DESIGN §2.1–2.5, seed §1–3): decides which units move to the update revision now,
+ * by writing their durable records, and how many temporary surge units exist. The lifecycle then
+ * makes the pods match. Pure.
+ *
+ * - ServingGroupRollingUpdate moves whole groups; RoleRollingUpdate moves the instances of roles
+ *   whose role spec changed, and nothing else.
+ * - Partition: units with ordinal below it never get a permit; groups count against the group
+ *   partition, instances against their role's partition within each group.
+ * - Budgets nest and hold at every instant: per role within each group, available instances stay
+ *   ≥ replicas − maxUnavailable and all instances ≤ replicas + maxSurge; across groups, at most
+ *   the group maxUnavailable are disrupted (have a role below its desired available count).
+ * - A unit that is already unavailable (failed, missing, starting) costs no budget to move, so a
+ *   failed outdated unit above the partition is rebuilt new; below the partition, or when paused,
+ *   it is rebuilt at its recorded revision (recovery is never an unbudgeted upgrade).
+ * - Surge units get ordinals above the desired ones, exist while outdated units remain, and are
+ *   scaled down (drained) when the rollout no longer needs them.
+ */
+import type { ResolvedBudget } from "../api/budgets.ts";
+import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
+import type { Role, UnitRecord } from "../api/schema.ts";
+import { range } from "./health.ts";
+import type { InstanceState, Layout } from "./instances.ts";
+import { desiredInstanceStates, isAtUpdate, resolver } from "./instances.ts";
+import type { Model } from "./model.ts";
+import type { Revisions } from "./revisions.ts";
+
+/** The rollout's decision for this plan. */
+export interface RolloutDecision {
+  readonly layout: Layout;
+  /** Records or the current revision changed: the status must be written before any pod action. */
+  readonly recordsChanged: boolean;
+  /** Why the rollout is waiting, for the Progressing condition; empty when it is not. */
+  readonly waiting: readonly string[];
+}
+
+interface Scratch {
+  readonly model: Model;
+  readonly revisions: Revisions;
+  readonly records: Map<string, UnitRecord>;
+  readonly waiting: string[];
+  readonly unreadable: string[];
+}
+
+function recordKey(record: { group: number; role?: string | undefined; instance?: number | undefined }): string {
+  return record.role === undefined ? `${record.group}` : `${record.group}/${record.role}/${record.instance ?? 0}`;
+}
+
+/** Decides the layout for this plan from the stored one. */
+export function planRollout(model: Model, revisions: Revisions, base: Layout, unreadable: string[]): RolloutDecision {
+  const scratch: Scratch = { model, revisions, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], unreadable };
+  const strategy = model.ms.spec.rolloutStrategy;
+  const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
+  const promoted = promote(scratch, base, surge);
+  const currentName = promoted ? revisions.update.name : base.currentName;
+  const units = compact(scratch, currentName, surge);
+  const layout: Layout = { groups: surge.groups, instances: surge.instances, units, currentName };
+  const recordsChanged = currentName !== base.currentName || JSON.stringify(units) !== JSON.stringify(base.units);
+  return { layout, recordsChanged, waiting: scratch.waiting };
+}
+
+interface Surge {
+  readonly groups: number;
+  readonly instances: (group: number, role: Role) => number;
+}
+
+function layoutWith(scratch: Scratch, base: Layout, surge: Surge): Layout {
+  return { ...surge, units: [...scratch.records.values()], currentName: base.currentName };
+}
+
+function permit(scratch: Scratch, record: UnitRecord): void {
+  scratch.records.set(recordKey(record), record);
+}
+
+/** ServingGroupRollingUpdate: whole groups, group-level budgets and partition. */
+function planGroupRollout(scratch: Scratch, base: Layout): Surge {
+  const { model, revisions } = scratch;
+  const replicas = model.ms.spec.replicas;
+  const budget = resolveGroupBudget(model.ms.spec);
+  const resolve = resolver(revisions, scratch.unreadable);
+  const statesOf = (layout: Layout, group: number) => desiredInstanceStates(model, revisions, layout, resolve, group);
+  const probe = layoutWith(scratch, base, { groups: replicas, instances: (_group, role) => role.replicas });
+  const roles = model.ms.spec.template.roles;
+  const eligible = range(replicas).filter((group) => group >= budget.partition);
+  const outdated = eligible.filter((group) => !statesOf(probe, group).every((state) => isAtUpdate(model, state, revisions)));
+  // Surge stays until every eligible group is updated and available again.
+  const unfinished = eligible.filter((group) => {
+    const states = statesOf(probe, group);
+    return !groupAvailable(states, roles) || !states.every((state) => isAtUpdate(model, state, revisions));
+  }).length;
+  const paused = model.ms.spec.rolloutStrategy.paused;
+  const existingSurge = Math.max(0, ...[...model.tree.keys()].map((group) => group + 1 - replicas));
+  const surgeGroups = paused ? Math.min(existingSurge, budget.maxSurge) : outdated.length > 0 || existingSurge > 0 ? Math.min(budget.maxSurge, unfinished) : 0;
+  for (const group of range(surgeGroups)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
+  if (paused || outdated.length === 0) return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
+  const layout = layoutWith(scratch, base, { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas });
+  const available = range(replicas + surgeGroups).filter((group) => groupAvailable(statesOf(layout, group), roles));
+  let spare = available.length - (replicas - budget.maxUnavailable);
+  // Unavailable outdated groups first (moving them costs nothing), then from the highest ordinal.
+  const order = [...outdated].sort((a, b) => Number(available.includes(a)) - Number(available.includes(b)) || b - a);
+  for (const group of order) {
+    const free = !available.includes(group);
+    if (!free && spare <= 0) break;
+    permit(scratch, { group, revision: revisions.update.name });
+    if (!free) spare -= 1;
+  }
+  if (spare <= 0 && order.some((group) => available.includes(group) && scratch.records.get(`${group}`)?.revision !== revisions.update.name)) {
+    scratch.waiting.push(waitingMessage(available.length, replicas, budget, "ServingGroup(s)"));
+  }
+  return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
+}
+
+/** Every role of the group has at least its desired number of available instances. */
+function groupAvailable(states: readonly InstanceState[], roles: readonly Role[]): boolean {
+  return roles.every((role) => states.filter((state) => state.role === role.name && state.available).length >= role.replicas);
+}
+
+function waitingMessage(available: number, desired: number, budget: ResolvedBudget, unit: string): string {
+  const surge = budget.maxSurge > 0 ? ` or for surge capacity (maxSurge ${budget.maxSurge})` : "";
+  return `${available} of ${desired} ${unit} available with maxUnavailable ${budget.maxUnavailable}: waiting for updated units to become Ready${surge}`;
+}
+
+/** RoleRollingUpdate: instances of changed roles, role budgets within each group, group disruption budget. */
+function planRoleRollout(scratch: Scratch, base: Layout): Surge {
+  const { model, revisions } = scratch;
+  const spec = model.ms.spec;
+  const groupBudget = resolveGroupBudget(spec);
+  const resolve = resolver(revisions, scratch.unreadable);
+  const surgeByGroupRole = new Map<string, number>();
+  const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroupRole.get(`${group}/${role.name}`) ?? 0) };
+  // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts.
+  const probe = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge });
+  const before = range(spec.replicas).map((group) => desiredInstanceStates(model, revisions, probe, resolve, group));
+  let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
+  for (const group of range(spec.replicas).reverse()) {
+    if (group < groupBudget.partition) continue;
+    for (const role of spec.template.roles) {
+      const result = planRoleInGroup(scratch, group, role, before[group] ?? [], { paused: spec.rolloutStrategy.paused, disruptionAllowed: () => disrupted < groupBudget.maxUnavailable });
+      if (result.surge > 0) surgeByGroupRole.set(`${group}/${role.name}`, result.surge);
+      if (result.disruptedGroup) disrupted += 1;
+    }
+  }
+  return surge;
+}
+
+/**
+ * Plans one role in one group: surge instances while outdated ones remain, and permits within the
+ * role budget and the group disruption budget. Returns the surge count and whether this step
+ * newly disrupted the group.
+ */
+function planRoleInGroup(
+  scratch: Scratch,
+  group: number,
+  role: Role,
+  groupStates: readonly InstanceState[],
+  limits: { paused: boolean; disruptionAllowed: () => boolean },
+): { surge: number; disruptedGroup: boolean } {
+  const { revisions, model } = scratch;
+  const budget = resolveRoleBudget(role);
+  const states = groupStates.filter((state) => state.role === role.name);
+  const eligible = states.filter((state) => state.instance >= budget.partition && state.instance < role.replicas);
+  const outdated = eligible.filter((state) => !isAtUpdate(model, state, revisions));
+  // Surge stays until every eligible instance is updated and available again.
+  const unfinished = eligible.filter((state) => !state.available || !isAtUpdate(model, state, revisions)).length;
+  const existingSurge = Math.max(0, ...[...(model.tree.get(group)?.get(role.name)?.keys() ?? [])].map((instance) => instance + 1 - role.replicas));
+  const surge = limits.paused ? Math.min(existingSurge, budget.maxSurge) : outdated.length > 0 || existingSurge > 0 ? Math.min(budget.maxSurge, unfinished) : 0;
+  for (const instance of range(surge)) permit(scratch, { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name });
+  if (limits.paused || outdated.length === 0) return { surge, disruptedGroup: false };
+  let available = states.filter((state) => state.available).length;
+  const groupWasDisrupted = !groupAvailable(groupStates, model.ms.spec.template.roles);
+  let disruptedGroup = false;
+  const order = [...outdated].sort((a, b) => Number(a.available) - Number(b.available) || b.instance - a.instance);
+  for (const state of order) {
+    if (state.available) {
+      const belowDesired = available - 1 < role.replicas;
+      const groupOk = !belowDesired || groupWasDisrupted || disruptedGroup || limits.disruptionAllowed();
+      if (available - 1 < role.replicas - budget.maxUnavailable || !groupOk) {
+        scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}`);
+        break;
+      }
+      available -= 1;
+      if (belowDesired && !groupWasDisrupted) disruptedGroup = true;
+    }
+    permit(scratch, { group, role: role.name, instance: state.instance, revision: revisions.update.name });
+  }
+  return { surge, disruptedGroup };
+}
+
+/**
+ * The rollout is complete when every desired unit runs the update revision, all Ready, and no
+ * surge unit is left: then the update revision becomes current.
+ */
+function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
+  const { model, revisions } = scratch;
+  if (base.currentName === revisions.update.name) return false;
+  const noSurge = [...model.tree].every(([group, roles]) => group < model.ms.spec.replicas && [...roles].every(([role, instances]) => {
+    const spec = model.ms.spec.template.roles.find((candidate) => candidate.name === role);
+    return [...instances.keys()].every((instance) => spec !== undefined && instance < spec.replicas);
+  }));
+  if (!noSurge || surge.groups > model.ms.spec.replicas) return false;
+  const layout = layoutWith(scratch, base, { groups: model.ms.spec.replicas, instances: (_group, role) => role.replicas });
+  const resolve = resolver(revisions, []);
+  return range(model.ms.spec.replicas).every((group) =>
+    desiredInstanceStates(model, revisions, layout, resolve, group).every((state) => state.running !== undefined && state.health.ready && isAtUpdate(model, state, revisions)),
+  );
+}
+
+/**
+ * The records to keep: only where a unit's revision differs from the current one, and only for
+ * units that are desired or still have pods. Sorted, so equal decisions give equal status.
+ */
+function compact(scratch: Scratch, currentName: string, surge: Surge): UnitRecord[] {
+  const { model } = scratch;
+  const roles = new Map(model.ms.spec.template.roles.map((role) => [role.name, role]));
+  const kept = [...scratch.records.values()].filter((record) => {
+    if (record.revision === currentName) return false;
+    const hasPods = record.role === undefined ? model.tree.has(record.group) : (model.tree.get(record.group)?.get(record.role)?.get(record.instance ?? 0)?.size ?? 0) > 0;
+    const role = record.role === undefined ? undefined : roles.get(record.role);
+    const desired = record.group < surge.groups && (record.role === undefined || (role !== undefined && (record.instance ?? 0) < surge.instances(record.group, role)));
+    return hasPods || desired;
+  });
+  return kept.sort((a, b) => a.group - b.group || (a.role ?? "").localeCompare(b.role ?? "") || (a.instance ?? -1) - (b.instance ?? -1));
+}
