@@ -199,10 +199,14 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   }));
   if (!noSurge || surge.groups > model.ms.spec.replicas) return false;
   const layout = layoutWith(scratch, base, { groups: model.ms.spec.replicas, instances: (_group, role) => role.replicas });
-  const resolve = resolver(revisions, []);
-  return range(model.ms.spec.replicas).every((group) =>
-    desiredInstanceStates(model, revisions, layout, resolve, group).every((state) => state.running !== undefined && state.health.ready && isAtUpdate(model, state, revisions)),
-  );
+  const unreadable: string[] = [];
+  const resolve = resolver(revisions, unreadable);
+  const expected = model.ms.spec.template.roles.reduce((sum, role) => sum + role.replicas, 0);
+  // Every desired instance must be seen (none hidden behind an unreadable revision) and current.
+  return range(model.ms.spec.replicas).every((group) => {
+    const states = desiredInstanceStates(model, revisions, layout, resolve, group);
+    return unreadable.length === 0 && states.length === expected && states.every((state) => state.running !== undefined && state.health.ready && isAtUpdate(model, state, revisions));
+  });
 }
 
 /**

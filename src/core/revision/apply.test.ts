@@ -115,7 +115,8 @@ describe("applyRevision", () => {
     }));
     const result = applyRevision(v1.spec, prefillOnly);
     assert.deepEqual(result.template.gangPolicy, { minRoleReplicas: { prefill: 2 } });
-    assert.deepEqual(result.rolloutStrategy.coordination, { maxSkew: "10%" });
+    // One role left: nothing to coordinate, so the rollback stays valid.
+    assert.equal(result.rolloutStrategy.coordination, undefined);
   });
 
   it("drops a coordination whose explicit role list loses every member", () => {

@@ -59,19 +59,18 @@ function removeFromGangPolicy(template: ModelServingSpec["template"], roleNames:
 }
 
 /**
- * Removes roles that no longer exist from the coordination. An explicit role list that loses every
- * member drops the whole coordination: an empty list would mean "all roles", the opposite of what
- * was written.
+ * Removes roles that no longer exist from the coordination. When fewer than two participating
+ * roles remain, the coordination is dropped: it needs two roles to compare progress, and an
+ * emptied explicit list would otherwise mean "all roles", the opposite of what was written.
  */
 function removeFromCoordination(strategy: ModelServingSpec["rolloutStrategy"], roleNames: ReadonlySet<string>): void {
   const coordination = strategy.coordination;
   if (coordination === undefined) return;
-  if (coordination.roles !== undefined && coordination.roles.length > 0) {
-    coordination.roles = coordination.roles.filter((role) => roleNames.has(role));
-    if (coordination.roles.length === 0) {
-      delete strategy.coordination;
-      return;
-    }
+  const explicit = coordination.roles !== undefined && coordination.roles.length > 0;
+  if (explicit) coordination.roles = coordination.roles?.filter((role) => roleNames.has(role));
+  if ((explicit ? (coordination.roles?.length ?? 0) : roleNames.size) < 2) {
+    delete strategy.coordination;
+    return;
   }
   if (coordination.dependencies === undefined) return;
   const dependencies = coordination.dependencies

@@ -1,0 +1,38 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import type { Observed } from "./observed.ts";
+import { plan } from "./plan.ts";
+
+const GOLDEN = join(import.meta.dirname, "../../test/golden/compat");
+
+function load(file: string): Observed & { modelServing: any; revisions: any[] } {
+  return JSON.parse(readFileSync(join(GOLDEN, file), "utf8"));
+}
+
+const LATER = Date.parse("2027-06-01T00:00:00Z");
+
+describe("compatibility with objects written by earlier releases", () => {
+  it("v0.1.0, a held RoleRollingUpdate canary: one reconcile plans zero writes", () => {
+    assert.deepEqual(plan(load("v0.1.0-pd-partitioned.json"), LATER).actions, []);
+  });
+});
+
+describe("an unreadable revision", () => {
+  it("pauses what depends on it with RevisionUnreadable, and guesses nothing", () => {
+    const observed = load("v0.1.0-pd-partitioned.json");
+    const current: string = observed.modelServing.status.currentRevision;
+    const stored = observed.revisions.find((revision) => revision.metadata.name === current);
+    stored.data.roles[0].entryTemplate.spec.containers[0].image = "tampered:latest";
+    // Group 0's decode instance is lost: it would be rebuilt from the (now unreadable) current revision.
+    const pods = observed.pods.filter((pod) => !pod.metadata.name.startsWith("llama-pd-0-decode-0-"));
+    const { actions } = plan({ ...observed, pods }, LATER);
+    assert.ok(!actions.some((action) => action.type === "CreatePod" || action.type === "DeletePod"));
+    const write = actions.find((action) => action.type === "WriteStatus");
+    assert.ok(write?.type === "WriteStatus");
+    const condition = write.status.conditions?.find((candidate) => candidate.type === "RevisionUnreadable");
+    assert.equal(condition?.status, "True");
+    assert.match(condition.message ?? "", new RegExp(`decode-0 of group 0: revision ${current} is unreadable: data does not reproduce the recorded hash`));
+  });
+});
