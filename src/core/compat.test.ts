@@ -7,8 +7,13 @@ import { plan } from "./plan.ts";
 
 const GOLDEN = join(import.meta.dirname, "../../test/golden/compat");
 
-function load(file: string): Observed & { modelServing: any; revisions: any[] } {
-  return JSON.parse(readFileSync(join(GOLDEN, file), "utf8"));
+interface Golden extends Observed {
+  readonly modelServing: any;
+  readonly revisions: any[];
+}
+
+function load(file: string): Golden {
+  return JSON.parse(readFileSync(join(GOLDEN, file), "utf8")) as Golden;
 }
 
 const LATER = Date.parse("2027-06-01T00:00:00Z");
