@@ -44,7 +44,7 @@ export function plan(observed: Observed, nowMs: number): Plan {
     work.actions.push({ type: "WriteStatus", status: written, barrier: true });
   }
   const desired = planLifecycle(model, revisions.revisions, layout, nowMs, work);
-  const status = computeStatus(model, revisions.revisions, layout, desired, rollout.waiting, work, nowMs);
+  const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
   if (!sameJson(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
   work.actions.push(...collectRevisions(model, revisions.revisions, layout, work));
   return { actions: work.actions, requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs) };

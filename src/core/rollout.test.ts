@@ -204,3 +204,62 @@ describe("rollback", () => {
     assert.ok(!cluster.pods.has("llm-0-decode-1-2") && cluster.pods.has("llm-0-decode-1-1"));
   });
 });
+
+describe("coordinated RoleRollingUpdate (in the planner)", () => {
+  function chainManifest(maxSkew: string, roles: { name: string; replicas: number; maxUnavailable?: number | string; maxSurge?: number }[], dependencies?: { role: string; dependsOn: string[] }[]) {
+    return manifest(
+      { replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate", coordination: { maxSkew, ...(dependencies ? { dependencies } : {}) } } },
+      roles.map((role) => ({ entryTemplate: pod("img:v1"), ...role })),
+    );
+  }
+
+  function update(cluster: IdealCluster): void {
+    for (const role of cluster.modelServing.spec.template.roles) role.entryTemplate = pod("img:v2");
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+  }
+
+  it("the seed's example: from zero at 10%, roles of 100, 50 and 10 get 10, 5 and 1 start permits", () => {
+    const cluster = idealCluster(chainManifest("10%", [
+      { name: "a", replicas: 100, maxUnavailable: "100%" },
+      { name: "b", replicas: 50, maxUnavailable: "100%" },
+      { name: "c", replicas: 10, maxUnavailable: "100%" },
+    ]));
+    run(cluster);
+    update(cluster);
+    apply(cluster, plan(observe(cluster), NOW).actions);
+    const units: { role: string }[] = cluster.modelServing.status.units;
+    assert.deepEqual(["a", "b", "c"].map((role) => units.filter((unit) => unit.role === role).length), [10, 5, 1]);
+    run(cluster);
+    assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
+  });
+
+  it("a chain a → b → c where c has one instance: c builds its new instance beside the old one (surge) and goes last", () => {
+    const cluster = idealCluster(chainManifest("50%", [
+      { name: "a", replicas: 4 },
+      { name: "b", replicas: 2 },
+      { name: "c", replicas: 1, maxSurge: 1 },
+    ], [{ role: "a", dependsOn: ["b"] }, { role: "b", dependsOn: ["c"] }]));
+    run(cluster);
+    update(cluster);
+    const oldServing = (role: string) => [...cluster.pods.values()].filter((p) => p.metadata.labels?.["tandem.dev/role"] === role && p.spec.containers[0]?.image === "img:v1").length;
+    const newReady = (role: string) => [...cluster.pods.values()].filter((p) => p.metadata.labels?.["tandem.dev/role"] === role && p.spec.containers[0]?.image === "img:v2" && isReady(p)).length;
+    run(cluster, () => {
+      if (oldServing("a") < 4) assert.ok(newReady("b") > 0 && newReady("c") > 0, "a started before its whole dependency path had new Ready capacity");
+      if (oldServing("a") > 0) assert.ok(oldServing("b") >= 1, "the last old b went while old a remained");
+      if (oldServing("b") > 0) assert.ok(oldServing("c") >= 1, "the last old c went while old b remained");
+    });
+    assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
+    assert.ok(!cluster.pods.has("llm-0-c-1-0"), "the surge instance is gone");
+  });
+
+  it("without surge, the chain waits with RolloutBlocked naming the role and the fix, and never breaks the order", () => {
+    const cluster = idealCluster(chainManifest("50%", [{ name: "a", replicas: 2 }, { name: "c", replicas: 1 }], [{ role: "a", dependsOn: ["c"] }]));
+    run(cluster);
+    update(cluster);
+    run(cluster);
+    const blocked = cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked");
+    assert.equal(blocked?.status, "True");
+    assert.match(blocked.message, /role c must keep an old instance .* set maxSurge on role c/);
+    assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v1"));
+  });
+});

@@ -21,7 +21,9 @@ import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
 import { range } from "./health.ts";
 import type { InstanceState, Layout } from "./instances.ts";
-import { desiredInstanceStates, isAtUpdate, resolver } from "./instances.ts";
+import { desiredInstanceStates, isAtUpdate, resolver, sameSpec } from "./instances.ts";
+import type { Permit, RoleProgress } from "./coordination.ts";
+import { startPermits } from "./coordination.ts";
 import type { Model } from "./model.ts";
 import type { Revisions } from "./revisions.ts";
 
@@ -32,6 +34,8 @@ export interface RolloutDecision {
   readonly recordsChanged: boolean;
   /** Why the rollout is waiting, for the Progressing condition; empty when it is not. */
   readonly waiting: readonly string[];
+  /** Why the rollout cannot proceed without a spec change, for RolloutBlocked; empty when it can. */
+  readonly blocked: readonly string[];
 }
 
 interface Scratch {
@@ -39,6 +43,8 @@ interface Scratch {
   readonly revisions: Revisions;
   readonly records: Map<string, UnitRecord>;
   readonly waiting: string[];
+  /** Reasons the rollout cannot proceed without a spec change (condition RolloutBlocked). */
+  readonly blocked: string[];
   readonly unreadable: string[];
 }
 
@@ -48,7 +54,7 @@ function recordKey(record: { group: number; role?: string | undefined; instance?
 
 /** Decides the layout for this plan from the stored one. */
 export function planRollout(model: Model, revisions: Revisions, base: Layout, unreadable: string[]): RolloutDecision {
-  const scratch: Scratch = { model, revisions, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], unreadable };
+  const scratch: Scratch = { model, revisions, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], unreadable };
   const strategy = model.ms.spec.rolloutStrategy;
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
@@ -56,7 +62,7 @@ export function planRollout(model: Model, revisions: Revisions, base: Layout, un
   const units = compact(scratch, currentName, surge);
   const layout: Layout = { groups: surge.groups, instances: surge.instances, units, currentName };
   const recordsChanged = currentName !== base.currentName || JSON.stringify(units) !== JSON.stringify(base.units);
-  return { layout, recordsChanged, waiting: scratch.waiting };
+  return { layout, recordsChanged, waiting: scratch.waiting, blocked: scratch.blocked };
 }
 
 interface Surge {
@@ -134,56 +140,134 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
   for (const group of range(spec.replicas).reverse()) {
     if (group < groupBudget.partition) continue;
+    const states = before[group] ?? [];
+    const permits = coordinationPermits(scratch, states);
+    let groupDisrupted = !groupAvailable(states, spec.template.roles);
     for (const role of spec.template.roles) {
-      const result = planRoleInGroup(scratch, group, role, before[group] ?? [], { paused: spec.rolloutStrategy.paused, disruptionAllowed: () => disrupted < groupBudget.maxUnavailable });
+      // A group already disrupted (before or by an earlier role in this plan) costs no more budget.
+      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name) };
+      const result = planRoleInGroup(scratch, group, role, states, limits);
       if (result.surge > 0) surgeByGroupRole.set(`${group}/${role.name}`, result.surge);
-      if (result.disruptedGroup) disrupted += 1;
+      if (result.disruptedGroup && !groupDisrupted) {
+        groupDisrupted = true;
+        disrupted += 1;
+      }
     }
   }
   return surge;
 }
 
+/** Start permits of the coordinated roles of one group (an empty map without coordination). */
+function coordinationPermits(scratch: Scratch, states: readonly InstanceState[]): Map<string, Permit> {
+  const { model, revisions } = scratch;
+  const coordination = model.ms.spec.rolloutStrategy.coordination;
+  if (coordination === undefined) return new Map();
+  const listed = coordination.roles ?? [];
+  const participants = model.ms.spec.template.roles.filter((role) => listed.length === 0 || listed.includes(role.name));
+  const progress = participants.map((role): RoleProgress => {
+    const mine = states.filter((state) => state.role === role.name);
+    const partition = resolveRoleBudget(role).partition;
+    const eligible = mine.filter((state) => state.instance >= partition && state.instance < role.replicas);
+    const atUpdate = (state: InstanceState) => isAtUpdate(model, state, revisions) && state.available;
+    const targeted = (state: InstanceState) => sameSpec(model, state.target, revisions.update, state.role);
+    return {
+      role: role.name,
+      eligible: eligible.length,
+      // New Ready capacity, surge included, up to the eligible count (surplus is not progress).
+      readyNew: Math.min(eligible.length, mine.filter((state) => state.instance >= partition && atUpdate(state)).length),
+      inFlight: eligible.filter((state) => targeted(state) && !atUpdate(state)).length,
+      newCapacity: mine.filter(atUpdate).length,
+      oldServing: mine.filter((state) => state.available && !isAtUpdate(model, state, revisions)).length,
+      active: eligible.some((state) => !sameSpec(model, state.running ?? state.target, revisions.update, state.role) || state.replacing),
+      maxSurge: resolveRoleBudget(role).maxSurge,
+    };
+  });
+  const dependsOn = new Map((coordination.dependencies ?? []).map((dependency) => [dependency.role, dependency.dependsOn]));
+  const permits = startPermits(progress, { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn });
+  for (const [role, permit] of permits) {
+    if (permit.blocked && permit.reason !== undefined) scratch.blocked.push(permit.reason);
+    else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true) scratch.waiting.push(`role ${role}: ${permit.reason}`);
+  }
+  return permits;
+}
+
+interface RoleLimits {
+  readonly paused: boolean;
+  /** Whether this role may take its group below desired capacity (the group disruption budget). */
+  readonly mayDisrupt: () => boolean;
+  /** The coordinator's permit for this role, when it takes part in a coordination. */
+  readonly permit: Permit | undefined;
+}
+
 /**
  * Plans one role in one group: surge instances while outdated ones remain, and permits within the
- * role budget and the group disruption budget. Returns the surge count and whether this step
- * newly disrupted the group.
+ * role budget, the group disruption budget and the coordinator's quota (which counts every start:
+ * permits for failed instances and new surge instances too). Returns the surge count and whether
+ * this step newly disrupted the group.
  */
-function planRoleInGroup(
-  scratch: Scratch,
-  group: number,
-  role: Role,
-  groupStates: readonly InstanceState[],
-  limits: { paused: boolean; disruptionAllowed: () => boolean },
-): { surge: number; disruptedGroup: boolean } {
+function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupStates: readonly InstanceState[], limits: RoleLimits): { surge: number; disruptedGroup: boolean } {
   const { revisions, model } = scratch;
   const budget = resolveRoleBudget(role);
   const states = groupStates.filter((state) => state.role === role.name);
   const eligible = states.filter((state) => state.instance >= budget.partition && state.instance < role.replicas);
   const outdated = eligible.filter((state) => !isAtUpdate(model, state, revisions));
-  // Surge stays until every eligible instance is updated and available again.
-  const unfinished = eligible.filter((state) => !state.available || !isAtUpdate(model, state, revisions)).length;
-  const existingSurge = Math.max(0, ...[...(model.tree.get(group)?.get(role.name)?.keys() ?? [])].map((instance) => instance + 1 - role.replicas));
-  const surge = limits.paused ? Math.min(existingSurge, budget.maxSurge) : outdated.length > 0 || existingSurge > 0 ? Math.min(budget.maxSurge, unfinished) : 0;
-  for (const instance of range(surge)) permit(scratch, { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name });
-  if (limits.paused || outdated.length === 0) return { surge, disruptedGroup: false };
+  let quota = limits.permit?.quota ?? Number.POSITIVE_INFINITY;
+  const surge = planRoleSurge(scratch, group, role, eligible, outdated.length > 0, limits.paused, (wanted) => {
+    const granted = Math.min(wanted, quota);
+    quota -= granted;
+    return granted;
+  });
+  if (limits.paused) return { surge, disruptedGroup: false };
   let available = states.filter((state) => state.available).length;
-  const groupWasDisrupted = !groupAvailable(groupStates, model.ms.spec.template.roles);
+  let retirable = limits.permit?.retireLimit ?? Number.POSITIVE_INFINITY;
   let disruptedGroup = false;
-  const order = [...outdated].sort((a, b) => Number(a.available) - Number(b.available) || b.instance - a.instance);
-  for (const state of order) {
+  // Not yet permitted: unavailable ones first (moving them costs no budget), then highest ordinal.
+  const candidates = outdated.filter((state) => !sameSpec(model, state.target, revisions.update, state.role));
+  for (const state of candidates.sort((a, b) => Number(a.available) - Number(b.available) || b.instance - a.instance)) {
+    // Swapping an old instance for Ready surge capacity that already counts as full progress
+    // exposes nothing new: no start needed.
+    const surgeBacked = state.available && available - 1 >= role.replicas && (limits.permit?.fullProgress ?? false);
+    if (quota <= 0 && !surgeBacked) break;
     if (state.available) {
       const belowDesired = available - 1 < role.replicas;
-      const groupOk = !belowDesired || groupWasDisrupted || disruptedGroup || limits.disruptionAllowed();
+      const groupOk = !belowDesired || disruptedGroup || limits.mayDisrupt();
       if (available - 1 < role.replicas - budget.maxUnavailable || !groupOk) {
         scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}`);
         break;
       }
+      if (retirable <= 0) break;
+      retirable -= 1;
       available -= 1;
-      if (belowDesired && !groupWasDisrupted) disruptedGroup = true;
+      if (belowDesired) disruptedGroup = true;
     }
+    if (!surgeBacked) quota -= 1;
     permit(scratch, { group, role: role.name, instance: state.instance, revision: revisions.update.name });
   }
   return { surge, disruptedGroup };
+}
+
+/**
+ * Surge instances of one role in one group: they exist while the role has outdated instances and
+ * stay until every eligible instance is updated and available again; new ones need a start
+ * (`grant` returns how many of the wanted new ones may start). Returns the surge count.
+ */
+function planRoleSurge(
+  scratch: Scratch,
+  group: number,
+  role: Role,
+  eligible: readonly InstanceState[],
+  hasOutdated: boolean,
+  paused: boolean,
+  grant: (wanted: number) => number,
+): number {
+  const { model, revisions } = scratch;
+  const maxSurge = resolveRoleBudget(role).maxSurge;
+  const existing = Math.max(0, ...[...(model.tree.get(group)?.get(role.name)?.keys() ?? [])].map((instance) => instance + 1 - role.replicas));
+  const unfinished = eligible.filter((state) => !state.available || !isAtUpdate(model, state, revisions)).length;
+  const wanted = paused ? Math.min(existing, maxSurge) : hasOutdated || existing > 0 ? Math.min(maxSurge, unfinished) : 0;
+  const surge = wanted <= existing ? wanted : existing + grant(wanted - existing);
+  for (const instance of range(surge)) permit(scratch, { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name });
+  return surge;
 }
 
 /**

@@ -43,15 +43,16 @@ export function computeStatus(
   revisions: Revisions,
   layout: Layout,
   desired: readonly InstanceState[],
-  rolloutWaiting: readonly string[],
+  rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] },
   work: Work,
   nowMs: number,
 ): ModelServingStatus {
   const { ms } = model;
   const verdicts = groupVerdicts(model, revisions, desired);
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
-  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rolloutWaiting, desired)];
-  if (work.unreadable.length > 0) conditions.push(unreadableCondition(work.unreadable));
+  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout.waiting, desired)];
+  if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", rollout.blocked));
+  if (work.unreadable.length > 0) conditions.push(listCondition("RevisionUnreadable", "RevisionUnreadable", "Paused what depends on an unreadable revision", work.unreadable));
   const firstRole = ms.spec.template.roles[0]?.name ?? "";
   return {
     observedGeneration: model.generation,
@@ -146,9 +147,11 @@ function progressingCondition(work: Work, rolloutWaiting: readonly string[], des
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
 }
 
-function unreadableCondition(reasons: readonly string[]): ConditionState {
-  const listed = reasons.slice(0, MAX_LISTED).join("; ");
-  return { type: "RevisionUnreadable", status: "True", reason: "RevisionUnreadable", message: `Paused what depends on an unreadable revision: ${listed}${reasons.length > MAX_LISTED ? `; and ${reasons.length - MAX_LISTED} more` : ""}.` };
+/** A True condition whose message lists (at most a few of) `items` after `lead`. */
+function listCondition(type: string, reason: string, lead: string, items: readonly string[]): ConditionState {
+  const listed = items.slice(0, MAX_LISTED).join("; ");
+  const more = items.length > MAX_LISTED ? `; and ${items.length - MAX_LISTED} more` : "";
+  return { type, status: "True", reason, message: `${lead}: ${listed}${more}.` };
 }
 
 /**
