@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Builds the kube-apiserver and etcd that Tandem's e2e tests run against, from the Go modules
+# pinned in this directory's go.mod/go.sum, into a cache outside the repository:
+#
+#   ${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}/<key>/bin/{kube-apiserver,etcd}
+#
+# <key> is the first 16 hex digits of sha256(go.sum): a changed go.sum is a new key, an unchanged
+# one reuses the binaries without invoking the compiler. A build runs under a lock (two concurrent
+# builds of the same key build once), goes into a temporary directory and is renamed into place, so
+# a key directory either holds a complete build or does not exist.
+#
+# Usage: build.sh             build if needed; prints timings on stderr, the bin directory on stdout
+#        build.sh --print-bin-dir   print the bin directory for this go.sum and exit (no build)
+#
+# Needs: go (>= the go directive in go.mod; an older go fetches a newer toolchain through the module
+# proxy), flock, sha256sum. Network: the Go module proxy only. See docs/design/e2e-harness.md.
+set -euo pipefail
+
+readonly HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly CACHE_ROOT="${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}"
+readonly BINARIES=(kube-apiserver etcd)
+
+log() { printf 'kube-testenv: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# cache_key: the first 16 hex digits of sha256(go.sum).
+cache_key() { sha256sum "$HERE/go.sum" | cut -c1-16; }
+
+# complete DIR: true when DIR/bin holds every binary, executable.
+complete() {
+  local name
+  for name in "${BINARIES[@]}"; do [[ -x "$1/bin/$name" ]] || return 1; done
+}
+
+# module_version MODULE: the version of MODULE in the build list.
+module_version() { go list -m -f '{{.Version}}' "$1"; }
+
+# module_time MODULE: the publication time of MODULE's version (RFC 3339, UTC), for buildDate.
+module_time() { go list -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' "$1"; }
+
+# now_s: seconds since the epoch, with milliseconds.
+now_s() { date +%s.%3N; }
+
+# elapsed START: seconds since START, one decimal.
+elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# build_into DIR: downloads modules and compiles both binaries into DIR/bin, writes DIR/BUILD-INFO.
+build_into() {
+  local dir="$1" t0 t k8s_version k8s_time etcd_version minor
+  t0="$(now_s)"
+  cd "$HERE"
+
+  t="$(now_s)"
+  go mod download
+  log "module download: $(elapsed "$t")s"
+
+  k8s_version="$(module_version k8s.io/kubernetes)"
+  k8s_time="$(module_time k8s.io/kubernetes)"
+  etcd_version="$(module_version go.etcd.io/etcd/server/v3)"
+  minor="$(cut -d. -f2 <<<"$k8s_version")"
+
+  # What kubernetes' own hack/lib/version.sh stamps; without it /version says v0.0.0-master.
+  local -a kube_x=()
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    kube_x+=(-X "$pkg.gitVersion=$k8s_version" -X "$pkg.gitMajor=1" -X "$pkg.gitMinor=$minor"
+             -X "$pkg.gitTreeState=clean" -X "$pkg.gitCommit=" -X "$pkg.buildDate=$k8s_time")
+  done
+
+  t="$(now_s)"
+  go build -trimpath -ldflags "-s -w ${kube_x[*]}" -o "$dir/bin/kube-apiserver" \
+    k8s.io/kubernetes/cmd/kube-apiserver
+  log "compile kube-apiserver $k8s_version: $(elapsed "$t")s"
+
+  t="$(now_s)"
+  go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd_version" \
+    -o "$dir/bin/etcd" go.etcd.io/etcd/server/v3
+  log "compile etcd $etcd_version: $(elapsed "$t")s"
+
+  {
+    echo "kube-apiserver $k8s_version"
+    echo "etcd $etcd_version"
+    echo "$(go version)"
+    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(elapsed "$t0")s"
+  } >"$dir/BUILD-INFO"
+  log "total: $(elapsed "$t0")s"
+}
+
+# The temporary build directory, removed on exit unless renamed into place.
+TMP_BUILD=""
+cleanup() { [[ -z "$TMP_BUILD" ]] || rm -rf "$TMP_BUILD"; }
+
+main() {
+  local key dest
+  key="$(cache_key)"
+  dest="$CACHE_ROOT/$key"
+
+  if [[ "${1:-}" == "--print-bin-dir" ]]; then echo "$dest/bin"; return; fi
+  [[ $# -eq 0 ]] || die "unknown argument: $1"
+
+  if complete "$dest"; then
+    log "cached: $dest/bin ($(head -n1 "$dest/BUILD-INFO" 2>/dev/null || echo '?'))"
+    echo "$dest/bin"
+    return
+  fi
+
+  command -v go >/dev/null || die "go not found on PATH (needed to build kube-apiserver and etcd)"
+  command -v flock >/dev/null || die "flock not found on PATH"
+  mkdir -p "$CACHE_ROOT"
+
+  exec 9>"$CACHE_ROOT/$key.lock"
+  if ! flock -n 9; then
+    log "another build of $key is running; waiting for it (at most 45 min)"
+    flock -w 2700 9 || die "timed out waiting for the lock $CACHE_ROOT/$key.lock"
+  fi
+  if complete "$dest"; then
+    log "built by a concurrent run: $dest/bin"
+    echo "$dest/bin"
+    return
+  fi
+
+  export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+  log "building $key with $(go version) (cold: ~15 min on 2 cores; see docs/design/e2e-harness.md)"
+  rm -rf "$CACHE_ROOT/.build-$key."* # left by a killed build; the lock is ours
+  TMP_BUILD="$(mktemp -d "$CACHE_ROOT/.build-$key.XXXXXX")"
+  chmod 755 "$TMP_BUILD"
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  build_into "$TMP_BUILD"
+
+  # -mod=mod lets go add missing go.sum lines; binaries filed under the old key would then lie.
+  [[ "$(cache_key)" == "$key" ]] || die "go.sum changed during the build; run 'go mod tidy' in $HERE and commit go.sum"
+  rm -rf "$dest" # an incomplete leftover (a binary deleted by hand); the lock is ours
+  mv -T "$TMP_BUILD" "$dest"
+  TMP_BUILD=""
+  log "installed: $dest/bin"
+  echo "$dest/bin"
+}
+
+main "$@"

@@ -1,0 +1,410 @@
+/**
+ * A throwaway control plane for the e2e tests: etcd and kube-apiserver, built by
+ * hack/kube-testenv/build.sh, on 127.0.0.1 with free ports, in a temporary directory.
+ *
+ * Identity: static bearer tokens (`--token-auth-file`) and `--authorization-mode=RBAC`. The admin
+ * token is in `system:masters`; the controller token authenticates as the ServiceAccount
+ * `tandem-system/tandem-controller` and is allowed only what RBAC objects grant it, so the tests
+ * exercise exactly the RBAC we ship. There is no controller-manager, scheduler or kubelet.
+ *
+ * `startCluster` either resolves with a ready cluster or cleans up everything it started and
+ * rejects. `stop` is idempotent; until it runs, an exit or SIGINT/SIGTERM of this process kills the
+ * servers and removes the directory. See docs/design/e2e-harness.md.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
+import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { homedir, tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { KubeClient } from "./client.ts";
+import { StopWaiting, waitFor } from "./wait.ts";
+
+const REPO_ROOT = join(import.meta.dirname, "..", "..");
+const TESTENV_DIR = join(REPO_ROOT, "hack", "kube-testenv");
+const LOOPBACK = "127.0.0.1";
+const DIR_PREFIX = "tandem-e2e-";
+/** File in a cluster directory naming the pid of the Node process that owns it. */
+const OWNER_FILE = "owner.pid";
+
+/** The ServiceAccount the controller runs as (namespace, name). */
+export const CONTROLLER_NAMESPACE = "tandem-system";
+export const CONTROLLER_SERVICE_ACCOUNT = "tandem-controller";
+export const CONTROLLER_USER = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${CONTROLLER_SERVICE_ACCOUNT}`;
+
+export interface ClusterOptions {
+  /** Directory holding `etcd` and `kube-apiserver`; default: `binDir()`. */
+  readonly binDir?: string;
+  /** Bound on etcd + kube-apiserver becoming ready. Default 120 000 (a busy 2-core machine). */
+  readonly startTimeoutMs?: number;
+  /** Bound on each server exiting after SIGTERM before it gets SIGKILL. Default 10 000. */
+  readonly stopTimeoutMs?: number;
+}
+
+export interface Cluster {
+  /** https://127.0.0.1:PORT */
+  readonly server: string;
+  /** PEM of the serving certificate chain the API server generated (`<dir>/pki/apiserver.crt`). */
+  readonly caPem: string;
+  /** Temporary directory: data, keys, tokens, logs, kubeconfigs. Removed by `stop`. */
+  readonly dir: string;
+  /** `system:masters`. */
+  readonly admin: KubeClient;
+  /** The controller's ServiceAccount identity; RBAC decides what it may do. */
+  readonly controller: KubeClient;
+  /** Kubeconfig files (JSON) for processes started by tests: `admin` and `controller`. */
+  readonly kubeconfigs: { readonly admin: string; readonly controller: string };
+  /** Stops kube-apiserver, then etcd, and removes `dir`. Safe to call more than once. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The directory build.sh installs binaries into for the current go.sum: `$TANDEM_KUBE_BIN` if set,
+ * else `${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}/<first 16 hex of sha256(go.sum)>/bin`.
+ */
+export function binDir(): string {
+  const explicit = process.env["TANDEM_KUBE_BIN"];
+  if (explicit !== undefined && explicit !== "") return explicit;
+  const cacheRoot = process.env["TANDEM_KUBE_CACHE"] ?? join(homedir(), ".cache", "tandem", "kube");
+  const key = createHash("sha256").update(readFileSync(join(TESTENV_DIR, "go.sum"))).digest("hex").slice(0, 16);
+  return join(cacheRoot, key, "bin");
+}
+
+/** Starts etcd and kube-apiserver and waits until the API server's /readyz answers 200. */
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const bin = options.binDir ?? binDir();
+  for (const name of ["etcd", "kube-apiserver"]) {
+    if (!existsSync(join(bin, name))) throw new Error(`${join(bin, name)} not found; run: bash hack/kube-testenv/build.sh`);
+  }
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
+  const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
+  removeAbandonedDirs();
+  const dir = mkdtempSync(join(tmpdir(), DIR_PREFIX));
+  writeFileSync(join(dir, OWNER_FILE), `${process.pid}\n`);
+  const processes: ManagedProcess[] = [];
+  const emergency = installEmergencyCleanup(processes, dir);
+  const teardown = async (): Promise<void> => {
+    for (const managed of [...processes].reverse()) await stopProcess(managed, stopTimeoutMs);
+    keepLogs(dir);
+    rmSync(dir, { recursive: true, force: true });
+    emergency.uninstall();
+  };
+  try {
+    const deadline = Date.now() + startTimeoutMs;
+    const ports = await freePorts(3);
+    const [etcdClientPort, etcdPeerPort, apiPort] = [ports[0]!, ports[1]!, ports[2]!];
+    const secrets = writeCredentials(dir);
+    const etcdUrl = `http://${LOOPBACK}:${etcdClientPort}`;
+    processes.push(spawnLogged("etcd", join(bin, "etcd"), etcdArgs(dir, etcdClientPort, etcdPeerPort), dir));
+    await waitForEtcd(etcdUrl, processes[0]!, deadline - Date.now());
+    processes.push(spawnLogged("kube-apiserver", join(bin, "kube-apiserver"), apiServerArgs(dir, etcdUrl, apiPort), dir));
+    const server = `https://${LOOPBACK}:${apiPort}`;
+    const caPem = await waitForApiServer(server, dir, secrets.adminToken, processes[1]!, deadline - Date.now());
+    return assemble({ server, caPem, dir, secrets, teardown });
+  } catch (error) {
+    await teardown();
+    throw error;
+  }
+}
+
+interface Secrets {
+  readonly adminToken: string;
+  readonly controllerToken: string;
+}
+
+interface AssembleInput {
+  readonly server: string;
+  readonly caPem: string;
+  readonly dir: string;
+  readonly secrets: Secrets;
+  readonly teardown: () => Promise<void>;
+}
+
+function assemble(input: AssembleInput): Cluster {
+  const admin = new KubeClient({ server: input.server, caPem: input.caPem, token: input.secrets.adminToken });
+  const controller = new KubeClient({ server: input.server, caPem: input.caPem, token: input.secrets.controllerToken });
+  const kubeconfigs = {
+    admin: writeKubeconfig(input.dir, "admin", input.server, input.secrets.adminToken),
+    controller: writeKubeconfig(input.dir, "controller", input.server, input.secrets.controllerToken),
+  };
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopped ??= (async () => {
+      admin.close();
+      controller.close();
+      await input.teardown();
+    })();
+    return stopped;
+  };
+  return { server: input.server, caPem: input.caPem, dir: input.dir, admin, controller, kubeconfigs, stop };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ports, credentials, flags
+
+/**
+ * `count` distinct free TCP ports on 127.0.0.1, found by listening on port 0 (all listeners are
+ * open at once, so the ports differ). Another process may take one before we bind it: a small race
+ * that shows up as a bind error in the server's log.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+      const server = createServer();
+      server.once("error", reject);
+      server.listen(0, LOOPBACK, () => resolve(server));
+    })),
+  );
+  const ports = servers.map((server) => {
+    const address = server.address();
+    if (address === null || typeof address === "string") throw new Error("listening on port 0 gave no port");
+    return address.port;
+  });
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
+}
+
+/**
+ * Writes the ServiceAccount signing key pair (EC P-256, generated here) and the static token file
+ * (`token,user,uid,"groups"`), and returns the two random tokens.
+ */
+function writeCredentials(dir: string): Secrets {
+  const { publicKey, privateKey } = generateKeyPairSync("ec", {
+    namedCurve: "prime256v1",
+    publicKeyEncoding: { type: "spki", format: "pem" },
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
+  writeFileSync(join(dir, "sa.pub"), publicKey, { mode: 0o600 });
+  writeFileSync(join(dir, "sa.key"), privateKey, { mode: 0o600 });
+  const secrets = { adminToken: randomBytes(24).toString("hex"), controllerToken: randomBytes(24).toString("hex") };
+  const controllerGroups = `system:serviceaccounts,system:serviceaccounts:${CONTROLLER_NAMESPACE}`;
+  const lines = [
+    `${secrets.adminToken},tandem-e2e-admin,tandem-e2e-admin,"system:masters"`,
+    `${secrets.controllerToken},${CONTROLLER_USER},tandem-controller-uid,"${controllerGroups}"`,
+  ];
+  writeFileSync(join(dir, "tokens.csv"), lines.join("\n") + "\n", { mode: 0o600 });
+  return secrets;
+}
+
+function etcdArgs(dir: string, clientPort: number, peerPort: number): string[] {
+  const client = `http://${LOOPBACK}:${clientPort}`;
+  const peer = `http://${LOOPBACK}:${peerPort}`;
+  return [
+    "--name=e2e",
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=e2e=${peer}`,
+    "--unsafe-no-fsync=true", // throwaway data: no fsync makes writes ~10x faster
+    "--log-level=warn",
+  ];
+}
+
+function apiServerArgs(dir: string, etcdUrl: string, port: number): string[] {
+  return [
+    `--etcd-servers=${etcdUrl}`,
+    `--bind-address=${LOOPBACK}`,
+    `--advertise-address=${LOOPBACK}`,
+    `--secure-port=${port}`,
+    `--cert-dir=${join(dir, "pki")}`, // writes a self-signed apiserver.crt/.key
+    `--token-auth-file=${join(dir, "tokens.csv")}`,
+    "--authorization-mode=RBAC",
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    `--service-account-key-file=${join(dir, "sa.pub")}`,
+    `--service-account-signing-key-file=${join(dir, "sa.key")}`,
+    "--service-cluster-ip-range=10.96.0.0/24",
+    // No controller-manager creates default ServiceAccounts, so pods would be refused without this.
+    "--disable-admission-plugins=ServiceAccount",
+    "--allow-privileged=true",
+    "--profiling=false",
+    "--v=1",
+  ];
+}
+
+function writeKubeconfig(dir: string, name: string, server: string, token: string): string {
+  const path = join(dir, `${name}.kubeconfig`);
+  const config = {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "e2e", cluster: { server, "certificate-authority": join(dir, "pki", "apiserver.crt") } }],
+    users: [{ name, user: { token } }],
+    contexts: [{ name, context: { cluster: "e2e", user: name } }],
+    "current-context": name,
+  };
+  writeFileSync(path, JSON.stringify(config, null, 2), { mode: 0o600 });
+  return path;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+interface ManagedProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly logPath: string;
+  /** Resolves with the exit code (or the signal name) once the process has exited. */
+  readonly exited: Promise<string>;
+  /** Set once the process has exited. */
+  exitStatus: string | undefined;
+}
+
+/**
+ * Spawns `file args` with stdout and stderr appended to `<dir>/<name>.log`. Where util-linux
+ * `setpriv` exists, the server is started through it with `--pdeathsig KILL` (setpriv execs, so the
+ * pid is the server's): then even a SIGKILL of this Node process takes the server down with it.
+ */
+function spawnLogged(name: string, file: string, args: readonly string[], dir: string): ManagedProcess {
+  const logPath = join(dir, `${name}.log`);
+  const fd = openSync(logPath, "a");
+  try {
+    const setpriv = findOnPath("setpriv");
+    const [command, argv] = setpriv === undefined ? [file, args] : [setpriv, ["--pdeathsig", "KILL", "--", file, ...args]];
+    const child = spawn(command, argv, { cwd: dir, stdio: ["ignore", fd, fd] });
+    const managed: ManagedProcess = {
+      name,
+      child,
+      logPath,
+      exitStatus: undefined,
+      exited: new Promise((resolve) => {
+        child.once("error", (error) => { managed.exitStatus = `spawn error: ${error.message}`; resolve(managed.exitStatus); });
+        child.once("exit", (code, signal) => { managed.exitStatus = signal ?? `exit code ${code ?? "?"}`; resolve(managed.exitStatus); });
+      }),
+    };
+    return managed;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The absolute path of executable `name` on $PATH, if any (Linux only; elsewhere undefined). */
+function findOnPath(name: string): string | undefined {
+  if (process.platform !== "linux") return undefined;
+  return (process.env["PATH"] ?? "").split(delimiter).map((entry) => join(entry, name)).find((path) => existsSync(path));
+}
+
+/** SIGTERM, then SIGKILL if the process is still running after `timeoutMs`. Resolves once it exited. */
+async function stopProcess(managed: ManagedProcess, timeoutMs: number): Promise<void> {
+  if (managed.exitStatus !== undefined || managed.child.pid === undefined) return;
+  managed.child.kill("SIGTERM");
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => { timer = setTimeout(() => resolve("timeout"), timeoutMs); });
+  const outcome = await Promise.race([managed.exited, timedOut]);
+  clearTimeout(timer);
+  if (outcome === "timeout") {
+    managed.child.kill("SIGKILL");
+    await managed.exited;
+  }
+}
+
+/** The last `lines` lines of a process's log, for error messages. */
+function logTail(managed: ManagedProcess, lines = 30): string {
+  try {
+    return readFileSync(managed.logPath, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+/** Fails a wait at once when `managed` has exited, quoting its log. */
+function assertRunning(managed: ManagedProcess): void {
+  if (managed.exitStatus !== undefined) {
+    throw new StopWaiting(`${managed.name} exited (${managed.exitStatus}); last log lines:\n${logTail(managed)}`);
+  }
+}
+
+async function waitForEtcd(url: string, etcd: ManagedProcess, timeoutMs: number): Promise<void> {
+  await waitFor(async () => {
+    assertRunning(etcd);
+    const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
+    const body = (await response.json()) as { health?: unknown };
+    return response.ok && body.health === "true" ? true : undefined;
+  }, { timeoutMs, what: `etcd healthy at ${url}` }).catch((error: unknown) => { throw withLog(error, etcd); });
+}
+
+/** Waits for /readyz = 200 (all post-start hooks, including RBAC bootstrap); resolves with the CA PEM. */
+async function waitForApiServer(server: string, dir: string, adminToken: string, apiServer: ManagedProcess, timeoutMs: number): Promise<string> {
+  const certPath = join(dir, "pki", "apiserver.crt");
+  return waitFor(async () => {
+    assertRunning(apiServer);
+    if (!existsSync(certPath)) return undefined;
+    const caPem = readFileSync(certPath, "utf8");
+    const client = new KubeClient({ server, caPem, token: adminToken, requestTimeoutMs: 5_000 });
+    try {
+      const response = await client.request("GET", "/readyz");
+      return response.status === 200 ? caPem : undefined;
+    } finally {
+      client.close();
+    }
+  }, { timeoutMs, intervalMs: 250, what: `kube-apiserver /readyz at ${server}` }).catch((error: unknown) => { throw withLog(error, apiServer); });
+}
+
+function withLog(error: unknown, managed: ManagedProcess): Error {
+  if (error instanceof StopWaiting || !(error instanceof Error)) return error instanceof Error ? error : new Error(String(error));
+  return new Error(`${error.message}\n${managed.name} log (last lines):\n${logTail(managed)}`);
+}
+
+/** Copies the server logs to `$TANDEM_E2E_LOG_DIR/<dir name>/` when that variable is set. */
+function keepLogs(dir: string): void {
+  const target = process.env["TANDEM_E2E_LOG_DIR"];
+  if (target === undefined || target === "") return;
+  const into = join(target, dir.split("/").at(-1) ?? "cluster");
+  mkdirSync(into, { recursive: true });
+  for (const name of ["etcd.log", "kube-apiserver.log"]) {
+    if (existsSync(join(dir, name))) copyFileSync(join(dir, name), join(into, name));
+  }
+}
+
+/**
+ * Removes cluster directories in the temp dir whose owner process is gone (left by a SIGKILLed test
+ * run; their servers died with it through pdeathsig). Directories without an owner file are kept.
+ */
+function removeAbandonedDirs(): void {
+  for (const entry of readdirSync(tmpdir())) {
+    if (!entry.startsWith(DIR_PREFIX)) continue;
+    const dir = join(tmpdir(), entry);
+    let owner: number;
+    try {
+      owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), "utf8"), 10);
+    } catch {
+      continue;
+    }
+    if (Number.isInteger(owner) && !processAlive(owner)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Until uninstalled: on process exit, SIGINT or SIGTERM, SIGKILL the servers and remove `dir`
+ * synchronously, so an interrupted test run leaves no etcd or kube-apiserver behind. (A SIGKILL
+ * of this process cannot be handled; the servers would then outlive it.)
+ */
+function installEmergencyCleanup(processes: readonly ManagedProcess[], dir: string): { uninstall(): void } {
+  const killAll = (): void => {
+    for (const managed of processes) if (managed.exitStatus === undefined) managed.child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    killAll();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
+  process.on("exit", killAll);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    uninstall(): void {
+      process.off("exit", killAll);
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
