@@ -4,6 +4,8 @@
  * per document instead of thrown.
  */
 import { parseAllDocuments } from "yaml";
+import { parseModelServing } from "../api/parse.ts";
+import type { ModelServing } from "../api/schema.ts";
 import { API_GROUP, KIND } from "../api/schema.ts";
 
 /** One YAML document that claims to be a ModelServing (by kind or by API group). */
@@ -48,4 +50,20 @@ function labelOf(value: Record<string, unknown>): string {
   const metadata = value.metadata as Record<string, unknown> | undefined;
   const name = typeof metadata?.name === "string" && metadata.name !== "" ? metadata.name : "(unnamed)";
   return `${kind}/${name}`;
+}
+
+export type LoadResult = { readonly ok: true; readonly value: ModelServing } | { readonly ok: false; readonly lines: readonly string[] };
+
+/**
+ * The first ModelServing in YAML `text`, parsed and validated; otherwise the reasons as
+ * `FILE: ...` lines (YAML errors, no ModelServing, or `FILE: ModelServing/<name>: <path>: <reason>`).
+ */
+export function loadModelServing(file: string, text: string): LoadResult {
+  const manifests = readManifests(text);
+  if (manifests.errors.length > 0) return { ok: false, lines: manifests.errors.map((error) => `${file}: ${error}`) };
+  const document = manifests.documents[0];
+  if (document === undefined) return { ok: false, lines: [`${file}: no ${KIND} found`] };
+  const parsed = parseModelServing(document.value);
+  if (!parsed.ok) return { ok: false, lines: parsed.problems.map((problem) => `${file}: ${document.label}: ${problem.path}: ${problem.reason}`) };
+  return { ok: true, value: parsed.value };
 }

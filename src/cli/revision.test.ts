@@ -78,8 +78,8 @@ describe("tandem revision", () => {
     const broken = revisionCommand("bad.yaml", "kind: [unclosed\n");
     assert.equal(broken.exitCode, 1);
     assert.match(broken.stderr, /^bad\.yaml: /);
-    assert.deepEqual(revisionCommand("cm.yaml", "kind: ConfigMap\n"), { exitCode: 1, stdout: "", stderr: "cm.yaml: no ModelServing document found\n" });
-    assert.deepEqual(revisionCommand("empty.yaml", ""), { exitCode: 1, stdout: "", stderr: "empty.yaml: no ModelServing document found\n" });
+    assert.deepEqual(revisionCommand("cm.yaml", "kind: ConfigMap\n"), { exitCode: 1, stdout: "", stderr: "cm.yaml: no ModelServing found\n" });
+    assert.deepEqual(revisionCommand("empty.yaml", ""), { exitCode: 1, stdout: "", stderr: "empty.yaml: no ModelServing found\n" });
     const missing = revisionOfFile("nope.yaml", () => {
       throw new Error("ENOENT: no such file or directory");
     });

@@ -5,11 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { parseAllDocuments } from "yaml";
-import { KIND, parseModelServing } from "../api/index.ts";
 import { revisionBytes, revisionData, revisionHash, revisionName } from "../core/revision/index.ts";
 import type { CommandOutput } from "./io.ts";
 import { emit, fail, succeed } from "./io.ts";
+import { loadModelServing } from "./manifests.ts";
 
 export function registerRevision(program: Command): void {
   program
@@ -39,31 +38,14 @@ export function revisionOfFile(file: string, read: (file: string) => string): Co
  * The hash uses `status.collisionCount` when the document has one, as the controller would.
  */
 export function revisionCommand(file: string, text: string): CommandOutput {
-  const documents = parseAllDocuments(text);
-  const errors = documents.flatMap((document) => document.errors);
-  if (errors.length > 0) return fail(errors.map((error) => `${file}: ${error.message}\n`).join(""));
-  const input = documents.map((document) => document.toJS() as unknown).find(isModelServingDocument);
-  if (input === undefined) return fail(`${file}: no ${KIND} document found\n`);
-  const parsed = parseModelServing(input);
-  if (!parsed.ok) {
-    const subject = `${KIND}/${nameOf(input)}`;
-    return fail(parsed.problems.map((problem) => `${file}: ${subject}: ${problem.path}: ${problem.reason}\n`).join(""));
-  }
-  const ms = parsed.value;
+  const loaded = loadModelServing(file, text);
+  if (!loaded.ok) return fail(loaded.lines.map((line) => `${line}\n`).join(""));
+  const ms = loaded.value;
   const data = revisionData(ms);
   const hash = revisionHash(data, ms.status?.collisionCount ?? 0);
   // Re-reading the canonical bytes lists data's keys in canonical (sorted) order.
   const canonicalData = JSON.parse(revisionBytes(data)) as unknown;
   return succeed(`${JSON.stringify({ name: revisionName(ms.metadata.name, hash), hash, data: canonicalData }, null, 2)}\n`);
-}
-
-function isModelServingDocument(value: unknown): boolean {
-  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === KIND;
-}
-
-function nameOf(input: unknown): string {
-  const name = (input as { metadata?: { name?: unknown } }).metadata?.name;
-  return typeof name === "string" && name !== "" ? name : "(unnamed)";
 }
 
 function readText(file: string): string {

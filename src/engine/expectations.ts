@@ -1,0 +1,162 @@
+/**
+ * Expectations: the writes of each ModelServing key that succeeded but that the cache may not
+ * show yet. The reconciler does not plan a key while it has any, so a lagging cache never makes
+ * the plan repeat a write it already made (create a pod twice, delete a second pod for a budget
+ * the first deletion already used, drain a pod again from a new start time).
+ *
+ * An expectation names one object and says what the cache must show for it: the object created
+ * (by UID), gone or terminating, or carrying the patched fields. It is met when the cache shows
+ * that, checked both on every watch event for the object (`observe`, which catches states the
+ * cache moves through quickly) and against the cache itself when the key is next reconciled
+ * (`pending`, which catches events delivered before the write's response). An object that no
+ * longer is the one written (gone, another UID) meets every expectation but "created": there is
+ * nothing left to wait for.
+ *
+ * An expectation not met within `timeoutMs` of clock time (default 30 s) is dropped with a
+ * warning and the key is planned anyway: a write can be lost for good (a Timeout that was not
+ * applied, a relist that skipped the object's short life), and a stuck key is worse than a plan
+ * on a stale cache, whose own writes are still guarded by UID and resourceVersion preconditions.
+ *
+ * In memory only: a restarted controller starts with none, which is safe because pod names are
+ * deterministic (a repeated create meets AlreadyExists) and deletes carry UID preconditions.
+ */
+import type { Logger } from "./logger.ts";
+import type { Clock, ClusterReader, KubeObject, ObjectRef, WatchEvent } from "./ports.ts";
+
+export interface Expectation {
+  readonly ref: ObjectRef;
+  /** For logs: what the cache should show (`created uid …`, `deleted uid …`). */
+  readonly description: string;
+  /** True when `object` (the cached state of `ref`; undefined when absent) shows the write. */
+  isMet(object: KubeObject | undefined): boolean;
+}
+
+/** Met once the cache shows the object with `uid` (or showed it: a DELETED event of it counts). */
+export function expectCreated(ref: ObjectRef, uid: string): Expectation {
+  return { ref, description: `created with uid ${uid}`, isMet: (object) => object?.metadata.uid === uid };
+}
+
+/** After AlreadyExists: met once the cache shows any object under the name. */
+export function expectExists(ref: ObjectRef): Expectation {
+  return { ref, description: "exists", isMet: (object) => object !== undefined };
+}
+
+/** Met once the cache no longer shows the object with `uid` as live: gone, replaced or terminating. */
+export function expectDeleted(ref: ObjectRef, uid: string | undefined): Expectation {
+  return {
+    ref,
+    description: `deleted${uid === undefined ? "" : ` uid ${uid}`}`,
+    isMet: (object) => object === undefined || notTheOne(object, uid) || object.metadata.deletionTimestamp !== undefined,
+  };
+}
+
+/**
+ * Met once the cache shows the object with `uid` satisfying `shows` (the patched fields), or no
+ * longer shows that object at all.
+ */
+export function expectPatched(ref: ObjectRef, uid: string | undefined, description: string, shows: (object: KubeObject) => boolean): Expectation {
+  return { ref, description, isMet: (object) => object === undefined || notTheOne(object, uid) || shows(object) };
+}
+
+function notTheOne(object: KubeObject, uid: string | undefined): boolean {
+  return uid !== undefined && object.metadata.uid !== uid;
+}
+
+export interface ExpectationsOptions {
+  /** Clock time after which an unmet expectation is dropped. Default 30 000 ms. */
+  timeoutMs?: number;
+  /** Expectations held per key; beyond it the oldest is dropped (with a warning). Default 4 096. */
+  maxPerKey?: number;
+  logger: Logger;
+}
+
+interface Entry {
+  readonly expectation: Expectation;
+  readonly deadlineMs: number;
+}
+
+/** Whether a key may be planned; when not, how long until the next expectation times out. */
+export type ExpectationCheck = { readonly satisfied: true } | { readonly satisfied: false; readonly recheckAfterMs: number };
+
+export class Expectations {
+  readonly #clock: Clock;
+  readonly #timeoutMs: number;
+  readonly #maxPerKey: number;
+  readonly #logger: Logger;
+  readonly #byKey = new Map<string, Entry[]>();
+
+  constructor(clock: Clock, options: ExpectationsOptions) {
+    this.#clock = clock;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#maxPerKey = options.maxPerKey ?? 4_096;
+    this.#logger = options.logger;
+  }
+
+  /** Records that `key` waits for the cache to show `expectation`. */
+  expect(key: string, expectation: Expectation): void {
+    const entries = this.#byKey.get(key) ?? [];
+    if (entries.length >= this.#maxPerKey) {
+      const dropped = entries.shift();
+      if (dropped !== undefined) this.#warn(key, dropped.expectation, "too many expectations; dropped the oldest");
+    }
+    entries.push({ expectation, deadlineMs: this.#clock.nowMs() + this.#timeoutMs });
+    this.#byKey.set(key, entries);
+  }
+
+  /**
+   * Meets `key`'s expectations that `event` shows. A DELETED event shows both the object's last
+   * state (so a create is met even if the cache never holds it again) and its absence.
+   */
+  observe(key: string, event: WatchEvent): void {
+    const entries = this.#byKey.get(key);
+    if (entries === undefined) return;
+    const shows = (expectation: Expectation): boolean =>
+      sameRef(expectation.ref, event.object) &&
+      (expectation.isMet(event.object) || (event.type === "DELETED" && expectation.isMet(undefined)));
+    this.#keep(key, entries.filter((entry) => !shows(entry.expectation)));
+  }
+
+  /**
+   * Drops `key`'s expectations that `reader` now shows or that timed out (with a warning), and
+   * says whether any is left.
+   */
+  pending(key: string, reader: ClusterReader): ExpectationCheck {
+    const entries = this.#byKey.get(key);
+    if (entries === undefined) return { satisfied: true };
+    const nowMs = this.#clock.nowMs();
+    const left = entries.filter((entry) => {
+      const { ref } = entry.expectation;
+      if (entry.expectation.isMet(reader.get(ref.kind, ref.namespace, ref.name))) return false;
+      if (entry.deadlineMs > nowMs) return true;
+      this.#warn(key, entry.expectation, "the cache did not show a write in time; planning anyway");
+      return false;
+    });
+    this.#keep(key, left);
+    if (left.length === 0) return { satisfied: true };
+    return { satisfied: false, recheckAfterMs: Math.min(...left.map((entry) => entry.deadlineMs)) - nowMs };
+  }
+
+  /** Unmet expectations of `key`. */
+  count(key: string): number {
+    return this.#byKey.get(key)?.length ?? 0;
+  }
+
+  /** Drops every expectation of `key` (its ModelServing is gone). */
+  forget(key: string): void {
+    this.#byKey.delete(key);
+  }
+
+  #keep(key: string, entries: Entry[]): void {
+    if (entries.length === 0) this.#byKey.delete(key);
+    else this.#byKey.set(key, entries);
+  }
+
+  #warn(key: string, expectation: Expectation, message: string): void {
+    const { ref } = expectation;
+    this.#logger.warn({ key, kind: ref.kind, name: ref.name, expected: expectation.description }, message);
+  }
+}
+
+function sameRef(ref: ObjectRef, object: KubeObject): boolean {
+  return ref.kind === object.kind && ref.name === object.metadata.name && (ref.namespace ?? "") === (object.metadata.namespace ?? "");
+}
