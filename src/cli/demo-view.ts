@@ -1,0 +1,103 @@
+/**
+ * What the demo shows a person: one frame of a running simulation — a groups × roles grid of pod
+ * states, per-role update progress bars, traffic counters and the latest events. Pure: a frame is
+ * a function of its input, so it is tested as text.
+ */
+import type { KubeObject } from "../engine/ports.ts";
+import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_REVISION, LABEL_ROLE } from "../api/wellknown.ts";
+
+export interface FrameInput {
+  readonly title: string;
+  /** Virtual seconds since the start. */
+  readonly seconds: number;
+  /** What the demo is doing now, e.g. "Decode-only image update". */
+  readonly step: string;
+  readonly roles: readonly string[];
+  readonly groups: number;
+  readonly pods: readonly KubeObject[];
+  readonly updateRevision: string | undefined;
+  readonly requests: { readonly ok: number; readonly failed: number; readonly cut: number } | undefined;
+  /** Latest events, oldest first, already formatted. */
+  readonly events: readonly string[];
+  readonly color: boolean;
+}
+
+/** A pod's state as one character, and its color. */
+export type PodGlyph = { readonly char: string; readonly color: "green" | "yellow" | "red" | "cyan" | "dim" };
+
+const ANSI: Readonly<Record<PodGlyph["color"], string>> = { green: "\x1b[32m", yellow: "\x1b[33m", red: "\x1b[31m", cyan: "\x1b[36m", dim: "\x1b[2m" };
+const RESET = "\x1b[0m";
+const BAR_WIDTH = 20;
+
+export const LEGEND = "● Ready  ◐ starting  ○ pending  ↓ draining  ✕ failing  (new revision in cyan)";
+
+function condition(pod: KubeObject, type: string): string | undefined {
+  const conditions = (pod.status?.["conditions"] ?? []) as { type: string; status: string }[];
+  return conditions.find((candidate) => candidate.type === type)?.status;
+}
+
+/** The glyph of a pod; pods at the update revision that are Ready show in cyan. */
+export function podGlyph(pod: KubeObject, updateRevision: string | undefined): PodGlyph {
+  const phase = pod.status?.["phase"];
+  const statuses = (pod.status?.["containerStatuses"] ?? []) as { restartCount?: number; ready?: boolean }[];
+  if (pod.metadata.deletionTimestamp !== undefined || pod.metadata.annotations?.[ANNOTATION_DRAINING] !== undefined) return { char: "↓", color: "yellow" };
+  if (phase === "Failed" || statuses.some((status) => (status.restartCount ?? 0) > 0 && status.ready !== true)) return { char: "✕", color: "red" };
+  if (condition(pod, "Ready") === "True") return { char: "●", color: pod.metadata.labels?.[LABEL_REVISION] === updateRevision ? "cyan" : "green" };
+  if (phase === "Running" || condition(pod, "PodScheduled") === "True") return { char: "◐", color: "yellow" };
+  return { char: "○", color: "dim" };
+}
+
+function paint(glyph: PodGlyph, color: boolean): string {
+  return color ? `${ANSI[glyph.color]}${glyph.char}${RESET}` : glyph.char;
+}
+
+/** The cell of one role in one group: instances separated by spaces, an instance's pods adjacent. */
+function roleCell(pods: readonly KubeObject[], input: FrameInput): { text: string; width: number } {
+  const byInstance = new Map<string, KubeObject[]>();
+  for (const pod of [...pods].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name, "en", { numeric: true }))) {
+    const instance = pod.metadata.labels?.[LABEL_INSTANCE] ?? "";
+    byInstance.set(instance, [...(byInstance.get(instance) ?? []), pod]);
+  }
+  const parts = [...byInstance.values()].map((instancePods) => instancePods.map((pod) => paint(podGlyph(pod, input.updateRevision), input.color)).join(""));
+  const width = [...byInstance.values()].reduce((sum, instancePods) => sum + instancePods.length, 0) + Math.max(0, byInstance.size - 1);
+  return { text: parts.join(" "), width };
+}
+
+function bar(fraction: number): string {
+  const filled = Math.round(Math.max(0, Math.min(1, fraction)) * BAR_WIDTH);
+  return `${"█".repeat(filled)}${"░".repeat(BAR_WIDTH - filled)}`;
+}
+
+function clock(seconds: number): string {
+  const whole = Math.floor(seconds);
+  const pad = (value: number) => String(value).padStart(2, "0");
+  return `${pad(Math.floor(whole / 3600))}:${pad(Math.floor(whole / 60) % 60)}:${pad(whole % 60)}`;
+}
+
+/** Per role: the share of its Ready pods that run the update revision. */
+function progressLines(input: FrameInput): string[] {
+  const width = Math.max(...input.roles.map((role) => role.length));
+  return input.roles.map((role) => {
+    const ready = input.pods.filter((pod) => pod.metadata.labels?.[LABEL_ROLE] === role && condition(pod, "Ready") === "True");
+    const updated = ready.filter((pod) => pod.metadata.labels?.[LABEL_REVISION] === input.updateRevision).length;
+    const fraction = ready.length === 0 ? 0 : updated / ready.length;
+    return `  ${role.padEnd(width)} ${bar(fraction)} ${String(Math.round(fraction * 100)).padStart(3)}% on the update revision`;
+  });
+}
+
+/** Renders one frame as lines of text (no trailing newline). */
+export function renderFrame(input: FrameInput): string {
+  const lines = [`${input.title} · t=${clock(input.seconds)} (simulated) · ${input.step}`, ""];
+  const cells = Array.from({ length: input.groups }, (_, group) =>
+    input.roles.map((role) => roleCell(input.pods.filter((pod) => pod.metadata.labels?.[LABEL_GROUP] === String(group) && pod.metadata.labels[LABEL_ROLE] === role), input)),
+  );
+  const widths = input.roles.map((role, index) => Math.max(role.length, ...cells.map((row) => row[index]?.width ?? 0)));
+  lines.push(`  group  ${input.roles.map((role, index) => role.padEnd(widths[index] ?? 0)).join("   ")}`);
+  cells.forEach((row, group) => {
+    lines.push(`  ${String(group).padEnd(5)}  ${row.map((cell, index) => cell.text + " ".repeat(Math.max(0, (widths[index] ?? 0) - cell.width))).join("   ")}`);
+  });
+  lines.push(`  ${LEGEND}`, "", "  update progress", ...progressLines(input));
+  if (input.requests !== undefined) lines.push("", `  requests  ok ${input.requests.ok}  failed ${input.requests.failed}  cut ${input.requests.cut}`);
+  lines.push("", "  events", ...input.events.map((event) => `    ${event}`));
+  return lines.join("\n");
+}
