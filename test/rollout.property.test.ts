@@ -1,0 +1,147 @@
+/**
+ * Property loops for rollouts on the idealized cluster: random specs, random updates, random
+ * faults. Safety is checked after every plan; liveness (the rollout completes) once faults stop.
+ * `TANDEM_PROPERTY_RUNS=N` runs more cases than CI's default.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import type { Pod } from "../src/api/kube.ts";
+import { plan } from "../src/core/plan.ts";
+import { apply, idealCluster, observe } from "./ideal-cluster.ts";
+import type { IdealCluster } from "./ideal-cluster.ts";
+
+const SEED = 20261130;
+const RUNS = Number(process.env.TANDEM_PROPERTY_RUNS ?? 150);
+const NOW = Date.parse("2026-11-30T01:00:00Z");
+
+const roleArb = (name: string) =>
+  fc.record({ name: fc.constant(name), replicas: fc.integer({ min: 1, max: 4 }), workerReplicas: fc.integer({ min: 0, max: 1 }), maxUnavailable: fc.integer({ min: 0, max: 2 }), maxSurge: fc.integer({ min: 0, max: 1 }), partition: fc.integer({ min: 0, max: 2 }) });
+
+const caseArb = fc.record({
+  strategy: fc.constantFrom("ServingGroupRollingUpdate", "RoleRollingUpdate"),
+  replicas: fc.integer({ min: 1, max: 4 }),
+  groupMaxUnavailable: fc.integer({ min: 1, max: 2 }),
+  groupMaxSurge: fc.integer({ min: 0, max: 1 }),
+  groupPartition: fc.integer({ min: 0, max: 2 }),
+  roles: fc.uniqueArray(fc.constantFrom("prefill", "decode", "encode"), { minLength: 1, maxLength: 3 }).chain((names) => fc.tuple(...names.map(roleArb))),
+  changed: fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+  faults: fc.array(fc.record({ round: fc.integer({ min: 0, max: 30 }), kind: fc.constantFrom("delete", "fail"), pick: fc.nat() }), { maxLength: 6 }),
+});
+type Case = typeof caseArb extends fc.Arbitrary<infer T> ? T : never;
+
+function manifest(c: Case): Record<string, any> {
+  const roleRolling = c.strategy === "RoleRollingUpdate";
+  const roles = c.roles.map((r) => ({
+    name: r.name,
+    replicas: r.replicas,
+    workerReplicas: r.workerReplicas,
+    entryTemplate: { spec: { containers: [{ name: "c", image: `${r.name}:v1` }] } },
+    ...(r.workerReplicas > 0 ? { workerTemplate: { spec: { containers: [{ name: "c", image: `${r.name}:v1` }] } } } : {}),
+    // Role budgets apply only under RoleRollingUpdate; never both 0.
+    ...(roleRolling ? { maxUnavailable: r.maxUnavailable, maxSurge: r.maxUnavailable === 0 ? 1 : r.maxSurge, partition: r.partition } : {}),
+  }));
+  const group = roleRolling ? { maxUnavailable: c.groupMaxUnavailable, partition: c.groupPartition } : { maxUnavailable: c.groupMaxUnavailable, maxSurge: c.groupMaxSurge, partition: c.groupPartition };
+  return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: { replicas: c.replicas, drain: { timeoutSeconds: 0 }, recoveryPolicy: "RoleRecreate", rolloutStrategy: { type: c.strategy, rollingUpdateConfiguration: group }, template: { roles } } };
+}
+
+const label = (pod: Pod, key: string) => pod.metadata.labels?.[`tandem.dev/${key}`] ?? "";
+const ready = (pod: Pod) => pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true && pod.metadata.annotations?.["tandem.dev/draining"] === undefined;
+
+/** Available instances per `group/role` (every pod present and Ready), surge included. */
+function availability(cluster: IdealCluster, c: Case): Map<string, number> {
+  const instances = new Map<string, Pod[]>();
+  for (const pod of cluster.pods.values()) {
+    const key = `${label(pod, "group")}/${label(pod, "role")}/${label(pod, "instance")}`;
+    instances.set(key, [...(instances.get(key) ?? []), pod]);
+  }
+  const counts = new Map<string, number>();
+  for (const [key, pods] of instances) {
+    const role = c.roles.find((r) => key.split("/")[1] === r.name);
+    if (role === undefined || pods.length !== 1 + role.workerReplicas || !pods.every(ready)) continue;
+    const groupRole = key.split("/").slice(0, 2).join("/");
+    counts.set(groupRole, (counts.get(groupRole) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function groupAvailable(counts: Map<string, number>, c: Case, group: number): boolean {
+  return c.roles.every((r) => (counts.get(`${group}/${r.name}`) ?? 0) >= r.replicas);
+}
+
+/** Budgets, checked only when no fault touched the cluster since the rollout began. */
+function checkBudgets(cluster: IdealCluster, c: Case): void {
+  const counts = availability(cluster, c);
+  const groups = Array.from({ length: c.replicas }, (_, g) => g);
+  if (c.strategy === "RoleRollingUpdate") {
+    for (const g of groups) for (const r of c.roles) assert.ok((counts.get(`${g}/${r.name}`) ?? 0) >= r.replicas - r.maxUnavailable, `group ${g} role ${r.name} below its budget`);
+    assert.ok(groups.filter((g) => !groupAvailable(counts, c, g)).length <= c.groupMaxUnavailable, "too many groups disrupted");
+  } else {
+    const available = [...new Set([...cluster.pods.values()].map((p) => Number(label(p, "group"))))].filter((g) => groupAvailable(counts, c, g)).length;
+    assert.ok(available >= c.replicas - c.groupMaxUnavailable, `only ${available} groups available`);
+  }
+}
+
+/** Safety under faults: no unit above its surge bound, units below the partitions untouched by updates. */
+function checkSafety(cluster: IdealCluster, c: Case, v1: string): void {
+  const groups = new Set([...cluster.pods.values()].map((p) => Number(label(p, "group"))));
+  assert.ok(Math.max(...groups) < c.replicas + (c.strategy === "ServingGroupRollingUpdate" ? c.groupMaxSurge : 0), "more groups than replicas + maxSurge");
+  for (const pod of cluster.pods.values()) {
+    const group = Number(label(pod, "group"));
+    const role = c.roles.find((r) => r.name === label(pod, "role"))!;
+    const instance = Number(label(pod, "instance").split("-").at(-1));
+    const protectedUnit = group < c.groupPartition || (c.strategy === "RoleRollingUpdate" && instance < role.partition);
+    // Below the partition a unit keeps what it runs: its revision (group strategy) or its role
+    // spec (role strategy, where an unchanged role may be rebuilt from an equal newer revision).
+    if (protectedUnit && c.strategy === "ServingGroupRollingUpdate") assert.equal(label(pod, "revision"), v1, `${pod.metadata.name} below the partition left ${v1}`);
+    if (protectedUnit && c.strategy === "RoleRollingUpdate") assert.equal(pod.spec.containers[0]?.image, `${role.name}:v1`, `${pod.metadata.name} below the partition was updated`);
+    if (c.strategy === "RoleRollingUpdate") assert.ok(instance < role.replicas + (role.maxUnavailable === 0 ? 1 : role.maxSurge), `${pod.metadata.name} beyond replicas + maxSurge`);
+  }
+}
+
+function runCase(c: Case): void {
+  const cluster = idealCluster(manifest(c));
+  for (let round = 0; round < 40 && plan(observe(cluster), NOW).actions.length > 0; round++) apply(cluster, plan(observe(cluster), NOW).actions);
+  const v1: string = cluster.modelServing.status.currentRevision;
+  c.roles.forEach((r, index) => {
+    if (c.changed[index] !== true && index > 0) return;
+    const role = cluster.modelServing.spec.template.roles[index];
+    role.entryTemplate = { spec: { containers: [{ name: "c", image: `${r.name}:v2` }] } };
+  });
+  let faulted = false;
+  for (let round = 0; round < 200; round++) {
+    const { actions } = plan(observe(cluster), NOW + round * 1000);
+    apply(cluster, actions);
+    for (const fault of c.faults.filter((f) => f.round === round)) {
+      const pods = [...cluster.pods.values()];
+      const victim = pods[fault.pick % Math.max(1, pods.length)];
+      if (victim === undefined) continue;
+      faulted = true;
+      if (fault.kind === "delete") cluster.pods.delete(victim.metadata.name);
+      else victim.status = { ...victim.status, phase: "Failed" };
+    }
+    checkSafety(cluster, c, v1);
+    if (!faulted) checkBudgets(cluster, c);
+    if (actions.length === 0 && round > Math.max(0, ...c.faults.map((f) => f.round))) break;
+  }
+  // Liveness: faults have stopped; every unit the rollout may move runs the update revision.
+  const status = cluster.modelServing.status;
+  const changedRoles = new Set(c.roles.filter((_, index) => index === 0 || c.changed[index] === true).map((r) => r.name));
+  for (const pod of cluster.pods.values()) {
+    const group = Number(label(pod, "group"));
+    const role = c.roles.find((r) => r.name === label(pod, "role"))!;
+    const instance = Number(label(pod, "instance").split("-").at(-1));
+    const movable = group >= c.groupPartition && (c.strategy !== "RoleRollingUpdate" || instance >= role.partition);
+    if (!movable) continue;
+    const why = `${pod.metadata.name} still old after faults stopped (${JSON.stringify(status.conditions)})`;
+    if (c.strategy === "ServingGroupRollingUpdate") assert.equal(label(pod, "revision"), status.updateRevision, why);
+    if (pod.metadata.name.endsWith("-0")) assert.equal(pod.spec.containers[0]?.image, `${role.name}:${changedRoles.has(role.name) ? "v2" : "v1"}`, why);
+  }
+  assert.deepEqual(plan(observe(cluster), NOW + 10_000_000).actions, [], "not converged");
+}
+
+describe("rollout properties (idealized cluster)", () => {
+  it("budgets and partitions hold after every plan; every rollout completes once faults stop", () => {
+    fc.assert(fc.property(caseArb, runCase), { seed: SEED, numRuns: RUNS });
+  });
+});
