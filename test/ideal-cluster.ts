@@ -1,6 +1,11 @@
 /**
  * A minimal, idealized cluster for unit tests of `plan`: applies actions instantly and makes every
  * pod Running and Ready at once. No scheduler, no lag, no faults — the simulator covers those.
+ *
+ * In-place image changes (`PatchPodImages`) restart the changed containers at once: their status
+ * gets the new image, a new containerID and imageID, and one more restart; an image listed in
+ * `badImages` never becomes ready (CrashLoopBackOff). Pod writes bump the pod's resourceVersion,
+ * and a write conditional on another version is dropped, as the API server would refuse it.
  */
 import type { Pod, Service } from "../src/api/kube.ts";
 import type { Action } from "../src/core/actions.ts";
@@ -13,10 +18,14 @@ export interface IdealCluster {
   services: Map<string, Service>;
   revisions: Map<string, Record<string, any>>;
   uidCounter: number;
+  /** Images whose containers crash-loop after an in-place patch. */
+  badImages: Set<string>;
+  /** Actions dropped because their resourceVersion precondition failed. */
+  conflicts: number;
 }
 
 export function idealCluster(modelServing: Record<string, any>): IdealCluster {
-  return { modelServing: { ...structuredClone(modelServing), metadata: { namespace: "ns", uid: "ms-uid", generation: 1, ...modelServing.metadata } }, pods: new Map(), services: new Map(), revisions: new Map(), uidCounter: 0 };
+  return { modelServing: { ...structuredClone(modelServing), metadata: { namespace: "ns", uid: "ms-uid", generation: 1, ...modelServing.metadata } }, pods: new Map(), services: new Map(), revisions: new Map(), uidCounter: 0, badImages: new Set(), conflicts: 0 };
 }
 
 export function observe(cluster: IdealCluster): Observed {
@@ -33,7 +42,37 @@ export function readyPod(pod: Pod, serving: boolean): Pod {
     { type: "Ready", status: serving ? ("True" as const) : ("False" as const), lastTransitionTime: T0 },
     ...(serving ? [{ type: "tandem.dev/serving", status: "True" as const, lastTransitionTime: T0 }] : []),
   ];
-  return { ...pod, status: { phase: "Running", conditions, containerStatuses: pod.spec.containers.map((c) => ({ name: c.name, image: c.image, ready: true, restartCount: 0 })) } };
+  const uid = pod.metadata.uid ?? "";
+  return { ...pod, status: { phase: "Running", conditions, containerStatuses: pod.spec.containers.map((c) => ({ name: c.name, image: c.image, imageID: `sha:${c.image}`, containerID: `ctr://${uid}/${c.name}/0`, ready: true, restartCount: 0 })) } };
+}
+
+/** The pod after its changed containers restarted on their new images (see the module comment). */
+function patchImages(cluster: IdealCluster, pod: Pod, images: Readonly<Record<string, string>>): void {
+  pod.spec.containers = pod.spec.containers.map((c) => (images[c.name] === undefined ? c : { ...c, image: images[c.name]! }));
+  const statuses = (pod.status?.containerStatuses ?? []).map((status) => {
+    const image = images[status.name];
+    if (image === undefined) return status;
+    const restartCount = status.restartCount + 1;
+    const restarted = { ...status, image, imageID: `sha:${image}`, containerID: `ctr://${pod.metadata.uid ?? ""}/${status.name}/${restartCount}`, restartCount };
+    return cluster.badImages.has(image) ? { ...restarted, ready: false, state: { waiting: { reason: "CrashLoopBackOff" } } } : { ...restarted, ready: true, state: { running: {} } };
+  });
+  const ready = statuses.every((status) => status.ready);
+  const others = (pod.status?.conditions ?? []).filter((c) => c.type !== "ContainersReady" && c.type !== "Ready");
+  const serving = others.some((c) => c.type === "tandem.dev/serving" && c.status === "True");
+  const readiness = [{ type: "ContainersReady", status: ready ? ("True" as const) : ("False" as const), lastTransitionTime: T0 }, { type: "Ready", status: ready && serving ? ("True" as const) : ("False" as const), lastTransitionTime: T0 }];
+  pod.status = { ...pod.status, containerStatuses: statuses, conditions: [...others, ...readiness] };
+}
+
+/** A pod write: dropped (counted) when conditional on a version the pod is no longer at. */
+function podWrite(cluster: IdealCluster, name: string, resourceVersion: string | undefined, write: (pod: Pod) => void): void {
+  const pod = cluster.pods.get(name);
+  if (pod === undefined) return;
+  if (resourceVersion !== undefined && pod.metadata.resourceVersion !== resourceVersion) {
+    cluster.conflicts += 1;
+    return;
+  }
+  write(pod);
+  pod.metadata.resourceVersion = String(Number(pod.metadata.resourceVersion ?? "0") + 1);
 }
 
 export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
@@ -45,19 +84,28 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
       case "WriteStatus": cluster.modelServing.status = structuredClone(action.status); break;
       case "CreatePod": cluster.pods.set(action.pod.metadata.name, readyPod({ ...structuredClone(action.pod), metadata: { ...action.pod.metadata, uid: `uid-${++cluster.uidCounter}`, resourceVersion: "1" } }, false)); break;
       case "DeletePod": cluster.pods.delete(action.name); break;
-      case "AnnotatePod": {
-        const pod = cluster.pods.get(action.name)!;
-        const merged = { ...pod.metadata.annotations, ...action.annotations };
-        pod.metadata.annotations = Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
+      case "AnnotatePod":
+        podWrite(cluster, action.name, undefined, (pod) => {
+          const merged = { ...pod.metadata.annotations, ...action.annotations };
+          pod.metadata.annotations = Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
+          if (action.labels !== undefined) pod.metadata.labels = { ...pod.metadata.labels, ...action.labels };
+        });
         break;
-      }
-      case "SetPodCondition": {
-        const pod = cluster.pods.get(action.name)!;
-        const others = (pod.status?.conditions ?? []).filter((c) => c.type !== action.condition.type && c.type !== "Ready");
-        const ready = action.condition.status === "True";
-        pod.status = { ...pod.status, conditions: [...others, action.condition, { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 }] };
+      case "PatchPodImages":
+        podWrite(cluster, action.name, action.resourceVersion, (pod) => {
+          const merged = { ...pod.metadata.annotations, ...action.annotations };
+          pod.metadata.annotations = Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
+          patchImages(cluster, pod, action.images);
+        });
         break;
-      }
+      case "SetPodCondition":
+        podWrite(cluster, action.name, action.resourceVersion, (pod) => {
+          const others = (pod.status?.conditions ?? []).filter((c) => c.type !== action.condition.type && c.type !== "Ready");
+          const containersReady = others.some((c) => c.type === "ContainersReady" && c.status === "True");
+          const ready = action.condition.status === "True" && containersReady;
+          pod.status = { ...pod.status, conditions: [...others, action.condition, { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 }] };
+        });
+        break;
       case "CreateService": cluster.services.set(action.service.metadata.name, { ...structuredClone(action.service), metadata: { ...action.service.metadata, uid: `uid-${++cluster.uidCounter}` } }); break;
       case "DeleteService": cluster.services.delete(action.name); break;
       case "RecordEvent": break;

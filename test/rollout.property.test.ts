@@ -19,7 +19,7 @@ const roleArb = (name: string) =>
   fc.record({ name: fc.constant(name), replicas: fc.integer({ min: 1, max: 4 }), workerReplicas: fc.integer({ min: 0, max: 1 }), maxUnavailable: fc.integer({ min: 0, max: 2 }), maxSurge: fc.integer({ min: 0, max: 1 }), partition: fc.integer({ min: 0, max: 2 }) });
 
 const caseArb = fc.record({
-  strategy: fc.constantFrom("ServingGroupRollingUpdate", "RoleRollingUpdate"),
+  strategy: fc.constantFrom("ServingGroupRollingUpdate", "RoleRollingUpdate", "InPlaceUpdate"),
   replicas: fc.integer({ min: 1, max: 4 }),
   groupMaxUnavailable: fc.integer({ min: 1, max: 2 }),
   groupMaxSurge: fc.integer({ min: 0, max: 1 }),
@@ -41,7 +41,8 @@ function manifest(c: Case): Record<string, any> {
     // Role budgets apply only under RoleRollingUpdate; never both 0.
     ...(roleRolling ? { maxUnavailable: r.maxUnavailable, maxSurge: r.maxUnavailable === 0 ? 1 : r.maxSurge, partition: r.partition } : {}),
   }));
-  const group = roleRolling ? { maxUnavailable: c.groupMaxUnavailable, partition: c.groupPartition } : { maxUnavailable: c.groupMaxUnavailable, maxSurge: c.groupMaxSurge, partition: c.groupPartition };
+  // Neither RoleRollingUpdate nor InPlaceUpdate surges groups.
+  const group = c.strategy === "ServingGroupRollingUpdate" ? { maxUnavailable: c.groupMaxUnavailable, maxSurge: c.groupMaxSurge, partition: c.groupPartition } : { maxUnavailable: c.groupMaxUnavailable, partition: c.groupPartition };
   return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: { replicas: c.replicas, drain: { timeoutSeconds: 0 }, recoveryPolicy: "RoleRecreate", rolloutStrategy: { type: c.strategy, rollingUpdateConfiguration: group }, template: { roles } } };
 }
 
@@ -93,7 +94,7 @@ function checkSafety(cluster: IdealCluster, c: Case, v1: string): void {
     const protectedUnit = group < c.groupPartition || (c.strategy === "RoleRollingUpdate" && instance < role.partition);
     // Below the partition a unit keeps what it runs: its revision (group strategy) or its role
     // spec (role strategy, where an unchanged role may be rebuilt from an equal newer revision).
-    if (protectedUnit && c.strategy === "ServingGroupRollingUpdate") assert.equal(label(pod, "revision"), v1, `${pod.metadata.name} below the partition left ${v1}`);
+    if (protectedUnit && c.strategy !== "RoleRollingUpdate") assert.equal(label(pod, "revision"), v1, `${pod.metadata.name} below the partition left ${v1}`);
     if (protectedUnit && c.strategy === "RoleRollingUpdate") assert.equal(pod.spec.containers[0]?.image, `${role.name}:v1`, `${pod.metadata.name} below the partition was updated`);
     if (c.strategy === "RoleRollingUpdate") assert.ok(instance < role.replicas + (role.maxUnavailable === 0 ? 1 : role.maxSurge), `${pod.metadata.name} beyond replicas + maxSurge`);
   }
@@ -103,6 +104,7 @@ function runCase(c: Case): void {
   const cluster = idealCluster(manifest(c));
   for (let round = 0; round < 40 && plan(observe(cluster), NOW).actions.length > 0; round++) apply(cluster, plan(observe(cluster), NOW).actions);
   const v1: string = cluster.modelServing.status.currentRevision;
+  const uidsBefore = [...cluster.pods.values()].map((p) => p.metadata.uid).sort();
   c.roles.forEach((r, index) => {
     if (c.changed[index] !== true && index > 0) return;
     const role = cluster.modelServing.spec.template.roles[index];
@@ -134,10 +136,12 @@ function runCase(c: Case): void {
     const movable = group >= c.groupPartition && (c.strategy !== "RoleRollingUpdate" || instance >= role.partition);
     if (!movable) continue;
     const why = `${pod.metadata.name} still old after faults stopped (${JSON.stringify(status.conditions)})`;
-    if (c.strategy === "ServingGroupRollingUpdate") assert.equal(label(pod, "revision"), status.updateRevision, why);
+    if (c.strategy !== "RoleRollingUpdate") assert.equal(label(pod, "revision"), status.updateRevision, why);
     if (pod.metadata.name.endsWith("-0")) assert.equal(pod.spec.containers[0]?.image, `${role.name}:${changedRoles.has(role.name) ? "v2" : "v1"}`, why);
   }
   assert.deepEqual(plan(observe(cluster), NOW + 10_000_000).actions, [], "not converged");
+  // In place, an image-only update without faults keeps every pod.
+  if (c.strategy === "InPlaceUpdate" && !faulted) assert.deepEqual([...cluster.pods.values()].map((p) => p.metadata.uid).sort(), uidsBefore, "an in-place update recreated pods");
 }
 
 describe("rollout properties (idealized cluster)", () => {

@@ -24,6 +24,14 @@ export const LABEL_REVISION_HASH = "tandem.dev/revision-hash";
 export const ANNOTATION_DRAINING = "tandem.dev/draining";
 /** `"true"` once the router has no request left on the pod (DESIGN §3). */
 export const ANNOTATION_DRAINED = "tandem.dev/drained";
+/**
+ * In-place update progress on a pod (DESIGN §2.10, §4), JSON
+ * `{"from":"<revision>","to":"<revision>","phase":"Draining"|"Patched"|"Stalled","containerIDs":{"<container>":"<id>"}}`:
+ * the revisions the pod moves between, how far it got, and, from `Patched` on, the containerIDs
+ * its patched containers had before the patch (the baseline that proves a restart). Reserved
+ * prefix: validation rejects it in templates and the revision projection strips it.
+ */
+export const ANNOTATION_IN_PLACE = "tandem.dev/inplace";
 /** On ControllerRevisions: the data format version. */
 export const ANNOTATION_REVISION_FORMAT = "tandem.dev/revision-format";
 /** On ControllerRevisions: the collision count the hash was computed with; absent means 0. */

@@ -3,7 +3,9 @@
 import { Command, CommanderError } from "commander";
 import { registerCrd } from "./crd.ts";
 import { registerDemo } from "./demo.ts";
+import { registerPlan } from "./plan.ts";
 import { registerRevision } from "./revision.ts";
+import { registerSimulate } from "./simulate.ts";
 import { registerValidate } from "./validate.ts";
 
 export function buildProgram(): Command {
@@ -14,7 +16,9 @@ export function buildProgram(): Command {
   registerValidate(program);
   registerCrd(program);
   registerRevision(program);
+  registerPlan(program);
   registerDemo(program);
+  registerSimulate(program);
   return program;
 }
 

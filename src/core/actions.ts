@@ -31,8 +31,18 @@ export type Action =
   | { readonly type: "CreatePod"; readonly pod: Pod }
   /** Delete with a UID precondition, so a pod re-created under the same name is never hit. */
   | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number }
-  /** Set (string) or remove (null) pod annotations; UID precondition as for deletion. */
-  | { readonly type: "AnnotatePod"; readonly name: string; readonly uid: string; readonly annotations: Readonly<Record<string, string | null>> }
+  /**
+   * Set (string) or remove (null) pod annotations and, when given, labels, in one write; UID
+   * precondition as for deletion.
+   */
+  | { readonly type: "AnnotatePod"; readonly name: string; readonly uid: string; readonly annotations: Readonly<Record<string, string | null>>; readonly labels?: Readonly<Record<string, string>> }
+  /**
+   * In-place update (DESIGN §2.10): set the image of each named regular container (`images`:
+   * container name → image) and the pod `annotations` in one write, so the progress record and the
+   * patch land together. `resourceVersion` is the version the plan saw (the baseline containerIDs
+   * in the annotations were read at it); a newer pod makes it a Conflict and a requeue.
+   */
+  | { readonly type: "PatchPodImages"; readonly name: string; readonly uid: string; readonly resourceVersion: string; readonly images: Readonly<Record<string, string>>; readonly annotations: Readonly<Record<string, string | null>> }
   /**
    * Set one condition in the pod's status (the serving readiness gate), keeping the others;
    * `resourceVersion` is the version the plan saw, so a concurrent kubelet write causes a

@@ -12,7 +12,7 @@
  *
  * A drain that is no longer needed is cancelled: annotations removed, gate restored.
  */
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, SERVING_GATE } from "../api/wellknown.ts";
 import type { Action, DeleteReason } from "./actions.ts";
 import { areContainersReady, drainingSinceMs, isDrained, isServing, isTerminating, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
@@ -25,7 +25,8 @@ export function rfc3339(nowMs: number): string {
   return new Date(Math.floor(nowMs / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
 
-function setServing(view: PodView, status: "True" | "False", reason: string, nowMs: number): Action {
+/** Sets the pod's serving gate, conditional on the resourceVersion the plan saw. */
+export function setServing(view: PodView, status: "True" | "False", reason: string, nowMs: number): Action {
   return {
     type: "SetPodCondition",
     name: view.pod.metadata.name,
@@ -42,6 +43,11 @@ export interface DrainStep {
   readonly recheckAtMs: number | undefined;
 }
 
+/** The outcome of one step of a drain: its actions, and whether the unit may now be disrupted. */
+export interface DrainProgress extends DrainStep {
+  readonly drained: boolean;
+}
+
 /**
  * Plans the next step of deleting `pods` (the pods of one unit) on purpose. Pods already being
  * deleted are left alone; `unitLabel` names the unit in events.
@@ -49,39 +55,60 @@ export interface DrainStep {
 export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSeconds: number, reason: DeleteReason, unitLabel: string, nowMs: number): DrainStep {
   const live = pods.filter((view) => !isTerminating(view.pod));
   if (live.length === 0) return { actions: [], recheckAtMs: undefined };
+  const step = planDrain(live, drainTimeoutSeconds, { unitLabel, consequence: "deleting anyway" }, nowMs);
+  if (!step.drained) return step;
+  const deletions = live.map((view): Action => ({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason }));
+  return { actions: [...step.actions, ...deletions], recheckAtMs: undefined };
+}
+
+/**
+ * Steps 1 and 2 of a drain of `live` (the live pods of one unit): marks the unmarked ones (with
+ * `extraAnnotations` of each pod in the same write), and says whether the wait is over. On a
+ * timeout it records DrainTimeout naming the unit and saying what happens next (`consequence`).
+ */
+export function planDrain(
+  live: readonly PodView[],
+  drainTimeoutSeconds: number,
+  timeout: { readonly unitLabel: string; readonly consequence: string },
+  nowMs: number,
+  extraAnnotations: (view: PodView) => Readonly<Record<string, string>> = () => ({}),
+): DrainProgress {
   const actions: Action[] = [];
   for (const view of live) {
     if (drainingSinceMs(view.pod) !== undefined) continue;
     // The gate first: its write carries the resourceVersion the plan saw, which the annotation
     // write would change.
     if (isServing(view.pod)) actions.push(setServing(view, "False", DRAINING_REASON, nowMs));
-    actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { [ANNOTATION_DRAINING]: rfc3339(nowMs) } });
+    actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { ...extraAnnotations(view), [ANNOTATION_DRAINING]: rfc3339(nowMs) } });
   }
   // Only entries that took traffic need the router's ack: a pod whose gate never opened has no
-  // request on it. The gate reason "Draining" (set below) remembers that it was serving.
+  // request on it. The gate reason "Draining" (set above) remembers that it was serving.
   const entries = live.filter((view) => view.id.index === 0 && (isServing(view.pod) || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON));
   const deadlines = entries.map((view) => (drainingSinceMs(view.pod) ?? nowMs) + drainTimeoutSeconds * 1000);
   const waiting = entries.filter((view, index) => drainTimeoutSeconds > 0 && !isDrained(view.pod) && nowMs < (deadlines[index] ?? nowMs));
-  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...deadlines) };
+  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...deadlines), drained: false };
   const timedOut = entries.filter((view) => drainTimeoutSeconds > 0 && !isDrained(view.pod));
   if (timedOut.length > 0) {
     actions.push({
       type: "RecordEvent",
       eventType: "Warning",
       reason: "DrainTimeout",
-      message: `${unitLabel}: ${timedOut.map((view) => view.pod.metadata.name).join(", ")} not drained after ${drainTimeoutSeconds}s; deleting anyway, requests still running on it are cut`,
+      message: `${timeout.unitLabel}: ${timedOut.map((view) => view.pod.metadata.name).join(", ")} not drained after ${drainTimeoutSeconds}s; ${timeout.consequence}, requests still running on it are cut`,
     });
   }
-  for (const view of live) actions.push({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason });
-  return { actions, recheckAtMs: undefined };
+  return { actions, recheckAtMs: undefined, drained: true };
 }
 
-/** Undoes a drain that is no longer needed: annotations removed, gate restored when ready. */
+/**
+ * Undoes a drain that is no longer needed: annotations removed (an in-place update's progress mark
+ * too), gate restored when ready.
+ */
 export function cancelDrain(view: PodView, nowMs: number): Action[] {
   const annotations = view.pod.metadata.annotations ?? {};
-  if (isTerminating(view.pod) || (annotations[ANNOTATION_DRAINING] === undefined && annotations[ANNOTATION_DRAINED] === undefined)) return [];
+  const present = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE].filter((key) => annotations[key] !== undefined);
+  if (isTerminating(view.pod) || present.length === 0) return [];
   const gate = areContainersReady(view.pod) && !isServing(view.pod) ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
-  return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { [ANNOTATION_DRAINING]: null, [ANNOTATION_DRAINED]: null } }];
+  return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])) }];
 }
 
 /** Opens the gate of a pod whose containers are ready and that is not draining. */

@@ -18,6 +18,7 @@ import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import { isPodReady, isTerminating } from "./health.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";
+import { readProgress } from "./inplace.ts";
 import type { PodIdentity } from "./identity.ts";
 import { buildPod } from "./pods.ts";
 import type { Revision } from "./pods.ts";
@@ -84,14 +85,18 @@ export function noDuplicatePods(pods: readonly Pod[]): string[] {
 // podsMatchTheirRevision
 
 /**
- * Each pod's spec is what its revision label builds (`buildPod`), ignoring the fields others set
- * after creation (`nodeName` by the scheduler). A pod whose revision is unknown is a violation.
+ * Each pod's spec is what its revision builds (`buildPod`), ignoring the fields others set after
+ * creation (`nodeName` by the scheduler). The revision is the pod's label, except during an
+ * in-place update past its patch (progress phase `Patched` or `Stalled`, `core/inplace.ts`): then
+ * the spec already is the target's and the label follows at the finish. A pod whose revision is
+ * unknown is a violation.
  */
 export function podsMatchTheirRevision(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): string[] {
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
   const violations: string[] = [];
   for (const { pod, id } of placed) {
-    const name = pod.metadata.labels?.[LABEL_REVISION] ?? "";
+    const progress = readProgress(pod);
+    const name = progress !== undefined && progress.phase !== "Draining" ? progress.to : (pod.metadata.labels?.[LABEL_REVISION] ?? "");
     const revision = revisions.get(name);
     if (revision === undefined) {
       violations.push(`pod ${pod.metadata.name} names revision "${name}", which does not exist`);
@@ -155,23 +160,30 @@ export function instanceAvailable(pods: readonly PlacedPod[] | undefined, role: 
   return true;
 }
 
-/** Available instances of `role` in `group`, any ordinal (surge instances count as capacity). */
-export function availableInstances(group: number, role: Role, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName): number {
-  let count = 0;
-  for (const [key, pods] of byUnit) {
-    if (!key.startsWith(`${group}/${role.name}-`)) continue;
-    if (instanceAvailable(pods, role, revisions)) count += 1;
+/** Available instances per `<group>/<role>`, any ordinal (surge instances count as capacity). */
+export type AvailableCounts = ReadonlyMap<string, number>;
+
+/** Counts available instances per group and role in one pass over the instances. */
+export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName): AvailableCounts {
+  const roles = new Map(ms.spec.template.roles.map((role) => [role.name, role]));
+  const counts = new Map<string, number>();
+  for (const pods of byUnit.values()) {
+    const id = pods[0]?.id;
+    if (id === undefined || !instanceAvailable(pods, roles.get(id.role), revisions)) continue;
+    const key = `${id.group}/${id.role}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
   }
-  return count;
+  return counts;
 }
 
 /** Every role of the group has at least its desired number of available instances. */
-export function groupAvailable(ms: ModelServing, group: number, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName): boolean {
-  return ms.spec.template.roles.every((role) => availableInstances(group, role, byUnit, revisions) >= role.replicas);
+export function groupAvailable(ms: ModelServing, group: number, counts: AvailableCounts): boolean {
+  return ms.spec.template.roles.every((role) => (counts.get(`${group}/${role.name}`) ?? 0) >= role.replicas);
 }
 
-function groupsWithPods(byUnit: ReadonlyMap<string, readonly PlacedPod[]>): number[] {
-  return [...new Set([...byUnit.values()].flatMap((pods) => pods.map((entry) => entry.id.group)))].sort((a, b) => a - b);
+/** Groups with at least one available instance of some role, ascending. */
+function groupsWithCapacity(counts: AvailableCounts): number[] {
+  return [...new Set([...counts.keys()].map((key) => Number(key.slice(0, key.indexOf("/")))))].sort((a, b) => a - b);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -184,10 +196,9 @@ function groupsWithPods(byUnit: ReadonlyMap<string, readonly PlacedPod[]>): numb
  * maxUnavailable`. Only groups in `judged` (groups that had been available; never one still being
  * created) count as unavailable.
  */
-export function groupBudget(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName, judged: ReadonlySet<number>): string[] {
+export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>): string[] {
   const budget = resolveGroupBudget(ms.spec);
-  const groups = groupsWithPods(byUnit);
-  const available = groups.filter((group) => groupAvailable(ms, group, byUnit, revisions));
+  const available = groupsWithCapacity(counts).filter((group) => groupAvailable(ms, group, counts));
   const missing = [...judged].filter((group) => group < ms.spec.replicas && !available.includes(group)).sort((a, b) => a - b);
   const unavailable = Math.min(missing.length, ms.spec.replicas - Math.min(ms.spec.replicas, available.length));
   if (unavailable <= budget.maxUnavailable) return [];
@@ -199,13 +210,13 @@ export function groupBudget(ms: ModelServing, byUnit: ReadonlyMap<string, readon
  * available instances (surge instances count). Only `(group, role)` pairs in `judged` (that had
  * reached their desired available count) are judged.
  */
-export function roleBudget(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName, judged: ReadonlySet<string>): string[] {
+export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<string>): string[] {
   const violations: string[] = [];
   for (let group = 0; group < ms.spec.replicas; group++) {
     for (const role of ms.spec.template.roles) {
       if (!judged.has(`${group}/${role.name}`)) continue;
       const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
-      const available = availableInstances(group, role, byUnit, revisions);
+      const available = counts.get(`${group}/${role.name}`) ?? 0;
       if (available < floor) violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than ${floor} (replicas ${role.replicas} − maxUnavailable)`);
     }
   }
@@ -294,10 +305,10 @@ export function availablePending(ms: ModelServing, placed: readonly PlacedPod[],
   const generation = ms.metadata.generation ?? 0;
   if (condition?.status !== "True") reasons.push(`${ms.metadata.name}: condition Available is ${condition?.status ?? "absent"}${condition?.message === undefined ? "" : ` (${condition.message})`}`);
   else if (condition.observedGeneration !== undefined && condition.observedGeneration !== generation) reasons.push(`${ms.metadata.name}: condition Available is for generation ${condition.observedGeneration}, not ${generation}`);
-  const byUnit = podsByInstance(placed);
+  const counts = availableCounts(ms, podsByInstance(placed), revisions);
   for (let group = 0; group < ms.spec.replicas; group++) {
     for (const role of ms.spec.template.roles) {
-      const available = availableInstances(group, role, byUnit, revisions);
+      const available = counts.get(`${group}/${role.name}`) ?? 0;
       if (available < role.replicas) reasons.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} of ${role.replicas} instance(s) available`);
     }
   }

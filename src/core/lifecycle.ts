@@ -11,8 +11,11 @@ import { hasStarted, podFailure, range } from "./health.ts";
 import { instanceId, serviceName } from "./identity.ts";
 import type { InstanceState, Layout } from "./instances.ts";
 import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
+import type { Ineligible } from "./inplace.ts";
+import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
 import { buildPod, buildService } from "./pods.ts";
+import type { Revision } from "./pods.ts";
 import type { Revisions } from "./revisions.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
@@ -21,10 +24,12 @@ export interface Work {
   recheckAtMs: number | undefined;
   /** Reasons some units cannot be acted on because a revision they depend on is unreadable. */
   readonly unreadable: string[];
+  /** Instances an in-place update must leave alone: their change is more than images. */
+  readonly ineligible: Ineligible[];
 }
 
 export function newWork(): Work {
-  return { actions: [], recheckAtMs: undefined, unreadable: [] };
+  return { actions: [], recheckAtMs: undefined, unreadable: [], ineligible: [] };
 }
 
 export function recheckAt(work: Work, atMs: number | undefined): void {
@@ -35,6 +40,8 @@ interface Context {
   readonly model: Model;
   readonly nowMs: number;
   readonly work: Work;
+  /** Resolves a revision name for `label`, reporting an unreadable one. */
+  readonly resolve: (name: string, label: string) => Revision | undefined;
 }
 
 /**
@@ -43,8 +50,8 @@ interface Context {
  * still has pods (workers being drained still resolve their entry).
  */
 export function planLifecycle(model: Model, revisions: Revisions, layout: Layout, nowMs: number, work: Work): InstanceState[] {
-  const context = { model, nowMs, work };
   const resolve = resolver(revisions, work.unreadable);
+  const context = { model, nowMs, work, resolve };
   const neededServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
     if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);
@@ -100,7 +107,8 @@ function planGroup(context: Context, group: number, states: readonly InstanceSta
  * replaced is not broken: its pods go away on purpose.
  */
 function isBroken(context: Context, state: InstanceState): boolean {
-  if (state.replacing) return false;
+  // In place, the pods of a unit being moved stay: their failures are recovered like any other.
+  if (state.replacing && !isInPlace(context)) return false;
   const { health } = state;
   if (failedPods(context, health.live).length > 0) return true;
   const incomplete = health.absent.length > 0 || health.terminating.length > 0;
@@ -110,6 +118,9 @@ function isBroken(context: Context, state: InstanceState): boolean {
 function failedPods(context: Context, pods: readonly PodView[]): PodView[] {
   const graceSeconds = context.model.ms.spec.template.restartGracePeriodSeconds;
   return pods.filter((view) => {
+    // Restarts onto a new image in place are judged by the in-place verification (a bad image
+    // stalls the update; it is not recovered by recreating the pod).
+    if (isInPlaceRestart(view.pod)) return false;
     const verdict = podFailure(view.pod, graceSeconds, context.nowMs);
     if (!verdict.failed) recheckAt(context.work, verdict.recheckAtMs);
     return verdict.failed;
@@ -120,8 +131,13 @@ function planInstance(context: Context, state: InstanceState): void {
   const { work, nowMs, model } = context;
   const { health } = state;
   const label = `${instanceId(state.role, state.instance)} of group ${state.group}`;
-  if (state.replacing) {
-    const step = planDrainedDeletion(health.live, model.ms.spec.drain.timeoutSeconds, "Update", `${label} (replacing ${state.running?.name ?? "?"} with ${state.target.name})`, nowMs);
+  const inPlace = isInPlace(context);
+  // Images patched in place by an update the user switched away from: the user asked for pods to
+  // be replaced, so they are.
+  const abandoned = !inPlace && health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
+  if ((state.replacing && !inPlace) || abandoned) {
+    const why = abandoned && !state.replacing ? "in-place update abandoned" : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
+    const step = planDrainedDeletion(health.live, model.ms.spec.drain.timeoutSeconds, "Update", `${label} (${why})`, nowMs);
     work.actions.push(...step.actions);
     recheckAt(work, step.recheckAtMs);
     return;
@@ -135,7 +151,19 @@ function planInstance(context: Context, state: InstanceState): void {
     return;
   }
   createAbsent(context, state);
+  const lookup = (name: string) => context.resolve(name, label);
+  if (inPlace && movesInPlace(health.live, state.target, lookup)) {
+    const step = planInPlace({ model, nowMs, lookup }, state, health.live, state.target);
+    work.actions.push(...step.actions);
+    work.ineligible.push(...step.ineligible);
+    recheckAt(work, step.recheckAtMs);
+    return;
+  }
   for (const view of health.live) work.actions.push(...cancelDrain(view, nowMs), ...openGate(view, nowMs));
+}
+
+function isInPlace(context: Context): boolean {
+  return context.model.ms.spec.rolloutStrategy.type === "InPlaceUpdate";
 }
 
 function deleteForRecovery(context: Context, victims: readonly PodView[], message: string): void {

@@ -23,6 +23,8 @@ import { range } from "./health.ts";
 import type { InstanceState, Layout } from "./instances.ts";
 import { desiredInstanceStates, isAtUpdate, resolver, sameSpec } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
+import type { Ineligible } from "./inplace.ts";
+import { groupIneligibility } from "./inplace.ts";
 import { startPermits } from "./coordination.ts";
 import type { Model } from "./model.ts";
 import type { Revisions } from "./revisions.ts";
@@ -36,6 +38,8 @@ export interface RolloutDecision {
   readonly waiting: readonly string[];
   /** Why the rollout cannot proceed without a spec change, for RolloutBlocked; empty when it can. */
   readonly blocked: readonly string[];
+  /** Groups InPlaceUpdate refuses to move: their change is more than images (RolloutBlocked). */
+  readonly ineligible: readonly Ineligible[];
 }
 
 interface Scratch {
@@ -45,6 +49,7 @@ interface Scratch {
   readonly waiting: string[];
   /** Reasons the rollout cannot proceed without a spec change (condition RolloutBlocked). */
   readonly blocked: string[];
+  readonly ineligible: Ineligible[];
   readonly unreadable: string[];
 }
 
@@ -54,7 +59,7 @@ function recordKey(record: { group: number; role?: string | undefined; instance?
 
 /** Decides the layout for this plan from the stored one. */
 export function planRollout(model: Model, revisions: Revisions, base: Layout, unreadable: string[]): RolloutDecision {
-  const scratch: Scratch = { model, revisions, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], unreadable };
+  const scratch: Scratch = { model, revisions, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable };
   const strategy = model.ms.spec.rolloutStrategy;
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
@@ -62,7 +67,7 @@ export function planRollout(model: Model, revisions: Revisions, base: Layout, un
   const units = compact(scratch, currentName, surge);
   const layout: Layout = { groups: surge.groups, instances: surge.instances, units, currentName };
   const recordsChanged = currentName !== base.currentName || JSON.stringify(units) !== JSON.stringify(base.units);
-  return { layout, recordsChanged, waiting: scratch.waiting, blocked: scratch.blocked };
+  return { layout, recordsChanged, waiting: scratch.waiting, blocked: scratch.blocked, ineligible: scratch.ineligible };
 }
 
 interface Surge {
@@ -78,7 +83,11 @@ function permit(scratch: Scratch, record: UnitRecord): void {
   scratch.records.set(recordKey(record), record);
 }
 
-/** ServingGroupRollingUpdate: whole groups, group-level budgets and partition. */
+/**
+ * ServingGroupRollingUpdate and InPlaceUpdate: whole groups, group-level budgets and partition.
+ * In place, a group whose pods cannot move to the update revision by an image change alone gets
+ * no permit (it is refused, never recreated) and costs no budget.
+ */
 function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const { model, revisions } = scratch;
   const replicas = model.ms.spec.replicas;
@@ -103,7 +112,7 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const available = range(replicas + surgeGroups).filter((group) => groupAvailable(statesOf(layout, group), roles));
   let spare = available.length - (replicas - budget.maxUnavailable);
   // Unavailable outdated groups first (moving them costs nothing), then from the highest ordinal.
-  const order = [...outdated].sort((a, b) => Number(available.includes(a)) - Number(available.includes(b)) || b - a);
+  const order = movable(scratch, outdated, resolve).sort((a, b) => Number(available.includes(a)) - Number(available.includes(b)) || b - a);
   for (const group of order) {
     const free = !available.includes(group);
     if (!free && spare <= 0) break;
@@ -114,6 +123,17 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
     scratch.waiting.push(waitingMessage(available.length, replicas, budget, "ServingGroup(s)"));
   }
   return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
+}
+
+/** The outdated groups the strategy may move: all, except in place those it must refuse. */
+function movable(scratch: Scratch, outdated: readonly number[], resolve: ReturnType<typeof resolver>): number[] {
+  const { model, revisions } = scratch;
+  if (model.ms.spec.rolloutStrategy.type !== "InPlaceUpdate") return [...outdated];
+  return outdated.filter((group) => {
+    const refused = groupIneligibility(model, (name) => resolve(name, `group ${group}`), group, revisions.update);
+    scratch.ineligible.push(...refused);
+    return refused.length === 0;
+  });
 }
 
 /** Every role of the group has at least its desired number of available instances. */

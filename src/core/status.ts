@@ -11,6 +11,8 @@ import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./heal
 import { instanceId } from "./identity.ts";
 import type { InstanceState, Layout } from "./instances.ts";
 import { isAtUpdate } from "./instances.ts";
+import type { Ineligible } from "./inplace.ts";
+import { ineligibleCondition } from "./inplace.ts";
 import type { Work } from "./lifecycle.ts";
 import type { Model, PodView } from "./model.ts";
 import type { Revisions } from "./revisions.ts";
@@ -43,7 +45,7 @@ export function computeStatus(
   revisions: Revisions,
   layout: Layout,
   desired: readonly InstanceState[],
-  rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] },
+  rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[]; readonly ineligible: readonly Ineligible[] },
   work: Work,
   nowMs: number,
 ): ModelServingStatus {
@@ -52,6 +54,8 @@ export function computeStatus(
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
   const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout.waiting, desired)];
   if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", rollout.blocked));
+  const ineligible = [...rollout.ineligible, ...work.ineligible];
+  if (ineligible.length > 0) conditions.push({ type: "RolloutBlocked", status: "True", ...ineligibleCondition(ineligible) });
   if (work.unreadable.length > 0) conditions.push(listCondition("RevisionUnreadable", "RevisionUnreadable", "Paused what depends on an unreadable revision", work.unreadable));
   const firstRole = ms.spec.template.roles[0]?.name ?? "";
   return {
@@ -126,6 +130,7 @@ const ACTION_PHRASES: Readonly<Partial<Record<Action["type"], string>>> = {
   CreatePod: "creating pod(s)",
   DeletePod: "deleting pod(s)",
   AnnotatePod: "updating drain marks",
+  PatchPodImages: "patching container images in place",
   SetPodCondition: "updating serving gate(s)",
   CreateService: "creating Service(s)",
   DeleteService: "deleting Service(s)",

@@ -243,6 +243,31 @@ describe("executor", () => {
     assert.deepEqual(server.get(podRef("p0")).metadata.annotations, { keep: "1", added: "3" });
   });
 
+  it("annotates and relabels in one write when labels are given", async () => {
+    const { executor, target, client, server } = await setup();
+    const pod = await client.create(asObject(aPod("p0", { annotations: { "tandem.dev/inplace": "{}" } })));
+    const action: Action = { type: "AnnotatePod", name: "p0", uid: pod.metadata.uid ?? "", annotations: { "tandem.dev/inplace": null }, labels: { "tandem.dev/revision": "m-2" } };
+    assert.equal((await executor.execute(target(), [action])).applied, 1);
+    const stored = server.get(podRef("p0"));
+    assert.deepEqual([stored.metadata.annotations, stored.metadata.labels], [{}, { "tandem.dev/modelserving": "m", "tandem.dev/revision": "m-2" }]);
+  });
+
+  it("patches container images in place: the whole list as cached, only images changed, with the annotations, under the plan's resourceVersion", async () => {
+    const { executor, target, client, server, clock, informer } = await setup();
+    const spec = { containers: [{ name: "vllm", image: "vllm:v1", args: ["--tp", "8"] }, { name: "sidecar", image: "proxy:v1" }] };
+    const pod = await client.create({ ...asObject(aPod("p0")), spec: toJsonObject(spec) });
+    clock.advance(0);
+    const resourceVersion = informer.get("Pod", "default", "p0")?.metadata.resourceVersion ?? "";
+    const action: Action = { type: "PatchPodImages", name: "p0", uid: pod.metadata.uid ?? "", resourceVersion, images: { vllm: "vllm:v2" }, annotations: { "tandem.dev/inplace": '{"phase":"Patched"}' } };
+    assert.equal((await executor.execute(target(), [action])).applied, 1);
+    const stored = server.get(podRef("p0"));
+    assert.deepEqual(stored.spec?.["containers"], [{ name: "vllm", image: "vllm:v2", args: ["--tp", "8"] }, { name: "sidecar", image: "proxy:v1" }]);
+    assert.equal(stored.metadata.annotations?.["tandem.dev/inplace"], '{"phase":"Patched"}');
+
+    const stale = await executor.execute(target(), [action]);
+    assert.equal(stale.conflicts.length, 1, "the plan saw an older version");
+  });
+
   it("records events about the ModelServing or one of its pods", async () => {
     const { executor, target, server, clock } = await setup();
     const actions: Action[] = [

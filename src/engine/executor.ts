@@ -150,7 +150,9 @@ export class Executor {
       case "DeleteService":
         return this.#delete({ kind: "Service", namespace, name: action.name }, action.uid);
       case "AnnotatePod":
-        return this.#annotatePod(action.name, action.uid, action.annotations, namespace);
+        return this.#annotatePod(action, namespace);
+      case "PatchPodImages":
+        return this.#patchPodImages(action, namespace);
       case "SetPodCondition":
         return this.#setPodCondition(action, namespace);
       case "RecordEvent":
@@ -188,12 +190,43 @@ export class Executor {
     return { expectation: expectPatched(ref, uid, "status written", (object) => jsonEqual(object.status ?? {}, written)) };
   }
 
-  async #annotatePod(name: string, uid: string, annotations: Readonly<Record<string, string | null>>, namespace: string): Promise<{ expectation: Expectation }> {
+  /** Sets and removes annotations (and sets labels, when given) in one merge patch, UID precondition. */
+  async #annotatePod(action: Extract<Action, { type: "AnnotatePod" }>, namespace: string): Promise<{ expectation: Expectation }> {
+    const { name, uid, annotations, labels } = action;
     const ref = { kind: "Pod", namespace, name } as const;
-    await this.#ports.writer.patch(ref, { metadata: { uid, annotations: { ...annotations } } });
-    const shows = (object: KubeObject): boolean =>
-      Object.entries(annotations).every(([key, value]) => (object.metadata.annotations?.[key] ?? null) === value);
-    return { expectation: expectPatched(ref, uid, `annotations ${Object.keys(annotations).join(",")}`, shows) };
+    await this.#ports.writer.patch(ref, { metadata: { uid, annotations: { ...annotations }, ...(labels === undefined ? {} : { labels: { ...labels } }) } });
+    const shows = (object: KubeObject): boolean => showsMetadata(object, annotations, labels ?? {});
+    const what = [...Object.keys(annotations).map((key) => `annotation ${key}`), ...Object.keys(labels ?? {}).map((key) => `label ${key}`)].join(",");
+    return { expectation: expectPatched(ref, uid, what, shows) };
+  }
+
+  /**
+   * Sets container images in place (and the pod annotations that record the progress) in one
+   * merge patch. A merge patch replaces arrays whole, so the pod's whole container list goes, as
+   * the cache holds it at the version the plan saw, with only the named images changed, under
+   * that resourceVersion.
+   */
+  async #patchPodImages(action: Extract<Action, { type: "PatchPodImages" }>, namespace: string): Promise<{ expectation: Expectation }> {
+    const ref = { kind: "Pod", namespace, name: action.name } as const;
+    const { uid, resourceVersion, images, annotations } = action;
+    const cached = this.#cachedAt("Pod", namespace, action.name, uid, resourceVersion);
+    const listed = cached.spec?.["containers"];
+    const containers = (Array.isArray(listed) ? listed.filter(isJsonObject) : []).map((container) => {
+      const image = typeof container["name"] === "string" ? images[container["name"]] : undefined;
+      return image === undefined ? container : { ...container, image };
+    });
+    await this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, annotations: { ...annotations } }, spec: { containers } });
+    const shows = (object: KubeObject): boolean => showsImages(object, images) && showsMetadata(object, annotations, {});
+    return { expectation: expectPatched(ref, uid, `images ${Object.values(images).join(",")}`, shows) };
+  }
+
+  /** The cached object at exactly `uid` and `resourceVersion`, else Conflict (the server would refuse the same way). */
+  #cachedAt(kind: "Pod", namespace: string, name: string, uid: string, resourceVersion: string): KubeObject<"Pod"> {
+    const cached = this.#ports.reader.get(kind, namespace, name);
+    if (cached?.metadata.uid !== uid || cached.metadata.resourceVersion !== resourceVersion) {
+      throw new ApiError("Conflict", `pod "${name}" is no longer at uid ${uid}, resourceVersion ${resourceVersion} in the cache`);
+    }
+    return cached;
   }
 
   /**
@@ -203,11 +236,8 @@ export class Executor {
   async #setPodCondition(action: Extract<Action, { type: "SetPodCondition" }>, namespace: string): Promise<{ expectation: Expectation }> {
     const ref = { kind: "Pod", namespace, name: action.name } as const;
     const { uid, resourceVersion, condition } = action;
-    const cached = this.#ports.reader.get("Pod", namespace, action.name);
-    if (cached?.metadata.uid !== uid || cached.metadata.resourceVersion !== resourceVersion) {
-      // The cache has moved past what the plan saw; the server would refuse the same way.
-      throw new ApiError("Conflict", `pod "${action.name}" is no longer at uid ${uid}, resourceVersion ${resourceVersion} in the cache`);
-    }
+    // The cache has moved past what the plan saw when this throws: the server would refuse too.
+    const cached = this.#cachedAt("Pod", namespace, action.name, uid, resourceVersion);
     const conditions = withCondition(cached.status?.["conditions"], toJsonObject(condition));
     await this.#ports.writer.patchStatus(ref, { metadata: { uid, resourceVersion }, status: { conditions } });
     return { expectation: expectPatched(ref, uid, `condition ${condition.type}=${condition.status}`, (object) => showsCondition(object, condition)) };
@@ -271,6 +301,7 @@ function refOfAction(action: Action, target: PlanTarget): ObjectRef {
       return { kind: "ControllerRevision", namespace, name: action.name };
     case "DeletePod":
     case "AnnotatePod":
+    case "PatchPodImages":
     case "SetPodCondition":
       return { kind: "Pod", namespace, name: action.name };
     case "DeleteService":
@@ -296,6 +327,21 @@ function withCondition(conditions: JsonValue | undefined, condition: JsonObject)
   const index = list.findIndex((entry) => entry["type"] === condition["type"]);
   if (index === -1) return [...list, condition];
   return list.map((entry, i) => (i === index ? condition : entry));
+}
+
+/** The object's annotations and labels read as `annotations` and `labels` set them (null: absent). */
+function showsMetadata(object: KubeObject, annotations: Readonly<Record<string, string | null>>, labels: Readonly<Record<string, string>>): boolean {
+  return (
+    Object.entries(annotations).every(([key, value]) => (object.metadata.annotations?.[key] ?? null) === value) &&
+    Object.entries(labels).every(([key, value]) => object.metadata.labels?.[key] === value)
+  );
+}
+
+/** Every named container of the pod spec has its image from `images`. */
+function showsImages(object: KubeObject, images: Readonly<Record<string, string>>): boolean {
+  const containers = object.spec?.["containers"];
+  const list = Array.isArray(containers) ? containers.filter(isJsonObject) : [];
+  return Object.entries(images).every(([name, image]) => list.some((container) => container["name"] === name && container["image"] === image));
 }
 
 function showsCondition(object: KubeObject, condition: PodCondition): boolean {

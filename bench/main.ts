@@ -1,0 +1,76 @@
+/**
+ * `npm run bench`: simulator speed in simulated seconds per wall second, for the creation and a
+ * decode-image rollout of N ServingGroups of 2 prefill + 1 decode instance (entry + 3 workers),
+ * run by the real controller and checked by every invariant. Runs a 10-group and a 100-group
+ * scenario side by side in one process, so their ratio is comparable on any machine; the target
+ * is ≥ 1,000× for 100 groups. Wall-clock time is read here only (never in src/).
+ */
+import { performance } from "node:perf_hooks";
+import { runScenario } from "../src/sim/runner.ts";
+import { parseScenario } from "../src/sim/scenario.ts";
+import type { Scenario } from "../src/sim/scenario.ts";
+
+const TARGET_RATIO = 1000;
+
+const container = (image: string) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] } });
+
+function roles(image: string): unknown[] {
+  return [
+    { name: "prefill", replicas: 2, entryTemplate: container("vllm:v1") },
+    { name: "decode", replicas: 1, maxUnavailable: 0, maxSurge: 1, workerReplicas: 3, entryTemplate: container(image), workerTemplate: container(image) },
+  ];
+}
+
+/** N groups need 6 GPUs each, plus room for one surge decode instance (4 GPUs) per group in flight. */
+function scenario(groups: number): Scenario {
+  const result = parseScenario({
+    name: `bench-${groups}-groups`,
+    cluster: { nodes: [{ name: "gpu", count: Math.ceil((groups * 10) / 8), gpus: 8 }] },
+    steps: [
+      {
+        apply: {
+          apiVersion: "tandem.dev/v1alpha1",
+          kind: "ModelServing",
+          metadata: { name: "bench" },
+          spec: { replicas: groups, drain: { timeoutSeconds: 0 }, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: "10%" } }, template: { roles: roles("vllm:v1") } },
+        },
+      },
+      { wait: { for: "Available", timeoutSeconds: 3600 } },
+      { patch: { name: "bench", merge: { spec: { template: { roles: roles("vllm:v2") } } } } },
+      { wait: { for: "RolloutComplete", timeoutSeconds: 36_000 } },
+    ],
+  });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.scenario;
+}
+
+interface Measured {
+  groups: number;
+  verdict: string;
+  simulatedSeconds: number;
+  wallSeconds: number;
+  ratio: number;
+  pods: number;
+}
+
+async function measure(groups: number): Promise<Measured> {
+  const started = performance.now();
+  const report = await runScenario(scenario(groups));
+  const wallSeconds = (performance.now() - started) / 1000;
+  return { groups, verdict: report.verdict, simulatedSeconds: report.simulatedSeconds, wallSeconds, ratio: report.simulatedSeconds / wallSeconds, pods: report.metrics.podsCreated.total };
+}
+
+function print(result: Measured): Measured {
+  console.log(
+    `${String(result.groups).padStart(3)} groups: ${result.verdict}, ${result.pods} pods created, ${result.simulatedSeconds.toFixed(0)} s simulated in ${result.wallSeconds.toFixed(2)} s wall = ${result.ratio.toFixed(1)}× real time`,
+  );
+  return result;
+}
+
+/** `npm run bench -- SMALL LARGE` picks other sizes (default 10 and 100 groups). */
+const [smallGroups, largeGroups] = [Number(process.argv[2] ?? 10), Number(process.argv[3] ?? 100)];
+const small = print(await measure(smallGroups));
+const large = print(await measure(largeGroups));
+console.log(`${largeGroups} groups run at ${(large.ratio / small.ratio).toFixed(2)}× the speed of ${smallGroups} groups (same process, same machine)`);
+const verdict = large.ratio >= TARGET_RATIO ? "target met" : "target missed";
+console.log(`${verdict}: ${large.ratio.toFixed(1)}× real time for ${largeGroups} groups (target ≥ ${TARGET_RATIO}× for 100 groups)`);

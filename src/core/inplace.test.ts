@@ -1,0 +1,348 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../api/kube.ts";
+import type { Action } from "./actions.ts";
+import { plan } from "./plan.ts";
+import { formatProgress, inPlaceDifferences, readProgress } from "./inplace.ts";
+import { revisionData } from "./revision/projection.ts";
+import { parseModelServing } from "../api/parse.ts";
+import { apply, idealCluster, observe } from "../../test/ideal-cluster.ts";
+import type { IdealCluster } from "../../test/ideal-cluster.ts";
+
+const NOW = Date.parse("2026-11-30T01:00:00Z");
+const DRAIN_SECONDS = 300;
+
+const template = (image: string, extra: Record<string, unknown> = {}) => ({ spec: { containers: [{ name: "vllm", image, ...extra }, { name: "sidecar", image: "proxy:v1" }] } });
+
+/** Three groups of prefill ×1 and decode ×1 with one worker, in place, one group at a time. */
+function manifest(spec: Record<string, unknown> = {}) {
+  return {
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "llm" },
+    spec: {
+      replicas: 3,
+      drain: { timeoutSeconds: DRAIN_SECONDS },
+      rolloutStrategy: { type: "InPlaceUpdate" },
+      template: {
+        roles: [
+          { name: "prefill", replicas: 1, entryTemplate: template("vllm:v1") },
+          { name: "decode", replicas: 1, workerReplicas: 1, entryTemplate: template("vllm:v1"), workerTemplate: template("vllm:v1") },
+        ],
+      },
+      ...spec,
+    },
+  };
+}
+
+function setDecode(cluster: IdealCluster, image: string, extra: Record<string, unknown> = {}): void {
+  const decode = cluster.modelServing.spec.template.roles[1];
+  decode.entryTemplate = template(image, extra);
+  decode.workerTemplate = template(image, extra);
+  cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+}
+
+/** Plans and applies `rounds` times (or until a plan is empty), one second apart; returns every action. */
+function run(cluster: IdealCluster, options: { rounds?: number; startMs?: number; each?: (actions: readonly Action[], round: number) => void; router?: boolean } = {}): Action[] {
+  const all: Action[] = [];
+  for (let round = 0; round < (options.rounds ?? 80); round++) {
+    if (options.router !== false) ackDrains(cluster);
+    const { actions } = plan(observe(cluster), (options.startMs ?? NOW) + round * 1000);
+    if (actions.length === 0) return all;
+    options.each?.(actions, round);
+    apply(cluster, actions);
+    all.push(...actions);
+  }
+  if (options.rounds === undefined) throw new Error("no convergence");
+  return all;
+}
+
+/** The router: acks every draining entry pod (it has no request left). */
+function ackDrains(cluster: IdealCluster): void {
+  for (const pod of cluster.pods.values()) {
+    const annotations = pod.metadata.annotations ?? {};
+    if (annotations["tandem.dev/draining"] !== undefined && annotations["tandem.dev/drained"] === undefined && pod.metadata.labels?.["tandem.dev/entry"] === "true") {
+      pod.metadata.annotations = { ...annotations, "tandem.dev/drained": "true" };
+    }
+  }
+}
+
+const uids = (cluster: IdealCluster) => new Map([...cluster.pods.values()].map((pod) => [pod.metadata.name, pod.metadata.uid]));
+const serving = (pod: Pod) => pod.status?.conditions?.some((c) => c.type === "tandem.dev/serving" && c.status === "True") === true;
+const image = (pod: Pod, container = "vllm") => pod.spec.containers.find((c) => c.name === container)?.image;
+const restarts = (pod: Pod, container = "vllm") => pod.status?.containerStatuses?.find((c) => c.name === container)?.restartCount;
+const groupOf = (name: string) => Number(name.split("-")[1]);
+
+/** A group is in flight when any of its pods is out of traffic or carries in-place progress. */
+function groupsInFlight(cluster: IdealCluster): number[] {
+  const groups = new Set<number>();
+  for (const pod of cluster.pods.values()) {
+    if (!serving(pod) || pod.metadata.annotations?.["tandem.dev/inplace"] !== undefined || pod.metadata.annotations?.["tandem.dev/draining"] !== undefined) groups.add(groupOf(pod.metadata.name));
+  }
+  return [...groups].sort();
+}
+
+function converged(): IdealCluster {
+  const cluster = idealCluster(manifest());
+  run(cluster);
+  return cluster;
+}
+
+describe("InPlaceUpdate: eligibility", () => {
+  it("names what differs beyond images: role, template, container, field", () => {
+    const from = parseModelServing(manifest());
+    const changed = manifest();
+    changed.spec.template.roles[1]!.entryTemplate = template("vllm:v2", { args: ["--tp", "8"] });
+    const to = parseModelServing(changed);
+    assert.ok(from.ok && to.ok);
+    assert.deepEqual(inPlaceDifferences(revisionData(from.value), revisionData(to.value)), ["role decode entryTemplate: container vllm field args"]);
+    changed.spec.template.roles[1]!.entryTemplate = template("vllm:v2");
+    const imagesOnly = parseModelServing(changed);
+    assert.ok(imagesOnly.ok);
+    assert.deepEqual(inPlaceDifferences(revisionData(from.value), revisionData(imagesOnly.value)), []);
+  });
+
+  it("refuses a change beyond images with RolloutBlocked/InPlaceIneligible and touches nothing", () => {
+    const cluster = converged();
+    const before = uids(cluster);
+    setDecode(cluster, "vllm:v2", { args: ["--tp", "8"] });
+    const actions = run(cluster, { rounds: 10 });
+    assert.deepEqual(actions.filter((a) => a.type !== "WriteStatus" && a.type !== "CreateRevision").map((a) => a.type), [], "no pod is drained, patched or deleted");
+    assert.deepEqual(uids(cluster), before);
+    assert.ok([...cluster.pods.values()].every(serving));
+    const status = cluster.modelServing.status;
+    assert.equal(status.units, undefined, "no group was given a permit");
+    const blocked = status.conditions.find((c: any) => c.type === "RolloutBlocked");
+    assert.equal(blocked.status, "True");
+    assert.equal(blocked.reason, "InPlaceIneligible");
+    assert.match(blocked.message, /group\(s\) 0, 1, 2: revision llm-\w+ → llm-\w+ changes role decode entryTemplate: container vllm field args, role decode workerTemplate: container vllm field args/);
+    assert.match(blocked.message, /switch spec\.rolloutStrategy\.type to ServingGroupRollingUpdate or RoleRollingUpdate/);
+  });
+});
+
+describe("InPlaceUpdate: the sequence", () => {
+  it("gate False → drained → patched → verified → gate True, relabelled, with every pod UID kept", () => {
+    const cluster = converged();
+    const before = uids(cluster);
+    setDecode(cluster, "vllm:v2");
+    const entry = "llm-2-decode-0-0";
+    const steps: string[] = [];
+    run(cluster, {
+      each: (actions) => {
+        const pod = cluster.pods.get(entry)!;
+        for (const action of actions) {
+          if (action.type === "SetPodCondition" && action.name === entry) steps.push(`gate ${action.condition.status}`);
+          if (action.type === "PatchPodImages" && action.name === entry) {
+            assert.equal(pod.metadata.annotations?.["tandem.dev/drained"], "true", "patched only once the router acked the drain");
+            assert.ok(!serving(pod));
+            steps.push(`patch ${action.images["vllm"]}`);
+          }
+          if (action.type === "AnnotatePod" && action.name === entry && action.labels !== undefined) {
+            const status = pod.status?.containerStatuses?.find((c) => c.name === "vllm");
+            assert.equal(status?.image, "vllm:v2");
+            assert.notEqual(status.containerID, `ctr://${pod.metadata.uid}/vllm/0`, "a new container runs the new image");
+            steps.push("finish");
+          }
+        }
+      },
+    });
+    assert.deepEqual(steps, ["gate False", "patch vllm:v2", "gate True", "finish"]);
+    assert.deepEqual(uids(cluster), before, "no pod was recreated");
+    const status = cluster.modelServing.status;
+    for (const pod of cluster.pods.values()) {
+      const decode = pod.metadata.labels?.["tandem.dev/role"] === "decode";
+      assert.equal(image(pod), decode ? "vllm:v2" : "vllm:v1");
+      assert.equal(restarts(pod), decode ? 1 : 0, `${pod.metadata.name} restarted its changed container once`);
+      assert.equal(restarts(pod, "sidecar"), 0, "an unchanged container is not restarted");
+      assert.equal(pod.metadata.labels?.["tandem.dev/revision"], status.updateRevision);
+      assert.deepEqual(Object.keys(pod.metadata.annotations ?? {}), []);
+      assert.ok(serving(pod));
+    }
+    assert.equal(status.currentRevision, status.updateRevision);
+    assert.equal(status.units, undefined);
+  });
+
+  it("records the group's target before any pod is touched", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2");
+    run(cluster, {
+      each: (actions) => {
+        const podWrites = actions.filter((a) => a.type === "SetPodCondition" || a.type === "AnnotatePod" || a.type === "PatchPodImages");
+        const barrier = actions.find((a) => a.type === "WriteStatus" && a.barrier);
+        const status = barrier?.type === "WriteStatus" ? barrier.status : cluster.modelServing.status;
+        // The record is the permit: durable (stored, or written as a barrier first) before a pod write.
+        for (const action of podWrites) {
+          assert.ok(barrier === undefined || actions.indexOf(barrier) < actions.indexOf(action));
+          assert.ok((status.units ?? []).some((r: any) => r.group === groupOf(action.name) && r.revision === status.updateRevision), `group ${groupOf(action.name)} touched without a record`);
+        }
+      },
+    });
+    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2"));
+  });
+
+  it("maxUnavailable 1: one group in flight at a time, checked after every plan", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2");
+    const inFlight: number[] = [];
+    for (let round = 0; round < 80; round++) {
+      ackDrains(cluster);
+      const { actions } = plan(observe(cluster), NOW + round * 1000);
+      if (actions.length === 0) break;
+      apply(cluster, actions);
+      inFlight.push(groupsInFlight(cluster).length);
+    }
+    assert.equal(Math.max(...inFlight), 1);
+    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2"));
+  });
+
+  it("waits for the router's ack, or the drain timeout with a DrainTimeout event", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2");
+    run(cluster, { rounds: 5, router: false });
+    assert.ok(![...cluster.pods.values()].some((p) => image(p) === "vllm:v2"), "nothing patched without the ack");
+    const late = plan(observe(cluster), NOW + (DRAIN_SECONDS + 10) * 1000);
+    assert.ok(late.actions.some((a) => a.type === "RecordEvent" && a.reason === "DrainTimeout"));
+    assert.ok(late.actions.some((a) => a.type === "PatchPodImages" && a.name === "llm-2-decode-0-0"));
+  });
+});
+
+describe("InPlaceUpdate: a restarted controller", () => {
+  it("continues from the observed pods alone, even when a plan was cut off halfway", () => {
+    const cluster = converged();
+    const before = uids(cluster);
+    setDecode(cluster, "vllm:v2");
+    // Each round, the "controller" applies only the first half of its plan and dies; a new one
+    // plans from what it observes. Plans are deterministic: planning twice gives the same plan.
+    for (let round = 0; round < 200; round++) {
+      ackDrains(cluster);
+      const first = plan(observe(cluster), NOW + round * 1000);
+      assert.deepEqual(plan(observe(cluster), NOW + round * 1000), first);
+      if (first.actions.length === 0) break;
+      apply(cluster, first.actions.slice(0, Math.max(1, Math.ceil(first.actions.length / 2))));
+    }
+    assert.deepEqual(uids(cluster), before);
+    for (const pod of cluster.pods.values()) {
+      const decode = pod.metadata.labels?.["tandem.dev/role"] === "decode";
+      assert.equal(restarts(pod), decode ? 1 : 0, `${pod.metadata.name}: patched exactly once`);
+      assert.ok(serving(pod));
+    }
+    assert.equal(cluster.modelServing.status.currentRevision, cluster.modelServing.status.updateRevision);
+  });
+
+  it("mid-sequence, re-plans neither a drain nor a patch it already made", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2");
+    cluster.badImages.add("vllm:v2"); // holds the group in Patched so it can be looked at
+    run(cluster, { rounds: 12 });
+    const entry = cluster.pods.get("llm-2-decode-0-0")!;
+    assert.equal(readProgress(entry)?.phase, "Stalled");
+    assert.deepEqual(readProgress(entry)?.containerIDs, { vllm: `ctr://${entry.metadata.uid}/vllm/0` });
+    const { actions } = plan(observe(cluster), NOW + 60_000);
+    assert.deepEqual(actions.filter((a) => a.type !== "WriteStatus"), []);
+  });
+});
+
+describe("InPlaceUpdate: a bad image", () => {
+  it("stays Updating, holds the budget, warns once, is never recreated; a fixed image resumes in place", () => {
+    const cluster = converged();
+    const before = uids(cluster);
+    cluster.badImages.add("vllm:bad");
+    setDecode(cluster, "vllm:bad");
+    const actions = run(cluster, { rounds: 40 });
+    assert.ok(!actions.some((a) => a.type === "DeletePod" || a.type === "CreatePod"), "nothing is recreated");
+    const warnings = actions.filter((a) => a.type === "RecordEvent" && a.reason === "InPlaceUpdateStalled");
+    assert.equal(warnings.length, 2, "one warning per stalled pod (entry and worker), once");
+    assert.match((warnings[0] as { message: string }).message, /container vllm on vllm:bad: CrashLoopBackOff.*fix or revert the image/);
+    assert.deepEqual(groupsInFlight(cluster), [2], "the bad group holds the only unit of budget");
+    assert.ok([...cluster.pods.values()].filter((p) => groupOf(p.metadata.name) < 2).every((p) => image(p) === "vllm:v1"));
+    assert.deepEqual(uids(cluster), before);
+    // The user fixes the image: the stuck group is patched again in place, then the others.
+    setDecode(cluster, "vllm:v3");
+    run(cluster, { startMs: NOW + 100_000 });
+    assert.deepEqual(uids(cluster), before);
+    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v3" && serving(p)));
+    assert.equal(restarts(cluster.pods.get("llm-2-decode-0-0")!), 2, "bad, then fixed");
+    assert.equal(restarts(cluster.pods.get("llm-0-decode-0-0")!), 1);
+    assert.equal(cluster.modelServing.status.currentRevision, cluster.modelServing.status.updateRevision);
+  });
+
+  it("reverting the image patches the stuck group back in place", () => {
+    const cluster = converged();
+    const before = uids(cluster);
+    const first = cluster.modelServing.status.currentRevision;
+    cluster.badImages.add("vllm:bad");
+    setDecode(cluster, "vllm:bad");
+    run(cluster, { rounds: 12 });
+    setDecode(cluster, "vllm:v1");
+    run(cluster, { startMs: NOW + 100_000 });
+    assert.deepEqual(uids(cluster), before);
+    assert.ok([...cluster.pods.values()].every((p) => image(p) === "vllm:v1" && serving(p) && p.metadata.labels?.["tandem.dev/revision"] === first));
+    assert.equal(restarts(cluster.pods.get("llm-2-decode-0-0")!), 2, "bad, then back");
+    assert.equal(restarts(cluster.pods.get("llm-1-decode-0-0")!), 0, "the other groups were never touched");
+    assert.equal(cluster.modelServing.status.units, undefined);
+  });
+
+  it("switching to a rolling strategy is the user's explicit ask to replace the stuck pods", () => {
+    const cluster = converged();
+    cluster.badImages.add("vllm:bad");
+    setDecode(cluster, "vllm:bad");
+    run(cluster, { rounds: 12 });
+    const stuck = cluster.pods.get("llm-2-decode-0-0")!.metadata.uid;
+    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate" };
+    setDecode(cluster, "vllm:v2");
+    const actions = run(cluster, { startMs: NOW + 100_000 });
+    assert.ok(actions.some((a) => a.type === "DeletePod" && a.name === "llm-2-decode-0-0" && a.reason === "Update"));
+    assert.notEqual(cluster.pods.get("llm-2-decode-0-0")!.metadata.uid, stuck);
+    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2" && readProgress(p) === undefined));
+  });
+
+  it("records left by a rolling strategy are not carried out in place when the change is more than images", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2", { args: ["--tp", "8"] });
+    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate" };
+    const first = plan(observe(cluster), NOW);
+    apply(cluster, first.actions.filter((a) => a.type === "CreateRevision" || a.type === "WriteStatus"));
+    assert.ok((cluster.modelServing.status.units ?? []).length > 0, "the rolling strategy recorded a permit");
+    cluster.modelServing.spec.rolloutStrategy = { type: "InPlaceUpdate" };
+    const before = uids(cluster);
+    const actions = run(cluster, { rounds: 5, startMs: NOW + 1000 });
+    assert.ok(!actions.some((a) => a.type === "DeletePod" || a.type === "PatchPodImages"));
+    assert.deepEqual(uids(cluster), before);
+    const blocked = cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked");
+    assert.equal(blocked?.reason, "InPlaceIneligible");
+  });
+
+  it("a pod of an in-place group that fails otherwise is recovered at its recorded revision", () => {
+    const cluster = converged();
+    cluster.badImages.add("vllm:bad");
+    setDecode(cluster, "vllm:bad");
+    run(cluster, { rounds: 12 });
+    const prefill = cluster.pods.get("llm-2-prefill-0-0")!;
+    prefill.status = { ...prefill.status, phase: "Failed" };
+    const recovery = run(cluster, { rounds: 6 });
+    assert.ok(recovery.some((a) => a.type === "DeletePod" && a.name === "llm-2-prefill-0-0" && a.reason === "Recovery"));
+    const rebuilt = cluster.pods.get("llm-2-prefill-0-0")!;
+    assert.notEqual(rebuilt.metadata.uid, prefill.metadata.uid);
+    assert.equal(rebuilt.metadata.labels?.["tandem.dev/revision"], cluster.modelServing.status.updateRevision, "rebuilt at the group's recorded revision");
+    assert.ok(cluster.pods.get("llm-2-decode-0-0") !== undefined && readProgress(cluster.pods.get("llm-2-decode-0-0")!)?.phase === "Stalled", "the bad-image pods are left as they are");
+  });
+});
+
+describe("in-place progress annotation", () => {
+  it("round-trips, and an unreadable one counts as absent", () => {
+    const progress = { from: "m-a", to: "m-b", phase: "Patched" as const, containerIDs: { vllm: "ctr://1" } };
+    const pod = { metadata: { name: "p", annotations: { "tandem.dev/inplace": formatProgress(progress) } } } as unknown as Pod;
+    assert.deepEqual(readProgress(pod), progress);
+    assert.equal(formatProgress(progress), '{"from":"m-a","to":"m-b","phase":"Patched","containerIDs":{"vllm":"ctr://1"}}');
+    assert.equal(readProgress({ metadata: { name: "p", annotations: { "tandem.dev/inplace": "{" } } } as unknown as Pod), undefined);
+  });
+
+  it("is stripped from templates by the revision projection (reserved prefix)", () => {
+    const m = manifest();
+    const parsed = parseModelServing(m);
+    assert.ok(parsed.ok);
+    const spec = structuredClone(parsed.value);
+    (spec.spec.template.roles[0]!.entryTemplate as any).metadata = { annotations: { "tandem.dev/inplace": "{}" } };
+    assert.deepEqual(revisionData(spec), revisionData(parsed.value));
+  });
+});

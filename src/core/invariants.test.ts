@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../api/kube.ts";
+import { parseModelServing } from "../api/parse.ts";
+import type { ModelServing } from "../api/schema.ts";
+import { availableCounts, availablePending, groupBudget, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, podsMatchTheirRevision, roleBudget, rolloutPending, surgeBound } from "./invariants.ts";
+import { buildPod } from "./pods.ts";
+import type { Revision } from "./pods.ts";
+import { revisionData } from "./revision/projection.ts";
+
+function modelServing(overrides: Record<string, unknown> = {}): ModelServing {
+  const result = parseModelServing({
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "m", namespace: "default", uid: "u-1", generation: 1 },
+    spec: {
+      replicas: 2,
+      rolloutStrategy: { type: "RoleRollingUpdate" },
+      template: { roles: [{ name: "decode", replicas: 2, maxUnavailable: 1, entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } } }] },
+      ...overrides,
+    },
+  });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.value;
+}
+
+const ms = modelServing();
+const revision: Revision = { name: "m-rev1", data: revisionData(ms) };
+const revisions = new Map([[revision.name, revision]]);
+const owner = { name: "m", namespace: "default", uid: "u-1" };
+
+function pod(group: number, instance: number, state: { ready?: boolean; draining?: boolean; terminating?: boolean } = {}): Pod {
+  const built = buildPod(owner, revision, { group, role: "decode", instance, index: 0 });
+  if (built === undefined) throw new Error("no pod");
+  built.metadata.uid = `uid-${group}-${instance}`;
+  if (state.draining === true) built.metadata.annotations = { "tandem.dev/draining": "2026-01-01T00:00:00Z" };
+  if (state.terminating === true) built.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+  built.status = { phase: "Running", conditions: [{ type: "Ready", status: state.ready === false ? "False" : "True" }] };
+  return built;
+}
+
+const all = (judged: number[]) => new Set(judged);
+
+describe("invariants", () => {
+  it("placedPods keeps only pods the ModelServing controls", () => {
+    const stranger = pod(0, 0);
+    stranger.metadata.ownerReferences = [{ apiVersion: "v1", kind: "X", name: "x", uid: "other", controller: true }];
+    assert.deepEqual(placedPods(ms, [pod(0, 1), stranger]).map((entry) => entry.pod.metadata.name), ["m-0-decode-1-0"]);
+  });
+
+  it("noDuplicatePods: two live pods with one identity, whatever their names", () => {
+    const copy = pod(0, 0);
+    copy.metadata.name = "impostor";
+    assert.deepEqual(noDuplicatePods([pod(0, 0), pod(0, 1)]), []);
+    assert.deepEqual(noDuplicatePods([pod(0, 0), copy]), ["pods m-0-decode-0-0 and impostor are both live as default/m/0/decode-0/0"]);
+    assert.deepEqual(noDuplicatePods([pod(0, 0), { ...copy, metadata: { ...copy.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" } }]), []);
+  });
+
+  it("podsMatchTheirRevision: the spec is what the revision builds, nodeName aside", () => {
+    const scheduled = pod(0, 0);
+    scheduled.spec.nodeName = "gpu-0";
+    const edited = pod(0, 1);
+    edited.spec.containers[0]!.image = "vllm:hacked";
+    const violations = podsMatchTheirRevision(ms, placedPods(ms, [scheduled, edited]), revisions);
+    assert.deepEqual(violations, ["pod m-0-decode-1-0: spec differs from what revision m-rev1 builds"]);
+  });
+
+  it("groupBudget and roleBudget count available instances, surge included, over judged units", () => {
+    const pods = [pod(0, 0, { draining: true }), pod(0, 1, { ready: false }), pod(1, 0), pod(1, 1, { terminating: true })];
+    const counts = availableCounts(ms, podsByInstance(placedPods(ms, pods)), revisions);
+    assert.deepEqual(groupBudget(ms, counts, all([0, 1])), ["m: 2 ServingGroup(s) unavailable (groups 0, 1) with maxUnavailable 1"]);
+    assert.deepEqual(groupBudget(ms, counts, all([1])), [], "group 0 was never available: not judged");
+    assert.deepEqual(roleBudget(ms, counts, new Set(["0/decode", "1/decode"])), ["m: group 0 role decode: 0 available instance(s), fewer than 1 (replicas 2 − maxUnavailable)"]);
+    const surged = availableCounts(ms, podsByInstance(placedPods(ms, [pod(0, 0, { draining: true }), pod(0, 1), pod(0, 2), pod(1, 0), pod(1, 1)])), revisions);
+    assert.deepEqual(groupBudget(ms, surged, all([0, 1])), []);
+  });
+
+  it("surgeBound: live, non-draining units beyond replicas + maxSurge", () => {
+    const placed = placedPods(ms, [pod(0, 2), pod(2, 0), pod(0, 3, { draining: true })]);
+    assert.deepEqual(surgeBound(ms, placed), ["m: decode-2 of group 0 exists beyond replicas + maxSurge = 2", "m: group 2 exists beyond replicas + maxSurge = 2"]);
+  });
+
+  it("partitionedUnits: instances below the group or (RoleRollingUpdate) role partition", () => {
+    const partitioned = modelServing({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { partition: 1 } } });
+    const { units } = partitionedUnits(partitioned, placedPods(partitioned, [pod(0, 0), pod(0, 1), pod(1, 0)]));
+    assert.deepEqual([...units.keys()], ["0/decode-0", "0/decode-1"]);
+  });
+
+  it("availablePending and rolloutPending say what is missing", () => {
+    const stored = { ...ms, status: { observedGeneration: 1, updateRevision: "m-rev1", currentRevision: "m-rev1", conditions: [{ type: "Available", status: "True" as const, reason: "r", message: "x", observedGeneration: 1 }] } };
+    const complete = placedPods(ms, [pod(0, 0), pod(0, 1), pod(1, 0), pod(1, 1)]);
+    assert.deepEqual(availablePending(stored, complete, revisions), []);
+    assert.deepEqual(rolloutPending(stored, complete, revisions), []);
+    const missing = placedPods(ms, [pod(0, 0), pod(0, 1), pod(1, 0), pod(1, 2)]);
+    assert.deepEqual(availablePending(stored, missing, revisions), []);
+    assert.deepEqual(rolloutPending(stored, missing, revisions), ["m: surge or extra pod m-1-decode-2-0 is still there", "m: decode-1 of group 1: not available (no pods)"]);
+    assert.deepEqual(rolloutPending({ ...stored, metadata: { ...stored.metadata, generation: 2 } }, complete, revisions), ["m: status.observedGeneration 1 is not generation 2"]);
+  });
+});

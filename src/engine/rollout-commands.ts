@@ -1,0 +1,207 @@
+/**
+ * User-side rollout commands, built on the ports only so `tandem rollout undo|status|history|
+ * pause|resume` (against a real cluster) and the simulator's `rollback` step run the same code.
+ *
+ * Rollback (DESIGN §2.8): read the ModelServing, find the target ControllerRevision (by number;
+ * by default the previous one: the highest number below the current update revision's), decode it
+ * (never guess an unreadable one), write its versioned fields into the spec with `applyRevision`
+ * (runtime parameters kept) and update the object with its resourceVersion, re-reading and
+ * retrying on Conflict. The controller's normal rollout carries the change out.
+ */
+import type { Pod } from "../api/kube.ts";
+import { parseModelServing } from "../api/parse.ts";
+import type { ModelServing } from "../api/schema.ts";
+import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { placedPods, rolloutPending } from "../core/invariants.ts";
+import { applyRevision } from "../core/revision/apply.ts";
+import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
+import type { StoredRevision } from "../core/revision/controller-revision.ts";
+import { isApiError } from "./ports.ts";
+import type { ClusterReader, ClusterWriter, JsonObject, KubeObject } from "./ports.ts";
+
+export interface RollbackPorts {
+  /** Reads that should be fresh: a direct API reader or a cache known to be synced. */
+  readonly reader: Pick<ClusterReader, "get" | "list">;
+  readonly writer: ClusterWriter;
+  /** Called before each retry after a Conflict, so a snapshot reader can read again. */
+  readonly refresh?: () => Promise<void>;
+}
+
+export interface RollbackRequest {
+  readonly namespace: string;
+  readonly name: string;
+  /** The revision number to go back to; the previous revision when absent. */
+  readonly toRevision?: number | undefined;
+  /** Attempts when the update meets a Conflict. Default 5. */
+  readonly maxAttempts?: number;
+}
+
+export type RollbackResult =
+  | { readonly ok: true; readonly from: string; readonly to: { readonly name: string; readonly revision: number }; readonly message: string }
+  | { readonly ok: false; readonly message: string };
+
+/** Rolls `request.name` back; never throws for API errors (they become `ok: false`). */
+export async function rollback(ports: RollbackPorts, request: RollbackRequest): Promise<RollbackResult> {
+  const attempts = request.maxAttempts ?? 5;
+  let last = "";
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (attempt > 1) await ports.refresh?.();
+    const prepared = prepareRollback(ports.reader, request);
+    if (!prepared.ok) return prepared;
+    try {
+      await ports.writer.update(prepared.object);
+      return prepared.result;
+    } catch (error) {
+      if (!isApiError(error, "Conflict")) return { ok: false, message: `updating ModelServing ${request.namespace}/${request.name} failed: ${errorMessage(error)}` };
+      last = errorMessage(error);
+    }
+  }
+  return { ok: false, message: `ModelServing ${request.namespace}/${request.name} kept changing (${attempts} conflicts, last: ${last}); try again` };
+}
+
+type Prepared = { readonly ok: true; readonly object: KubeObject<"ModelServing">; readonly result: RollbackResult & { ok: true } } | { readonly ok: false; readonly message: string };
+
+/** Reads the object and its revisions and builds the updated object, or says why it cannot. */
+function prepareRollback(reader: RollbackPorts["reader"], request: RollbackRequest): Prepared {
+  const { namespace, name } = request;
+  const stored = reader.get("ModelServing", namespace, name);
+  if (stored === undefined) return { ok: false, message: `ModelServing ${namespace}/${name} not found` };
+  const parsed = parseModelServing(stored);
+  if (!parsed.ok) return { ok: false, message: `ModelServing ${namespace}/${name} is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+  const uid = stored.metadata.uid;
+  const listed = reader.list("ControllerRevision", { namespace, labelSelector: `${LABEL_MODEL_SERVING}=${name}` });
+  const decoded = listed.map(decodeControllerRevision);
+  const readable = decoded.flatMap((result) => (result.ok && result.revision.ownerUid === uid ? [result.revision] : []));
+  const updateName = parsed.value.status?.updateRevision;
+  const current = readable.find((revision) => revision.name === updateName);
+  const target = chooseTarget(readable, decoded, current, request.toRevision);
+  if (typeof target === "string") return { ok: false, message: `ModelServing ${namespace}/${name}: ${target}` };
+  const spec = applyRevision(parsed.value.spec, target.data);
+  const object = { ...stored, spec: spec as unknown as JsonObject };
+  const check = parseModelServing(object);
+  if (!check.ok) return { ok: false, message: `revision ${target.revision} does not fit the current spec: ${check.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+  const from = updateName ?? "(none)";
+  const message = `rolled ${namespace}/${name} back from ${from} to revision ${target.revision} (${target.name})`;
+  return { ok: true, object, result: { ok: true, from, to: { name: target.name, revision: target.revision }, message } };
+}
+
+/** The revision to roll back to, or why there is none. */
+function chooseTarget(readable: readonly StoredRevision[], decoded: readonly ReturnType<typeof decodeControllerRevision>[], current: StoredRevision | undefined, toRevision: number | undefined): StoredRevision | string {
+  const numbers = readable.map((revision) => revision.revision).sort((a, b) => a - b);
+  if (toRevision !== undefined) {
+    const found = readable.find((revision) => revision.revision === toRevision);
+    if (found !== undefined) return found;
+    const unreadable = decoded.find((result) => !result.ok && result.revision === toRevision);
+    if (unreadable !== undefined && !unreadable.ok) return `revision ${toRevision} (${unreadable.name ?? "?"}) is unreadable: ${unreadable.reason}`;
+    return `no revision ${toRevision}; revisions are ${numbers.join(", ") || "(none)"}`;
+  }
+  if (current === undefined) return "the update revision is not recorded yet; wait for the controller or name --to-revision";
+  const previous = readable.filter((revision) => revision.revision < current.revision).sort((a, b) => b.revision - a.revision)[0];
+  return previous ?? `no revision before ${current.revision} (${current.name}) to roll back to`;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// status, history, pause, resume
+
+export interface RolloutTarget {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+export type RolloutStatusResult =
+  | { readonly ok: true; readonly complete: boolean; readonly paused: boolean; readonly lines: readonly string[] }
+  | { readonly ok: false; readonly message: string };
+
+/** Lines of `pending` shown at most. */
+const MAX_PENDING_LINES = 8;
+
+/**
+ * The rollout state of `target`, from `reader` (which should be fresh): generation, revisions,
+ * counts per role, conditions, and whether the rollout is complete (the same predicate the
+ * simulator's `RolloutComplete` wait uses) or what it is waiting for.
+ */
+export function rolloutStatus(reader: RollbackPorts["reader"], target: RolloutTarget): RolloutStatusResult {
+  const read = readModelServing(reader, target);
+  if (!read.ok) return read;
+  const { ms, revisions } = read;
+  const pods = reader.list("Pod", { namespace: target.namespace, labelSelector: `${LABEL_MODEL_SERVING}=${target.name}` }) as unknown as Pod[];
+  const byName = new Map(revisions.map((revision) => [revision.name, { name: revision.name, data: revision.data }]));
+  const pending = rolloutPending(ms, placedPods(ms, pods), byName);
+  const status = ms.status ?? {};
+  const paused = ms.spec.rolloutStrategy.paused;
+  const numberOf = (name: string | undefined): string => (name === undefined ? "(none)" : `${name} (revision ${revisions.find((revision) => revision.name === name)?.revision ?? "?"})`);
+  const lines = [
+    `ModelServing ${target.namespace}/${target.name}: generation ${ms.metadata.generation ?? "?"}, observed ${status.observedGeneration ?? "(not yet)"}`,
+    `update revision ${numberOf(status.updateRevision)}, current revision ${numberOf(status.currentRevision)}`,
+    `groups: ${ms.spec.replicas} desired, ${status.readyReplicas ?? 0} ready, ${status.updatedReplicas ?? 0} updated, ${status.availableReplicas ?? 0} available`,
+    ...(status.roles ?? []).map((role) => `role ${role.name}: ${role.replicas} instances, ${role.ready} ready, ${role.updated} updated`),
+    ...(status.conditions ?? []).map((condition) => `${condition.type}=${condition.status} (${condition.reason ?? ""}): ${condition.message ?? ""}`),
+  ];
+  if (pending.length === 0) lines.push(`rollout of ${target.name} complete`);
+  else lines.push(`rollout of ${target.name} ${paused ? "paused" : "in progress"}; waiting for:`, ...pending.slice(0, MAX_PENDING_LINES).map((reason) => `  ${reason}`));
+  return { ok: true, complete: pending.length === 0, paused, lines };
+}
+
+export interface HistoryEntry {
+  readonly revision: number;
+  readonly name: string;
+  /** `role=image[,image...]` per role (entry containers, then worker containers). */
+  readonly images: string;
+  /** `update`, `current`, both, or "". */
+  readonly marks: string;
+}
+
+export type RolloutHistoryResult = { readonly ok: true; readonly entries: readonly HistoryEntry[]; readonly unreadable: readonly string[] } | { readonly ok: false; readonly message: string };
+
+/** The readable revisions of `target`, oldest first, with their images; unreadable ones by name and reason. */
+export function rolloutHistory(reader: RollbackPorts["reader"], target: RolloutTarget): RolloutHistoryResult {
+  const read = readModelServing(reader, target);
+  if (!read.ok) return read;
+  const status = read.ms.status ?? {};
+  const entries = [...read.revisions].sort((a, b) => a.revision - b.revision).map((revision) => ({
+    revision: revision.revision,
+    name: revision.name,
+    images: revision.data.roles.map((role) => `${role.name}=${[...role.entryTemplate.spec.containers, ...(role.workerTemplate?.spec.containers ?? [])].map((container) => container.image).join(",")}`).join(" "),
+    marks: [revision.name === status.updateRevision ? "update" : "", revision.name === status.currentRevision ? "current" : ""].filter((mark) => mark !== "").join(","),
+  }));
+  return { ok: true, entries, unreadable: read.unreadable };
+}
+
+export type PauseResult = { readonly ok: boolean; readonly message: string };
+
+/**
+ * Sets `spec.rolloutStrategy.paused` by a merge patch (no read, no precondition: the field is the
+ * user's alone). The controller stops starting updates while paused; runtime fields are untouched.
+ */
+export async function setPaused(writer: ClusterWriter, target: RolloutTarget, paused: boolean): Promise<PauseResult> {
+  try {
+    await writer.patch({ kind: "ModelServing", namespace: target.namespace, name: target.name }, { spec: { rolloutStrategy: { paused } } });
+    return { ok: true, message: `ModelServing ${target.namespace}/${target.name} ${paused ? "paused" : "resumed"}` };
+  } catch (error) {
+    if (isApiError(error, "NotFound")) return { ok: false, message: `ModelServing ${target.namespace}/${target.name} not found` };
+    return { ok: false, message: `${paused ? "pausing" : "resuming"} ModelServing ${target.namespace}/${target.name} failed: ${errorMessage(error)}` };
+  }
+}
+
+type ReadResult = { readonly ok: true; readonly ms: ModelServing; readonly revisions: readonly StoredRevision[]; readonly unreadable: readonly string[] } | { readonly ok: false; readonly message: string };
+
+/** The parsed ModelServing and its revisions (owned by it), split into readable and unreadable. */
+function readModelServing(reader: RollbackPorts["reader"], target: RolloutTarget): ReadResult {
+  const { namespace, name } = target;
+  const stored = reader.get("ModelServing", namespace, name);
+  if (stored === undefined) return { ok: false, message: `ModelServing ${namespace}/${name} not found` };
+  const parsed = parseModelServing(stored);
+  if (!parsed.ok) return { ok: false, message: `ModelServing ${namespace}/${name} is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+  const listed = reader.list("ControllerRevision", { namespace, labelSelector: `${LABEL_MODEL_SERVING}=${name}` });
+  const revisions: StoredRevision[] = [];
+  const unreadable: string[] = [];
+  for (const result of listed.map(decodeControllerRevision)) {
+    if (result.ok && result.revision.ownerUid === stored.metadata.uid) revisions.push(result.revision);
+    else if (!result.ok) unreadable.push(`${result.name ?? "?"}: ${result.reason}`);
+  }
+  return { ok: true, ms: parsed.value, revisions, unreadable };
+}

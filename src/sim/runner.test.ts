@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import type { Action } from "../core/actions.ts";
+import { plan as corePlan } from "../core/plan.ts";
+import type { PlanFunction } from "../engine/reconciler.ts";
+import { runScenario } from "./runner.ts";
+import { parseScenario, parseScenarioText } from "./scenario.ts";
+import type { Scenario } from "./scenario.ts";
+
+const SCENARIOS = join(import.meta.dirname, "../../deploy/examples/scenarios");
+
+function load(file: string): Scenario {
+  const result = parseScenarioText(readFileSync(join(SCENARIOS, file), "utf8"));
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.scenario;
+}
+
+const container = (image: string) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] } });
+
+/** Three single-role groups, budget one group at a time. */
+function small(steps: unknown[], extra: Record<string, unknown> = {}): Scenario {
+  const apply = {
+    apply: {
+      apiVersion: "tandem.dev/v1alpha1",
+      kind: "ModelServing",
+      metadata: { name: "m" },
+      spec: { replicas: 3, drain: { timeoutSeconds: 0 }, template: { roles: [{ name: "server", entryTemplate: container("vllm:v1") }] } },
+    },
+  };
+  const result = parseScenario({ name: "small", cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }] }, steps: [apply, { wait: { for: "Available", timeoutSeconds: 600 } }, ...steps], ...extra });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.scenario;
+}
+
+const imagePatch = (image: string) => ({ patch: { name: "m", merge: { spec: { template: { roles: [{ name: "server", entryTemplate: container(image) }] } } } } });
+
+describe("scenario runner", () => {
+  it("gives a byte-identical report for the same scenario and seed, other timings for another seed", async () => {
+    const scenario = load("pod-deletion.yaml");
+    const first = JSON.stringify(await runScenario(scenario));
+    const second = JSON.stringify(await runScenario(scenario));
+    assert.equal(first, second);
+    const other = await runScenario(scenario, { seed: 2 });
+    assert.equal(other.seed, 2);
+    assert.notDeepEqual(other.steps.map((step) => step.endedAt), (JSON.parse(first) as { steps: { endedAt: number }[] }).steps.map((step) => step.endedAt));
+  });
+
+  it("shows the deleted decode pod's PodDeleted, then its replacement's PodCreated and PodReady, with times", async () => {
+    const report = await runScenario(load("pod-deletion.yaml"));
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps));
+    const deletion = report.steps[3];
+    assert.equal(deletion?.kind, "deletePods");
+    const victim = /deleted (\S+)/.exec(deletion.message)?.[1] ?? "";
+    assert.match(victim, /^llama-pd-\d-decode-0-0$/);
+    const after = report.events.filter((event) => event.pod === victim && event.t >= deletion.startedAt);
+    assert.deepEqual(after.map((event) => event.type), ["PodNotReady", "PodDeleted", "PodCreated", "PodReady"]);
+    const times = after.map((event) => event.t);
+    assert.deepEqual([...times].sort((a, b) => a - b), times);
+    const readyAt = times.at(-1) ?? 0;
+    const availableAt = report.steps[4]?.endedAt ?? 0;
+    assert.ok(availableAt >= readyAt && availableAt - readyAt < 1, `Available (${availableAt}s) follows the replacement's Ready (${readyAt}s) once the controller has seen it`);
+    assert.equal(after[0]?.role, "decode");
+    assert.deepEqual(report.metrics.podsDeleted, { total: 1, byRole: { decode: 1 } });
+    // Prefill pods kept their UIDs.
+    const uids = (label: string) => (report.snapshots[label] ?? []).filter((pod) => pod.role === "prefill").map((pod) => pod.uid);
+    assert.deepEqual(uids("after"), uids("before"));
+    assert.deepEqual(Object.keys(report), ["scenario", "seed", "verdict", "simulatedSeconds", "steps", "invariants", "metrics", "snapshots", "final", "events"]);
+    assert.deepEqual(Object.keys(report.final.pods[0] ?? {}), ["name", "uid", "group", "role", "instance", "entry", "revision", "images", "node", "phase", "ready"]);
+  });
+
+  it("passes every shipped scenario: node failure, partition canary with rollback included", async () => {
+    for (const file of ["node-failure.yaml", "partition-canary.yaml"]) {
+      const report = await runScenario(load(file));
+      assert.equal(report.verdict, "pass", `${file}: ${JSON.stringify(report.steps.filter((step) => !step.ok))} ${JSON.stringify(report.invariants)}`);
+      if (file !== "partition-canary.yaml") continue;
+      const images = (label: string) => (report.snapshots[label] ?? []).map((pod) => `${pod.group ?? "?"}:${pod.images.join(",")}`);
+      assert.deepEqual(images("canary"), ["0:vllm:v1", "1:vllm:v1", "2:vllm:v1", "3:vllm:v2"]);
+      assert.deepEqual(images("canary-after-deletion"), ["0:vllm:v1", "1:vllm:v1", "2:vllm:v1", "3:vllm:v2"], "group 0 came back at its own revision");
+      assert.deepEqual(images("all-updated"), ["0:vllm:v2", "1:vllm:v2", "2:vllm:v2", "3:vllm:v2"]);
+    }
+  });
+
+  it("replaces only decode instances in a decode image update and holds every invariant", async () => {
+    const report = await runScenario(load("decode-image-update.yaml"));
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps));
+    const prefill = (label: string) => (report.snapshots[label] ?? []).filter((pod) => pod.role === "prefill").map((pod) => `${pod.name}/${pod.uid}`);
+    assert.deepEqual(prefill("after"), prefill("before"));
+    const decodeImages = (report.snapshots["after"] ?? []).filter((pod) => pod.role === "decode").flatMap((pod) => pod.images);
+    assert.deepEqual([...new Set(decodeImages)], ["vllm:v2"]);
+    assert.ok(report.invariants.every((result) => result.violations === 0));
+  });
+
+  it("a controller restarted mid-rollout converges without duplicate pods", async () => {
+    const report = await runScenario(small([imagePatch("vllm:v2"), { advance: { seconds: 50 } }, { restartController: {} }, { wait: { for: "RolloutComplete", timeoutSeconds: 900 } }]));
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps));
+    assert.equal(report.invariants.find((result) => result.name === "noDuplicatePods")?.violations, 0);
+  });
+
+  it("a restarted controller over a converged system writes nothing", async () => {
+    const settled = [{ wait: { for: "Seconds", timeoutSeconds: 120 } }];
+    const without = await runScenario(small([...settled, { advance: { seconds: 300 } }]));
+    const withRestart = await runScenario(small([...settled, { restartController: {} }, { advance: { seconds: 300 } }]));
+    assert.equal(withRestart.verdict, "pass");
+    assert.ok(without.metrics.apiWrites.total > 0);
+    assert.deepEqual(withRestart.metrics.apiWrites, without.metrics.apiWrites);
+  });
+
+  it("a wait that times out fails the run there, with what it was waiting for", async () => {
+    const report = await runScenario(small([imagePatch("vllm:bad"), { wait: { for: "RolloutComplete", timeoutSeconds: 300 } }, { snapshot: "never" }], { cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }], images: { "vllm:bad": { crash: true } } } }));
+    assert.equal(report.verdict, "fail");
+    assert.equal(report.steps.length, 4, "the snapshot after the failed wait did not run");
+    const wait = report.steps[3];
+    assert.equal(wait?.ok, false);
+    assert.equal(wait.endedAt - wait.startedAt, 300);
+    assert.match(wait.message, /^RolloutComplete not reached after 300s: .*m: server-0 of group 2: not available/);
+    assert.deepEqual(report.snapshots, {});
+    assert.ok(report.invariants.every((result) => result.violations === 0), "a stuck rollout stays within its budget");
+  });
+
+  it("the controller's clock shares the simulator's epoch: a crash-looping pod is recovered after its grace period", async () => {
+    const report = await runScenario(small([imagePatch("vllm:bad"), { advance: { seconds: 300 } }], { cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }], images: { "vllm:bad": { crash: true } } } }));
+    const bad = report.events.filter((event) => event.pod === "m-2-server-0-0" && event.t > (report.steps[2]?.startedAt ?? 0));
+    const recreations = bad.filter((event) => event.type === "PodCreated").length;
+    assert.ok(recreations >= 3, `the failed instance is rebuilt again and again (RoleRecreate), not left alone: ${JSON.stringify(bad)}`);
+    assert.match(JSON.stringify(report.final.status), /"lastTransitionTime":"2026-01-01T/);
+  });
+
+  it("rolls back to the previous revision through the rollout commands", async () => {
+    const report = await runScenario(small([imagePatch("vllm:v2"), { wait: { for: "RolloutComplete", timeoutSeconds: 900 } }, { rollback: { name: "m" } }, { wait: { for: "RolloutComplete", timeoutSeconds: 900 } }]));
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps));
+    assert.match(report.steps[4]?.message ?? "", /back from m-\w+ to revision 1 \(m-\w+\)/);
+    assert.deepEqual([...new Set(report.final.pods.flatMap((pod) => pod.images))], ["vllm:v1"]);
+    assert.deepEqual(report.final.revisions.map((revision) => revision.revision), [2, 3], "re-using revision 1 advances its number");
+  });
+
+  it("fails steps that cannot act: unknown node, nothing to delete, an invalid patch", async () => {
+    for (const [step, message] of [
+      [{ failNode: { name: "gpu-9" } }, /^no node gpu-9; nodes are gpu-0, gpu-1$/],
+      [{ deletePods: { selector: "tandem.dev/role=nobody" } }, /^no pod matches/],
+      [{ patch: { name: "m", merge: { spec: { replicas: -1 } } } }, /^patch refused, the result is invalid: spec.replicas: must be 0 or more$/],
+    ] as const) {
+      const report = await runScenario(small([step]));
+      assert.equal(report.verdict, "fail");
+      assert.match(report.steps.at(-1)?.message ?? "", message);
+    }
+  });
+
+  it("catches a plan that ignores the rollout budget", async () => {
+    // Every pod of an outdated revision is deleted at once as soon as a rollout starts.
+    const reckless: PlanFunction = (observed, nowMs) => {
+      const planned = corePlan(observed, nowMs);
+      const status = (observed.modelServing as { status?: { currentRevision?: string; updateRevision?: string } }).status;
+      if (status?.currentRevision === undefined || status.currentRevision === status.updateRevision) return planned;
+      const deletions: Action[] = observed.pods
+        .filter((pod) => pod.metadata.deletionTimestamp === undefined && pod.metadata.labels?.["tandem.dev/revision"] === status.currentRevision)
+        .map((pod) => ({ type: "DeletePod", name: pod.metadata.name, uid: pod.metadata.uid ?? "", reason: "Update" }));
+      return { ...planned, actions: [...planned.actions, ...deletions] };
+    };
+    const report = await runScenario(small([imagePatch("vllm:v2"), { wait: { for: "RolloutComplete", timeoutSeconds: 900 } }]), { plan: reckless });
+    assert.equal(report.verdict, "fail");
+    const budget = report.invariants.find((result) => result.name === "groupBudget");
+    assert.ok((budget?.violations ?? 0) > 0);
+    assert.match(budget?.first?.message ?? "", /^m: [23] ServingGroup\(s\) unavailable \(groups .*\) with maxUnavailable 1$/);
+  });
+
+  it(
+    "finishes a surge rollout on a full cluster once maxUnavailable allows it",
+    { todo: "core: the surge group keeps the only free GPU the last outdated group's replacement needs; surge stays while that group is unfinished, so the rollout never completes (seed 1: group 0 Pending Unschedulable from 869s on, Progressing reports Converged)" },
+    async () => {
+      const server = (image: string) => ({ name: "server", replicas: 1, entryTemplate: container(image) });
+      const result = parseScenario({
+        name: "surge-tight",
+        cluster: { nodes: [{ name: "gpu", count: 3, gpus: 1 }] },
+        steps: [
+          { apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: { replicas: 3, drain: { timeoutSeconds: 0 }, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } }, template: { roles: [server("vllm:v1")] } } } },
+          { wait: { for: "Available", timeoutSeconds: 600 } },
+          { patch: { name: "m", merge: { spec: { template: { roles: [server("vllm:v2")] } } } } },
+          { advance: { seconds: 600 } },
+          { patch: { name: "m", merge: { spec: { rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 1 } } } } } },
+          { wait: { for: "RolloutComplete", timeoutSeconds: 1200 } },
+        ],
+      });
+      if (!result.ok) throw new Error(JSON.stringify(result.problems));
+      const report = await runScenario(result.scenario);
+      assert.equal(report.verdict, "pass", JSON.stringify(report.steps.at(-1)));
+    },
+  );
+});

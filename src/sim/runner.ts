@@ -1,0 +1,360 @@
+/**
+ * Runs a scenario (DESIGN §6) in virtual time: a `SimCluster` from the scenario's `cluster`, the
+ * real engine (`Controller`) with the core's `plan`, the simulated router when `cluster.router` is
+ * set, and the invariant checker after every instant. Returns the report.
+ *
+ * Step semantics:
+ * - `apply` creates the object or updates it (with its resourceVersion) through a client named
+ *   "user", so `metrics.apiWrites` counts the controller's writes only; namespace "default".
+ * - `patch` sends the JSON merge patch to the named ModelServing (namespace "default" unless
+ *   given) — refused, as the CRD's validation would, when the result is not a valid ModelServing.
+ * - `wait` runs until its target holds, checked after every timer firing, or `timeoutSeconds`:
+ *   `Available` and `RolloutComplete` are judged for **every** ModelServing the scenario has
+ *   applied that still exists (predicates in `src/core/invariants.ts`); `Seconds` just advances.
+ *   A wait that times out fails with the pending reasons.
+ * - `deletePods`, `failNode`, `recoverNode` inject faults (they open a fault window for the budget
+ *   invariants, see `checker.ts`); `deletePods` fails when nothing matched.
+ * - `restartController` stops the controller and its informer and starts new ones (no memory).
+ * - `rollback` runs `rollback()` from `src/engine/rollout-commands.ts` as user "user".
+ * - `snapshot` records every pod under its label.
+ *
+ * **The run stops at the first failed step** (later steps would start from an unknown state); the
+ * report lists the steps that ran. Total simulated time is bounded by `MAX_SIMULATED_SECONDS`.
+ */
+import type { Clock, JsonObject, KubeObject, ObjectRef } from "../engine/ports.ts";
+import { isApiError } from "../engine/ports.ts";
+import { Controller } from "../engine/controller.ts";
+import { rollback } from "../engine/rollout-commands.ts";
+import type { PlanFunction } from "../engine/reconciler.ts";
+import { parseModelServing } from "../api/parse.ts";
+import type { Pod } from "../api/kube.ts";
+import { availablePending, placedPods, rolloutPending } from "../core/invariants.ts";
+import { InvariantChecker } from "./checker.ts";
+import { DEFAULT_EPOCH_MS } from "./clock.ts";
+import { SimCluster } from "./cluster.ts";
+import type { SimInformer } from "./informer.ts";
+import { mergePatch } from "./json.ts";
+import { byRole, canonical, controllerWrites, eventRecords, eventsByRole, podRecords } from "./report.ts";
+import type { Metrics, PodRecord, Report, StepRecord } from "./report.ts";
+import { attachRouter } from "./router.ts";
+import type { SimRouter } from "./router.ts";
+import { applyObject } from "./scenario.ts";
+import type { Scenario, Step } from "./scenario.ts";
+
+/** Bound on a whole run's simulated time: 30 days. */
+export const MAX_SIMULATED_SECONDS = 30 * 24 * 3600;
+
+export interface RunOptions {
+  /** Overrides the scenario's seed. */
+  readonly seed?: number | undefined;
+  /** Check `podsMatchTheirRevision` (costs a pod build per new pod version). Default true. */
+  readonly podSpecs?: boolean;
+  /** The controller's planning function; the core's `plan` by default (tests inject faulty ones). */
+  readonly plan?: PlanFunction;
+}
+
+type StepOutcome = { readonly ok: boolean; readonly message: string };
+
+/** Runs `scenario` to its end or its first failed step; the report is a pure function of the inputs. */
+export async function runScenario(scenario: Scenario, options: RunOptions = {}): Promise<Report> {
+  const run = new ScenarioRun(scenario, options);
+  try {
+    return await run.execute();
+  } finally {
+    await run.close();
+  }
+}
+
+class ScenarioRun {
+  readonly #scenario: Scenario;
+  readonly #seed: number;
+  readonly #cluster: SimCluster;
+  readonly #checker: InvariantChecker;
+  readonly #router: SimRouter | undefined;
+  readonly #plan: PlanFunction | undefined;
+  readonly #applied: { namespace: string; name: string }[] = [];
+  readonly #snapshots: Record<string, PodRecord[]> = {};
+  #controller: { controller: Controller; informer: SimInformer; unhook: () => void } | undefined;
+  #controllerStarts = 0;
+  /**
+   * The controller's Clock: the virtual clock on the epoch the simulator renders its timestamps
+   * in (`DEFAULT_EPOCH_MS`). The core compares `nowMs` with timestamps others wrote (the kubelet's
+   * condition times, the API server's), so both must count from the same epoch; the bare
+   * `VirtualClock.nowMs()` counts from virtual 0 (1970 when rendered by the core).
+   */
+  readonly #controllerClock: Clock;
+  #lastPending: { version: string; reasons: string[] } | undefined;
+
+  constructor(scenario: Scenario, options: RunOptions) {
+    this.#scenario = scenario;
+    this.#seed = options.seed ?? scenario.seed;
+    this.#plan = options.plan;
+    const { nodes, timing, images, router } = scenario.cluster;
+    this.#cluster = new SimCluster({ seed: this.#seed, ...(nodes === undefined ? {} : { nodes }), ...(timing === undefined ? {} : { timing }), ...(images === undefined ? {} : { images }) });
+    const clock = this.#cluster.clock;
+    this.#controllerClock = { nowMs: () => DEFAULT_EPOCH_MS + clock.nowMs(), setTimer: (delayMs, callback) => clock.setTimer(delayMs, callback) };
+    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods() });
+    this.#startController();
+    this.#router = router === undefined ? undefined : attachRouter(this.#cluster, router);
+  }
+
+  async execute(): Promise<Report> {
+    const steps: StepRecord[] = [];
+    for (const [index, step] of this.#scenario.steps.entries()) {
+      const startedAt = this.#seconds();
+      const outcome = await this.#runStep(step);
+      // Finish the instant the step acted in (timers due now included), checking what it did.
+      await this.#advance(0);
+      steps.push({ index, kind: step.kind, ok: outcome.ok, startedAt, endedAt: this.#seconds(), message: outcome.message });
+      if (!outcome.ok) break;
+    }
+    return this.#report(steps);
+  }
+
+  async close(): Promise<void> {
+    this.#router?.stop();
+    await this.#stopController();
+    this.#cluster.stop();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Steps
+
+  async #runStep(step: Step): Promise<StepOutcome> {
+    const budgetMs = MAX_SIMULATED_SECONDS * 1000 - this.#cluster.clock.nowMs();
+    try {
+      switch (step.kind) {
+        case "apply":
+          return await this.#apply(applyObject(step));
+        case "wait":
+          return await this.#wait(step.value.for, Math.min(Math.round(step.value.timeoutSeconds * 1000), budgetMs));
+        case "snapshot":
+          this.#snapshots[step.value] = this.#pods();
+          return { ok: true, message: `recorded ${this.#snapshots[step.value]?.length ?? 0} pod(s) as "${step.value}"` };
+        case "patch":
+          return await this.#patch(step.value);
+        case "deletePods":
+          return await this.#deletePods(step.value.selector, step.value.count);
+        case "failNode":
+        case "recoverNode":
+          return this.#node(step.kind, step.value.name);
+        case "restartController":
+          await this.#stopController();
+          this.#startController();
+          return { ok: true, message: `controller restarted (instance ${this.#controllerStarts}); its queue, cache and expectations start empty` };
+        case "rollback":
+          return await this.#rollback(step.value);
+        case "advance":
+          await this.#advance(Math.min(Math.round(step.value.seconds * 1000), budgetMs));
+          return { ok: true, message: `advanced ${step.value.seconds}s` };
+      }
+    } catch (error) {
+      return { ok: false, message: `${step.kind} failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+
+  async #apply(object: JsonObject): Promise<StepOutcome> {
+    const manifest = object as unknown as KubeObject;
+    const user = this.#cluster.writer("user");
+    const ref: ObjectRef = { kind: manifest.kind, name: manifest.metadata.name, ...(manifest.metadata.namespace === undefined ? {} : { namespace: manifest.metadata.namespace }) };
+    const label = `${manifest.kind} ${ref.namespace === undefined ? "" : `${ref.namespace}/`}${ref.name}`;
+    if (manifest.kind === "ModelServing" && !this.#applied.some((entry) => entry.namespace === ref.namespace && entry.name === ref.name)) {
+      this.#applied.push({ namespace: ref.namespace ?? "default", name: ref.name });
+    }
+    const existing = this.#stored(ref);
+    if (existing === undefined) {
+      await user.create(manifest);
+      return { ok: true, message: `created ${label}` };
+    }
+    await user.update({ ...manifest, metadata: { ...manifest.metadata, resourceVersion: existing.metadata.resourceVersion ?? "" } });
+    return { ok: true, message: `updated ${label}` };
+  }
+
+  async #patch(value: Extract<Step, { kind: "patch" }>["value"]): Promise<StepOutcome> {
+    const ref = { kind: "ModelServing", namespace: value.namespace ?? "default", name: value.name } as const;
+    const existing = this.#stored(ref);
+    if (existing === undefined) return { ok: false, message: `ModelServing ${ref.namespace}/${ref.name} not found` };
+    const merged = mergePatch(existing as unknown as JsonObject, value.merge as JsonObject);
+    const parsed = parseModelServing(merged);
+    if (!parsed.ok) return { ok: false, message: `patch refused, the result is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+    const written = await this.#cluster.writer("user").patch(ref, value.merge as JsonObject);
+    return { ok: true, message: `patched ModelServing ${ref.namespace}/${ref.name} (generation ${written.metadata.generation ?? "?"})` };
+  }
+
+  async #deletePods(selector: string, count: number): Promise<StepOutcome> {
+    const names = await this.#cluster.deletePods(selector, count);
+    this.#checker.faultInjected();
+    if (names.length === 0) return { ok: false, message: `no pod matches "${selector}" (not already being deleted)` };
+    return { ok: true, message: `deleted ${names.join(", ")}` };
+  }
+
+  #node(kind: "failNode" | "recoverNode", name: string): StepOutcome {
+    if (this.#stored({ kind: "Node", name }) === undefined) {
+      const nodes = this.#cluster.server.stored("Node").map((node) => node.metadata.name);
+      return { ok: false, message: `no node ${name}; nodes are ${nodes.join(", ")}` };
+    }
+    if (kind === "failNode") this.#cluster.failNode(name);
+    else this.#cluster.recoverNode(name);
+    this.#checker.faultInjected();
+    return { ok: true, message: kind === "failNode" ? `node ${name} crashed` : `node ${name} recovered` };
+  }
+
+  async #rollback(value: Extract<Step, { kind: "rollback" }>["value"]): Promise<StepOutcome> {
+    const server = this.#cluster.server;
+    const reader = {
+      get: <K extends KubeObject["kind"]>(kind: K, namespace: string | undefined, name: string) => this.#stored({ kind, name, ...(namespace === undefined ? {} : { namespace }) }) as KubeObject<K> | undefined,
+      list: <K extends KubeObject["kind"]>(kind: K, options?: { namespace?: string; labelSelector?: string }) => server.list(kind, options).items as KubeObject<K>[],
+    };
+    const result = await rollback({ reader, writer: this.#cluster.writer("user") }, { namespace: value.namespace ?? "default", name: value.name, toRevision: value.toRevision });
+    return { ok: result.ok, message: result.message };
+  }
+
+  async #wait(target: "Available" | "RolloutComplete" | "Seconds", timeoutMs: number): Promise<StepOutcome> {
+    if (target === "Seconds") {
+      await this.#advance(timeoutMs);
+      return { ok: true, message: `waited ${timeoutMs / 1000}s` };
+    }
+    const startedMs = this.#cluster.clock.nowMs();
+    const held = await this.#cluster.waitFor(() => this.#check() && this.#instantEnded() && this.#pending(target).length === 0, timeoutMs);
+    const tookSeconds = (this.#cluster.clock.nowMs() - startedMs) / 1000;
+    if (held) return { ok: true, message: `${target} after ${tookSeconds}s` };
+    return { ok: false, message: `${target} not reached after ${tookSeconds}s: ${this.#pending(target).join("; ")}` };
+  }
+
+  async #advance(ms: number): Promise<void> {
+    await this.#cluster.waitFor(() => !this.#check(), ms);
+  }
+
+  /**
+   * Runs the invariant checker at the end of each instant (when no other timer is due at the
+   * same millisecond); always true, so it can lead a predicate.
+   */
+  #check(): boolean {
+    if (!this.#instantEnded()) return true;
+    this.#checker.check();
+    return true;
+  }
+
+  /** No timer is due at the current millisecond: everything that happens at this instant has. */
+  #instantEnded(): boolean {
+    const clock = this.#cluster.clock;
+    return clock.nextDueMs() !== clock.nowMs();
+  }
+
+  /**
+   * Reasons the target does not hold yet, over every applied ModelServing that exists; computed
+   * again only when something was committed.
+   */
+  #pending(target: "Available" | "RolloutComplete"): string[] {
+    const version = `${target}@${this.#cluster.server.resourceVersion()}`;
+    if (this.#lastPending?.version === version) return this.#lastPending.reasons;
+    const pods = this.#cluster.server.stored("Pod") as unknown as Pod[];
+    const reasons: string[] = this.#applied.length === 0 ? ["no ModelServing has been applied"] : [];
+    for (const { namespace, name } of this.#applied) {
+      const stored = this.#stored({ kind: "ModelServing", namespace, name });
+      if (stored === undefined) continue;
+      const ms = this.#checker.parse(stored);
+      if (ms === undefined) {
+        reasons.push(`${name}: the stored object is not a valid ModelServing`);
+        continue;
+      }
+      const placed = placedPods(ms, pods);
+      const revisions = this.#checker.revisionsOf(ms.metadata.uid ?? "");
+      reasons.push(...(target === "Available" ? availablePending(ms, placed, revisions) : rolloutPending(ms, placed, revisions)));
+    }
+    this.#lastPending = { version, reasons };
+    return reasons;
+  }
+
+  /** Some crashed node still has pods bound to it (not yet evicted): its failure is still unfolding. */
+  #crashedNodeHoldsPods(): boolean {
+    const kubelet = this.#cluster.kubelet;
+    return this.#cluster.server.stored("Pod").some((pod) => {
+      const node = pod.spec?.["nodeName"];
+      return typeof node === "string" && kubelet.isNodeDown(node);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Controller lifecycle
+
+  #startController(): void {
+    this.#controllerStarts += 1;
+    const informer = this.#cluster.reader();
+    const controller = new Controller({ reader: informer, writer: this.#cluster.writer(), clock: this.#controllerClock, recorder: this.#cluster.recorder(), rng: this.#cluster.rng(`controller-${this.#controllerStarts}`) }, this.#plan === undefined ? {} : { plan: this.#plan });
+    controller.start();
+    const unhook = this.#cluster.onSettle(() => controller.idle());
+    this.#controller = { controller, informer, unhook };
+  }
+
+  async #stopController(): Promise<void> {
+    const current = this.#controller;
+    if (current === undefined) return;
+    this.#controller = undefined;
+    current.unhook();
+    await current.controller.stop();
+    current.informer.stop();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Report
+
+  #report(steps: StepRecord[]): Report {
+    const events = eventRecords(this.#cluster.events());
+    const invariants = this.#checker.results();
+    const ok = steps.length === this.#scenario.steps.length && steps.every((step) => step.ok) && invariants.every((result) => result.violations === 0);
+    const primary = this.#applied.at(-1);
+    const stored = primary === undefined ? undefined : this.#stored({ kind: "ModelServing", ...primary });
+    return {
+      scenario: this.#scenario.name,
+      seed: this.#seed,
+      verdict: ok ? "pass" : "fail",
+      simulatedSeconds: this.#seconds(),
+      steps,
+      invariants,
+      metrics: this.#metrics(events),
+      snapshots: this.#snapshots,
+      final: { status: canonical(stored?.status ?? null), pods: this.#pods(), revisions: this.#revisionList() },
+      events,
+    };
+  }
+
+  #metrics(events: Report["events"]): Metrics {
+    const metrics: Metrics = {
+      podsCreated: eventsByRole(events, "PodCreated"),
+      podsDeleted: eventsByRole(events, "PodDeleted"),
+      containerRestarts: byRole(this.#cluster.kubelet.restartsByRole()),
+      apiWrites: controllerWrites(this.#cluster.server.apiWriteCounts()),
+    };
+    if (this.#router !== undefined) {
+      const { total, ok, failed, cut, byRole: roles } = this.#router.metrics();
+      const byRoleCounts = Object.fromEntries(Object.entries(roles).map(([role, counts]) => [role, { total: counts.total, ok: counts.ok, failed: counts.failed, cut: counts.cut }]));
+      metrics.requests = { total, ok, failed, cut, byRole: byRoleCounts };
+    }
+    return metrics;
+  }
+
+  #revisionList(): { name: string; revision: number }[] {
+    return this.#cluster.server
+      .stored("ControllerRevision")
+      .map((stored) => ({ name: stored.metadata.name, revision: typeof stored["revision"] === "number" ? stored["revision"] : 0 }))
+      .sort((a, b) => a.revision - b.revision || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  #pods(): PodRecord[] {
+    return podRecords(this.#cluster.server.stored("Pod"));
+  }
+
+  #stored(ref: ObjectRef): KubeObject | undefined {
+    try {
+      return this.#cluster.server.get(ref);
+    } catch (error) {
+      if (isApiError(error, "NotFound")) return undefined;
+      throw error;
+    }
+  }
+
+  #seconds(): number {
+    return this.#cluster.clock.nowMs() / 1000;
+  }
+}
