@@ -22,13 +22,36 @@ function appliesTo(plugin: RevisionPlugin, role: string): boolean {
   return roles.length === 0 || roles.includes(role);
 }
 
+/**
+ * Memo of role-view bytes per revision data object. Revision data is immutable once built (the
+ * core never mutates it), so a view computed once stays right; a WeakMap frees it with the data.
+ * Pure in effect: it only saves repeating a deterministic computation.
+ */
+const viewMemo = new WeakMap<RevisionData, Map<string, string | undefined>>();
+const bytesMemo = new WeakMap<RevisionData, string>();
+
 /** Canonical bytes of the role view of `role` after normalizing `data`; undefined when absent. */
 function roleViewBytes(data: RevisionData, role: string): string | undefined {
+  let views = viewMemo.get(data);
+  if (views === undefined) {
+    views = new Map();
+    viewMemo.set(data, views);
+  }
+  if (views.has(role)) return views.get(role);
   const normalized = normalizeRevisionData(data);
   const spec = normalized.roles.find((candidate) => candidate.name === role);
-  if (spec === undefined) return undefined;
   const plugins = (normalized.plugins ?? []).filter((plugin) => appliesTo(plugin, role));
-  return canonicalJson({ schedulerName: normalized.schedulerName, plugins, role: spec } as unknown as JsonValue);
+  const bytes = spec === undefined ? undefined : canonicalJson({ schedulerName: normalized.schedulerName, plugins, role: spec } as unknown as JsonValue);
+  views.set(role, bytes);
+  return bytes;
+}
+
+function normalizedBytes(data: RevisionData): string {
+  const cached = bytesMemo.get(data);
+  if (cached !== undefined) return cached;
+  const bytes = canonicalJson(normalizeRevisionData(data) as unknown as JsonValue);
+  bytesMemo.set(data, bytes);
+  return bytes;
 }
 
 /**
@@ -42,10 +65,10 @@ export function roleHash(data: RevisionData, role: string): string | undefined {
 
 /** True when `a` and `b` build `role`'s pods identically (both lacking the role counts as equal). */
 export function sameRoleSpec(a: RevisionData, b: RevisionData, role: string): boolean {
-  return roleViewBytes(a, role) === roleViewBytes(b, role);
+  return a === b || roleViewBytes(a, role) === roleViewBytes(b, role);
 }
 
 /** True when `a` and `b` declare the same pods for every role (normalized, so older data matches). */
 export function sameRevisionData(a: RevisionData, b: RevisionData): boolean {
-  return canonicalJson(normalizeRevisionData(a) as unknown as JsonValue) === canonicalJson(normalizeRevisionData(b) as unknown as JsonValue);
+  return a === b || normalizedBytes(a) === normalizedBytes(b);
 }
