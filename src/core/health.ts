@@ -42,6 +42,12 @@ export function isDrained(pod: Pod): boolean {
   return pod.metadata.annotations?.[ANNOTATION_DRAINED] === "true";
 }
 
+/** The scheduler has tried and cannot place the pod (PodScheduled False, reason Unschedulable). */
+export function isUnschedulable(pod: Pod): boolean {
+  const scheduled = podCondition(pod, "PodScheduled");
+  return scheduled?.status === "False" && scheduled.reason === "Unschedulable";
+}
+
 /** The pod has been scheduled and its containers started at least once. */
 export function hasStarted(pod: Pod): boolean {
   const phase = pod.status?.phase;

@@ -19,7 +19,7 @@
 import type { ResolvedBudget } from "../api/budgets.ts";
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
-import { range } from "./health.ts";
+import { isUnschedulable, range } from "./health.ts";
 import type { InstanceState, Layout } from "./instances.ts";
 import { desiredInstanceStates, isAtUpdate, resolver, sameSpec } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
@@ -105,7 +105,10 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   }).length;
   const paused = model.ms.spec.rolloutStrategy.paused;
   const existingSurge = Math.max(0, ...[...model.tree.keys()].map((group) => group + 1 - replicas));
-  const surgeGroups = paused ? Math.min(existingSurge, budget.maxSurge) : outdated.length > 0 || existingSurge > 0 ? Math.min(budget.maxSurge, unfinished) : 0;
+  const unpermitted = outdated.filter((group) => statesOf(probe, group).some((state) => !sameSpec(model, state.target, revisions.update, state.role))).length;
+  const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
+  const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
+  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved });
   for (const group of range(surgeGroups)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
   if (paused || outdated.length === 0) return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
   const layout = layoutWith(scratch, base, { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas });
@@ -134,6 +137,41 @@ function movable(scratch: Scratch, outdated: readonly number[], resolve: ReturnT
     scratch.ineligible.push(...refused);
     return refused.length === 0;
   });
+}
+
+/** A live pod of the unit is Pending because the scheduler cannot place it. */
+function isStarved(state: InstanceState): boolean {
+  return state.health.live.some((view) => isUnschedulable(view.pod));
+}
+
+/** What decides how many surge units exist at one level (groups, or one role in one group). */
+interface SurgeInputs {
+  readonly paused: boolean;
+  readonly existing: number;
+  readonly maxSurge: number;
+  /** Eligible units at an old revision without a permit yet. */
+  readonly unpermitted: number;
+  /** Eligible units not yet updated and available. */
+  readonly unfinished: number;
+  /** Available units among the desired ones (surge excluded). */
+  readonly availableBase: number;
+  /** replicas − maxUnavailable. */
+  readonly floor: number;
+  /** Some eligible unit waits for capacity (a pod the scheduler cannot place). */
+  readonly starved: boolean;
+}
+
+/**
+ * Surge units exist while eligible units are unfinished (up to maxSurge), so capacity never drops
+ * while replacements start. One exception breaks a deadlock: once every old unit has its permit
+ * and a replacement cannot be scheduled, surge stays only as far as the availability floor needs
+ * it — otherwise a surge unit would hold the very capacity (GPUs) the last replacement needs, and
+ * the rollout would wait forever. Paused: existing surge stays, none is added.
+ */
+export function surgeCount(inputs: SurgeInputs): number {
+  if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
+  if (inputs.unpermitted > 0 || !inputs.starved) return Math.min(inputs.maxSurge, inputs.unfinished);
+  return Math.min(inputs.existing, inputs.maxSurge, Math.max(0, inputs.floor - inputs.availableBase));
 }
 
 /** Every role of the group has at least its desired number of available instances. */
@@ -232,7 +270,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
   const eligible = states.filter((state) => state.instance >= budget.partition && state.instance < role.replicas);
   const outdated = eligible.filter((state) => !isAtUpdate(model, state, revisions));
   let quota = limits.permit?.quota ?? Number.POSITIVE_INFINITY;
-  const surge = planRoleSurge(scratch, group, role, eligible, outdated.length > 0, limits.paused, (wanted) => {
+  const surge = planRoleSurge(scratch, group, role, states, eligible, limits.paused, (wanted) => {
     const granted = Math.min(wanted, quota);
     quota -= granted;
     return granted;
@@ -267,16 +305,15 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
 }
 
 /**
- * Surge instances of one role in one group: they exist while the role has outdated instances and
- * stay until every eligible instance is updated and available again; new ones need a start
- * (`grant` returns how many of the wanted new ones may start). Returns the surge count.
+ * Surge instances of one role in one group (see `surgeCount`); new ones need a start (`grant`
+ * returns how many of the wanted new ones may start). Returns the surge count.
  */
 function planRoleSurge(
   scratch: Scratch,
   group: number,
   role: Role,
+  states: readonly InstanceState[],
   eligible: readonly InstanceState[],
-  hasOutdated: boolean,
   paused: boolean,
   grant: (wanted: number) => number,
 ): number {
@@ -284,7 +321,10 @@ function planRoleSurge(
   const maxSurge = resolveRoleBudget(role).maxSurge;
   const existing = Math.max(0, ...[...(model.tree.get(group)?.get(role.name)?.keys() ?? [])].map((instance) => instance + 1 - role.replicas));
   const unfinished = eligible.filter((state) => !state.available || !isAtUpdate(model, state, revisions)).length;
-  const wanted = paused ? Math.min(existing, maxSurge) : hasOutdated || existing > 0 ? Math.min(maxSurge, unfinished) : 0;
+  const unpermitted = eligible.filter((state) => !sameSpec(model, state.target, revisions.update, state.role)).length;
+  const availableBase = states.filter((state) => state.instance < role.replicas && state.available).length;
+  const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
+  const wanted = surgeCount({ paused, existing, maxSurge, unpermitted, unfinished, availableBase, floor, starved: eligible.some(isStarved) });
   const surge = wanted <= existing ? wanted : existing + grant(wanted - existing);
   for (const instance of range(surge)) permit(scratch, { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name });
   return surge;

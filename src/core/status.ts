@@ -147,7 +147,15 @@ function progressingCondition(work: Work, rolloutWaiting: readonly string[], des
     const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
     return { type: "Progressing", status: "True", reason: "RolloutWaiting", message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.` };
   }
-  if (counts.size === 0 && work.recheckAtMs === undefined) return { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do: the observed pods match the spec." };
+  if (counts.size === 0 && work.recheckAtMs === undefined) {
+    // Nothing to write, but pods are not Ready yet: say what they wait for rather than "converged".
+    const pending = desired.filter((state) => !state.health.ready && state.health.live.length > 0).slice(0, MAX_LISTED);
+    if (pending.length > 0) {
+      const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
+      return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `Every pod exists; waiting for them to become Ready: ${detail}.` };
+    }
+    return { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do: the observed pods match the spec." };
+  }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
 }

@@ -166,8 +166,9 @@ describe("scenario runner", () => {
   });
 
   it(
+    // Regression (seeds 1-3): the surge group used to keep the only free GPU the last outdated
+    // group's replacement needed, so the rollout never completed.
     "finishes a surge rollout on a full cluster once maxUnavailable allows it",
-    { todo: "core: the surge group keeps the only free GPU the last outdated group's replacement needs; surge stays while that group is unfinished, so the rollout never completes (seed 1: group 0 Pending Unschedulable from 869s on, Progressing reports Converged)" },
     async () => {
       const server = (image: string) => ({ name: "server", replicas: 1, entryTemplate: container(image) });
       const result = parseScenario({
