@@ -9,7 +9,7 @@ function pod(name: string, group: number, role: string, instance: string, state:
     kind: "Pod",
     metadata: {
       name,
-      labels: { "tandem.dev/group": String(group), "tandem.dev/role": role, "tandem.dev/instance": instance, "tandem.dev/revision": state.revision ?? "m-v1" },
+      labels: { "tandem.dev/group": String(group), "tandem.dev/role": role, "tandem.dev/instance": instance, "tandem.dev/role-hash": state.revision === "m-v2" ? "h2" : "h1" },
       ...(state.draining === true ? { annotations: { "tandem.dev/draining": "2026-11-30T00:00:00Z" } } : {}),
     },
     spec: {},
@@ -19,11 +19,11 @@ function pod(name: string, group: number, role: string, instance: string, state:
 
 describe("demo view", () => {
   it("shows each pod's state as a glyph", () => {
-    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { ready: true }), "m-v1").color, "cyan");
-    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { ready: true }), "m-v2").char, "●");
-    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { draining: true, ready: true }), "m-v2").char, "↓");
-    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { phase: "Pending" }), "m-v2").char, "○");
-    assert.equal(podGlyph(pod("a", 0, "r", "r-0", {}), "m-v2").char, "◐");
+    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { ready: true }), { r: "h1" }).color, "cyan");
+    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { ready: true }), { r: "h2" }).color, "green");
+    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { draining: true, ready: true }), { r: "h2" }).char, "↓");
+    assert.equal(podGlyph(pod("a", 0, "r", "r-0", { phase: "Pending" }), { r: "h2" }).char, "○");
+    assert.equal(podGlyph(pod("a", 0, "r", "r-0", {}), { r: "h2" }).char, "◐");
   });
 
   it("renders the groups × roles grid, progress bars and events as plain text", () => {
@@ -37,7 +37,7 @@ describe("demo view", () => {
       pod("m-1-prefill-0-0", 1, "prefill", "prefill-0", { ready: true }),
       pod("m-1-prefill-1-0", 1, "prefill", "prefill-1", { phase: "Pending" }),
     ];
-    const frame = renderFrame({ title: "Tandem demo", seconds: 3725, step: "Decode-only image update", roles: ["prefill", "decode"], groups: 2, pods, updateRevision: "m-v2", requests: { ok: 10, failed: 0, cut: 1 }, events: ["00:01:02 PodReady m-0-decode-0-0"], color: false });
+    const frame = renderFrame({ title: "Tandem demo", seconds: 3725, step: "Decode-only image update", roles: ["prefill", "decode"], groups: 2, pods, updateRoleHashes: { prefill: "h1", decode: "h2" }, requests: { ok: 10, failed: 0, cut: 1 }, events: ["00:01:02 PodReady m-0-decode-0-0"], color: false });
     assert.equal(
       frame,
       [
@@ -49,8 +49,8 @@ describe("demo view", () => {
         "  ● Ready  ◐ starting  ○ pending  ↓ draining  ✕ failing  (new revision in cyan)",
         "",
         "  update progress",
-        "  prefill ░░░░░░░░░░░░░░░░░░░░   0% on the update revision",
-        "  decode  ████████████████████ 100% on the update revision",
+        "  prefill ████████████████████ 100% new",
+        "  decode  ████████████████████ 100% new",
         "",
         "  requests  ok 10  failed 0  cut 1",
         "",

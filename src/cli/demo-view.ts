@@ -4,7 +4,7 @@
  * a function of its input, so it is tested as text.
  */
 import type { KubeObject } from "../engine/ports.ts";
-import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_REVISION, LABEL_ROLE } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_ROLE, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 
 export interface FrameInput {
   readonly title: string;
@@ -15,7 +15,8 @@ export interface FrameInput {
   readonly roles: readonly string[];
   readonly groups: number;
   readonly pods: readonly KubeObject[];
-  readonly updateRevision: string | undefined;
+  /** Per role, the role hash of the update revision: pods with it run the new role spec. */
+  readonly updateRoleHashes: Readonly<Record<string, string>>;
   readonly requests: { readonly ok: number; readonly failed: number; readonly cut: number } | undefined;
   /** Latest events, oldest first, already formatted. */
   readonly events: readonly string[];
@@ -36,13 +37,19 @@ function condition(pod: KubeObject, type: string): string | undefined {
   return conditions.find((candidate) => candidate.type === type)?.status;
 }
 
-/** The glyph of a pod; pods at the update revision that are Ready show in cyan. */
-export function podGlyph(pod: KubeObject, updateRevision: string | undefined): PodGlyph {
+/** Whether the pod runs its role's spec of the update revision. */
+function isNew(pod: KubeObject, updateRoleHashes: Readonly<Record<string, string>>): boolean {
+  const labels = pod.metadata.labels ?? {};
+  return labels[LABEL_ROLE_HASH] !== undefined && labels[LABEL_ROLE_HASH] === updateRoleHashes[labels[LABEL_ROLE] ?? ""];
+}
+
+/** The glyph of a pod; Ready pods running the update revision's role spec show in cyan. */
+export function podGlyph(pod: KubeObject, updateRoleHashes: Readonly<Record<string, string>>): PodGlyph {
   const phase = pod.status?.["phase"];
   const statuses = (pod.status?.["containerStatuses"] ?? []) as { restartCount?: number; ready?: boolean }[];
   if (pod.metadata.deletionTimestamp !== undefined || pod.metadata.annotations?.[ANNOTATION_DRAINING] !== undefined) return { char: "↓", color: "yellow" };
   if (phase === "Failed" || statuses.some((status) => (status.restartCount ?? 0) > 0 && status.ready !== true)) return { char: "✕", color: "red" };
-  if (condition(pod, "Ready") === "True") return { char: "●", color: pod.metadata.labels?.[LABEL_REVISION] === updateRevision ? "cyan" : "green" };
+  if (condition(pod, "Ready") === "True") return { char: "●", color: isNew(pod, updateRoleHashes) ? "cyan" : "green" };
   if (phase === "Running" || condition(pod, "PodScheduled") === "True") return { char: "◐", color: "yellow" };
   return { char: "○", color: "dim" };
 }
@@ -58,7 +65,7 @@ function roleCell(pods: readonly KubeObject[], input: FrameInput): { text: strin
     const instance = pod.metadata.labels?.[LABEL_INSTANCE] ?? "";
     byInstance.set(instance, [...(byInstance.get(instance) ?? []), pod]);
   }
-  const parts = [...byInstance.values()].map((instancePods) => instancePods.map((pod) => paint(podGlyph(pod, input.updateRevision), input.color)).join(""));
+  const parts = [...byInstance.values()].map((instancePods) => instancePods.map((pod) => paint(podGlyph(pod, input.updateRoleHashes), input.color)).join(""));
   const width = [...byInstance.values()].reduce((sum, instancePods) => sum + instancePods.length, 0) + Math.max(0, byInstance.size - 1);
   return { text: parts.join(" "), width };
 }
@@ -74,14 +81,14 @@ function clock(seconds: number): string {
   return `${pad(Math.floor(whole / 3600))}:${pad(Math.floor(whole / 60) % 60)}:${pad(whole % 60)}`;
 }
 
-/** Per role: the share of its Ready pods that run the update revision. */
+/** Per role: the share of its Ready pods that run the update revision's role spec. */
 function progressLines(input: FrameInput): string[] {
   const width = Math.max(...input.roles.map((role) => role.length));
   return input.roles.map((role) => {
     const ready = input.pods.filter((pod) => pod.metadata.labels?.[LABEL_ROLE] === role && condition(pod, "Ready") === "True");
-    const updated = ready.filter((pod) => pod.metadata.labels?.[LABEL_REVISION] === input.updateRevision).length;
+    const updated = ready.filter((pod) => isNew(pod, input.updateRoleHashes)).length;
     const fraction = ready.length === 0 ? 0 : updated / ready.length;
-    return `  ${role.padEnd(width)} ${bar(fraction)} ${String(Math.round(fraction * 100)).padStart(3)}% on the update revision`;
+    return `  ${role.padEnd(width)} ${bar(fraction)} ${String(Math.round(fraction * 100)).padStart(3)}% new`;
   });
 }
 

@@ -1,23 +1,248 @@
 /**
- * `tandem demo`: until the embedded simulator and controller land (issues "simulator" and
- * "lifecycle"), the demo explains what it will show and prints the command overview.
+ * `tandem demo` (`npm start`): Tandem at work on the embedded simulated cluster, in under a
+ * minute, with nothing to install. Each act is a scenario file played by the same runner as
+ * `tandem simulate` (real engine, real core, invariants checked): in a terminal it is paced in
+ * scaled real time and drawn as a live groups × roles view; otherwise (`--no-tty`, or when stdout
+ * is not a terminal) it prints plain lines at full speed, for logs.
  */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import { emit, succeed } from "./io.ts";
+import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
+import { roleHash } from "../core/role-hash.ts";
+import type { KubeObject } from "../engine/ports.ts";
+import type { SimCluster } from "../sim/cluster.ts";
+import type { Report, StepRecord } from "../sim/report.ts";
+import type { SimRouter } from "../sim/router.ts";
+import type { RunObserver } from "../sim/runner.ts";
+import { runScenario } from "../sim/runner.ts";
+import type { Scenario, Step } from "../sim/scenario.ts";
+import { parseScenarioText } from "../sim/scenario.ts";
+import { renderFrame } from "./demo-view.ts";
 
-const PLANNED_DEMO = `Tandem demo (coming with the embedded simulated cluster):
-  two ServingGroups of 2 prefill + 1 decode instance, decode spanning 2 nodes, on 4 GPU nodes;
-  live groups x roles view of pod states, progress bars and events; a node failure and its recovery;
-  a Decode-only image update with Prefill untouched, then a rollback — all in under a minute.
 
-Available today:
-`;
+
+const SCENARIOS = join(import.meta.dirname, "../../deploy/examples/scenarios");
+/** The default acts, in order. */
+export const DEFAULT_ACTS = ["demo-lifecycle.yaml", "demo-coordinated.yaml"] as const;
+/** Wall seconds one act should take in a terminal when `--speed` is not given. */
+const ACT_WALL_SECONDS = 20;
+const FRAME_WALL_MS = 100;
+const EVENT_LINES = 6;
+
+export interface DemoOptions {
+  readonly scenarios: readonly string[];
+  /** Simulated seconds per wall second; undefined = fit each act into ACT_WALL_SECONDS. */
+  readonly speed: number | undefined;
+  readonly tty: boolean;
+  readonly write: (text: string) => void;
+}
+
+/** What each step of an act is doing, for people. */
+export function describeStep(step: Step): string {
+  switch (step.kind) {
+    case "apply": {
+      const name = (step.value.metadata as { name?: unknown } | undefined)?.name;
+      return `Applying ${typeof name === "string" ? `ModelServing ${name}` : "an object"}`;
+    }
+    case "wait": return step.value.for === "Seconds" ? `Waiting ${step.value.timeoutSeconds}s` : `Waiting for ${step.value.for}`;
+    case "deletePods": return `Failure injected: deleting ${step.value.count} pod(s) matching ${step.value.selector}`;
+    case "failNode": return `Failure injected: node ${step.value.name} fails`;
+    case "recoverNode": return `Node ${step.value.name} recovers`;
+    case "patch": return `Updating ModelServing ${step.value.name}`;
+    case "rollback": return `Rolling back ${step.value.name}${step.value.toRevision === undefined ? "" : ` to revision ${step.value.toRevision}`}`;
+    case "restartController": return "Restarting the controller (all memory lost)";
+    case "snapshot": return `Snapshot ${step.value}`;
+    case "advance": return `Letting ${step.value.seconds}s pass`;
+  }
+}
+
+/** Renders frames (terminal) or plain lines (logs) while the runner plays an act. */
+class ActView implements RunObserver {
+  #cluster: SimCluster | undefined;
+  #router: SimRouter | undefined;
+  #step = "Starting";
+  #lastFrameMs = 0;
+  #eventsShown = 0;
+  readonly #recent: string[] = [];
+
+  readonly title: string;
+  readonly options: DemoOptions;
+  /** Simulated seconds per wall second. */
+  readonly speed: number;
+
+  constructor(title: string, options: DemoOptions, speed: number) {
+    this.title = title;
+    this.options = options;
+    this.speed = speed;
+  }
+
+  attach(cluster: SimCluster, router: SimRouter | undefined): void {
+    this.#cluster = cluster;
+    this.#router = router;
+    if (this.options.tty) cluster.onSettle(() => this.#tick());
+  }
+
+  stepStarted(_index: number, step: Step): void {
+    this.#step = describeStep(step);
+    if (!this.options.tty && step.kind !== "snapshot") this.options.write(`${clock(this.#seconds())}  ${this.#step}\n`);
+  }
+
+  stepEnded(record: StepRecord): void {
+    this.#collectEvents();
+    if (!this.options.tty && record.kind !== "snapshot") this.options.write(`${clock(record.endedAt)}  ${record.ok ? "ok" : "FAILED"}: ${record.message}\n`);
+  }
+
+  #seconds(): number {
+    return (this.#cluster?.clock.nowMs() ?? 0) / 1000;
+  }
+
+  /** New pod events since the last look: kept for the frame, printed as lines without a TTY. */
+  #collectEvents(): void {
+    const events = this.#cluster?.events() ?? [];
+    for (const event of events.slice(this.#eventsShown)) {
+      const line = `${clock(event.t)}  ${event.type.padEnd(11)} ${event.pod}`;
+      this.#recent.push(line);
+      if (!this.options.tty) this.options.write(`${line}\n`);
+    }
+    this.#eventsShown = events.length;
+    this.#recent.splice(0, Math.max(0, this.#recent.length - EVENT_LINES));
+  }
+
+  /** At most one frame per FRAME_WALL_MS of wall time, paced by `speed`. */
+  async #tick(): Promise<void> {
+    const nowMs = this.#cluster?.clock.nowMs() ?? 0;
+    const frameMs = FRAME_WALL_MS * this.speed;
+    if (nowMs - this.#lastFrameMs < frameMs) return;
+    const waitMs = Math.min(1000, (nowMs - this.#lastFrameMs) / this.speed);
+    this.#lastFrameMs = nowMs;
+    this.#collectEvents();
+    this.options.write(`\x1b[H\x1b[2J${this.frame()}\n`);
+    await sleep(waitMs);
+  }
+
+  #updateRoleHashes(name: string | undefined, roles: readonly string[]): Record<string, string> {
+    return roleHashesOf((this.#cluster?.server.stored("ControllerRevision") ?? []), name, roles);
+  }
+
+  frame(): string {
+    const pods = (this.#cluster?.server.stored("Pod") ?? []) as KubeObject[];
+    const msList = (this.#cluster?.server.stored("ModelServing") ?? []) as KubeObject[];
+    const ms = msList[0];
+    const spec = ms?.spec as { replicas?: number; template?: { roles?: { name: string }[] } } | undefined;
+    const status = ms?.status as { updateRevision?: string } | undefined;
+    const roles = spec?.template?.roles?.map((role) => role.name) ?? [];
+    const requests = this.#router?.metrics();
+    return renderFrame({
+      title: this.title,
+      seconds: this.#seconds(),
+      step: this.#step,
+      roles,
+      groups: spec?.replicas ?? 0,
+      pods,
+      updateRoleHashes: this.#updateRoleHashes(status?.updateRevision, roles),
+      requests: requests === undefined ? undefined : { ok: requests.ok, failed: requests.failed, cut: requests.cut },
+      events: this.#recent,
+      color: true,
+    });
+  }
+}
+
+/** Role hashes of the update revision, read from its stored ControllerRevision. */
+function roleHashesOf(revisions: readonly KubeObject[], name: string | undefined, roles: readonly string[]): Record<string, string> {
+  const decoded = decodeControllerRevision(revisions.find((revision) => revision.metadata.name === name));
+  if (!decoded.ok) return {};
+  return Object.fromEntries(roles.flatMap((role) => {
+    const hash = roleHash(decoded.revision.data, role);
+    return hash === undefined ? [] : [[role, hash]];
+  }));
+}
+
+function clock(seconds: number): string {
+  const whole = Math.floor(seconds);
+  const pad = (value: number) => String(value).padStart(2, "0");
+  return `${pad(Math.floor(whole / 60))}:${pad(whole % 60)}`;
+}
+
+/** The closing summary of one act, from its report. */
+export function summarize(report: Report): string {
+  const lines = [`${report.scenario}: ${report.verdict === "pass" ? "PASS" : "FAIL"} after ${Math.round(report.simulatedSeconds)}s simulated (seed ${report.seed})`];
+  const { podsCreated, podsDeleted, requests } = report.metrics;
+  const roles = Object.keys({ ...podsCreated.byRole, ...podsDeleted.byRole }).sort();
+  lines.push(`  pods created/deleted by role: ${roles.map((role) => `${role} ${podsCreated.byRole[role] ?? 0}/${podsDeleted.byRole[role] ?? 0}`).join(", ")}`);
+  if (requests !== undefined) lines.push(`  requests: ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed, ${requests.cut} cut (in flight on a pod that went away)`);
+  const violated = report.invariants.filter((result) => result.violations > 0);
+  lines.push(violated.length === 0 ? `  invariants: all ${report.invariants.length} held` : `  invariants violated: ${violated.map((result) => result.name).join(", ")}`);
+  const untouched = untouchedPrefill(report);
+  if (untouched !== undefined) lines.push(`  ${untouched}`);
+  lines.push(`  replay: tandem simulate deploy/examples/scenarios/${report.scenario}.yaml --seed ${report.seed}`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** For the lifecycle act: whether every prefill pod kept its UID through the decode update. */
+function untouchedPrefill(report: Report): string | undefined {
+  const before = report.snapshots["before-update"];
+  const after = report.snapshots["after-update"];
+  if (before === undefined || after === undefined) return undefined;
+  const uids = (pods: typeof before) => pods.filter((pod) => pod.role === "prefill").map((pod) => pod.uid).sort().join(",");
+  const decodeChanged = before.filter((pod) => pod.role === "decode").every((pod) => !after.some((other) => other.uid === pod.uid));
+  return uids(before) === uids(after) && decodeChanged ? "decode-only update: every decode pod replaced, every prefill pod untouched (same UIDs)" : "decode-only update: prefill pods changed (unexpected)";
+}
+
+async function loadAct(path: string): Promise<Scenario | string> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    return `${path}: cannot read: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  const parsed = parseScenarioText(text);
+  return parsed.ok ? parsed.scenario : parsed.problems.map((problem) => `${path}: ${problem.path}: ${problem.reason}`).join("\n");
+}
+
+/** Plays every act; returns the exit code (0 when every act passed). */
+export async function runDemo(options: DemoOptions): Promise<number> {
+  let failed = false;
+  const summaries: string[] = [];
+  for (const path of options.scenarios) {
+    const scenario = await loadAct(path);
+    if (typeof scenario === "string") {
+      options.write(`${scenario}\n`);
+      return 1;
+    }
+    // The run is deterministic, so a quick silent run tells how long the act is in simulated time.
+    const speed = options.speed ?? (options.tty ? Math.max(1, (await runScenario(scenario)).simulatedSeconds / ACT_WALL_SECONDS) : 1);
+    const title = `Tandem demo · ${scenario.name}`;
+    if (!options.tty) options.write(`\n== ${title} ==\n`);
+    const view = new ActView(title, options, speed);
+    const report = await runScenario(scenario, { observer: view });
+    if (options.tty) options.write(`\x1b[H\x1b[2J${view.frame()}\n\n`);
+    summaries.push(summarize(report));
+    options.write(summaries.at(-1) ?? "");
+    failed ||= report.verdict !== "pass";
+  }
+  if (summaries.length > 1) options.write(`\nSummary\n${summaries.join("")}`);
+  return failed ? 1 : 0;
+}
+
+function parseSpeed(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const speed = Number(value);
+  if (!Number.isFinite(speed) || speed <= 0) throw new Error(`--speed: must be a positive number of simulated seconds per second, not ${JSON.stringify(value)}`);
+  return speed;
+}
 
 export function registerDemo(program: Command): void {
   program
     .command("demo")
-    .description("Run the demo on the embedded simulated cluster.")
-    .action(() => {
-      emit(succeed(PLANNED_DEMO + program.helpInformation()));
+    .description("Watch Tandem serve, recover, update and roll back on the embedded simulated cluster (under a minute).")
+    .option("--scenario <file>", "play this scenario instead of the built-in acts")
+    .option("--speed <x>", "simulated seconds per wall second (default: fit each act into ~20 s)")
+    .option("--no-tty", "print plain lines at full speed, for logs")
+    .action(async (flags: { scenario?: string; speed?: string; tty: boolean }) => {
+      const scenarios = flags.scenario === undefined ? DEFAULT_ACTS.map((act) => join(SCENARIOS, act)) : [flags.scenario];
+      const tty = flags.tty && process.stdout.isTTY;
+      process.exitCode = await runDemo({ scenarios, speed: parseSpeed(flags.speed), tty, write: (text) => process.stdout.write(text) });
     });
 }

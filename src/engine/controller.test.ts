@@ -196,6 +196,33 @@ describe("controller", () => {
     assert.ok(control.writes({ kind: "Pod", verb: "create" }) > 3);
   });
 
+  it("with minReconcileIntervalMs, coalesces events spread over the interval into one pass", async () => {
+    const { plan, calls } = counting(replicasPlan);
+    const { client, runFor, podNames, clock } = harness({ controller: { plan, minReconcileIntervalMs: 1_000 } });
+    await client.create(aModelServing("m", 1));
+    await runFor(5_000);
+    assert.deepEqual(podNames(), ["m-0"]);
+    const before = calls.length;
+    // Three user changes 100 ms apart, each an event for the key: one pass, when the interval ends.
+    const startMs = clock.nowMs();
+    for (const replicas of [2, 3, 4]) {
+      await client.patch(msRef, { spec: { replicas } });
+      await runFor(100);
+    }
+    await runFor(2_000);
+    assert.deepEqual(podNames(), ["m-0", "m-1", "m-2", "m-3"]);
+    const passes = calls.slice(before);
+    assert.equal(passes[0]?.nowMs, startMs, "the first event after a quiet interval is handled at once");
+    assert.equal(passes[1]?.nowMs, startMs + 1_000, "the next two changes wait for the interval and make one pass");
+    assert.ok(passes.length <= 4, `${passes.length} passes`);
+    assert.ok(passes.every((call, i) => i === 0 || call.nowMs - (passes[i - 1]?.nowMs ?? 0) >= 1_000), "at most one pass per interval");
+  });
+
+  it("rejects a negative or fractional minReconcileIntervalMs", () => {
+    assert.throws(() => harness({ controller: { minReconcileIntervalMs: -1 } }), /minReconcileIntervalMs/);
+    assert.throws(() => harness({ controller: { minReconcileIntervalMs: 0.5 } }), /minReconcileIntervalMs/);
+  });
+
   it("plans again after requeueAfterMs, and only then, when nothing changes", async () => {
     const { plan, calls } = counting(() => ({ actions: [], requeueAfterMs: 1_000 }));
     const { client, runFor } = harness({ controller: { plan } });

@@ -52,6 +52,15 @@ export interface ControllerOptions {
   readonly maxParallelWrites?: number;
   /** How often to look again while the cache has not synced. Default 100 ms. */
   readonly syncPollMs?: number;
+  /**
+   * Coalescing of events: a key is not reconciled again within this many ms of clock time after
+   * its last pass started. An event for a key passed more recently holds the key back until the
+   * interval is over, so the events of a burst spread over time make one pass, not one each.
+   * Explicit requeues (a plan's `requeueAfterMs`, backoff, expectation rechecks) are not held.
+   * Default 0: every event makes the key ready at once (production). The simulator's bench sets
+   * it to bound the number of plans per simulated second.
+   */
+  readonly minReconcileIntervalMs?: number;
 }
 
 export class Controller {
@@ -60,6 +69,9 @@ export class Controller {
   readonly #logger: Logger;
   readonly #workers: number;
   readonly #syncPollMs: number;
+  readonly #minReconcileIntervalMs: number;
+  /** Clock time each key's last pass started, while `minReconcileIntervalMs` > 0. */
+  readonly #lastPassMs = new Map<string, number>();
   readonly #queue: WorkQueue;
   readonly #expectations: Expectations;
   readonly #reconciler: Reconciler;
@@ -77,6 +89,10 @@ export class Controller {
     this.#logger = ports.logger ?? silentLogger;
     this.#workers = options.workers ?? 1;
     this.#syncPollMs = options.syncPollMs ?? 100;
+    this.#minReconcileIntervalMs = options.minReconcileIntervalMs ?? 0;
+    if (!Number.isSafeInteger(this.#minReconcileIntervalMs) || this.#minReconcileIntervalMs < 0) {
+      throw new Error(`minReconcileIntervalMs must be a non-negative integer, got ${this.#minReconcileIntervalMs}`);
+    }
     if (!Number.isSafeInteger(this.#workers) || this.#workers < 1) throw new Error(`workers must be a positive integer, got ${this.#workers}`);
     this.#queue = new WorkQueue(ports.clock, {
       ...(options.baseDelayMs === undefined ? {} : { baseDelayMs: options.baseDelayMs }),
@@ -139,8 +155,12 @@ export class Controller {
     this.#enqueue(key);
   }
 
+  /** Makes `key` ready now, or when its `minReconcileIntervalMs` since the last pass is over. */
   #enqueue(key: string): void {
-    if (!this.#queue.add(key)) this.#logger.warn({ key, refused: this.#queue.refusedCount() }, "work queue full or stopped; key dropped until its next event");
+    const last = this.#lastPassMs.get(key);
+    const holdMs = last === undefined ? 0 : last + this.#minReconcileIntervalMs - this.#clock.nowMs();
+    const accepted = holdMs > 0 ? this.#queue.addAfter(key, holdMs) : this.#queue.add(key);
+    if (!accepted) this.#logger.warn({ key, refused: this.#queue.refusedCount() }, "work queue full or stopped; key dropped until its next event");
   }
 
   /** Starts workers on the next microtask, so a burst of events for one key makes one pass. */
@@ -180,6 +200,7 @@ export class Controller {
 
   /** One reconcile of `key` and the queue operations its outcome calls for; never rejects. */
   async #process(key: string): Promise<void> {
+    if (this.#minReconcileIntervalMs > 0) this.#lastPassMs.set(key, this.#clock.nowMs());
     let outcome: ReconcileOutcome;
     try {
       outcome = await this.#reconciler.reconcile(key, this.#abort.signal);
@@ -192,6 +213,7 @@ export class Controller {
       case "gone":
         this.#queue.forget(key);
         this.#expectations.forget(key);
+        this.#lastPassMs.delete(key);
         return;
       case "waiting":
         this.#queue.addAfter(key, outcome.recheckAfterMs);

@@ -24,11 +24,12 @@ import type { VirtualClock } from "./clock.ts";
 import { FaultInjector, injectedError, isWriteVerb } from "./faults.ts";
 import type { Request, WriteVerb } from "./faults.ts";
 import { GarbageCollector } from "./gc.ts";
-import { isJsonObject, jsonCopy, jsonEqual, mergePatch } from "./json.ts";
+import { isJsonObject, jsonCopy, jsonEqual, mergePatch, trustedCopy } from "./json.ts";
 import { STRATEGIES } from "./kinds.ts";
 import { admissionProblem, deepFreeze, isDeleting, keyOf, refOf, withoutServerFields } from "./objects.ts";
 import type { Prng } from "./prng.ts";
 import { SimClient } from "./client.ts";
+import { SortedStore } from "./sorted-store.ts";
 import { WatchHub } from "./watch.ts";
 import type { WatchHandlers, WatchOptions, WatchStream } from "./watch.ts";
 
@@ -74,6 +75,8 @@ export class ApiServer {
   readonly #gc: GarbageCollector;
   readonly #uidRng: Prng;
   readonly #objects = new Map<string, KubeObject>();
+  /** The same objects per kind, in (namespace, name) order: `stored(kind)` without a sort. */
+  readonly #byKind = new Map<Kind, SortedStore>();
   readonly #writeCounts = new Map<string, WriteCount>();
   readonly #podTermination: "gracePeriod" | "external";
   readonly #maxObjects: number;
@@ -113,7 +116,17 @@ export class ApiServer {
 
   /** The object named by `ref`. Throws NotFound. */
   get(ref: ObjectRef): KubeObject {
-    return jsonCopy(this.#mustGet(ref));
+    return trustedCopy(this.#mustGet(ref));
+  }
+
+  /**
+   * The stored object named by `ref` itself (deeply frozen, never copied), or undefined: the
+   * simulator's own components' read path. Unlike `get`, it neither copies nor throws NotFound.
+   */
+  peek(ref: ObjectRef): KubeObject | undefined {
+    if (!isKind(ref.kind)) return undefined;
+    const namespace = KINDS[ref.kind].namespaced ? ref.namespace : undefined;
+    return this.#objects.get(keyOf({ kind: ref.kind, metadata: { name: ref.name, namespace } }));
   }
 
   /** Objects of `kind` matching the options, sorted by namespace then name. */
@@ -122,7 +135,7 @@ export class ApiServer {
     const items = this.#stored(kind)
       .filter((object) => options.namespace === undefined || object.metadata.namespace === options.namespace)
       .filter((object) => matchesSelector(selector, object.metadata.labels))
-      .map((object) => jsonCopy(object));
+      .map((object) => trustedCopy(object));
     return { items, resourceVersion: this.resourceVersion() };
   }
 
@@ -158,7 +171,7 @@ export class ApiServer {
     else created.status = status;
     const stored = this.#commit("ADDED", created);
     this.#gc.noteCreated(stored);
-    return jsonCopy(stored);
+    return trustedCopy(stored);
   }
 
   /**
@@ -172,12 +185,12 @@ export class ApiServer {
       throw new ApiError("Invalid", `${sent.kind} "${sent.metadata.name}": metadata.resourceVersion must be specified for an update`);
     }
     checkPreconditions(existing, sent.metadata.uid, sent.metadata.resourceVersion);
-    return jsonCopy(this.#replace(existing, sent, "main"));
+    return trustedCopy(this.#replace(existing, sent, "main"));
   }
 
   /** Applies a JSON merge patch to the object (status excluded where it is a subresource). */
   patch(ref: ObjectRef, patch: JsonObject): KubeObject {
-    return jsonCopy(this.#patch(ref, patch, "main"));
+    return trustedCopy(this.#patch(ref, patch, "main"));
   }
 
   /**
@@ -186,7 +199,7 @@ export class ApiServer {
    */
   patchStatus(ref: ObjectRef, patch: JsonObject): KubeObject {
     if (isKind(ref.kind) && !KINDS[ref.kind].statusSubresource) throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
-    return jsonCopy(this.#patch(ref, patch, "status"));
+    return trustedCopy(this.#patch(ref, patch, "status"));
   }
 
   /**
@@ -268,6 +281,12 @@ export class ApiServer {
     return this.#stored(kind);
   }
 
+  /** True when some stored object (any kind, in no particular order) satisfies `predicate`. Do not mutate. */
+  someStored(predicate: (object: KubeObject) => boolean): boolean {
+    for (const object of this.#objects.values()) if (predicate(object)) return true;
+    return false;
+  }
+
   /** True when an object of `kind` named `name` in `namespace` has `uid`. */
   exists(kind: Kind, namespace: string | undefined, name: string, uid: string): boolean {
     return this.#objects.get(keyOf({ kind, metadata: { name, namespace } }))?.metadata.uid === uid;
@@ -275,7 +294,7 @@ export class ApiServer {
 
   /** Replaces the ownerReferences of a stored object (the garbage collector dropping dangling ones). */
   setOwnerReferences(object: KubeObject, ownerReferences: KubeObject["metadata"]["ownerReferences"]): void {
-    const next = jsonCopy(object);
+    const next = trustedCopy(object);
     if (ownerReferences === undefined || ownerReferences.length === 0) delete next.metadata.ownerReferences;
     else next.metadata.ownerReferences = ownerReferences;
     this.#replace(object, next, "main");
@@ -330,12 +349,13 @@ export class ApiServer {
     const problem =
       admissionProblem(next) ?? STRATEGIES[existing.kind].updateProblem(existing, next) ?? newFinalizerProblem(existing, next);
     if (problem !== undefined) throw new ApiError("Invalid", `${what}: ${problem}`);
-    return jsonCopy(next);
+    // The candidate was checked as JSON when it arrived (a copy of the request, or a merge patch).
+    return trustedCopy(next);
   }
 
   /** Starts a graceful deletion: deletionTimestamp at the end of the grace period. */
   #markDeleting(existing: KubeObject, gracePeriodSeconds: number): void {
-    const next = jsonCopy(existing);
+    const next = trustedCopy(existing);
     next.metadata.deletionTimestamp = this.clock.rfc3339(this.clock.nowMs() + gracePeriodSeconds * 1000);
     next.metadata.deletionGracePeriodSeconds = gracePeriodSeconds;
     // Kubernetes bumps generation when deletion starts: controllers of the object must notice.
@@ -352,7 +372,7 @@ export class ApiServer {
       if (currentSeconds === 0 && (existing.metadata.finalizers ?? []).length === 0) this.#remove(existing);
       return;
     }
-    const next = jsonCopy(existing);
+    const next = trustedCopy(existing);
     const deletionMs = this.clock.parseRfc3339(existing.metadata.deletionTimestamp ?? "");
     next.metadata.deletionTimestamp = this.clock.rfc3339(deletionMs - (currentSeconds - requestedSeconds) * 1000);
     next.metadata.deletionGracePeriodSeconds = requestedSeconds;
@@ -378,7 +398,7 @@ export class ApiServer {
 
   /** Removes a stored object for good: one DELETED event, then dependents are looked at. */
   #remove(object: KubeObject): KubeObject {
-    const removed = this.#commit("DELETED", jsonCopy(object));
+    const removed = this.#commit("DELETED", trustedCopy(object));
     this.#gc.noteRemoved(removed);
     return removed;
   }
@@ -388,8 +408,14 @@ export class ApiServer {
     this.#resourceVersion++;
     object.metadata.resourceVersion = String(this.#resourceVersion);
     const stored = deepFreeze(object);
-    if (type === "DELETED") this.#objects.delete(keyOf(stored));
-    else this.#objects.set(keyOf(stored), stored);
+    const key = keyOf(stored);
+    if (type === "DELETED") {
+      this.#objects.delete(key);
+      this.#byKind.get(stored.kind)?.delete(key);
+    } else {
+      this.#objects.set(key, stored);
+      this.#storeOf(stored.kind).set(key, stored);
+    }
     this.#watches.publish(stored.kind, previous === undefined ? { type, object: stored } : { type, object: stored, previous });
     return stored;
   }
@@ -404,10 +430,18 @@ export class ApiServer {
     return object;
   }
 
+  #storeOf(kind: Kind): SortedStore {
+    let store = this.#byKind.get(kind);
+    if (store === undefined) {
+      store = new SortedStore();
+      this.#byKind.set(kind, store);
+    }
+    return store;
+  }
+
   #stored(kind?: Kind): KubeObject[] {
-    return [...this.#objects.values()]
-      .filter((object) => kind === undefined || object.kind === kind)
-      .sort((a, b) => compare(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compare(a.metadata.name, b.metadata.name));
+    if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? [];
+    return [...this.#objects.values()].sort((a, b) => compare(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compare(a.metadata.name, b.metadata.name));
   }
 
   #checkNamespace(kind: Kind, object: KubeObject): void {
@@ -451,7 +485,7 @@ function serverFieldsOf(object: KubeObject): Partial<KubeObject["metadata"]> {
 }
 
 function withStatusOf(existing: KubeObject, candidate: KubeObject): KubeObject {
-  const next = jsonCopy(existing);
+  const next = trustedCopy(existing);
   if (candidate.status === undefined) delete next.status;
   else next.status = candidate.status;
   return next;

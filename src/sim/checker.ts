@@ -83,8 +83,15 @@ export class InvariantChecker {
   readonly #tallies = new Map<InvariantName, Tally>(INVARIANT_NAMES.map((name) => [name, { violations: 0, first: null, previous: new Set<string>() }]));
   readonly #parsed = new Map<string, { resourceVersion: string; ms: ModelServing | undefined }>();
   readonly #decoded = new Map<string, { revision: number; value: Revision & { ownerUid: string | undefined } } | undefined>();
-  /** Pod uid → resourceVersion whose spec was found to match its revision. */
-  readonly #podsVerified = new Map<string, string>();
+  /**
+   * Stored pod objects whose spec was found to match its revision. A stored pod is frozen and
+   * replaced on every write, so an object stands for one (uid, resourceVersion).
+   */
+  readonly #podsVerified = new WeakSet<Pod>();
+  /** `placedPods` of each ModelServing (by uid) at one server resourceVersion, shared with the runner's waits. */
+  #placed: { resourceVersion: string; byUid: Map<string, PlacedPod[]> } = { resourceVersion: "", byUid: new Map() };
+  /** Per parsed ModelServing: each stored pod object's placement, null when not placed. */
+  readonly #placedByPod = new WeakMap<ModelServing, WeakMap<Pod, PlacedPod | null>>();
   #lastResourceVersion = "";
   #faultOpen = false;
 
@@ -156,10 +163,10 @@ export class InvariantChecker {
   }
 
   #podSpecViolations(subject: Subject): string[] {
-    const unverified = subject.placed.filter((entry) => this.#podsVerified.get(entry.pod.metadata.uid ?? "") !== entry.pod.metadata.resourceVersion);
+    const unverified = subject.placed.filter((entry) => !this.#podsVerified.has(entry.pod));
     const violations = podsMatchTheirRevision(subject.ms, unverified, subject.revisions);
     for (const entry of unverified) {
-      if (!violations.some((message) => message.includes(`pod ${entry.pod.metadata.name}`))) this.#podsVerified.set(entry.pod.metadata.uid ?? "", entry.pod.metadata.resourceVersion ?? "");
+      if (!violations.some((message) => message.includes(`pod ${entry.pod.metadata.name}`))) this.#podsVerified.add(entry.pod);
     }
     return violations;
   }
@@ -169,9 +176,50 @@ export class InvariantChecker {
     for (const stored of this.#server.stored("ModelServing")) {
       const ms = this.parse(stored);
       if (ms === undefined) continue;
-      subjects.push({ ms, placed: placedPods(ms, pods), revisions: this.revisionsOf(ms.metadata.uid ?? "") });
+      subjects.push({ ms, placed: this.placedPods(ms, pods), revisions: this.revisionsOf(ms.metadata.uid ?? "") });
     }
     return subjects;
+  }
+
+  /**
+   * `placedPods(ms, pods)` of `src/core/invariants.ts`, computed once per stored version of the
+   * cluster: `pods` must be the server's stored pods now (`stored("Pod")`), and `ms` parsed from
+   * the stored ModelServing now (`parse`), so equal resourceVersions mean equal inputs.
+   */
+  placedPods(ms: ModelServing, pods: readonly Pod[]): PlacedPod[] {
+    const resourceVersion = this.#server.resourceVersion();
+    if (this.#placed.resourceVersion !== resourceVersion) this.#placed = { resourceVersion, byUid: new Map() };
+    const uid = ms.metadata.uid ?? "";
+    let placed = this.#placed.byUid.get(uid);
+    if (placed === undefined) {
+      placed = this.#placedEach(ms, pods);
+      this.#placed.byUid.set(uid, placed);
+    }
+    return placed;
+  }
+
+  /**
+   * `placedPods(ms, pods)` pod by pod, each answer remembered per (parsed ModelServing, stored
+   * pod) object pair: both are immutable (stored pods are frozen; `parse` caches one object per
+   * resourceVersion), so the answer for a pair never changes. `placedPods` judges each pod alone
+   * and keeps their order, so the result is the same as one call over all pods.
+   */
+  #placedEach(ms: ModelServing, pods: readonly Pod[]): PlacedPod[] {
+    let memo = this.#placedByPod.get(ms);
+    if (memo === undefined) {
+      memo = new WeakMap();
+      this.#placedByPod.set(ms, memo);
+    }
+    const placed: PlacedPod[] = [];
+    for (const pod of pods) {
+      let entry = memo.get(pod);
+      if (entry === undefined) {
+        entry = placedPods(ms, [pod])[0] ?? null;
+        memo.set(pod, entry);
+      }
+      if (entry !== null) placed.push(entry);
+    }
+    return placed;
   }
 
   /** The readable revisions owned by the ModelServing with `ownerUid`, by name (decoded once each). */

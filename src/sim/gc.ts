@@ -34,7 +34,7 @@ export class GarbageCollector {
   noteRemoved(object: KubeObject): void {
     const uid = object.metadata.uid;
     const owns = (candidate: KubeObject): boolean => (candidate.metadata.ownerReferences ?? []).some((reference) => reference.uid === uid);
-    if (this.#server.stored().some(owns)) this.#schedule();
+    if (this.#server.someStored(owns)) this.#schedule();
   }
 
   /** One pass over every stored object; returns how many it started deleting. */

@@ -66,14 +66,23 @@ describe("watch streams", () => {
     assert.deepEqual(summary(events), ["ADDED Pod/p", "MODIFIED Pod/p", "DELETED Pod/p"]);
   });
 
-  it("hand out copies: a consumer mutating an event changes neither the cache nor the server", async () => {
+  it("hand out shared frozen objects: a consumer cannot change the cache or the server through them", async () => {
     const setup = setupServer();
     const { informer, events } = startInformer(setup);
     await setup.client.create(aModelServing("m"));
     setup.clock.advance(0);
     const event = events[0];
     assert.ok(event !== undefined);
-    event.object.spec = { replicas: 42 };
+    const cached = informer.get("ModelServing", "default", "m");
+    assert.equal(event.object, cached, "one object, no copy per reader");
+    assert.throws(() => {
+      event.object.spec = { replicas: 42 };
+    }, TypeError);
+    const listed = informer.list("ModelServing")[0];
+    assert.ok(listed !== undefined);
+    assert.throws(() => {
+      listed.metadata.name = "x";
+    }, TypeError);
     assert.deepEqual(informer.get("ModelServing", "default", "m")?.spec, { replicas: 1 });
     assert.deepEqual(setup.server.get(msRef).spec, { replicas: 1 });
   });

@@ -6,13 +6,26 @@
  * no change is missed). When the server ends the watch (a dropped stream, a slow consumer) or a
  * list/watch request fails, the kind is relisted `relistDelayMs` later; the difference between the
  * old cache and the new list is delivered to subscribers as ADDED/MODIFIED/DELETED events.
+ *
+ * **Read contract: shared, frozen objects.** `get`, `list` and subscribers receive the cached
+ * objects themselves, deeply frozen (the API server's stored objects, delivered by the watch
+ * without copies); a caller that mutates one gets a TypeError, so the cache cannot be changed by
+ * a reader. `list` returns a fresh array each call (the caller may sort or push on it). Reads do
+ * no copying and no validation: the server validated every object when it was written.
+ *
+ * **Indexes.** Each kind keeps its objects in (namespace, name) order, maintained on every change,
+ * and an index by the `tandem.dev/modelserving` label; a `list` whose selector requires that label
+ * to equal one value (the reconciler's `observe`) reads only that bucket. Results are the same as
+ * filtering the whole cache.
  */
 import { KINDS, isApiError } from "../engine/ports.ts";
 import type { Clock, ClusterReader, Kind, KubeObject, ListOptions, WatchEvent } from "../engine/ports.ts";
 import { matchesSelector, parseSelector } from "../engine/labels.ts";
+import type { LabelSelector } from "../engine/labels.ts";
+import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { SimClient } from "./client.ts";
-import { jsonCopy } from "./json.ts";
-import { keyOf } from "./objects.ts";
+import { deepFreeze, keyOf } from "./objects.ts";
+import { SortedStore } from "./sorted-store.ts";
 import type { WatchStream } from "./watch.ts";
 
 export interface InformerOptions {
@@ -29,8 +42,10 @@ export interface InformerOptions {
 const MAX_SUBSCRIBERS = 64;
 
 interface KindState {
-  /** Cached objects by store key. */
-  readonly cache: Map<string, KubeObject>;
+  /** Every cached object, by store key, in (namespace, name) order. */
+  readonly cache: SortedStore;
+  /** Cached objects by their `tandem.dev/modelserving` label value. */
+  readonly byOwner: Map<string, SortedStore>;
   stream: WatchStream | undefined;
   synced: boolean;
 }
@@ -48,7 +63,7 @@ export class SimInformer implements ClusterReader {
     this.#client = client;
     this.#clock = clock;
     this.#options = options;
-    for (const kind of options.kinds) this.#kinds.set(kind, { cache: new Map(), stream: undefined, synced: false });
+    for (const kind of options.kinds) this.#kinds.set(kind, { cache: new SortedStore(), byOwner: new Map(), stream: undefined, synced: false });
   }
 
   /** Lists and watches every kind now. */
@@ -67,18 +82,23 @@ export class SimInformer implements ClusterReader {
     return this.#relistCount;
   }
 
+  /** The cached object (shared and frozen: see the module comment), or undefined. */
   get<K extends Kind>(kind: K, namespace: string | undefined, name: string): KubeObject<K> | undefined {
-    const object = this.#state(kind).cache.get(keyOf({ kind, metadata: { name, namespace } }));
-    return object === undefined ? undefined : (jsonCopy(object) as KubeObject<K>);
+    return this.#state(kind).cache.get(keyOf({ kind, metadata: { name, namespace } })) as KubeObject<K> | undefined;
   }
 
+  /** Cached objects matching `options`, in (namespace, name) order; a fresh array of shared, frozen objects. */
   list<K extends Kind>(kind: K, options: ListOptions = {}): KubeObject<K>[] {
     const selector = parseSelector(options.labelSelector ?? "");
-    return [...this.#state(kind).cache.values()]
-      .filter((object) => options.namespace === undefined || object.metadata.namespace === options.namespace)
-      .filter((object) => matchesSelector(selector, object.metadata.labels))
-      .sort((a, b) => byNamespaceAndName(a, b))
-      .map((object) => jsonCopy(object) as KubeObject<K>);
+    const state = this.#state(kind);
+    const owner = requiredValue(selector, LABEL_MODEL_SERVING);
+    const candidates = owner === undefined ? state.cache : state.byOwner.get(owner);
+    const result: KubeObject<K>[] = [];
+    candidates?.forEach((object) => {
+      const inNamespace = options.namespace === undefined || object.metadata.namespace === options.namespace;
+      if (inNamespace && matchesSelector(selector, object.metadata.labels)) result.push(object as KubeObject<K>);
+    });
+    return result;
   }
 
   subscribe(handler: (event: WatchEvent) => void): () => void {
@@ -118,7 +138,7 @@ export class SimInformer implements ClusterReader {
       });
       const wasSynced = state.synced;
       state.synced = true;
-      this.#replace(state, listed.items);
+      this.#replace(state, listed.items.map((object) => deepFreeze(object)));
       if (wasSynced) this.#relistCount++;
     } catch (error) {
       if (!isApiError(error)) throw error;
@@ -133,11 +153,11 @@ export class SimInformer implements ClusterReader {
     });
   }
 
-  /** Replaces the cache with a fresh list, delivering the differences as events. */
+  /** Replaces the cache with a fresh list (frozen objects), delivering the differences as events. */
   #replace(state: KindState, items: readonly KubeObject[]): void {
     const fresh = new Map(items.map((object) => [keyOf(object), object]));
-    for (const [key, old] of [...state.cache]) {
-      if (!fresh.has(key)) this.#apply(state, { type: "DELETED", object: old });
+    for (const old of state.cache.values()) {
+      if (!fresh.has(keyOf(old))) this.#apply(state, { type: "DELETED", object: old });
     }
     for (const [key, object] of fresh) {
       const old = state.cache.get(key);
@@ -146,16 +166,48 @@ export class SimInformer implements ClusterReader {
     }
   }
 
+  /** Applies one change (its object frozen) to the cache and its index, then tells every subscriber. */
   #apply(state: KindState, event: WatchEvent): void {
     const key = keyOf(event.object);
-    if (event.type === "DELETED") state.cache.delete(key);
-    else state.cache.set(key, event.object);
-    for (const subscriber of [...this.#subscribers]) subscriber({ type: event.type, object: jsonCopy(event.object) });
+    const oldOwner = ownerOf(state.cache.get(key));
+    const newOwner = event.type === "DELETED" ? undefined : ownerOf(event.object);
+    if (oldOwner !== undefined && oldOwner !== newOwner) {
+      const bucket = state.byOwner.get(oldOwner);
+      bucket?.delete(key);
+      if (bucket?.size === 0) state.byOwner.delete(oldOwner);
+    }
+    if (event.type === "DELETED") {
+      state.cache.delete(key);
+    } else {
+      state.cache.set(key, event.object);
+      if (newOwner !== undefined) bucketOf(state.byOwner, newOwner).set(key, event.object);
+    }
+    const shared: WatchEvent = Object.freeze({ type: event.type, object: event.object });
+    for (const subscriber of [...this.#subscribers]) subscriber(shared);
   }
 }
 
-function byNamespaceAndName(a: KubeObject, b: KubeObject): number {
-  const left = `${a.metadata.namespace ?? ""}\u0000${a.metadata.name}`;
-  const right = `${b.metadata.namespace ?? ""}\u0000${b.metadata.name}`;
-  return left < right ? -1 : left > right ? 1 : 0;
+function ownerOf(object: KubeObject | undefined): string | undefined {
+  return object?.metadata.labels?.[LABEL_MODEL_SERVING];
+}
+
+function bucketOf(buckets: Map<string, SortedStore>, owner: string): SortedStore {
+  let bucket = buckets.get(owner);
+  if (bucket === undefined) {
+    bucket = new SortedStore();
+    buckets.set(owner, bucket);
+  }
+  return bucket;
+}
+
+/**
+ * The one value `selector` requires label `key` to have (`key=v` or `key in (v)`), or undefined
+ * when it does not pin the label to a single value.
+ */
+function requiredValue(selector: LabelSelector, key: string): string | undefined {
+  for (const requirement of selector.requirements) {
+    const pinned = (requirement.operator === "=" || requirement.operator === "in") && requirement.values.length === 1;
+    if (requirement.key === key && pinned) return requirement.values[0];
+  }
+  return undefined;
 }

@@ -399,15 +399,10 @@ export class SimKubelet {
     }
   }
 
-  /** The stored pod, or undefined when it is gone (or re-created under the same name). */
+  /** The stored pod (frozen, not a copy), or undefined when it is gone (or re-created under the same name). */
   #fresh(runtime: PodRuntime): KubeObject | undefined {
-    try {
-      const pod = this.#server.get(runtime.ref);
-      return pod.metadata.uid === runtime.uid ? pod : undefined;
-    } catch (error) {
-      if (isApiError(error, "NotFound")) return undefined;
-      throw error;
-    }
+    const pod = this.#server.peek(runtime.ref);
+    return pod?.metadata.uid === runtime.uid ? pod : undefined;
   }
 
   #retry(runtime: PodRuntime, error: unknown): void {

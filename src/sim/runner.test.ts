@@ -92,6 +92,23 @@ describe("scenario runner", () => {
     assert.ok(report.invariants.every((result) => result.violations === 0));
   });
 
+  it("with minReconcileIntervalMs, plans less often, holds every invariant, and is still byte-identical per seed", async () => {
+    const counted = (calls: { count: number }): PlanFunction => (observed, nowMs) => {
+      calls.count++;
+      return corePlan(observed, nowMs);
+    };
+    const every = { count: 0 };
+    const coalesced = { count: 0 };
+    const reference = await runScenario(load("decode-image-update.yaml"), { plan: counted(every) });
+    const first = await runScenario(load("decode-image-update.yaml"), { plan: counted(coalesced), minReconcileIntervalMs: 1_000 });
+    const second = await runScenario(load("decode-image-update.yaml"), { minReconcileIntervalMs: 1_000 });
+    assert.equal(first.verdict, "pass", JSON.stringify(first.steps));
+    assert.ok(first.invariants.every((result) => result.violations === 0));
+    assert.equal(JSON.stringify(first), JSON.stringify(second));
+    assert.equal(reference.verdict, "pass");
+    assert.ok(coalesced.count < every.count, `${coalesced.count} plans coalesced, ${every.count} without`);
+  });
+
   it("a controller restarted mid-rollout converges without duplicate pods", async () => {
     const report = await runScenario(small([imagePatch("vllm:v2"), { advance: { seconds: 50 } }, { restartController: {} }, { wait: { for: "RolloutComplete", timeoutSeconds: 900 } }]));
     assert.equal(report.verdict, "pass", JSON.stringify(report.steps));

@@ -28,7 +28,7 @@ import { rollback } from "../engine/rollout-commands.ts";
 import type { PlanFunction } from "../engine/reconciler.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { Pod } from "../api/kube.ts";
-import { availablePending, placedPods, rolloutPending } from "../core/invariants.ts";
+import { availablePending, rolloutPending } from "../core/invariants.ts";
 import { InvariantChecker } from "./checker.ts";
 import { DEFAULT_EPOCH_MS } from "./clock.ts";
 import { SimCluster } from "./cluster.ts";
@@ -51,9 +51,28 @@ export interface RunOptions {
   readonly podSpecs?: boolean;
   /** The controller's planning function; the core's `plan` by default (tests inject faulty ones). */
   readonly plan?: PlanFunction;
+  /** Watches the run as it goes (the demo renders from it); it must not change the cluster. */
+  readonly observer?: RunObserver;
+  /**
+   * The controller's `minReconcileIntervalMs` (see ControllerOptions): coalesces the events of a
+   * key over this much virtual time into one pass. Default 0, the production behaviour; reports
+   * differ from the default's when set.
+   */
+  readonly minReconcileIntervalMs?: number;
 }
 
 type StepOutcome = { readonly ok: boolean; readonly message: string };
+
+/**
+ * Hooks for watching a run without changing it: the cluster and router once built, and each step
+ * as it starts and ends. A hook may await (the demo paces itself in wall time); the simulation
+ * waits for it, so virtual time and the report are unaffected.
+ */
+export interface RunObserver {
+  attach?(cluster: SimCluster, router: SimRouter | undefined): void;
+  stepStarted?(index: number, step: Step): Promise<void> | void;
+  stepEnded?(record: StepRecord): Promise<void> | void;
+}
 
 /** Runs `scenario` to its end or its first failed step; the report is a pure function of the inputs. */
 export async function runScenario(scenario: Scenario, options: RunOptions = {}): Promise<Report> {
@@ -72,6 +91,8 @@ class ScenarioRun {
   readonly #checker: InvariantChecker;
   readonly #router: SimRouter | undefined;
   readonly #plan: PlanFunction | undefined;
+  readonly #observer: RunObserver | undefined;
+  readonly #minReconcileIntervalMs: number;
   readonly #applied: { namespace: string; name: string }[] = [];
   readonly #snapshots: Record<string, PodRecord[]> = {};
   #controller: { controller: Controller; informer: SimInformer; unhook: () => void } | undefined;
@@ -89,6 +110,7 @@ class ScenarioRun {
     this.#scenario = scenario;
     this.#seed = options.seed ?? scenario.seed;
     this.#plan = options.plan;
+    this.#minReconcileIntervalMs = options.minReconcileIntervalMs ?? 0;
     const { nodes, timing, images, router } = scenario.cluster;
     this.#cluster = new SimCluster({ seed: this.#seed, ...(nodes === undefined ? {} : { nodes }), ...(timing === undefined ? {} : { timing }), ...(images === undefined ? {} : { images }) });
     const clock = this.#cluster.clock;
@@ -96,16 +118,21 @@ class ScenarioRun {
     this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods() });
     this.#startController();
     this.#router = router === undefined ? undefined : attachRouter(this.#cluster, router);
+    this.#observer = options.observer;
+    this.#observer?.attach?.(this.#cluster, this.#router);
   }
 
   async execute(): Promise<Report> {
     const steps: StepRecord[] = [];
     for (const [index, step] of this.#scenario.steps.entries()) {
       const startedAt = this.#seconds();
+      await this.#observer?.stepStarted?.(index, step);
       const outcome = await this.#runStep(step);
       // Finish the instant the step acted in (timers due now included), checking what it did.
       await this.#advance(0);
-      steps.push({ index, kind: step.kind, ok: outcome.ok, startedAt, endedAt: this.#seconds(), message: outcome.message });
+      const record = { index, kind: step.kind, ok: outcome.ok, startedAt, endedAt: this.#seconds(), message: outcome.message };
+      steps.push(record);
+      await this.#observer?.stepEnded?.(record);
       if (!outcome.ok) break;
     }
     return this.#report(steps);
@@ -251,14 +278,14 @@ class ScenarioRun {
     const pods = this.#cluster.server.stored("Pod") as unknown as Pod[];
     const reasons: string[] = this.#applied.length === 0 ? ["no ModelServing has been applied"] : [];
     for (const { namespace, name } of this.#applied) {
-      const stored = this.#stored({ kind: "ModelServing", namespace, name });
+      const stored = this.#cluster.server.peek({ kind: "ModelServing", namespace, name });
       if (stored === undefined) continue;
       const ms = this.#checker.parse(stored);
       if (ms === undefined) {
         reasons.push(`${name}: the stored object is not a valid ModelServing`);
         continue;
       }
-      const placed = placedPods(ms, pods);
+      const placed = this.#checker.placedPods(ms, pods);
       const revisions = this.#checker.revisionsOf(ms.metadata.uid ?? "");
       reasons.push(...(target === "Available" ? availablePending(ms, placed, revisions) : rolloutPending(ms, placed, revisions)));
     }
@@ -281,7 +308,9 @@ class ScenarioRun {
   #startController(): void {
     this.#controllerStarts += 1;
     const informer = this.#cluster.reader();
-    const controller = new Controller({ reader: informer, writer: this.#cluster.writer(), clock: this.#controllerClock, recorder: this.#cluster.recorder(), rng: this.#cluster.rng(`controller-${this.#controllerStarts}`) }, this.#plan === undefined ? {} : { plan: this.#plan });
+    const ports = { reader: informer, writer: this.#cluster.writer(), clock: this.#controllerClock, recorder: this.#cluster.recorder(), rng: this.#cluster.rng(`controller-${this.#controllerStarts}`) };
+    const interval = this.#minReconcileIntervalMs === 0 ? {} : { minReconcileIntervalMs: this.#minReconcileIntervalMs };
+    const controller = new Controller(ports, { ...(this.#plan === undefined ? {} : { plan: this.#plan }), ...interval });
     controller.start();
     const unhook = this.#cluster.onSettle(() => controller.idle());
     this.#controller = { controller, informer, unhook };

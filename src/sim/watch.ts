@@ -7,11 +7,14 @@
  * A stream ends by `stop()` (the consumer's choice, no callback), by `drop` (a fault: undelivered
  * events are lost and `onClose` is called, after which the consumer must relist), or by falling
  * more than `maxBacklog` events behind (closed the same way, as a real server closes slow watchers).
+ *
+ * Delivered objects are the server's stored objects themselves: deeply frozen and shared by every
+ * stream (no copy per subscriber). A consumer that wants to change one copies it first; an attempt
+ * to mutate a delivered object throws (ES modules are strict mode).
  */
 import type { Clock, Kind, KubeObject, Timer, WatchEvent, WatchEventType } from "../engine/ports.ts";
 import { matchesSelector, parseSelector } from "../engine/labels.ts";
 import type { LabelSelector } from "../engine/labels.ts";
-import { jsonCopy } from "./json.ts";
 
 export interface WatchOptions {
   /** Only objects in this namespace; all when absent. */
@@ -96,7 +99,10 @@ export class WatchHub {
     return this.#watchers.length;
   }
 
-  /** Queues `change` on every open stream it concerns. `change.object` must not be mutated later. */
+  /**
+   * Queues `change` on every open stream it concerns. `change.object` must be deeply frozen (the
+   * server's stored object): it is delivered as is, to every stream.
+   */
   publish(kind: Kind, change: Change): void {
     for (const watcher of [...this.#watchers]) {
       if (watcher.kind !== kind) continue;
@@ -119,8 +125,8 @@ export class WatchHub {
     }
     const timer = this.#clock.setTimer(watcher.lagMs, () => {
       watcher.pending.shift();
-      // Each delivery gets its own copy: consumers may keep and mutate what they receive.
-      watcher.handlers.onEvent({ type, object: jsonCopy(object) });
+      // Shared and frozen: consumers may keep what they receive, never mutate it.
+      watcher.handlers.onEvent({ type, object });
     });
     watcher.pending.push(timer);
   }
