@@ -108,6 +108,21 @@ describe("RoleRollingUpdate", () => {
   });
 });
 
+describe("surge", () => {
+  it("never surges while creating from zero or scaling up (regression: the bench's decode surged at creation)", () => {
+    for (const strategy of [{ type: "RoleRollingUpdate" }, { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } }]) {
+      const cluster = idealCluster(pdManifest({ rolloutStrategy: strategy }, strategy.type === "RoleRollingUpdate" ? { maxUnavailable: 0, maxSurge: 1 } : {}));
+      // Pods stay unready for a few rounds, as a real start would.
+      for (let round = 0; round < 5; round++) {
+        const { actions } = plan(observe(cluster), NOW + round * 1000);
+        assert.ok(!actions.some((a) => a.type === "CreatePod" && (/-decode-2-|^llm-3-/.test(a.pod.metadata.name))), "a surge unit was created without a rollout");
+        apply(cluster, actions);
+        for (const p of cluster.pods.values()) p.status = { phase: "Pending", conditions: [] };
+      }
+    }
+  });
+});
+
 describe("ServingGroupRollingUpdate", () => {
   it("replaces whole groups, at most maxUnavailable (1) disrupted at any time", () => {
     const cluster = idealCluster(pdManifest({ replicas: 4 }));

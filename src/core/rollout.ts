@@ -108,7 +108,7 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const unpermitted = outdated.filter((group) => statesOf(probe, group).some((state) => !sameSpec(model, state.target, revisions.update, state.role))).length;
   const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
   const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
-  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved });
+  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved });
   for (const group of range(surgeGroups)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
   if (paused || outdated.length === 0) return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
   const layout = layoutWith(scratch, base, { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas });
@@ -149,6 +149,8 @@ interface SurgeInputs {
   readonly paused: boolean;
   readonly existing: number;
   readonly maxSurge: number;
+  /** Eligible units not running the update revision (permitted or not). */
+  readonly outdated: number;
   /** Eligible units at an old revision without a permit yet. */
   readonly unpermitted: number;
   /** Eligible units not yet updated and available. */
@@ -170,6 +172,8 @@ interface SurgeInputs {
  */
 export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
+  // No rollout (e.g. first creation, scale-up): never surge.
+  if (inputs.outdated === 0 && inputs.existing === 0) return 0;
   if (inputs.unpermitted > 0 || !inputs.starved) return Math.min(inputs.maxSurge, inputs.unfinished);
   return Math.min(inputs.existing, inputs.maxSurge, Math.max(0, inputs.floor - inputs.availableBase));
 }
@@ -324,7 +328,8 @@ function planRoleSurge(
   const unpermitted = eligible.filter((state) => !sameSpec(model, state.target, revisions.update, state.role)).length;
   const availableBase = states.filter((state) => state.instance < role.replicas && state.available).length;
   const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
-  const wanted = surgeCount({ paused, existing, maxSurge, unpermitted, unfinished, availableBase, floor, starved: eligible.some(isStarved) });
+  const outdated = eligible.filter((state) => !isAtUpdate(model, state, revisions)).length;
+  const wanted = surgeCount({ paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved: eligible.some(isStarved) });
   const surge = wanted <= existing ? wanted : existing + grant(wanted - existing);
   for (const instance of range(surge)) permit(scratch, { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name });
   return surge;
