@@ -12,7 +12,7 @@ import { apply, idealCluster, observe } from "./ideal-cluster.ts";
 import type { IdealCluster } from "./ideal-cluster.ts";
 
 const SEED = 20261130;
-const RUNS = Number(process.env.TANDEM_PROPERTY_RUNS ?? 150);
+const RUNS = Number(process.env.TANDEM_PROPERTY_RUNS ?? 300);
 const NOW = Date.parse("2026-11-30T01:00:00Z");
 
 const roleArb = (name: string) =>
