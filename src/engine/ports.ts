@@ -4,8 +4,10 @@
  * @kubernetes/client-node). The engine depends only on this file, so the simulator exercises the
  * real engine through the same contracts as production.
  *
- * Objects are plain JSON-shaped values. Every port returns copies: mutating a returned object never
- * changes the cluster or a cache, and mutating an argument after a call never changes what was sent.
+ * Objects are plain JSON-shaped values. Objects a reader returns are read-only: callers must not
+ * mutate them (the simulator hands out frozen objects, so a mutation throws there), and the engine
+ * and core never do — writes always build new objects. Mutating an argument after a write never
+ * changes what was sent.
  */
 
 /** Any JSON value; `undefined` never appears in an object sent to or read from a port. */
