@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 /** The `tandem` command line. Each subcommand lives in its own module and registers itself here. */
 import { Command, CommanderError } from "commander";
+import { registerController } from "./controller.ts";
 import { registerCrd } from "./crd.ts";
 import { registerDemo } from "./demo.ts";
+import { registerManifests } from "./install.ts";
 import { registerPlan } from "./plan.ts";
 import { registerRevision } from "./revision.ts";
+import { registerRollout } from "./rollout.ts";
 import { registerSimulate } from "./simulate.ts";
 import { registerValidate } from "./validate.ts";
 
@@ -19,6 +22,9 @@ export function buildProgram(): Command {
   registerPlan(program);
   registerDemo(program);
   registerSimulate(program);
+  registerController(program);
+  registerManifests(program);
+  registerRollout(program);
   return program;
 }
 

@@ -184,10 +184,14 @@ export class Executor {
     const ref = { kind: "ModelServing", namespace, name } as const;
     const stored = await this.#ports.writer.patchStatus(ref, { metadata: preconditions, status: statusPatch });
     // A later status write in this plan diffs against, and is conditional on, this one.
+    const basedOn = state.resourceVersion;
     state.resourceVersion = stored.metadata.resourceVersion;
     state.status = stored.status ?? {};
     const written = state.status;
-    return { expectation: expectPatched(ref, uid, "status written", (object) => jsonEqual(object.status ?? {}, written)) };
+    // Met once the cache shows this status, or any version past the one the write was conditional
+    // on: a second status write in the same plan may land before the cache shows the first.
+    const shows = (object: KubeObject): boolean => jsonEqual(object.status ?? {}, written) || (basedOn !== undefined && object.metadata.resourceVersion !== basedOn);
+    return { expectation: expectPatched(ref, uid, "status written", shows) };
   }
 
   /** Sets and removes annotations (and sets labels, when given) in one merge patch, UID precondition. */

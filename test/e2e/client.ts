@@ -95,7 +95,12 @@ export class KubeClient {
   request(method: string, path: string, body?: unknown, contentType: string = JSON_TYPE): Promise<KubeResponse> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: JSON_TYPE };
-    if (payload !== undefined) headers["content-type"] = contentType;
+    if (payload !== undefined) {
+      headers["content-type"] = contentType;
+      // Without a length node:http sends a DELETE body chunked, which kube-apiserver leaves unread:
+      // the next request on the kept-alive socket then fails with a bare "400 Bad Request".
+      headers["content-length"] = String(Buffer.byteLength(payload));
+    }
     return new Promise((resolve, reject) => {
       const req = request(
         { host: this.server.hostname, port: this.server.port, path, method, headers, agent: this.#agent, timeout: this.#requestTimeoutMs },

@@ -39,11 +39,15 @@ export interface ClusterOptions {
   readonly startTimeoutMs?: number;
   /** Bound on each server exiting after SIGTERM before it gets SIGKILL. Default 10 000. */
   readonly stopTimeoutMs?: number;
+  /** Extra kube-apiserver flags (`--watch-cache=false`), after the harness's own. */
+  readonly extraApiServerArgs?: readonly string[];
 }
 
 export interface Cluster {
   /** https://127.0.0.1:PORT */
   readonly server: string;
+  /** http://127.0.0.1:PORT of etcd's client API (for compaction in tests). */
+  readonly etcdUrl: string;
   /** PEM of the serving certificate chain the API server generated (`<dir>/pki/apiserver.crt`). */
   readonly caPem: string;
   /** Temporary directory: data, keys, tokens, logs, kubeconfigs. Removed by `stop`. */
@@ -97,10 +101,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const etcdUrl = `http://${LOOPBACK}:${etcdClientPort}`;
     processes.push(spawnLogged("etcd", join(bin, "etcd"), etcdArgs(dir, etcdClientPort, etcdPeerPort), dir));
     await waitForEtcd(etcdUrl, processes[0]!, deadline - Date.now());
-    processes.push(spawnLogged("kube-apiserver", join(bin, "kube-apiserver"), apiServerArgs(dir, etcdUrl, apiPort), dir));
+    processes.push(spawnLogged("kube-apiserver", join(bin, "kube-apiserver"), [...apiServerArgs(dir, etcdUrl, apiPort), ...(options.extraApiServerArgs ?? [])], dir));
     const server = `https://${LOOPBACK}:${apiPort}`;
     const caPem = await waitForApiServer(server, dir, secrets.adminToken, processes[1]!, deadline - Date.now());
-    return assemble({ server, caPem, dir, secrets, teardown });
+    return assemble({ server, etcdUrl, caPem, dir, secrets, teardown });
   } catch (error) {
     await teardown();
     throw error;
@@ -114,6 +118,7 @@ interface Secrets {
 
 interface AssembleInput {
   readonly server: string;
+  readonly etcdUrl: string;
   readonly caPem: string;
   readonly dir: string;
   readonly secrets: Secrets;
@@ -136,7 +141,7 @@ function assemble(input: AssembleInput): Cluster {
     })();
     return stopped;
   };
-  return { server: input.server, caPem: input.caPem, dir: input.dir, admin, controller, kubeconfigs, stop };
+  return { server: input.server, etcdUrl: input.etcdUrl, caPem: input.caPem, dir: input.dir, admin, controller, kubeconfigs, stop };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,6 +222,9 @@ function apiServerArgs(dir: string, etcdUrl: string, port: number): string[] {
     "--service-cluster-ip-range=10.96.0.0/24",
     // No controller-manager creates default ServiceAccounts, so pods would be refused without this.
     "--disable-admission-plugins=ServiceAccount",
+    // Stricter than the default: creating a child with blockOwnerDeletion needs update on the
+    // owner's finalizers, so the tests prove the shipped RBAC suffices on such clusters too.
+    "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
     "--allow-privileged=true",
     "--profiling=false",
     "--v=1",

@@ -1,0 +1,58 @@
+/**
+ * `tandem manifests [--only crd|rbac|deployment] [--namespace NS] [--image IMAGE] [--out FILE]`:
+ * prints the install manifests (CRD, Namespace, ServiceAccount, RBAC, Deployment) as one
+ * multi-document YAML for `kubectl apply -f -`, or one part of them; `npm run manifests` writes
+ * deploy/rbac.yaml and deploy/deployment.yaml this way.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import type { Command } from "commander";
+import { renderCrdYaml } from "../api/crd.ts";
+import { renderDeploymentYaml, renderRbacYaml } from "../kube/install.ts";
+import type { InstallOptions } from "../kube/install.ts";
+import type { CommandOutput } from "./io.ts";
+import { emit, fail, succeed } from "./io.ts";
+
+export type ManifestPart = "crd" | "rbac" | "deployment";
+const PARTS: readonly ManifestPart[] = ["crd", "rbac", "deployment"];
+
+export interface ManifestsOptions extends InstallOptions {
+  readonly only?: string;
+  readonly out?: string;
+}
+
+/** The YAML of `part`, or of all parts in install order. */
+export function renderManifests(part: ManifestPart | undefined, options: InstallOptions = {}): string {
+  const render: Record<ManifestPart, () => string> = { crd: renderCrdYaml, rbac: () => renderRbacYaml(options), deployment: () => renderDeploymentYaml(options) };
+  return (part === undefined ? PARTS : [part]).map((name) => render[name]()).join("");
+}
+
+export function runManifests(options: ManifestsOptions, write: (path: string, text: string) => void = writeTextFile): CommandOutput {
+  if (options.only !== undefined && !(PARTS as readonly string[]).includes(options.only)) return fail(`tandem manifests: --only must be one of ${PARTS.join(", ")}\n`);
+  const yaml = renderManifests(options.only as ManifestPart | undefined, options);
+  if (options.out === undefined) return succeed(yaml);
+  try {
+    write(options.out, yaml);
+  } catch (error) {
+    return fail(`tandem manifests: cannot write ${options.out}: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+  return succeed(`Wrote ${options.out}\n`);
+}
+
+function writeTextFile(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text, "utf8");
+}
+
+export function registerManifests(program: Command): void {
+  program
+    .command("manifests")
+    .description("Print the install manifests (CRD, RBAC, ServiceAccount, Deployment) for kubectl apply -f -.")
+    .option("--only <part>", "print one part: crd, rbac or deployment")
+    .option("--namespace <namespace>", "namespace of the controller", "tandem-system")
+    .option("--image <image>", "controller image")
+    .option("--out <file>", "write to FILE instead of stdout")
+    .action((options: ManifestsOptions) => {
+      emit(runManifests(options));
+    });
+}

@@ -1,0 +1,45 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
+import { renderManifests } from "../cli/install.ts";
+import { deploymentManifest, policyRules, rbacManifests, renderDeploymentYaml, renderRbacYaml } from "./install.ts";
+
+const DEPLOY_DIR = join(import.meta.dirname, "..", "..", "deploy");
+
+test("deploy/rbac.yaml and deploy/deployment.yaml are current (regenerate with `npm run manifests`)", () => {
+  assert.equal(readFileSync(join(DEPLOY_DIR, "rbac.yaml"), "utf8"), renderRbacYaml());
+  assert.equal(readFileSync(join(DEPLOY_DIR, "deployment.yaml"), "utf8"), renderDeploymentYaml());
+});
+
+test("tandem manifests prints the CRD, the RBAC objects and the Deployment, in install order", () => {
+  const kinds = parseAllDocuments(renderManifests(undefined)).map((document) => (document.toJS() as { kind?: string } | null)?.kind).filter((kind) => kind !== undefined);
+  assert.deepEqual(kinds, ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"]);
+});
+
+test("the ClusterRole is least privilege: no wildcards, no secrets, Leases only through the namespaced Role", () => {
+  const rules = policyRules("cluster");
+  assert.ok(rules.every((rule) => !JSON.stringify(rule).includes("*")));
+  assert.ok(!JSON.stringify(rules).includes("secrets"));
+  assert.ok(!JSON.stringify(rules).includes("leases"));
+  const role = rbacManifests().find((manifest) => manifest["kind"] === "Role");
+  assert.deepEqual(role?.["rules"], [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }]);
+});
+
+test("the Deployment: 2 replicas electing a leader, probes, requests, non-root, read-only root filesystem", () => {
+  const deployment = deploymentManifest({ image: "example/tandem:1" }) as any;
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+  assert.equal(deployment.spec.replicas, 2);
+  assert.equal(container.image, "example/tandem:1");
+  assert.ok(container.args.includes("--leader-elect"));
+  assert.ok(container.args.includes("--metrics-addr=0.0.0.0:8080"));
+  assert.equal(container.livenessProbe.httpGet.path, "/healthz");
+  assert.equal(container.readinessProbe.httpGet.path, "/readyz");
+  assert.ok(container.resources.requests.cpu && container.resources.requests.memory);
+  assert.equal(pod.securityContext.runAsNonRoot, true);
+  assert.equal(container.securityContext.readOnlyRootFilesystem, true);
+  assert.equal(container.securityContext.allowPrivilegeEscalation, false);
+  assert.equal(pod.serviceAccountName, "tandem-controller");
+});

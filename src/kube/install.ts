@@ -1,0 +1,99 @@
+/**
+ * The install manifests, generated from code: the controller's Namespace, ServiceAccount,
+ * least-privilege ClusterRole (+ binding) and Lease Role (+ binding) built from `PERMISSIONS`, and
+ * its Deployment (2 replicas with leader election, probes, resource requests, non-root, read-only
+ * root filesystem). `tandem manifests` prints them with the CRD; `npm run manifests` writes
+ * deploy/rbac.yaml and deploy/deployment.yaml, and a unit test keeps those files current.
+ */
+import { stringify } from "yaml";
+import { PERMISSIONS } from "./resources.ts";
+import type { Permission } from "./resources.ts";
+
+export interface InstallOptions {
+  /** Namespace of the controller (its ServiceAccount, Deployment and Lease). Default "tandem-system". */
+  readonly namespace?: string;
+  /** Container image. Default DEFAULT_IMAGE. */
+  readonly image?: string;
+}
+
+export const DEFAULT_NAMESPACE = "tandem-system";
+export const CONTROLLER_NAME = "tandem-controller";
+export const DEFAULT_IMAGE = "ghcr.io/tandem-dev/tandem:0.1.0";
+/** The Lease the controller replicas elect a leader on (in the controller namespace). */
+export const LEASE_NAME = "tandem-controller-leader";
+const METRICS_PORT = 8080;
+
+type Manifest = Record<string, unknown>;
+
+const labels = { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "controller" };
+
+/** PolicyRules for `scope`, one per resource, in `PERMISSIONS` order. */
+export function policyRules(scope: Permission["scope"], permissions: readonly Permission[] = PERMISSIONS): Manifest[] {
+  return permissions.filter((permission) => permission.scope === scope).map((permission) => ({ apiGroups: [permission.group], resources: [permission.resource], verbs: [...permission.verbs] }));
+}
+
+/** Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role and RoleBinding. */
+export function rbacManifests(options: InstallOptions = {}): Manifest[] {
+  const namespace = options.namespace ?? DEFAULT_NAMESPACE;
+  const subject = { kind: "ServiceAccount", name: CONTROLLER_NAME, namespace };
+  const meta = (scoped: boolean): Manifest => ({ name: CONTROLLER_NAME, ...(scoped ? { namespace } : {}), labels });
+  return [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(true) },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: meta(false), rules: policyRules("cluster") },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: meta(false), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: CONTROLLER_NAME }, subjects: [subject] },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(true), rules: policyRules("controller") },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: meta(true), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: CONTROLLER_NAME }, subjects: [subject] },
+  ];
+}
+
+/** The controller Deployment: 2 replicas electing a leader on LEASE_NAME. */
+export function deploymentManifest(options: InstallOptions = {}): Manifest {
+  const namespace = options.namespace ?? DEFAULT_NAMESPACE;
+  const probe = (path: string, periodSeconds: number): Manifest => ({ httpGet: { path, port: "metrics" }, periodSeconds, timeoutSeconds: 2, failureThreshold: 3 });
+  const container = {
+    name: "controller",
+    image: options.image ?? DEFAULT_IMAGE,
+    args: ["controller", "--leader-elect", `--leader-elect-namespace=${namespace}`, `--metrics-addr=0.0.0.0:${METRICS_PORT}`],
+    env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+    ports: [{ name: "metrics", containerPort: METRICS_PORT, protocol: "TCP" }],
+    livenessProbe: probe("/healthz", 10),
+    readinessProbe: probe("/readyz", 5),
+    resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
+    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+  };
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: CONTROLLER_NAME, namespace, labels },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          serviceAccountName: CONTROLLER_NAME,
+          securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
+          terminationGracePeriodSeconds: 30,
+          containers: [container],
+        },
+      },
+    },
+  };
+}
+
+/** Renders manifests as multi-document YAML after `header` (a `#` comment block). */
+export function renderYaml(header: string, manifests: readonly Manifest[]): string {
+  return header + manifests.map((manifest) => `---\n${stringify(manifest, { lineWidth: 0, aliasDuplicateObjects: false })}`).join("");
+}
+
+export const RBAC_YAML_HEADER = "# Generated by `npm run manifests` from src/kube/resources.ts (PERMISSIONS) and src/kube/install.ts. Do not edit by hand.\n";
+export const DEPLOYMENT_YAML_HEADER = "# Generated by `npm run manifests` from src/kube/install.ts. Do not edit by hand.\n";
+
+export function renderRbacYaml(options: InstallOptions = {}): string {
+  return renderYaml(RBAC_YAML_HEADER, rbacManifests(options));
+}
+
+export function renderDeploymentYaml(options: InstallOptions = {}): string {
+  return renderYaml(DEPLOYMENT_YAML_HEADER, [deploymentManifest(options)]);
+}

@@ -1,0 +1,14 @@
+/**
+ * JSON logs with pino. The engine's Logger (`info|warn|error(fields, message)`) has pino's
+ * argument order, so a pino logger is passed to the engine as it is.
+ */
+import { pino } from "pino";
+import type { Logger } from "../engine/logger.ts";
+
+export type LogLevelName = "debug" | "info" | "warn" | "error";
+
+/** A pino logger writing one JSON object per line to `destination` (default stdout). */
+export function createLogger(level: LogLevelName = "info", destination?: NodeJS.WritableStream): Logger & pino.Logger {
+  const options = { level, base: { component: "tandem-controller" }, timestamp: pino.stdTimeFunctions.isoTime };
+  return destination === undefined ? pino(options) : pino(options, destination);
+}

@@ -1,0 +1,70 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { WallClock } from "./clock.ts";
+import { LeaderElector } from "./leader.ts";
+import { silentLogger } from "../engine/logger.ts";
+import type { Kind, KubeObject } from "../engine/ports.ts";
+import { KubeRecorder } from "./recorder.ts";
+import { PERMISSIONS, RESOURCES } from "./resources.ts";
+import { fakeSend, jsonResponse } from "./test-fakes.ts";
+import type { Recorded } from "./test-fakes.ts";
+import { KubeTransport } from "./transport.ts";
+import { KubeWriter } from "./writer.ts";
+
+/** `group resource verb` of a recorded request, by its method and path. */
+function permissionOf(request: Recorded): string {
+  const [path = "", query = ""] = request.path.split("?");
+  const parts = path.split("/").filter((part) => part !== "");
+  const group = parts[0] === "api" ? "" : parts[1] ?? "";
+  const rest = parts.slice(parts[0] === "api" ? 2 : 3);
+  const afterNamespace = rest[0] === "namespaces" ? rest.slice(2) : rest;
+  const [plural = "", name, subresource] = afterNamespace;
+  const resource = subresource === undefined ? plural : `${plural}/${subresource}`;
+  const verbs: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete", GET: new URLSearchParams(query).get("watch") === "true" ? "watch" : name === undefined ? "list" : "get" };
+  return `${group} ${resource} ${verbs[request.method] ?? request.method}`;
+}
+
+const object = (kind: Kind, name: string): KubeObject => ({ apiVersion: "v1", kind, metadata: { name, namespace: "ns" } });
+
+test("the adapter uses exactly the verbs PERMISSIONS grant (least privilege, both ways)", async () => {
+  let leaseCreated = false;
+  const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "l", namespace: "ns", resourceVersion: "2" }, spec: { holderIdentity: "me" } };
+  const { send, requests } = fakeSend((request) => {
+    if (!request.path.includes("/leases")) return jsonResponse(200, { items: [], metadata: { resourceVersion: "1" } });
+    if (request.method === "POST") leaseCreated = true;
+    return request.method === "GET" && !leaseCreated ? jsonResponse(404, { kind: "Status", code: 404, reason: "NotFound" }) : jsonResponse(200, lease);
+  });
+  const transport = new KubeTransport(send);
+  const writer = new KubeWriter(transport);
+  // Every request the engine's executor sends (docs/design/engine.md, "Action → request").
+  for (const kind of ["Pod", "Service", "ControllerRevision"] as const) {
+    await writer.create(object(kind, "x"));
+    await writer.delete({ kind, namespace: "ns", name: "x" }, { uid: "u" });
+  }
+  await writer.patch({ kind: "Pod", namespace: "ns", name: "x" }, { metadata: { uid: "u", annotations: {} } });
+  await writer.patch({ kind: "ControllerRevision", namespace: "ns", name: "x" }, { revision: 2 });
+  await writer.patchStatus({ kind: "Pod", namespace: "ns", name: "x" }, { status: {} });
+  await writer.patchStatus({ kind: "ModelServing", namespace: "ns", name: "x" }, { status: {} });
+  // The informers' list and watch of the kinds the engine observes.
+  for (const kind of ["ModelServing", "Pod", "Service", "ControllerRevision"] as const) {
+    await transport.request({ verb: "list", kind, target: {} });
+    await transport.watch({ verb: "watch", kind, target: {} }, AbortSignal.abort()).catch(() => undefined);
+  }
+  // Events (create, then a repeat patched into the series) and a Lease acquired, then renewed.
+  const recorder = new KubeRecorder({ transport, clock: new WallClock(), controller: "c", instance: "i" });
+  const event = { regarding: { kind: "Pod" as const, namespace: "ns", name: "x" }, type: "Normal" as const, reason: "R", message: "m" };
+  recorder.record(event);
+  recorder.record(event);
+  const elector = new LeaderElector({ transport, clock: new WallClock(), namespace: "ns", name: "l", identity: "me", logger: silentLogger, onStartedLeading: () => undefined, onStoppedLeading: () => undefined, retryPeriodMs: 1 });
+  elector.start();
+  while (!requests.some((request) => request.method === "PUT")) await new Promise((resolve) => setTimeout(resolve, 2));
+  await elector.stop();
+
+  const used = new Set(requests.map(permissionOf));
+  const granted = new Set(PERMISSIONS.flatMap((permission) => permission.verbs.map((verb) => `${permission.group} ${permission.resource} ${verb}`)));
+  // Required by the OwnerReferencesPermissionEnforcement admission plugin, never sent by us.
+  granted.delete("tandem.dev modelservings/finalizers update");
+  assert.deepEqual([...used].filter((entry) => !granted.has(entry)).sort(), [], "used but not granted");
+  assert.deepEqual([...granted].filter((entry) => !used.has(entry)).sort(), [], "granted but never used");
+  assert.ok(Object.keys(RESOURCES).length > 0);
+});

@@ -1,0 +1,143 @@
+/**
+ * Assembles the production controller from the adapter: transport (client-node) → KubeReader,
+ * KubeWriter, KubeRecorder, WallClock → the engine's Controller; optional Lease leader election;
+ * the metrics/health server. Used by `tandem controller` and by the e2e tests (in-process).
+ *
+ * Lifecycle: the health server starts at once. Without leader election the controller starts at
+ * once; with it, only after the lease is acquired, and losing the lease stops it and resolves
+ * `done` with "lost-leadership" (the process must exit non-zero so its Deployment restarts it as
+ * a fresh candidate). `stop()` stops the controller, then the caches, then releases the lease.
+ */
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { plan as corePlan } from "../core/plan.ts";
+import { Controller } from "../engine/controller.ts";
+import type { ControllerOptions } from "../engine/controller.ts";
+import type { Logger } from "../engine/logger.ts";
+import { WallClock } from "./clock.ts";
+import { LeaderElector } from "./leader.ts";
+import type { LeaderElectorOptions } from "./leader.ts";
+import { createMetrics } from "./metrics.ts";
+import { KubeReader } from "./reader.ts";
+import type { KubeReaderOptions } from "./reader.ts";
+import { KubeRecorder } from "./recorder.ts";
+import { startHealthServer } from "./server.ts";
+import type { HealthServer } from "./server.ts";
+import { KubeTransport, clientNodeSend } from "./transport.ts";
+import { KubeWriter } from "./writer.ts";
+
+/** `reportingController` of our Events. */
+export const CONTROLLER_NAME = "tandem.dev/controller";
+
+export interface LeaderElectionConfig {
+  /** Namespace and name of the Lease. */
+  readonly namespace: string;
+  readonly name: string;
+  /** Default: hostname + random suffix. */
+  readonly identity?: string;
+  /** Lease timings (defaults 15 000 / 10 000 / 2 000). */
+  readonly timings?: Partial<Pick<LeaderElectorOptions, "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs">>;
+}
+
+export interface RunOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly logger: Logger;
+  /** Watch and manage only this namespace; all namespaces when absent. */
+  readonly namespace?: string | undefined;
+  readonly leaderElection?: LeaderElectionConfig | undefined;
+  /** `host:port` of /metrics, /healthz, /readyz; no server when absent. */
+  readonly metricsAddress?: string | undefined;
+  readonly reflector?: KubeReaderOptions["reflector"];
+  readonly controller?: Omit<ControllerOptions, "plan">;
+}
+
+export type RunEnd = "stopped" | "lost-leadership";
+
+export interface RunningController {
+  /** Resolves once the controller has ended: after `stop()`, or when leadership was lost. */
+  readonly done: Promise<RunEnd>;
+  /** The bound address of the health server, when one runs. */
+  readonly metricsAddress: string | undefined;
+  readonly identity: string;
+  isLeader(): boolean;
+  /** True when the controller runs and its caches have synced. */
+  isSynced(): boolean;
+  stop(): Promise<void>;
+}
+
+export async function runController(options: RunOptions): Promise<RunningController> {
+  const metrics = createMetrics();
+  const transport = new KubeTransport(clientNodeSend(options.kubeConfig), { onError: (verb, kind, error) => { metrics.apiError(verb, kind, error); } });
+  const clock = new WallClock();
+  const identity = options.leaderElection?.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
+  let working: { reader: KubeReader; controller: Controller } | undefined;
+  let elector: LeaderElector | undefined;
+  let finish: (end: RunEnd) => void = () => undefined;
+  const done = new Promise<RunEnd>((resolve) => { finish = resolve; });
+
+  const startWorking = (): void => {
+    const reader = new KubeReader({ transport, clock, namespace: options.namespace, logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
+    const recorder = new KubeRecorder({ transport, clock, controller: CONTROLLER_NAME, instance: identity });
+    const ports = { reader, writer: new KubeWriter(transport), clock, recorder, logger: options.logger };
+    const controller = new Controller(ports, { ...options.controller, plan: metrics.instrumentPlan(corePlan) });
+    controller.start();
+    reader.start();
+    working = { reader, controller };
+  };
+  const stopWorking = async (): Promise<void> => {
+    const current = working;
+    working = undefined;
+    if (current === undefined) return;
+    await current.controller.stop();
+    await current.reader.stop();
+  };
+
+  const server = options.metricsAddress === undefined ? undefined : await startHealthServer({
+    address: options.metricsAddress,
+    registry: metrics.registry,
+    ready: () => (working?.reader.hasSynced() ?? false) || (elector !== undefined && !elector.isLeader()),
+  });
+  if (options.leaderElection === undefined) startWorking();
+  else {
+    const lease = options.leaderElection;
+    elector = new LeaderElector({
+      ...lease.timings, transport: new KubeTransport(clientNodeSend(options.kubeConfig), { requestTimeoutMs: 5_000, onError: (verb, kind, error) => { metrics.apiError(verb, kind, error); } }),
+      clock, namespace: lease.namespace, name: lease.name, identity, logger: options.logger,
+      onStartedLeading: startWorking,
+      onStoppedLeading: () => { void stopWorking().then(() => { finish("lost-leadership"); }); },
+    });
+    elector.start();
+  }
+  return assemble({ done, server, identity, elector, working: () => working, stopWorking, finish });
+}
+
+interface Parts {
+  readonly done: Promise<RunEnd>;
+  readonly server: HealthServer | undefined;
+  readonly identity: string;
+  readonly elector: LeaderElector | undefined;
+  readonly working: () => { reader: KubeReader } | undefined;
+  readonly stopWorking: () => Promise<void>;
+  readonly finish: (end: RunEnd) => void;
+}
+
+function assemble(parts: Parts): RunningController {
+  let stopping: Promise<void> | undefined;
+  return {
+    done: parts.done,
+    metricsAddress: parts.server?.address,
+    identity: parts.identity,
+    isLeader: () => parts.elector?.isLeader() ?? true,
+    isSynced: () => parts.working()?.reader.hasSynced() ?? false,
+    stop: () => {
+      stopping ??= (async () => {
+        await parts.stopWorking();
+        await parts.elector?.stop();
+        await parts.server?.close();
+        parts.finish("stopped");
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * The controller's HTTP endpoints on `--metrics-addr`: `/metrics` (Prometheus text format),
+ * `/healthz` (the process serves requests), `/readyz` (200 when `ready()` says so, else 503).
+ * Anything else is 404. Only GET is served.
+ */
+import { createServer } from "node:http";
+import type { Server } from "node:http";
+import type { Registry } from "prom-client";
+
+export interface HealthServerOptions {
+  /** `host:port`; port 0 picks a free port (tests). */
+  readonly address: string;
+  readonly registry: Registry;
+  /** Readiness: the caches have synced (or the process is a standby waiting for leadership). */
+  readonly ready: () => boolean;
+}
+
+export interface HealthServer {
+  /** The bound `host:port`. */
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+/** Parses `host:port` (IPv6 in brackets); throws on anything else. */
+export function parseAddress(address: string): { host: string; port: number } {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:]+):(\d{1,5})$/.exec(address);
+  const port = Number(match?.[2]);
+  if (match?.[1] === undefined || port > 65_535) throw new Error(`--metrics-addr "${address}" is not host:port`);
+  return { host: match[1].replace(/^\[|\]$/g, ""), port };
+}
+
+export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
+  const { host, port } = parseAddress(options.address);
+  const server = createServer((request, response) => {
+    const path = (request.url ?? "/").split("?")[0];
+    const reply = (status: number, contentType: string, body: string): void => {
+      response.writeHead(status, { "content-type": contentType }).end(body);
+    };
+    if (request.method !== "GET") reply(405, "text/plain", "method not allowed\n");
+    else if (path === "/healthz") reply(200, "text/plain", "ok\n");
+    else if (path === "/readyz") reply(options.ready() ? 200 : 503, "text/plain", options.ready() ? "ok\n" : "not ready\n");
+    else if (path !== "/metrics") reply(404, "text/plain", "not found\n");
+    else serveMetrics(options.registry, reply);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => { resolve(); });
+  });
+  return { address: boundAddress(server, host), close: () => closeServer(server) };
+}
+
+function serveMetrics(registry: Registry, reply: (status: number, contentType: string, body: string) => void): void {
+  registry.metrics().then(
+    (text) => { reply(200, registry.contentType, text); },
+    (error: unknown) => { reply(500, "text/plain", `${String(error)}\n`); },
+  );
+}
+
+function boundAddress(server: Server, host: string): string {
+  const bound = server.address();
+  const port = bound !== null && typeof bound === "object" ? bound.port : 0;
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => { resolve(); });
+    server.closeAllConnections();
+  });
+}

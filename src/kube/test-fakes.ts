@@ -1,0 +1,43 @@
+/**
+ * Test doubles for the adapter: a scripted `Send` that records every request and answers from
+ * a handler, and response builders (JSON bodies, watch streams that stay open until aborted).
+ */
+import type { HttpRequest, HttpResponse, Send } from "./transport.ts";
+
+export interface Recorded extends HttpRequest {
+  /** Parsed JSON body, if any. */
+  readonly json: unknown;
+}
+
+/** A response with a JSON (or empty) body. */
+export function jsonResponse(status: number, body?: unknown, headers: Record<string, string> = {}): HttpResponse {
+  const text = body === undefined ? "" : JSON.stringify(body);
+  return { status, headers, text: () => Promise.resolve(text), stream: () => null };
+}
+
+/**
+ * A 200 watch response streaming `lines` (each JSON-serialised), then staying open until
+ * `signal` aborts, or ending when `end` is true.
+ */
+export function watchResponse(lines: readonly unknown[], signal: AbortSignal, end = false): HttpResponse {
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const line of lines) controller.enqueue(encoder.encode(`${JSON.stringify(line)}\n`));
+      if (end) controller.close();
+      else signal.addEventListener("abort", () => { controller.error(new DOMException("aborted", "AbortError")); }, { once: true });
+    },
+  });
+  return { status: 200, headers: {}, text: () => Promise.resolve(""), stream: () => stream };
+}
+
+/** A Send answering with `handler`, recording each request in `requests`. */
+export function fakeSend(handler: (request: Recorded) => HttpResponse | Promise<HttpResponse>): { send: Send; requests: Recorded[] } {
+  const requests: Recorded[] = [];
+  const send: Send = async (request) => {
+    const recorded = { ...request, json: request.body === undefined ? undefined : (JSON.parse(request.body) as unknown) };
+    requests.push(recorded);
+    return handler(recorded);
+  };
+  return { send, requests };
+}
