@@ -8,6 +8,7 @@ import type { VirtualClock } from "../sim/clock.ts";
 import { SimInformer } from "../sim/informer.ts";
 import { aModelServing, ownedBy, settle, setupServer } from "../sim/test-fixtures.ts";
 import { Controller } from "./controller.ts";
+import type { ReconcilePass } from "./controller.ts";
 import type { ControllerOptions } from "./controller.ts";
 import { MemoryLogger } from "./logger.ts";
 import type { ClusterReader, ClusterWriter, DeleteOptions, JsonObject, Kind, KubeObject, ObjectRef } from "./ports.ts";
@@ -178,6 +179,15 @@ describe("controller", () => {
     assert.deepEqual(podNames(), ["m-0"]);
     assert.equal(server.get(msRef).status?.["replicas"], 1);
     assert.deepEqual(logger.lines(), []);
+  });
+
+  it("reports every pass to onReconciled with its duration and the queue depth", async () => {
+    const passes: ReconcilePass[] = [];
+    const { client, runFor } = harness({ controller: { onReconciled: (pass) => passes.push(pass) } });
+    await client.create(aModelServing("m", 2));
+    await runFor(1_000);
+    assert.ok(passes.length >= 2);
+    assert.ok(passes.every((pass) => pass.key === "default/m" && pass.durationMs >= 0 && pass.queueDepth >= 0));
   });
 
   it("does not create a pod twice while a lagging cache hides it", async () => {

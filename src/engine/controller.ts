@@ -61,6 +61,19 @@ export interface ControllerOptions {
    * it to bound the number of plans per simulated second.
    */
   readonly minReconcileIntervalMs?: number;
+  /**
+   * Called after every reconcile pass (observe, plan and writes) with its clock duration and the
+   * keys queued at that moment: the hook for metrics. Must not throw.
+   */
+  readonly onReconciled?: (pass: ReconcilePass) => void;
+}
+
+/** What `onReconciled` reports about one pass. */
+export interface ReconcilePass {
+  readonly key: string;
+  readonly durationMs: number;
+  /** Keys ready or held back (not counting keys being processed). */
+  readonly queueDepth: number;
 }
 
 export class Controller {
@@ -73,6 +86,7 @@ export class Controller {
   /** Clock time each key's last pass started, while `minReconcileIntervalMs` > 0. */
   readonly #lastPassMs = new Map<string, number>();
   readonly #queue: WorkQueue;
+  readonly #onReconciled: ((pass: ReconcilePass) => void) | undefined;
   readonly #expectations: Expectations;
   readonly #reconciler: Reconciler;
   readonly #abort = new AbortController();
@@ -107,6 +121,7 @@ export class Controller {
     this.#expectations = new Expectations(ports.clock, { ...timeout, logger: this.#logger });
     const parallel = options.maxParallelWrites === undefined ? {} : { maxParallelWrites: options.maxParallelWrites };
     const executor = new Executor(ports, { ...parallel, expectations: this.#expectations });
+    this.#onReconciled = options.onReconciled;
     this.#reconciler = new Reconciler({ reader: ports.reader, clock: ports.clock, executor, expectations: this.#expectations, plan: options.plan ?? corePlan });
   }
 
@@ -198,8 +213,18 @@ export class Controller {
     this.#notifyIfIdle();
   }
 
-  /** One reconcile of `key` and the queue operations its outcome calls for; never rejects. */
+  /** One reconcile of `key`, reported to `onReconciled`; never rejects. */
   async #process(key: string): Promise<void> {
+    const startedMs = this.#clock.nowMs();
+    try {
+      await this.#pass(key);
+    } finally {
+      this.#onReconciled?.({ key, durationMs: this.#clock.nowMs() - startedMs, queueDepth: this.#queue.readyCount() + this.#queue.waitingCount() });
+    }
+  }
+
+  /** One reconcile of `key` and the queue operations its outcome calls for; never rejects. */
+  async #pass(key: string): Promise<void> {
     if (this.#minReconcileIntervalMs > 0) this.#lastPassMs.set(key, this.#clock.nowMs());
     let outcome: ReconcileOutcome;
     try {

@@ -80,7 +80,7 @@ export async function runController(options: RunOptions): Promise<RunningControl
     const reader = new KubeReader({ transport, clock, namespace: options.namespace, logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
     const recorder = new KubeRecorder({ transport, clock, controller: CONTROLLER_NAME, instance: identity });
     const ports = { reader, writer: new KubeWriter(transport), clock, recorder, logger: options.logger };
-    const controller = new Controller(ports, { ...options.controller, plan: metrics.instrumentPlan(corePlan) });
+    const controller = new Controller(ports, { ...options.controller, plan: metrics.instrumentPlan(corePlan), onReconciled: (pass) => { metrics.reconciled(pass); } });
     controller.start();
     reader.start();
     working = { reader, controller };
