@@ -51,14 +51,21 @@ export function expectedPods(revision: Revision, role: string): number {
   return spec === undefined ? 0 : 1 + spec.workerReplicas;
 }
 
+/**
+ * Units paused by unreadable revisions: the reason a revision is unreadable → the units that
+ * depend on it. Sets, because one plan looks at a unit more than once.
+ */
+export type UnreadableUses = Map<string, Set<string>>;
+
 /** Resolves revision names; unreadable ones are reported in `unreadable` and yield undefined. */
 type Resolve = (name: string, label: string) => Revision | undefined;
 
-export function resolver(revisions: Revisions, unreadable: string[]): Resolve {
+export function resolver(revisions: Revisions, unreadable: UnreadableUses): Resolve {
   return (name, label) => {
     const lookup = revisions.lookup(name);
     if (lookup.ok) return lookup.revision;
-    unreadable.push(`${label}: ${lookup.reason}`);
+    const units = unreadable.get(lookup.reason) ?? new Set<string>();
+    unreadable.set(lookup.reason, units.add(label));
     return undefined;
   };
 }

@@ -9,7 +9,7 @@ import type { Action } from "./actions.ts";
 import { cancelDrain, openGate, planDrainedDeletion } from "./drain.ts";
 import { hasStarted, podFailure, range } from "./health.ts";
 import { instanceId, serviceName } from "./identity.ts";
-import type { InstanceState, Layout } from "./instances.ts";
+import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
@@ -22,14 +22,14 @@ import type { Revisions } from "./revisions.ts";
 export interface Work {
   readonly actions: Action[];
   recheckAtMs: number | undefined;
-  /** Reasons some units cannot be acted on because a revision they depend on is unreadable. */
-  readonly unreadable: string[];
+  /** Units that cannot be acted on because a revision they depend on is unreadable. */
+  readonly unreadable: UnreadableUses;
   /** Instances an in-place update must leave alone: their change is more than images. */
   readonly ineligible: Ineligible[];
 }
 
 export function newWork(): Work {
-  return { actions: [], recheckAtMs: undefined, unreadable: [], ineligible: [] };
+  return { actions: [], recheckAtMs: undefined, unreadable: new Map(), ineligible: [] };
 }
 
 export function recheckAt(work: Work, atMs: number | undefined): void {

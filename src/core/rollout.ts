@@ -20,7 +20,7 @@ import type { ResolvedBudget } from "../api/budgets.ts";
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
 import { isUnschedulable, range } from "./health.ts";
-import type { InstanceState, Layout } from "./instances.ts";
+import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, isAtUpdate, resolver, sameSpec } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
 import type { Ineligible } from "./inplace.ts";
@@ -50,7 +50,7 @@ interface Scratch {
   /** Reasons the rollout cannot proceed without a spec change (condition RolloutBlocked). */
   readonly blocked: string[];
   readonly ineligible: Ineligible[];
-  readonly unreadable: string[];
+  readonly unreadable: UnreadableUses;
 }
 
 function recordKey(record: { group: number; role?: string | undefined; instance?: number | undefined }): string {
@@ -58,7 +58,7 @@ function recordKey(record: { group: number; role?: string | undefined; instance?
 }
 
 /** Decides the layout for this plan from the stored one. */
-export function planRollout(model: Model, revisions: Revisions, base: Layout, unreadable: string[]): RolloutDecision {
+export function planRollout(model: Model, revisions: Revisions, base: Layout, unreadable: UnreadableUses): RolloutDecision {
   const scratch: Scratch = { model, revisions, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable };
   const strategy = model.ms.spec.rolloutStrategy;
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
@@ -348,13 +348,13 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   }));
   if (!noSurge || surge.groups > model.ms.spec.replicas) return false;
   const layout = layoutWith(scratch, base, { groups: model.ms.spec.replicas, instances: (_group, role) => role.replicas });
-  const unreadable: string[] = [];
+  const unreadable: UnreadableUses = new Map();
   const resolve = resolver(revisions, unreadable);
   const expected = model.ms.spec.template.roles.reduce((sum, role) => sum + role.replicas, 0);
   // Every desired instance must be seen (none hidden behind an unreadable revision) and current.
   return range(model.ms.spec.replicas).every((group) => {
     const states = desiredInstanceStates(model, revisions, layout, resolve, group);
-    return unreadable.length === 0 && states.length === expected && states.every((state) => state.running !== undefined && state.health.ready && isAtUpdate(model, state, revisions));
+    return unreadable.size === 0 && states.length === expected && states.every((state) => state.running !== undefined && state.health.ready && isAtUpdate(model, state, revisions));
   });
 }
 

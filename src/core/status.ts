@@ -9,7 +9,7 @@ import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellkno
 import { rfc3339 } from "./drain.ts";
 import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./health.ts";
 import { instanceId } from "./identity.ts";
-import type { InstanceState, Layout } from "./instances.ts";
+import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
 import { isAtUpdate } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { ineligibleCondition } from "./inplace.ts";
@@ -56,7 +56,7 @@ export function computeStatus(
   if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", rollout.blocked));
   const ineligible = [...rollout.ineligible, ...work.ineligible];
   if (ineligible.length > 0) conditions.push({ type: "RolloutBlocked", status: "True", ...ineligibleCondition(ineligible) });
-  if (work.unreadable.length > 0) conditions.push(listCondition("RevisionUnreadable", "RevisionUnreadable", "Paused what depends on an unreadable revision", work.unreadable));
+  if (work.unreadable.size > 0) conditions.push(listCondition("RevisionUnreadable", "RevisionUnreadable", "Paused what depends on an unreadable revision", unreadableLines(work.unreadable)));
   const firstRole = ms.spec.template.roles[0]?.name ?? "";
   return {
     observedGeneration: model.generation,
@@ -158,6 +158,14 @@ function progressingCondition(work: Work, rolloutWaiting: readonly string[], des
   }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
+}
+
+/** One line per unreadable revision: why, then the units it pauses (at most a few named). */
+function unreadableLines(unreadable: UnreadableUses): string[] {
+  return [...unreadable].map(([reason, units]) => {
+    const named = [...units].sort().slice(0, MAX_LISTED).join(", ");
+    return `${reason} (pauses ${named}${units.size > MAX_LISTED ? ` and ${units.size - MAX_LISTED} more unit(s)` : ""})`;
+  });
 }
 
 /** A True condition whose message lists (at most a few of) `items` after `lead`. */
