@@ -6,7 +6,6 @@
  * ModelServing manifests, or `tandem revision` output; AFTER defaults to FILE, and without BEFORE
  * every role moves).
  */
-import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { parse as parseYaml } from "yaml";
 import { resolveRoleBudget } from "../api/budgets.ts";
@@ -20,6 +19,7 @@ import { sameRoleSpec } from "../core/role-hash.ts";
 import type { CommandOutput } from "./io.ts";
 import { emit, fail } from "./io.ts";
 import { loadModelServing } from "./manifests.ts";
+import { readSource } from "./validate.ts";
 
 export interface PlanInputs {
   readonly file: { readonly path: string; readonly text: string };
@@ -94,15 +94,6 @@ export function renderPreview(ms: ModelServing, maxSkew: string, roles: readonly
   return `${out.join("\n")}\n`;
 }
 
-async function readInput(path: string | undefined): Promise<{ path: string; text: string } | { error: string } | undefined> {
-  if (path === undefined) return undefined;
-  try {
-    return { path, text: await readFile(path, "utf8") };
-  } catch (error) {
-    return { error: `${path}: cannot read: ${error instanceof Error ? error.message : String(error)}` };
-  }
-}
-
 export function registerPlan(program: Command): void {
   program
     .command("plan")
@@ -111,10 +102,11 @@ export function registerPlan(program: Command): void {
     .option("--from <file>", "the spec before the change (ModelServing or `tandem revision` output); default: every role changes")
     .option("--to <file>", "the spec after the change; default: FILE")
     .action(async (file: string, options: { from?: string; to?: string }) => {
-      const read = await Promise.all([readInput(file), readInput(options.from), readInput(options.to)]);
-      const problem = read.find((input) => input !== undefined && "error" in input);
-      if (problem !== undefined && "error" in problem) {
-        emit(fail(`${problem.error}\n`));
+      const paths = [file, options.from, options.to];
+      const read = await Promise.all(paths.map((path) => (path === undefined ? Promise.resolve(undefined) : readSource(path))));
+      const unreadable = read.flatMap((source) => (source !== undefined && typeof source.text !== "string" ? [`${source.path}: cannot read: ${source.text.error}\n`] : []));
+      if (unreadable.length > 0) {
+        emit(fail(unreadable.join("")));
         return;
       }
       const [main, from, to] = read as [{ path: string; text: string }, { path: string; text: string } | undefined, { path: string; text: string } | undefined];
