@@ -24,7 +24,8 @@ import { isDeleting, refOf } from "./objects.ts";
 import { conditionsOf, containerStatus, imageIdOf, kubeletConditions, mergeConditions, newContainer, podPhase } from "./pod-status.ts";
 import type { ContainerExit, ContainerRuntime } from "./pod-status.ts";
 import type { Prng } from "./prng.ts";
-import type { WatchStream } from "./watch.ts";
+import { followStored } from "./follow.ts";
+import type { Follower } from "./follow.ts";
 
 /** Per-image behaviour (DESIGN §6 `cluster.images`); absent fields take the kubelet's defaults. */
 export interface ImageBehaviour {
@@ -108,7 +109,7 @@ export class SimKubelet {
   readonly #hostIPs = new Map<string, string>();
   /** Container restarts by role, deleted pods' included (DESIGN §6 `metrics.containerRestarts`). */
   readonly #restartsByRole = new Map<string, number>();
-  #stream: WatchStream | undefined;
+  #follower: Follower | undefined;
   #containerSeq = 0;
   #podIPSeq = 0;
 
@@ -125,14 +126,21 @@ export class SimKubelet {
 
   /** Watches pods and takes over every pod already bound to a node. */
   start(): void {
-    this.#watch();
-    this.#resync();
+    this.#follower = followStored(this.#server, "Pod", {
+      seen: (pod) => {
+        this.#observe(pod);
+      },
+      gone: (uid) => {
+        this.#forget(uid);
+      },
+      knownUids: () => this.#pods.keys(),
+    });
   }
 
   /** Stops watching and forgets every pod; nothing more is written. */
   stop(): void {
-    this.#stream?.stop();
-    this.#stream = undefined;
+    this.#follower?.stop();
+    this.#follower = undefined;
     for (const uid of [...this.#pods.keys()]) this.#forget(uid);
   }
 
@@ -156,7 +164,7 @@ export class SimKubelet {
    */
   startNode(node: string): void {
     if (!this.#downNodes.delete(node)) return;
-    this.#resync();
+    this.#follower?.resync();
   }
 
   isNodeDown(node: string): boolean {
@@ -172,28 +180,6 @@ export class SimKubelet {
   /** Container restarts so far by `tandem.dev/role` ("" for pods without one), sorted by role. */
   restartsByRole(): Record<string, number> {
     return Object.fromEntries([...this.#restartsByRole].sort(([a], [b]) => (a < b ? -1 : 1)));
-  }
-
-  #watch(): void {
-    this.#stream = this.#server.watch("Pod", { lagMs: 0 }, {
-      onEvent: (event) => {
-        if (event.type === "DELETED") this.#forget(event.object.metadata.uid ?? "");
-        else this.#observe(event.object);
-      },
-      onClose: () => {
-        // Changes made while the stream was down produced no event: look at everything again.
-        this.#watch();
-        this.#resync();
-      },
-    });
-  }
-
-  /** Brings every pod up to date with the server, and forgets pods that are gone. */
-  #resync(): void {
-    const stored = this.#server.stored("Pod");
-    const uids = new Set(stored.map((pod) => pod.metadata.uid));
-    for (const uid of [...this.#pods.keys()]) if (!uids.has(uid)) this.#forget(uid);
-    for (const pod of stored) this.#observe(pod);
   }
 
   /** Reacts to the current state of a pod: admission, deletion, image changes, gate changes. */

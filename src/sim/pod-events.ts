@@ -13,7 +13,8 @@ import type { KubeObject } from "../engine/ports.ts";
 import { LABEL_GROUP, LABEL_INSTANCE, LABEL_REVISION, LABEL_ROLE } from "../api/wellknown.ts";
 import type { ApiServer } from "./apiserver.ts";
 import { isPodReady } from "./pod-status.ts";
-import type { WatchStream } from "./watch.ts";
+import { followStored } from "./follow.ts";
+import type { Follower } from "./follow.ts";
 
 export type PodEventType = "PodCreated" | "PodDeleted" | "PodReady" | "PodNotReady";
 
@@ -46,7 +47,7 @@ export class PodEventLog {
   readonly #events: PodEvent[] = [];
   /** The last state seen of each pod, by uid. */
   readonly #known = new Map<string, Known>();
-  #stream: WatchStream | undefined;
+  #follower: Follower | undefined;
   #droppedCount = 0;
 
   constructor(server: ApiServer, options: PodEventLogOptions = {}) {
@@ -56,13 +57,20 @@ export class PodEventLog {
 
   /** Starts watching; pods that exist already are recorded as created now. */
   start(): void {
-    this.#watch();
-    this.#resync();
+    this.#follower = followStored(this.#server, "Pod", {
+      seen: (pod) => {
+        this.#seen(pod);
+      },
+      gone: (uid) => {
+        this.#gone(uid);
+      },
+      knownUids: () => this.#known.keys(),
+    });
   }
 
   stop(): void {
-    this.#stream?.stop();
-    this.#stream = undefined;
+    this.#follower?.stop();
+    this.#follower = undefined;
   }
 
   /** Events so far, in the order they happened. */
@@ -74,26 +82,6 @@ export class PodEventLog {
     return this.#droppedCount;
   }
 
-  #watch(): void {
-    this.#stream = this.#server.watch("Pod", { lagMs: 0 }, {
-      onEvent: (event) => {
-        if (event.type === "DELETED") this.#gone(event.object);
-        else this.#seen(event.object);
-      },
-      onClose: () => {
-        this.#watch();
-        this.#resync();
-      },
-    });
-  }
-
-  #resync(): void {
-    const stored = this.#server.stored("Pod");
-    const uids = new Set(stored.map((pod) => pod.metadata.uid));
-    for (const [uid, known] of [...this.#known]) if (!uids.has(uid)) this.#gone(known.pod);
-    for (const pod of stored) this.#seen(pod);
-  }
-
   #seen(pod: KubeObject): void {
     const uid = pod.metadata.uid ?? "";
     const before = this.#known.get(uid);
@@ -103,13 +91,12 @@ export class PodEventLog {
     if (ready !== (before?.ready ?? false)) this.#record(ready ? "PodReady" : "PodNotReady", pod);
   }
 
-  #gone(pod: KubeObject): void {
-    const uid = pod.metadata.uid ?? "";
+  #gone(uid: string): void {
     const before = this.#known.get(uid);
     if (before === undefined) return;
     this.#known.delete(uid);
-    if (before.ready) this.#record("PodNotReady", pod);
-    this.#record("PodDeleted", pod);
+    if (before.ready) this.#record("PodNotReady", before.pod);
+    this.#record("PodDeleted", before.pod);
   }
 
   #record(type: PodEventType, pod: KubeObject): void {

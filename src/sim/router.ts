@@ -30,7 +30,8 @@ import type { SimCluster } from "./cluster.ts";
 import { SimInformer } from "./informer.ts";
 import { isJsonObject } from "./json.ts";
 import { isPodReady } from "./pod-status.ts";
-import type { WatchStream } from "./watch.ts";
+import { followStored } from "./follow.ts";
+import type { Follower } from "./follow.ts";
 
 /** DESIGN §6 `cluster.router`, plus the model's knobs. */
 export interface RouterOptions {
@@ -197,7 +198,7 @@ export class SimRouter {
   readonly #subscribers: ((event: RouterEvent) => void)[] = [];
   #inFlight = 0;
   #arrivalTimer: Timer | undefined;
-  #truthStream: WatchStream | undefined;
+  #truth: Follower | undefined;
   #unsubscribe: (() => void) | undefined;
   #stopped = false;
 
@@ -225,7 +226,15 @@ export class SimRouter {
       this.#onCacheEvent(event);
     });
     this.#ports.cache.start();
-    this.#watchTruth();
+    this.#truth = followStored(this.#ports.server, "Pod", {
+      seen: (pod) => {
+        this.#observeTruth(pod.metadata.uid ?? "", pod);
+      },
+      gone: (uid) => {
+        this.#observeTruth(uid, undefined);
+      },
+      knownUids: () => this.#containers.keys(),
+    });
     this.#scheduleArrival();
   }
 
@@ -235,7 +244,7 @@ export class SimRouter {
     this.#arrivalTimer?.cancel();
     this.#unsubscribe?.();
     this.#ports.cache.stop();
-    this.#truthStream?.stop();
+    this.#truth?.stop();
     for (const load of this.#loads.values()) for (const request of load.requests) request.timer.cancel();
     for (const ack of this.#acks.values()) ack.timer?.cancel();
   }
@@ -449,26 +458,6 @@ export class SimRouter {
    * opens, so a lost watch loses nothing); a change to the containers of a pod with requests cuts
    * them.
    */
-  #watchTruth(): void {
-    if (this.#stopped) return;
-    this.#truthStream = this.#ports.server.watch("Pod", { lagMs: 0 }, {
-      onEvent: (event) => {
-        this.#observeTruth(event.object.metadata.uid ?? "", event.type === "DELETED" ? undefined : event.object);
-      },
-      onClose: () => {
-        this.#watchTruth();
-      },
-    });
-    this.#resyncTruth();
-  }
-
-  #resyncTruth(): void {
-    const stored = this.#ports.server.stored("Pod");
-    const uids = new Set(stored.map((pod) => pod.metadata.uid ?? ""));
-    for (const uid of [...this.#containers.keys()]) if (!uids.has(uid)) this.#observeTruth(uid, undefined);
-    for (const pod of stored) this.#observeTruth(pod.metadata.uid ?? "", pod);
-  }
-
   /** Records pod `uid` as `pod` now (undefined: gone) and cuts its requests if their containers changed. */
   #observeTruth(uid: string, pod: KubeObject | undefined): void {
     if (pod === undefined) this.#containers.delete(uid);
