@@ -5,6 +5,7 @@
  * is delivered as the difference between the old and new cache (unchanged objects: nothing), the
  * same contract as the simulator's informer (src/sim/informer.ts).
  */
+import { Listeners } from "../engine/listeners.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
 import { matchesSelector, parseSelector } from "../engine/labels.ts";
@@ -34,7 +35,7 @@ const MAX_SUBSCRIBERS = 64;
 export class KubeReader implements ClusterReader {
   readonly #caches = new Map<Kind, Map<string, KubeObject>>();
   readonly #reflectors = new Map<Kind, Reflector>();
-  readonly #subscribers: ((event: WatchEvent) => void)[] = [];
+  readonly #subscribers = new Listeners<WatchEvent>(MAX_SUBSCRIBERS, "subscribers");
 
   constructor(options: KubeReaderOptions) {
     for (const kind of options.kinds ?? CONTROLLER_KINDS) {
@@ -53,7 +54,7 @@ export class KubeReader implements ClusterReader {
 
   /** Stops every watch; the cache keeps its contents and delivers no more events. */
   async stop(): Promise<void> {
-    this.#subscribers.length = 0;
+    this.#subscribers.clear();
     await Promise.all([...this.#reflectors.values()].map((reflector) => reflector.stop()));
   }
 
@@ -77,12 +78,7 @@ export class KubeReader implements ClusterReader {
   }
 
   subscribe(handler: (event: WatchEvent) => void): () => void {
-    if (this.#subscribers.length >= MAX_SUBSCRIBERS) throw new Error(`more than ${MAX_SUBSCRIBERS} subscribers`);
-    this.#subscribers.push(handler);
-    return () => {
-      const index = this.#subscribers.indexOf(handler);
-      if (index !== -1) this.#subscribers.splice(index, 1);
-    };
+    return this.#subscribers.add(handler);
   }
 
   hasSynced(): boolean {
@@ -112,7 +108,7 @@ export class KubeReader implements ClusterReader {
     const key = keyOf(object);
     if (type === "DELETED") cache.delete(key);
     else cache.set(key, object);
-    for (const subscriber of [...this.#subscribers]) subscriber({ type, object: structuredClone(object) });
+    this.#subscribers.notify({ type, object: structuredClone(object) });
   }
 }
 

@@ -18,6 +18,7 @@
  * to equal one value (the reconciler's `observe`) reads only that bucket. Results are the same as
  * filtering the whole cache.
  */
+import { Listeners } from "../engine/listeners.ts";
 import { KINDS, isApiError } from "../engine/ports.ts";
 import type { Clock, ClusterReader, Kind, KubeObject, ListOptions, WatchEvent } from "../engine/ports.ts";
 import { matchesSelector, parseSelector } from "../engine/labels.ts";
@@ -55,7 +56,7 @@ export class SimInformer implements ClusterReader {
   readonly #clock: Clock;
   readonly #options: InformerOptions;
   readonly #kinds = new Map<Kind, KindState>();
-  readonly #subscribers: ((event: WatchEvent) => void)[] = [];
+  readonly #subscribers = new Listeners<WatchEvent>(MAX_SUBSCRIBERS, "subscribers");
   #stopped = false;
   #relistCount = 0;
 
@@ -102,12 +103,7 @@ export class SimInformer implements ClusterReader {
   }
 
   subscribe(handler: (event: WatchEvent) => void): () => void {
-    if (this.#subscribers.length >= MAX_SUBSCRIBERS) throw new Error(`more than ${MAX_SUBSCRIBERS} subscribers`);
-    this.#subscribers.push(handler);
-    return () => {
-      const index = this.#subscribers.indexOf(handler);
-      if (index !== -1) this.#subscribers.splice(index, 1);
-    };
+    return this.#subscribers.add(handler);
   }
 
   hasSynced(): boolean {
@@ -183,7 +179,7 @@ export class SimInformer implements ClusterReader {
       if (newOwner !== undefined) bucketOf(state.byOwner, newOwner).set(key, event.object);
     }
     const shared: WatchEvent = Object.freeze({ type: event.type, object: event.object });
-    for (const subscriber of [...this.#subscribers]) subscriber(shared);
+    this.#subscribers.notify(shared);
   }
 }
 

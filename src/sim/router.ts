@@ -23,6 +23,7 @@
  *   already gone because the cache was stale — a refused connection).
  */
 import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROLE } from "../api/wellknown.ts";
+import { Listeners } from "../engine/listeners.ts";
 import { isApiError } from "../engine/ports.ts";
 import type { Clock, ClusterReader, ClusterWriter, JsonObject, KubeObject, Rng, Timer, WatchEvent } from "../engine/ports.ts";
 import type { ApiServer } from "./apiserver.ts";
@@ -195,7 +196,7 @@ export class SimRouter {
   readonly #containers = new Map<string, KnownContainers>();
   readonly #acks = new Map<string, AckState>();
   readonly #counts = new Map<string, RequestCounts>();
-  readonly #subscribers: ((event: RouterEvent) => void)[] = [];
+  readonly #subscribers = new Listeners<RouterEvent>(MAX_SUBSCRIBERS, "router subscribers");
   #inFlight = 0;
   #arrivalTimer: Timer | undefined;
   #truth: Follower | undefined;
@@ -272,12 +273,7 @@ export class SimRouter {
 
   /** Calls `listener` after each router event, synchronously. Returns the unsubscribe function. */
   subscribe(listener: (event: RouterEvent) => void): () => void {
-    if (this.#subscribers.length >= MAX_SUBSCRIBERS) throw new Error(`more than ${MAX_SUBSCRIBERS} router subscribers`);
-    this.#subscribers.push(listener);
-    return () => {
-      const index = this.#subscribers.indexOf(listener);
-      if (index !== -1) this.#subscribers.splice(index, 1);
-    };
+    return this.#subscribers.add(listener);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -447,7 +443,8 @@ export class SimRouter {
 
   #emit(event: Omit<RouterEvent, "atMs">): void {
     const full: RouterEvent = { atMs: this.#ports.clock.nowMs(), ...event };
-    for (const listener of [...this.#subscribers]) listener({ ...full });
+    // Shared by every listener, so frozen.
+    this.#subscribers.notify(Object.freeze({ ...full }));
   }
 
   // -------------------------------------------------------------------------------------------
