@@ -4,14 +4,12 @@
  * multi-document YAML for `kubectl apply -f -`, or one part of them; `npm run manifests` writes
  * deploy/rbac.yaml and deploy/deployment.yaml this way.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
 import type { Command } from "commander";
 import { renderCrdYaml } from "../api/crd.ts";
 import { renderDeploymentYaml, renderRbacYaml } from "../kube/install.ts";
 import type { InstallOptions } from "../kube/install.ts";
-import type { CommandOutput } from "./io.ts";
-import { emit, fail, succeed } from "./io.ts";
+import type { CommandOutput, WriteTextFile } from "./io.ts";
+import { emit, fail, printOrWrite } from "./io.ts";
 
 export type ManifestPart = "crd" | "rbac" | "deployment";
 const PARTS: readonly ManifestPart[] = ["crd", "rbac", "deployment"];
@@ -27,21 +25,9 @@ export function renderManifests(part: ManifestPart | undefined, options: Install
   return (part === undefined ? PARTS : [part]).map((name) => render[name]()).join("");
 }
 
-export function runManifests(options: ManifestsOptions, write: (path: string, text: string) => void = writeTextFile): CommandOutput {
+export function runManifests(options: ManifestsOptions, write?: WriteTextFile): CommandOutput {
   if (options.only !== undefined && !(PARTS as readonly string[]).includes(options.only)) return fail(`tandem manifests: --only must be one of ${PARTS.join(", ")}\n`);
-  const yaml = renderManifests(options.only as ManifestPart | undefined, options);
-  if (options.out === undefined) return succeed(yaml);
-  try {
-    write(options.out, yaml);
-  } catch (error) {
-    return fail(`tandem manifests: cannot write ${options.out}: ${error instanceof Error ? error.message : String(error)}\n`);
-  }
-  return succeed(`Wrote ${options.out}\n`);
-}
-
-function writeTextFile(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, text, "utf8");
+  return printOrWrite("tandem manifests", renderManifests(options.only as ManifestPart | undefined, options), options.out, write);
 }
 
 export function registerManifests(program: Command): void {
