@@ -5,6 +5,7 @@
  * is delivered as the difference between the old and new cache (unchanged objects: nothing), the
  * same contract as the simulator's informer (src/sim/informer.ts).
  */
+import { deepFreeze } from "../engine/json.ts";
 import { Listeners } from "../engine/listeners.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
@@ -65,7 +66,7 @@ export class KubeReader implements ClusterReader {
 
   get<K extends Kind>(kind: K, namespace: string | undefined, name: string): KubeObject<K> | undefined {
     const object = this.#cache(kind).get(storeKey(namespace, name));
-    return object === undefined ? undefined : (structuredClone(object) as KubeObject<K>);
+    return object as KubeObject<K> | undefined;
   }
 
   list<K extends Kind>(kind: K, options: ListOptions = {}): KubeObject<K>[] {
@@ -74,7 +75,7 @@ export class KubeReader implements ClusterReader {
       .filter(([, object]) => options.namespace === undefined || object.metadata.namespace === options.namespace)
       .filter(([, object]) => matchesSelector(selector, object.metadata.labels))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([, object]) => structuredClone(object) as KubeObject<K>);
+      .map(([, object]) => object as KubeObject<K>);
   }
 
   subscribe(handler: (event: WatchEvent) => void): () => void {
@@ -106,9 +107,11 @@ export class KubeReader implements ClusterReader {
 
   #apply(cache: Map<string, KubeObject>, type: WatchEventType, object: KubeObject): void {
     const key = keyOf(object);
+    // Frozen once here and shared by every read (the ports' read-only contract), not copied per read.
+    deepFreeze(object);
     if (type === "DELETED") cache.delete(key);
     else cache.set(key, object);
-    this.#subscribers.notify({ type, object: structuredClone(object) });
+    this.#subscribers.notify({ type, object });
   }
 }
 

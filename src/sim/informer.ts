@@ -25,7 +25,8 @@ import { matchesSelector, parseSelector } from "../engine/labels.ts";
 import type { LabelSelector } from "../engine/labels.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { SimClient } from "./client.ts";
-import { deepFreeze, keyOf } from "./objects.ts";
+import { deepFreeze } from "../engine/json.ts";
+import { keyOf } from "./objects.ts";
 import { SortedStore } from "./sorted-store.ts";
 import type { WatchStream } from "./watch.ts";
 

@@ -65,11 +65,3 @@ export function admissionProblem(object: KubeObject): string | undefined {
   return undefined;
 }
 
-/** Freezes `value` and everything reachable from it; returns it. JSON values only (no cycles). */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-}
