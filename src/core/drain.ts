@@ -99,14 +99,19 @@ export function planDrain(
   return { actions, recheckAtMs: undefined, drained: true };
 }
 
+/** The annotations a drain or an in-place update leaves on a pod. */
+const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE];
+
 /**
  * Undoes a drain that is no longer needed: annotations removed (an in-place update's progress mark
  * too), gate restored when ready.
  */
 export function cancelDrain(view: PodView, nowMs: number): Action[] {
-  const annotations = view.pod.metadata.annotations ?? {};
-  const present = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE].filter((key) => annotations[key] !== undefined);
-  if (isTerminating(view.pod) || present.length === 0) return [];
+  const annotations = view.pod.metadata.annotations;
+  // A pod without annotations carries no mark (the common case: nothing to build).
+  if (annotations === undefined || isTerminating(view.pod)) return [];
+  const present = DRAIN_MARKS.filter((key) => annotations[key] !== undefined);
+  if (present.length === 0) return [];
   const gate = areContainersReady(view.pod) && !isServing(view.pod) ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
   return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])) }];
 }

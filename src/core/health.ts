@@ -7,8 +7,24 @@ import type { Pod, PodCondition } from "../api/kube.ts";
 import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
 import type { InstancePods, PodView } from "./model.ts";
 
+/**
+ * Conditions by type, per conditions array: the first of each type, as a search in order finds.
+ * Keyed on the array, and only when it is frozen (the engine's cache deep-freezes what it hands
+ * out), so an index never goes stale; a WeakMap frees it with the array.
+ */
+const conditionsByType = new WeakMap<readonly PodCondition[], ReadonlyMap<string, PodCondition>>();
+
 export function podCondition(pod: Pod, type: string): PodCondition | undefined {
-  return pod.status?.conditions?.find((condition) => condition.type === type);
+  const conditions = pod.status?.conditions;
+  if (conditions === undefined || !Object.isFrozen(conditions)) return conditions?.find((condition) => condition.type === type);
+  let byType = conditionsByType.get(conditions);
+  if (byType === undefined) {
+    const index = new Map<string, PodCondition>();
+    for (const condition of conditions) if (!index.has(condition.type)) index.set(condition.type, condition);
+    conditionsByType.set(conditions, index);
+    byType = index;
+  }
+  return byType.get(type);
 }
 
 /** The pod is being deleted (it has a deletionTimestamp). */
@@ -64,13 +80,18 @@ export type FailureVerdict = { readonly failed: true } | { readonly failed: fals
  */
 export function podFailure(pod: Pod, restartGracePeriodSeconds: number, nowMs: number): FailureVerdict {
   if (pod.status?.phase === "Failed") return { failed: true };
-  const restarted = (pod.status?.containerStatuses ?? []).some((status) => status.restartCount > 0);
-  if (!restarted || areContainersReady(pod)) return { failed: false };
+  if (!hasRestarted(pod) || areContainersReady(pod)) return { failed: false };
   const since = podCondition(pod, "ContainersReady")?.lastTransitionTime;
   const sinceMs = since === undefined ? Number.NaN : Date.parse(since);
   if (Number.isNaN(sinceMs)) return { failed: true };
   const dueMs = sinceMs + restartGracePeriodSeconds * 1000;
   return nowMs >= dueMs ? { failed: true } : { failed: false, recheckAtMs: dueMs };
+}
+
+/** Some container of the pod has restarted (a loop: this runs for every live pod on every plan). */
+function hasRestarted(pod: Pod): boolean {
+  for (const status of pod.status?.containerStatuses ?? []) if (status.restartCount > 0) return true;
+  return false;
 }
 
 /** An instance's pods sorted by what planning needs to know about them. */
@@ -91,15 +112,22 @@ export interface InstanceHealth {
 
 /** Sorts an instance's pods against `expectedPods` (1 + workerReplicas). */
 export function instanceHealth(pods: InstancePods | undefined, expectedPods: number): InstanceHealth {
-  const all = [...(pods?.values() ?? [])];
-  const live = all.filter((view) => !isTerminating(view.pod));
-  const terminating = all.filter((view) => isTerminating(view.pod));
-  const absent = range(expectedPods).filter((index) => !pods?.has(index));
+  const live: PodView[] = [];
+  const terminating: PodView[] = [];
+  for (const view of pods?.values() ?? []) (isTerminating(view.pod) ? terminating : live).push(view);
+  const absent: number[] = [];
+  let complete = true;
+  for (let index = 0; index < expectedPods; index++) {
+    if (pods?.has(index) !== true) absent.push(index);
+    if (!live.some((view) => view.id.index === index)) complete = false;
+  }
   const extra = live.filter((view) => view.id.index >= expectedPods);
-  const complete = range(expectedPods).every((index) => live.some((view) => view.id.index === index));
   return { live, terminating, absent, extra, complete, ready: complete && live.every((view) => isPodReady(view.pod)) };
 }
 
+/** `[0, 1, …, count − 1]`; empty when `count` ≤ 0. */
 export function range(count: number): number[] {
-  return Array.from({ length: Math.max(0, count) }, (_, index) => index);
+  const indices: number[] = [];
+  for (let index = 0; index < count; index++) indices.push(index);
+  return indices;
 }

@@ -5,13 +5,15 @@
  */
 import type { Role, UnitRecord } from "../api/schema.ts";
 import type { InstanceHealth } from "./health.ts";
-import { drainingSinceMs, instanceHealth, isTerminating, range } from "./health.ts";
+import { drainingSinceMs, instanceHealth, isTerminating } from "./health.ts";
 import { instanceId } from "./identity.ts";
-import type { InstancePods, Model } from "./model.ts";
+import { getOrCreate } from "./maps.ts";
+import type { InstancePods, Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";
 import type { Revisions } from "./revisions.ts";
 import { sameRevisionData, sameRoleSpec } from "./role-hash.ts";
-import { recordedRevision } from "./units.ts";
+import { recordedRevisions } from "./units.ts";
+import type { RecordedRevision } from "./units.ts";
 
 /**
  * Which units should exist and at which revision: desired group and instance counts (surge
@@ -71,20 +73,92 @@ export function resolver(revisions: Revisions, unreadable: UnreadableUses): Reso
 }
 
 /**
+ * Instance states memoized for one plan. The state of an instance depends on the model and
+ * revisions (fixed per memo), its ordinals, its recorded revision and the layout's current
+ * revision, never on the rest of the layout, so the rollout and the lifecycle, which look at
+ * several layouts, compute it once per plan. The revisions a state could not resolve are kept and
+ * replayed into each caller's resolver, so every caller reports the units an unreadable revision
+ * pauses exactly as if it had computed the state itself.
+ */
+export interface InstanceStates {
+  readonly model: Model;
+  readonly revisions: Revisions;
+  /** group → role → instance → the states computed for it. */
+  readonly memo: Map<number, Map<string, Map<number, MemoizedState[]>>>;
+  /** Record look-ups per units array of a layout (layouts never change their arrays). */
+  readonly records: WeakMap<readonly UnitRecord[], RecordedRevision>;
+}
+
+interface MemoizedState {
+  readonly recorded: string | undefined;
+  readonly currentName: string;
+  readonly state: InstanceState | undefined;
+  /** Names of the revisions it could not resolve, in the order it asked. */
+  readonly unresolved: readonly string[];
+}
+
+export function instanceStates(model: Model, revisions: Revisions): InstanceStates {
+  return { model, revisions, memo: new Map(), records: new WeakMap() };
+}
+
+/**
  * The state of instance `(group, role, instance)` under `layout`, or undefined when a revision it
  * depends on is unreadable (everything that depends on it pauses; nothing is guessed).
  */
-export function instanceState(model: Model, revisions: Revisions, layout: Layout, resolve: Resolve, at: { group: number; role: string; instance: number }): InstanceState | undefined {
+export function instanceState(states: InstanceStates, layout: Layout, resolve: Resolve, at: { group: number; role: string; instance: number }): InstanceState | undefined {
   const { group, role, instance } = at;
-  const label = `${instanceId(role, instance)} of group ${group}`;
+  const recorded = recordsOf(states, layout.units)(group, role, instance);
+  const { currentName } = layout;
+  const roles = getOrCreate(states.memo, group, () => new Map<string, Map<number, MemoizedState[]>>());
+  const computed = getOrCreate(getOrCreate(roles, role, () => new Map<number, MemoizedState[]>()), instance, (): MemoizedState[] => []);
+  let memoized = computed.find((candidate) => candidate.recorded === recorded && candidate.currentName === currentName);
+  if (memoized === undefined) {
+    const unresolved: string[] = [];
+    const lookup = (name: string): Revision | undefined => {
+      const found = states.revisions.lookup(name);
+      if (found.ok) return found.revision;
+      unresolved.push(name);
+      return undefined;
+    };
+    memoized = { recorded, currentName, state: computeState(states, currentName, recorded, lookup, at), unresolved };
+    computed.push(memoized);
+  }
+  for (const name of memoized.unresolved) resolve(name, `${instanceId(role, instance)} of group ${group}`);
+  return memoized.state;
+}
+
+function recordsOf(states: InstanceStates, units: readonly UnitRecord[]): RecordedRevision {
+  let recorded = states.records.get(units);
+  if (recorded === undefined) {
+    recorded = recordedRevisions(units);
+    states.records.set(units, recorded);
+  }
+  return recorded;
+}
+
+/** `instanceState` itself; `lookup` yields undefined for a revision it cannot read. */
+function computeState(
+  states: InstanceStates,
+  currentName: string,
+  recorded: string | undefined,
+  lookup: (name: string) => Revision | undefined,
+  at: { group: number; role: string; instance: number },
+): InstanceState | undefined {
+  const { model, revisions } = states;
+  const { group, role, instance } = at;
   const pods = model.tree.get(group)?.get(role)?.get(instance);
-  const recorded = recordedRevision(layout.units, group, role, instance);
-  const targetCandidate = resolve(recorded ?? layout.currentName, label);
+  const targetCandidate = lookup(recorded ?? currentName);
   if (targetCandidate === undefined) return undefined;
   // A role that the current revision lacks (added since) starts at the update revision.
   const target = recorded === undefined && expectedPods(targetCandidate, role) === 0 ? revisions.update : targetCandidate;
-  const liveView = [...(pods?.values() ?? [])].find((view) => !isTerminating(view.pod) && view.revision !== undefined);
-  const running = liveView?.revision === undefined ? undefined : resolve(liveView.revision, label);
+  let liveView: PodView | undefined;
+  for (const view of pods?.values() ?? []) {
+    if (!isTerminating(view.pod) && view.revision !== undefined) {
+      liveView = view;
+      break;
+    }
+  }
+  const running = liveView?.revision === undefined ? undefined : lookup(liveView.revision);
   if (liveView !== undefined && running === undefined) return undefined;
   const health = instanceHealth(pods, expectedPods(running ?? target, role));
   const replacing = running !== undefined && !sameSpec(model, running, target, role);
@@ -93,13 +167,16 @@ export function instanceState(model: Model, revisions: Revisions, layout: Layout
 }
 
 /** Every desired instance of `group` under `layout`, in spec role order then ordinal. */
-export function desiredInstanceStates(model: Model, revisions: Revisions, layout: Layout, resolve: Resolve, group: number): InstanceState[] {
-  return model.ms.spec.template.roles.flatMap((role) =>
-    range(layout.instances(group, role)).flatMap((instance) => {
-      const state = instanceState(model, revisions, layout, resolve, { group, role: role.name, instance });
-      return state === undefined ? [] : [state];
-    }),
-  );
+export function desiredInstanceStates(states: InstanceStates, layout: Layout, resolve: Resolve, group: number): InstanceState[] {
+  const desired: InstanceState[] = [];
+  for (const role of states.model.ms.spec.template.roles) {
+    const count = layout.instances(group, role);
+    for (let instance = 0; instance < count; instance++) {
+      const state = instanceState(states, layout, resolve, { group, role: role.name, instance });
+      if (state !== undefined) desired.push(state);
+    }
+  }
+  return desired;
 }
 
 /**

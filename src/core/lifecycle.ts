@@ -5,18 +5,18 @@
  * `recoveryPolicy`. Which units exist and at which revision is decided elsewhere (the layout, by
  * the rollout); this module only executes it. Pure: appends actions to a `Work` accumulator.
  */
+import type { Role } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { cancelDrain, openGate, planDrainedDeletion } from "./drain.ts";
 import { hasStarted, podFailure, range } from "./health.ts";
 import { instanceId, serviceName } from "./identity.ts";
-import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
+import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
-import type { Revisions } from "./revisions.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -42,6 +42,8 @@ interface Context {
   readonly work: Work;
   /** Resolves a revision name for `label`, reporting an unreadable one. */
   readonly resolve: (name: string, label: string) => Revision | undefined;
+  /** The spec's roles by name. */
+  readonly specRoles: ReadonlyMap<string, Role>;
 }
 
 /**
@@ -49,9 +51,10 @@ interface Context {
  * desired instances' states. A Service is kept while its instance is desired with workers or
  * still has pods (workers being drained still resolve their entry).
  */
-export function planLifecycle(model: Model, revisions: Revisions, layout: Layout, nowMs: number, work: Work): InstanceState[] {
+export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: number, work: Work): InstanceState[] {
+  const { model, revisions } = states;
   const resolve = resolver(revisions, work.unreadable);
-  const context = { model, nowMs, work, resolve };
+  const context = { model, nowMs, work, resolve, specRoles: new Map(model.ms.spec.template.roles.map((role) => [role.name, role])) };
   const neededServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
     if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);
@@ -59,18 +62,27 @@ export function planLifecycle(model: Model, revisions: Revisions, layout: Layout
   const desired: InstanceState[] = [];
   for (const group of range(layout.groups)) {
     scaleDownRoles(context, layout, group);
-    const states = desiredInstanceStates(model, revisions, layout, resolve, group);
-    planGroup(context, group, states);
-    desired.push(...states);
-    for (const state of states) if (expectedPods(state.target, state.role) > 1) neededServices.add(serviceName(model.owner.name, group, state.role, state.instance));
+    const groupStates = desiredInstanceStates(states, layout, resolve, group);
+    planGroup(context, group, groupStates);
+    desired.push(...groupStates);
+    for (const state of groupStates) if (expectedPods(state.target, state.role) > 1) neededServices.add(instanceServiceName(model, state.group, state.role, state.instance, state.pods));
   }
   for (const [group, roles] of model.tree) {
-    for (const [role, instances] of roles) for (const [instance, pods] of instances) if (pods.size > 0) neededServices.add(serviceName(model.owner.name, group, role, instance));
+    for (const [role, instances] of roles) for (const [instance, pods] of instances) if (pods.size > 0) neededServices.add(instanceServiceName(model, group, role, instance, pods));
   }
   for (const [name, service] of model.services) {
     if (!neededServices.has(name) && service.metadata.uid !== undefined) work.actions.push({ type: "DeleteService", name, uid: service.metadata.uid });
   }
   return desired;
+}
+
+/**
+ * The name of an instance's Service: its entry pod's name when that pod exists (a pod is placed
+ * only when its name is the one its identity gives, so the two are equal), else built; reusing
+ * the pod's name spares building the same string on every plan.
+ */
+function instanceServiceName(model: Model, group: number, role: string, instance: number, pods: InstancePods | undefined): string {
+  return pods?.get(0)?.pod.metadata.name ?? serviceName(model.owner.name, group, role, instance);
 }
 
 function scaleDown(context: Context, units: readonly InstancePods[], label: string): void {
@@ -82,9 +94,8 @@ function scaleDown(context: Context, units: readonly InstancePods[], label: stri
 
 /** Scales down, highest ordinal first, the instances of `group` the layout no longer wants. */
 function scaleDownRoles(context: Context, layout: Layout, group: number): void {
-  const specRoles = new Map(context.model.ms.spec.template.roles.map((role) => [role.name, role]));
   for (const [role, instances] of context.model.tree.get(group) ?? []) {
-    const spec = specRoles.get(role);
+    const spec = context.specRoles.get(role);
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);
     for (const [instance, pods] of [...instances].reverse()) if (instance >= wanted) scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
   }

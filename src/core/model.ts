@@ -10,9 +10,12 @@ import type { Problem } from "../api/problems.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
 import type { NamespacedOwner, PodIdentity } from "./identity.ts";
 import { parsePodIdentity } from "./identity.ts";
+import { getOrCreate } from "./maps.ts";
 import type { Observed } from "./observed.ts";
 import type { DecodeResult, StoredRevision } from "./revision/controller-revision.ts";
 import { decodeControllerRevision } from "./revision/controller-revision.ts";
+import type { RevisionData } from "./revision/format.ts";
+import { revisionData } from "./revision/projection.ts";
 
 /** A pod with its place in the unit tree and the revision label it was built from. */
 export interface PodView {
@@ -32,6 +35,8 @@ export interface Model {
   readonly ms: ModelServing;
   readonly owner: NamespacedOwner;
   readonly generation: number;
+  /** The spec's versioned fields, `revisionData(ms)`: what the update revision records. */
+  readonly data: RevisionData;
   /** Every revision of this ModelServing that decoded, by name. */
   readonly revisions: ReadonlyMap<string, StoredRevision>;
   /** Revisions that could not be read, by name, with the reason. */
@@ -49,11 +54,11 @@ export type ModelResult =
 
 /** Builds the model, or explains why the ModelServing cannot be acted on. */
 export function buildModel(observed: Observed): ModelResult {
-  const parsed = parseModelServing(observed.modelServing);
-  if (!parsed.ok) return { ok: false, problems: parsed.problems, raw: { generation: rawGeneration(observed.modelServing) } };
-  const ms = parsed.value;
+  const spec = onFrozen(specMemo, observed.modelServing, readSpec);
+  if (!spec.ok) return { ok: false, problems: spec.problems, raw: { generation: rawGeneration(observed.modelServing) } };
+  const { ms, data } = spec;
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
-  const decoded = observed.revisions.map(decodeControllerRevision);
+  const decoded = observed.revisions.map((object) => onFrozen(decodedMemo, object, decodeControllerRevision));
   const revisions = new Map<string, StoredRevision>();
   const unreadable = new Map<string, string>();
   for (const result of decoded) {
@@ -63,8 +68,35 @@ export function buildModel(observed: Observed): ModelResult {
   const services = new Map(observed.services.filter((service) => ownedBy(service, owner.uid)).map((service) => [service.metadata.name, service]));
   return {
     ok: true,
-    model: { ms, owner, generation: ms.metadata.generation ?? 0, revisions, unreadable, decoded, tree: buildTree(owner, observed.pods), services },
+    model: { ms, owner, generation: ms.metadata.generation ?? 0, data, revisions, unreadable, decoded, tree: buildTree(owner, observed.pods), services },
   };
+}
+
+/**
+ * Memos of pure functions of one stored object, keyed on that object. Only frozen objects are
+ * memoized (everything the engine's cache hands out is deep-frozen), so a memoized result can
+ * never go stale; a WeakMap frees it with the object. Results are shared by every plan of that
+ * object and, like all of a Model, never mutated.
+ */
+const specMemo = new WeakMap<object, Spec>();
+const decodedMemo = new WeakMap<object, DecodeResult>();
+
+/** A stored ModelServing parsed, with its revision data; or why it does not parse. */
+type Spec = { readonly ok: true; readonly ms: ModelServing; readonly data: RevisionData } | { readonly ok: false; readonly problems: readonly Problem[] };
+
+function readSpec(stored: unknown): Spec {
+  const parsed = parseModelServing(stored);
+  return parsed.ok ? { ok: true, ms: parsed.value, data: revisionData(parsed.value) } : parsed;
+}
+
+/** `compute(key)`, memoized in `memo` when `key` is a frozen object. */
+function onFrozen<V>(memo: WeakMap<object, V>, key: unknown, compute: (key: unknown) => V): V {
+  if (typeof key !== "object" || key === null || !Object.isFrozen(key)) return compute(key);
+  const cached = memo.get(key);
+  if (cached !== undefined) return cached;
+  const computed = compute(key);
+  memo.set(key, computed);
+  return computed;
 }
 
 function rawGeneration(value: unknown): number {
@@ -81,33 +113,47 @@ function ownedBy(object: { metadata: { ownerReferences?: { uid: string; controll
  * identity does not parse, are left out: the controller neither adopts nor deletes them.
  */
 function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): UnitTree {
-  const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
+  const views: PodView[] = [];
   for (const pod of pods) {
-    const uid = pod.metadata.uid;
-    if (uid === undefined || !ownedBy(pod, owner.uid)) continue;
-    const id = parsePodIdentity(owner.name, pod.metadata.name, pod.metadata.labels);
-    if (id === undefined) continue;
-    const roles = getOrCreate(tree, id.group, () => new Map<string, Map<number, Map<number, PodView>>>());
-    const instances = getOrCreate(roles, id.role, () => new Map<number, Map<number, PodView>>());
-    const instance = getOrCreate(instances, id.instance, () => new Map<number, PodView>());
-    instance.set(id.index, { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION] });
+    const view = podView(owner, pod);
+    if (view !== undefined) views.push(view);
   }
-  return sortTree(tree);
+  // Stable, so of two pods with one identity the later one still wins, as a plain insert would.
+  views.sort((a, b) => a.id.group - b.id.group || compareKeys(a.id.role, b.id.role) || a.id.instance - b.id.instance || a.id.index - b.id.index);
+  // Inserting in key order makes every map iterate in ascending key order.
+  const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
+  for (const view of views) {
+    const { group, role, instance, index } = view.id;
+    const roles = getOrCreate(tree, group, () => new Map<string, Map<number, Map<number, PodView>>>());
+    const instances = getOrCreate(roles, role, () => new Map<number, Map<number, PodView>>());
+    getOrCreate(instances, instance, () => new Map<number, PodView>()).set(index, view);
+  }
+  return tree;
 }
 
-function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
-  const existing = map.get(key);
-  if (existing !== undefined) return existing;
-  const created = create();
-  map.set(key, created);
-  return created;
+/**
+ * Pod views per pod object, with the owner they were read for. Keyed on the pod, and only when it
+ * is frozen, so a view never goes stale; the owner is compared because ownership and identity
+ * depend on it.
+ */
+const viewMemo = new WeakMap<Pod, { readonly ownerName: string; readonly ownerUid: string; readonly view: PodView | undefined }>();
+
+/** The pod's view when `owner` controls it and its identity parses; undefined otherwise. */
+function podView(owner: NamespacedOwner, pod: Pod): PodView | undefined {
+  const cached = viewMemo.get(pod);
+  if (cached !== undefined && cached.ownerName === owner.name && cached.ownerUid === owner.uid) return cached.view;
+  const view = readPodView(owner, pod);
+  if (Object.isFrozen(pod)) viewMemo.set(pod, { ownerName: owner.name, ownerUid: owner.uid, view });
+  return view;
 }
 
-function sortTree(tree: Map<number, Map<string, Map<number, Map<number, PodView>>>>): UnitTree {
-  return sortedMap(tree, (roles) => sortedMap(roles, (instances) => sortedMap(instances, (pods) => sortedMap(pods, (pod) => pod))));
+function readPodView(owner: NamespacedOwner, pod: Pod): PodView | undefined {
+  const uid = pod.metadata.uid;
+  if (uid === undefined || !ownedBy(pod, owner.uid)) return undefined;
+  const id = parsePodIdentity(owner.name, pod.metadata.name, pod.metadata.labels);
+  return id === undefined ? undefined : { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION] };
 }
 
-/** A copy of `map` whose iteration order is ascending by key, with each value mapped. */
-function sortedMap<K extends number | string, V, W>(map: ReadonlyMap<K, V>, mapValue: (value: V) => W): Map<K, W> {
-  return new Map([...map.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map((key) => [key, mapValue(map.get(key) as V)]));
+function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

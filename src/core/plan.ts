@@ -8,7 +8,7 @@
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
 import type { Action, Plan } from "./actions.ts";
-import { baseLayout } from "./instances.ts";
+import { baseLayout, instanceStates } from "./instances.ts";
 import type { Layout } from "./instances.ts";
 import { planRollout } from "./rollout.ts";
 import { planLifecycle, newWork } from "./lifecycle.ts";
@@ -17,7 +17,7 @@ import { buildModel } from "./model.ts";
 import type { Model } from "./model.ts";
 import type { Observed } from "./observed.ts";
 import { liveRevisionNames, planHistoryGc } from "./revision/history.ts";
-import { canonicalJson } from "./revision/canonical.ts";
+import { sameCanonicalJson } from "./revision/canonical.ts";
 import type { JsonValue } from "./revision/canonical.ts";
 import { planRevisions } from "./revisions.ts";
 import type { Revisions } from "./revisions.ts";
@@ -35,7 +35,8 @@ export function plan(observed: Observed, nowMs: number): Plan {
   if (!revisions.ok) return blockedPlan(observed, model.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
   const work = newWork();
   work.actions.push(...revisions.revisions.actions);
-  const rollout = planRollout(model, revisions.revisions, baseLayout(model, revisions.revisions), work.unreadable);
+  const states = instanceStates(model, revisions.revisions);
+  const rollout = planRollout(states, baseLayout(model, revisions.revisions), work.unreadable);
   const layout = rollout.layout;
   // New unit records are durable before any pod that depends on them is created or deleted.
   let written: ModelServingStatus = model.ms.status ?? {};
@@ -43,7 +44,7 @@ export function plan(observed: Observed, nowMs: number): Plan {
     written = recordsStatus(written, revisions.revisions, layout);
     work.actions.push({ type: "WriteStatus", status: written, barrier: true });
   }
-  const desired = planLifecycle(model, revisions.revisions, layout, nowMs, work);
+  const desired = planLifecycle(states, layout, nowMs, work);
   const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
   if (!sameJson(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
   work.actions.push(...collectRevisions(model, revisions.revisions, layout, work));
@@ -64,14 +65,15 @@ function recordsStatus(stored: ModelServingStatus, revisions: Revisions, layout:
 
 /** Deletes the revisions GC may collect: not live after this plan, beyond the history limit. */
 function collectRevisions(model: Model, revisions: Revisions, layout: Layout, work: Work): Action[] {
-  const podRevisionNames = [...model.tree.values()].flatMap((roles) =>
-    [...roles.values()].flatMap((instances) => [...instances.values()].flatMap((pods) => [...pods.values()].flatMap((view) => (view.revision === undefined ? [] : [view.revision])))),
-  );
-  const created = work.actions.flatMap((action) => (action.type === "CreatePod" ? [action.pod.metadata.labels?.[LABEL_REVISION] ?? ""] : []));
+  const podRevisionNames = new Set<string>();
+  for (const roles of model.tree.values()) {
+    for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (view.revision !== undefined) podRevisionNames.add(view.revision);
+  }
+  for (const action of work.actions) if (action.type === "CreatePod") podRevisionNames.add(action.pod.metadata.labels?.[LABEL_REVISION] ?? "");
   const live = liveRevisionNames({
     currentRevision: layout.currentName,
     updateRevision: revisions.update.name,
-    podRevisionNames: [...podRevisionNames, ...created],
+    podRevisionNames,
     unitRecordRevisionNames: [...(model.ms.status?.units ?? []), ...layout.units].map((record) => record.revision),
   });
   const summaries = model.decoded.flatMap((result) => (result.ok ? [{ name: result.revision.name, revision: result.revision.revision }] : result.name !== undefined && result.revision !== undefined ? [{ name: result.name, revision: result.revision }] : []));
@@ -92,5 +94,5 @@ function storedStatus(modelServing: unknown): ModelServingStatus {
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
-  return canonicalJson(a as JsonValue) === canonicalJson(b as JsonValue);
+  return sameCanonicalJson(a as JsonValue, b as JsonValue);
 }

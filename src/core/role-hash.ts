@@ -13,6 +13,7 @@ import { canonicalJson } from "./revision/canonical.ts";
 import type { JsonValue } from "./revision/canonical.ts";
 import type { RevisionData, RevisionPlugin } from "./revision/format.ts";
 import { normalizeRevisionData } from "./revision/projection.ts";
+import { normalizedRevisionBytes } from "./revision/hash.ts";
 
 /** Length of a role hash in lowercase hex characters. */
 export const ROLE_HASH_LENGTH = 10;
@@ -23,12 +24,13 @@ function appliesTo(plugin: RevisionPlugin, role: string): boolean {
 }
 
 /**
- * Memo of role-view bytes per revision data object. Revision data is immutable once built (the
- * core never mutates it), so a view computed once stays right; a WeakMap frees it with the data.
+ * Memos of role-view bytes and role hashes per revision data object. Revision data is immutable
+ * once built (the core never mutates it), so a value computed once stays right; a WeakMap frees
+ * it with the data.
  * Pure in effect: it only saves repeating a deterministic computation.
  */
 const viewMemo = new WeakMap<RevisionData, Map<string, string | undefined>>();
-const bytesMemo = new WeakMap<RevisionData, string>();
+const hashMemo = new WeakMap<RevisionData, Map<string, string | undefined>>();
 
 /** Canonical bytes of the role view of `role` after normalizing `data`; undefined when absent. */
 function roleViewBytes(data: RevisionData, role: string): string | undefined {
@@ -46,21 +48,21 @@ function roleViewBytes(data: RevisionData, role: string): string | undefined {
   return bytes;
 }
 
-function normalizedBytes(data: RevisionData): string {
-  const cached = bytesMemo.get(data);
-  if (cached !== undefined) return cached;
-  const bytes = canonicalJson(normalizeRevisionData(data) as unknown as JsonValue);
-  bytesMemo.set(data, bytes);
-  return bytes;
-}
-
 /**
  * The `tandem.dev/role-hash` label value of `role` in `data`: the first `ROLE_HASH_LENGTH` hex
  * characters of sha256 over its role view; undefined when the revision has no such role.
  */
 export function roleHash(data: RevisionData, role: string): string | undefined {
+  let hashes = hashMemo.get(data);
+  if (hashes === undefined) {
+    hashes = new Map();
+    hashMemo.set(data, hashes);
+  }
+  if (hashes.has(role)) return hashes.get(role);
   const bytes = roleViewBytes(data, role);
-  return bytes === undefined ? undefined : createHash("sha256").update(bytes, "utf8").digest("hex").slice(0, ROLE_HASH_LENGTH);
+  const hash = bytes === undefined ? undefined : createHash("sha256").update(bytes, "utf8").digest("hex").slice(0, ROLE_HASH_LENGTH);
+  hashes.set(role, hash);
+  return hash;
 }
 
 /** True when `a` and `b` build `role`'s pods identically (both lacking the role counts as equal). */
@@ -70,5 +72,5 @@ export function sameRoleSpec(a: RevisionData, b: RevisionData, role: string): bo
 
 /** True when `a` and `b` declare the same pods for every role (normalized, so older data matches). */
 export function sameRevisionData(a: RevisionData, b: RevisionData): boolean {
-  return a === b || normalizedBytes(a) === normalizedBytes(b);
+  return a === b || normalizedRevisionBytes(a) === normalizedRevisionBytes(b);
 }

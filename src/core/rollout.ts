@@ -20,7 +20,7 @@ import type { ResolvedBudget } from "../api/budgets.ts";
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
 import { isUnschedulable, range } from "./health.ts";
-import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
+import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, isAtUpdate, resolver, sameSpec } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
 import type { Ineligible } from "./inplace.ts";
@@ -45,6 +45,7 @@ export interface RolloutDecision {
 interface Scratch {
   readonly model: Model;
   readonly revisions: Revisions;
+  readonly states: InstanceStates;
   readonly records: Map<string, UnitRecord>;
   readonly waiting: string[];
   /** Reasons the rollout cannot proceed without a spec change (condition RolloutBlocked). */
@@ -58,8 +59,9 @@ function recordKey(record: { group: number; role?: string | undefined; instance?
 }
 
 /** Decides the layout for this plan from the stored one. */
-export function planRollout(model: Model, revisions: Revisions, base: Layout, unreadable: UnreadableUses): RolloutDecision {
-  const scratch: Scratch = { model, revisions, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable };
+export function planRollout(states: InstanceStates, base: Layout, unreadable: UnreadableUses): RolloutDecision {
+  const { model, revisions } = states;
+  const scratch: Scratch = { model, revisions, states, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable };
   const strategy = model.ms.spec.rolloutStrategy;
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
@@ -93,7 +95,7 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const replicas = model.ms.spec.replicas;
   const budget = resolveGroupBudget(model.ms.spec);
   const resolve = resolver(revisions, scratch.unreadable);
-  const statesOf = (layout: Layout, group: number) => desiredInstanceStates(model, revisions, layout, resolve, group);
+  const statesOf = (layout: Layout, group: number) => desiredInstanceStates(scratch.states, layout, resolve, group);
   const probe = layoutWith(scratch, base, { groups: replicas, instances: (_group, role) => role.replicas });
   const roles = model.ms.spec.template.roles;
   const eligible = range(replicas).filter((group) => group >= budget.partition);
@@ -198,7 +200,7 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroupRole.get(`${group}/${role.name}`) ?? 0) };
   // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts.
   const probe = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge });
-  const before = range(spec.replicas).map((group) => desiredInstanceStates(model, revisions, probe, resolve, group));
+  const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
   let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
   for (const group of range(spec.replicas).reverse()) {
     if (group < groupBudget.partition) continue;
@@ -323,7 +325,8 @@ function planRoleSurge(
 ): number {
   const { model, revisions } = scratch;
   const maxSurge = resolveRoleBudget(role).maxSurge;
-  const existing = Math.max(0, ...[...(model.tree.get(group)?.get(role.name)?.keys() ?? [])].map((instance) => instance + 1 - role.replicas));
+  let existing = 0;
+  for (const instance of model.tree.get(group)?.get(role.name)?.keys() ?? []) existing = Math.max(existing, instance + 1 - role.replicas);
   const unfinished = eligible.filter((state) => !state.available || !isAtUpdate(model, state, revisions)).length;
   const unpermitted = eligible.filter((state) => !sameSpec(model, state.target, revisions.update, state.role)).length;
   const availableBase = states.filter((state) => state.instance < role.replicas && state.available).length;
@@ -353,7 +356,7 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   const expected = model.ms.spec.template.roles.reduce((sum, role) => sum + role.replicas, 0);
   // Every desired instance must be seen (none hidden behind an unreadable revision) and current.
   return range(model.ms.spec.replicas).every((group) => {
-    const states = desiredInstanceStates(model, revisions, layout, resolve, group);
+    const states = desiredInstanceStates(scratch.states, layout, resolve, group);
     return unreadable.size === 0 && states.length === expected && states.every((state) => state.running !== undefined && state.health.ready && isAtUpdate(model, state, revisions));
   });
 }

@@ -7,7 +7,7 @@ import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { rfc3339 } from "./drain.ts";
-import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./health.ts";
+import { drainingSinceMs, isPodReady, isTerminating, podCondition, range } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
 import { isAtUpdate } from "./instances.ts";
@@ -60,7 +60,7 @@ export function computeStatus(
   const firstRole = ms.spec.template.roles[0]?.name ?? "";
   return {
     observedGeneration: model.generation,
-    replicas: [...model.tree.values()].filter((roles) => [...roles.values()].some((instances) => [...instances.values()].some((pods) => [...pods.values()].some((view) => !isTerminating(view.pod))))).length,
+    replicas: [...model.tree.values()].filter(hasLivePod).length,
     readyReplicas: readyGroups,
     availableReplicas: verdicts.filter((verdict) => verdict.ready && !verdict.disrupted).length,
     updatedReplicas: verdicts.filter((verdict) => verdict.updated).length,
@@ -82,11 +82,23 @@ export function computeStatus(
   };
 }
 
+/** Some pod of the group is not being deleted. */
+function hasLivePod(roles: ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap<number, PodView>>>): boolean {
+  for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (!isTerminating(view.pod)) return true;
+  return false;
+}
+
 /** Per desired group: Ready by capacity (every role has its desired count of Ready instances, surge included). */
 function groupVerdicts(model: Model, revisions: Revisions, desired: readonly InstanceState[]): GroupVerdict[] {
   const roles = model.ms.spec.template.roles;
-  return Array.from({ length: model.ms.spec.replicas }, (_, group) => {
-    const mine = desired.filter((state) => state.group === group);
+  const byGroup = new Map<number, InstanceState[]>();
+  for (const state of desired) {
+    const mine = byGroup.get(state.group);
+    if (mine === undefined) byGroup.set(state.group, [state]);
+    else mine.push(state);
+  }
+  return range(model.ms.spec.replicas).map((group) => {
+    const mine = byGroup.get(group) ?? [];
     const base = mine.filter((state) => state.instance < (roles.find((role) => role.name === state.role)?.replicas ?? 0));
     return {
       ready: roles.every((role) => mine.filter((state) => state.role === role.name && state.health.ready).length >= role.replicas),

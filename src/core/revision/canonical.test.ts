@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { canonicalJson, isJsonValue, pruneEmpty } from "./canonical.ts";
+import fc from "fast-check";
+import { canonicalJson, isJsonValue, pruneEmpty, sameCanonicalJson } from "./canonical.ts";
+import type { JsonValue } from "./canonical.ts";
 
 describe("pruneEmpty", () => {
   const cases: readonly [string, unknown, unknown][] = [
@@ -42,5 +44,24 @@ describe("isJsonValue", () => {
   it("accepts JSON and rejects what JSON cannot carry", () => {
     assert.ok(isJsonValue({ a: [1, "x", null, true, { b: {} }] }));
     for (const bad of [undefined, Number.NaN, { a: undefined }, [() => 1], new Date(0), new Map(), 1n]) assert.equal(isJsonValue(bad), false);
+  });
+});
+
+describe("sameCanonicalJson", () => {
+  it("agrees with comparing canonicalJson bytes", () => {
+    const leaf = fc.oneof(fc.constant(null), fc.constant(undefined), fc.boolean(), fc.constantFrom(0, -0, 1, Number.NaN, Number.POSITIVE_INFINITY), fc.constantFrom("", "a", "b"));
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: "small" }, leaf, fc.array(tie("node"), { maxLength: 3 }), fc.sparseArray(tie("node"), { maxLength: 3 }), fc.dictionary(fc.constantFrom("a", "b", "c"), tie("node"), { maxKeys: 3 })),
+    })).node;
+    fc.assert(
+      fc.property(value, value, (a, b) => {
+        const x = a as JsonValue;
+        const y = b as JsonValue;
+        assert.equal(sameCanonicalJson(x, y), canonicalJson(x) === canonicalJson(y));
+        // Equal values reordered or copied are still the same.
+        assert.equal(sameCanonicalJson(x, structuredClone(x)), true);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

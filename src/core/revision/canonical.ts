@@ -80,6 +80,31 @@ export function canonicalJson(value: JsonValue): string {
   return `{${members.join(",")}}`;
 }
 
+/**
+ * `canonicalJson(a) === canonicalJson(b)`, decided without serializing: members compared by key
+ * whatever their order, primitives as `JSON.stringify` writes them (so `NaN` equals `null`, as
+ * both serialize to `null`), and stops at the first difference.
+ */
+export function sameCanonicalJson(a: JsonValue, b: JsonValue): boolean {
+  if (a === b) return true;
+  const aIsObject = a !== null && typeof a === "object";
+  const bIsObject = b !== null && typeof b === "object";
+  if (!aIsObject || !bIsObject) return !aIsObject && !bIsObject && JSON.stringify(a) === JSON.stringify(b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b)) return false;
+    // Rare, and not always unequal: `[undefined]` serializes as `[]`.
+    if (a.length !== b.length) return canonicalJson(a) === canonicalJson(b);
+    // Indices, not `every`: a hole serializes (as "") and must be compared too.
+    for (let index = 0; index < a.length; index++) if (!sameCanonicalJson(a[index] as JsonValue, b[index] as JsonValue)) return false;
+    return true;
+  }
+  const aObject = a as { readonly [key: string]: JsonValue };
+  const bObject = b as { readonly [key: string]: JsonValue };
+  const keys = Object.keys(aObject);
+  if (keys.length !== Object.keys(bObject).length) return false;
+  return keys.every((key) => Object.prototype.propertyIsEnumerable.call(bObject, key) && sameCanonicalJson(aObject[key] as JsonValue, bObject[key] as JsonValue));
+}
+
 /** True when `value` is JSON all the way down: what `canonicalJson` can serialize faithfully. */
 export function isJsonValue(value: unknown): value is JsonValue {
   if (value === null || typeof value === "string" || typeof value === "boolean") return true;

@@ -10,10 +10,31 @@ import type { RevisionData } from "./format.ts";
 import { REVISION_HASH_LENGTH } from "../../api/wellknown.ts";
 import { normalizeRevisionData } from "./projection.ts";
 
+/**
+ * Memos of bytes and hashes per revision data object. Revision data is immutable once built (the
+ * core never mutates it), so a value computed once stays right; a WeakMap frees it with the data.
+ */
+const bytesMemo = new WeakMap<RevisionData, string>();
+const normalizedBytesMemo = new WeakMap<RevisionData, string>();
+const hashMemo = new WeakMap<RevisionData, Map<number, string>>();
+
 /** The canonical bytes of revision data (sorted keys, no whitespace): stored and hashed. */
 export function revisionBytes(data: RevisionData): string {
+  const cached = bytesMemo.get(data);
+  if (cached !== undefined) return cached;
   // RevisionData is JSON by construction (pruneEmpty) or by validation (decode's isJsonValue).
-  return canonicalJson(data as unknown as JsonValue);
+  const bytes = canonicalJson(data as unknown as JsonValue);
+  bytesMemo.set(data, bytes);
+  return bytes;
+}
+
+/** The canonical bytes of `data` normalized with this controller's rules (`normalizeRevisionData`). */
+export function normalizedRevisionBytes(data: RevisionData): string {
+  const cached = normalizedBytesMemo.get(data);
+  if (cached !== undefined) return cached;
+  const bytes = canonicalJson(normalizeRevisionData(data) as unknown as JsonValue);
+  normalizedBytesMemo.set(data, bytes);
+  return bytes;
 }
 
 /**
@@ -22,9 +43,18 @@ export function revisionBytes(data: RevisionData): string {
  * collisionCount)) otherwise, so revisions written before any collision keep their hash.
  */
 export function revisionHash(data: RevisionData, collisionCount: number): string {
+  let hashes = hashMemo.get(data);
+  if (hashes === undefined) {
+    hashes = new Map();
+    hashMemo.set(data, hashes);
+  }
+  const cached = hashes.get(collisionCount);
+  if (cached !== undefined) return cached;
   const bytes = revisionBytes(data);
   const input = collisionCount > 0 ? `${bytes}\n${collisionCount}` : bytes;
-  return createHash("sha256").update(input, "utf8").digest("hex").slice(0, REVISION_HASH_LENGTH);
+  const hash = createHash("sha256").update(input, "utf8").digest("hex").slice(0, REVISION_HASH_LENGTH);
+  hashes.set(collisionCount, hash);
+  return hash;
 }
 
 /** `<ms>-<hash>`: the ControllerRevision name, also the pod label `tandem.dev/revision`. */
@@ -46,5 +76,5 @@ export interface HashedRevision {
  */
 export function sameRevision(a: HashedRevision, b: HashedRevision): boolean {
   if (a.hash === b.hash && revisionBytes(a.data) === revisionBytes(b.data)) return true;
-  return revisionBytes(normalizeRevisionData(a.data)) === revisionBytes(normalizeRevisionData(b.data));
+  return normalizedRevisionBytes(a.data) === normalizedRevisionBytes(b.data);
 }

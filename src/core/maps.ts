@@ -1,0 +1,10 @@
+/** Small helpers for the nested maps planning indexes its inputs with. */
+
+/** The value of `key` in `map`, created with `create` and stored first when absent. */
+export function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
+  const existing = map.get(key);
+  if (existing !== undefined) return existing;
+  const created = create();
+  map.set(key, created);
+  return created;
+}
