@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
-import { availableCounts, availablePending, groupBudget, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, podsMatchTheirRevision, roleBudget, rolloutPending, surgeBound } from "./invariants.ts";
+import { availableCounts, availablePending, groupBudget, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, podsMatchTheirRevision, roleBudget, rolloutPending, sameComparedSpec, surgeBound } from "./invariants.ts";
 import { buildPod } from "./pods.ts";
 import type { Revision } from "./pods.ts";
 import { revisionData } from "./revision/projection.ts";
@@ -63,6 +63,16 @@ describe("invariants", () => {
     edited.spec.containers[0]!.image = "vllm:hacked";
     const violations = podsMatchTheirRevision(ms, placedPods(ms, [scheduled, edited]), revisions);
     assert.deepEqual(violations, ["pod m-0-decode-1-0: spec differs from what revision m-rev1 builds"]);
+  });
+
+  it("podsMatchTheirRevision compares specs as JSON: key order and undefined fields aside", () => {
+    const reordered = pod(0, 0);
+    const container = reordered.spec.containers[0]!;
+    reordered.spec = { ...Object.fromEntries(Object.entries(reordered.spec).reverse()), containers: [Object.fromEntries(Object.entries(container).reverse()) as typeof container], nodeName: undefined };
+    assert.deepEqual(podsMatchTheirRevision(ms, placedPods(ms, [reordered]), revisions), []);
+    const bound = { ...reordered, spec: { ...reordered.spec, nodeName: "gpu-1" } };
+    assert.ok(sameComparedSpec(reordered, bound), "nodeName is not compared");
+    assert.ok(!sameComparedSpec(reordered, { ...bound, spec: { ...bound.spec, containers: [{ ...container, image: "vllm:v9" }] } }));
   });
 
   it("groupBudget and roleBudget count available instances, surge included, over judged units", () => {

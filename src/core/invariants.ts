@@ -39,13 +39,18 @@ export interface PlacedPod {
 
 /** The pods a ModelServing controls (controller owner reference by uid) whose identity parses. */
 export function placedPods(ms: ModelServing, pods: readonly Pod[]): PlacedPod[] {
-  const uid = ms.metadata.uid;
-  return pods.flatMap((pod) => {
-    if (pod.metadata.labels?.[LABEL_MODEL_SERVING] !== ms.metadata.name) return [];
-    if (!(pod.metadata.ownerReferences ?? []).some((reference) => reference.controller === true && reference.uid === uid)) return [];
-    const id = parsePodIdentity(ms.metadata.name, pod.metadata.name, pod.metadata.labels);
-    return id === undefined ? [] : [{ pod, id }];
-  });
+  return pods.flatMap((pod) => placePod(ms, pod) ?? []);
+}
+
+/**
+ * `placedPods` of one pod: the pod in `ms`'s unit tree, or undefined when `ms` does not control it
+ * or its identity does not parse. Depends only on `ms`'s name and uid, never on its spec.
+ */
+export function placePod(ms: ModelServing, pod: Pod): PlacedPod | undefined {
+  if (pod.metadata.labels?.[LABEL_MODEL_SERVING] !== ms.metadata.name) return undefined;
+  if (!(pod.metadata.ownerReferences ?? []).some((reference) => reference.controller === true && reference.uid === ms.metadata.uid)) return undefined;
+  const id = parsePodIdentity(ms.metadata.name, pod.metadata.name, pod.metadata.labels);
+  return id === undefined ? undefined : { pod, id };
 }
 
 export function isDraining(pod: Pod): boolean {
@@ -69,16 +74,25 @@ export function noDuplicatePods(pods: readonly Pod[]): string[] {
   const seen = new Map<string, string>();
   const violations: string[] = [];
   for (const pod of pods) {
-    const labels = pod.metadata.labels ?? {};
-    const owner = labels[LABEL_MODEL_SERVING];
-    if (owner === undefined || !isLive(pod)) continue;
-    const index = pod.spec.containers[0]?.env?.find((variable) => variable.name === "WORKER_INDEX")?.value ?? "?";
-    const key = `${pod.metadata.namespace ?? ""}/${owner}/${labels[LABEL_GROUP] ?? "?"}/${labels[LABEL_INSTANCE] ?? "?"}/${index}`;
+    const key = claimedIdentity(pod);
+    if (key === undefined) continue;
     const other = seen.get(key);
     if (other !== undefined) violations.push(`pods ${other} and ${pod.metadata.name} are both live as ${key}`);
     else seen.set(key, pod.metadata.name);
   }
   return violations;
+}
+
+/**
+ * The identity a pod claims for `noDuplicatePods` (`<namespace>/<modelserving>/<group>/<instance>/<worker index>`),
+ * or undefined when it claims none (not live, or not a ModelServing's pod).
+ */
+export function claimedIdentity(pod: Pod): string | undefined {
+  const labels = pod.metadata.labels ?? {};
+  const owner = labels[LABEL_MODEL_SERVING];
+  if (owner === undefined || !isLive(pod)) return undefined;
+  const index = pod.spec.containers[0]?.env?.find((variable) => variable.name === "WORKER_INDEX")?.value ?? "?";
+  return `${pod.metadata.namespace ?? ""}/${owner}/${labels[LABEL_GROUP] ?? "?"}/${labels[LABEL_INSTANCE] ?? "?"}/${index}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -92,29 +106,74 @@ export function noDuplicatePods(pods: readonly Pod[]): string[] {
  * unknown is a violation.
  */
 export function podsMatchTheirRevision(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): string[] {
-  const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
-  const violations: string[] = [];
-  for (const { pod, id } of placed) {
-    const progress = readProgress(pod);
-    const name = progress !== undefined && progress.phase !== "Draining" ? progress.to : (pod.metadata.labels?.[LABEL_REVISION] ?? "");
-    const revision = revisions.get(name);
-    if (revision === undefined) {
-      violations.push(`pod ${pod.metadata.name} names revision "${name}", which does not exist`);
-      continue;
-    }
-    const built = buildPod(owner, revision, id);
-    const { nodeName: _node, ...actual } = pod.spec; // eslint-disable-line @typescript-eslint/no-unused-vars -- set by the scheduler
-    if (built === undefined || JSON.stringify(sortKeys(built.spec)) !== JSON.stringify(sortKeys(actual))) {
-      violations.push(`pod ${pod.metadata.name}: spec differs from what revision ${name} builds`);
-    }
-  }
-  return violations;
+  return placed.flatMap((entry) => revisionMismatch(ms, entry, revisions) ?? []);
 }
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (typeof value !== "object" || value === null) return value;
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]));
+/** The name of the revision a pod's spec must be built from (see `podsMatchTheirRevision`). */
+export function specRevisionName(pod: Pod): string {
+  const progress = readProgress(pod);
+  return progress !== undefined && progress.phase !== "Draining" ? progress.to : (pod.metadata.labels?.[LABEL_REVISION] ?? "");
+}
+
+/**
+ * `podsMatchTheirRevision`'s verdict on one pod: its violation message, or undefined when its
+ * spec is what `revisions[specRevisionName(pod)]` builds for it. A function of `ms`'s name,
+ * namespace and uid, that revision, the pod's identity and its spec only.
+ */
+export function revisionMismatch(ms: ModelServing, { pod, id }: PlacedPod, revisions: RevisionsByName): string | undefined {
+  const name = specRevisionName(pod);
+  const revision = revisions.get(name);
+  if (revision === undefined) return `pod ${pod.metadata.name} names revision "${name}", which does not exist`;
+  const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
+  const built = buildPod(owner, revision, id);
+  if (built === undefined || !sameJson(built.spec, comparedSpec(pod))) return `pod ${pod.metadata.name}: spec differs from what revision ${name} builds`;
+  return undefined;
+}
+
+/** Whether `revisionMismatch` sees the same spec in both pods: equal as JSON, `nodeName` aside. */
+export function sameComparedSpec(a: Pod, b: Pod): boolean {
+  return a.spec === b.spec || sameJson(comparedSpec(a), comparedSpec(b));
+}
+
+/** The part of a pod's spec `podsMatchTheirRevision` compares: all but `nodeName`, which the scheduler sets. */
+function comparedSpec(pod: Pod): Omit<Pod["spec"], "nodeName"> {
+  const { nodeName: _node, ...compared } = pod.spec; // eslint-disable-line @typescript-eslint/no-unused-vars -- set by the scheduler
+  return compared;
+}
+
+/**
+ * Whether `a` and `b` serialize to the same JSON once object keys are sorted (what comparing
+ * `JSON.stringify` of key-sorted copies says), without building either: objects compare by the
+ * keys JSON keeps (values neither undefined, functions nor symbols), arrays item by item (those
+ * values are `null` there), anything else by its JSON text.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item: unknown, index) => sameJson(inArray(item), inArray(b[index])));
+  }
+  if (isObject(a) && isObject(b)) {
+    const keys = Object.keys(a).filter((key) => keptInObject(a[key]));
+    if (keys.length !== Object.keys(b).filter((key) => keptInObject(b[key])).length) return false;
+    return keys.every((key) => Object.hasOwn(b, key) && keptInObject(b[key]) && sameJson(a[key], b[key]));
+  }
+  if (isObject(a) || isObject(b)) return false;
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+/** JSON leaves out of objects what it cannot write. */
+function keptInObject(value: unknown): boolean {
+  return value !== undefined && typeof value !== "function" && typeof value !== "symbol";
+}
+
+/** JSON writes `null` in arrays for what it cannot write. */
+function inArray(value: unknown): unknown {
+  return keptInObject(value) ? value : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,8 +219,13 @@ export function instanceAvailable(pods: readonly PlacedPod[] | undefined, role: 
   return true;
 }
 
-/** Available instances per `<group>/<role>`, any ordinal (surge instances count as capacity). */
+/** Available instances per `<group>/<role>` (`countKey`), any ordinal (surge instances count as capacity). */
 export type AvailableCounts = ReadonlyMap<string, number>;
+
+/** The key of `(group, role)` in `AvailableCounts`. */
+export function countKey(group: number, role: string): string {
+  return `${group}/${role}`;
+}
 
 /** Counts available instances per group and role in one pass over the instances. */
 export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName): AvailableCounts {
@@ -170,7 +234,7 @@ export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, re
   for (const pods of byUnit.values()) {
     const id = pods[0]?.id;
     if (id === undefined || !instanceAvailable(pods, roles.get(id.role), revisions)) continue;
-    const key = `${id.group}/${id.role}`;
+    const key = countKey(id.group, id.role);
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return counts;
@@ -178,7 +242,7 @@ export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, re
 
 /** Every role of the group has at least its desired number of available instances. */
 export function groupAvailable(ms: ModelServing, group: number, counts: AvailableCounts): boolean {
-  return ms.spec.template.roles.every((role) => (counts.get(`${group}/${role.name}`) ?? 0) >= role.replicas);
+  return ms.spec.template.roles.every((role) => (counts.get(countKey(group, role.name)) ?? 0) >= role.replicas);
 }
 
 /** Groups with at least one available instance of some role, ascending. */
@@ -198,9 +262,9 @@ function groupsWithCapacity(counts: AvailableCounts): number[] {
  */
 export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>): string[] {
   const budget = resolveGroupBudget(ms.spec);
-  const available = groupsWithCapacity(counts).filter((group) => groupAvailable(ms, group, counts));
-  const missing = [...judged].filter((group) => group < ms.spec.replicas && !available.includes(group)).sort((a, b) => a - b);
-  const unavailable = Math.min(missing.length, ms.spec.replicas - Math.min(ms.spec.replicas, available.length));
+  const available = new Set(groupsWithCapacity(counts).filter((group) => groupAvailable(ms, group, counts)));
+  const missing = [...judged].filter((group) => group < ms.spec.replicas && !available.has(group)).sort((a, b) => a - b);
+  const unavailable = Math.min(missing.length, ms.spec.replicas - Math.min(ms.spec.replicas, available.size));
   if (unavailable <= budget.maxUnavailable) return [];
   return [`${ms.metadata.name}: ${unavailable} ServingGroup(s) unavailable (groups ${missing.join(", ")}) with maxUnavailable ${budget.maxUnavailable}`];
 }
@@ -214,9 +278,10 @@ export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: Re
   const violations: string[] = [];
   for (let group = 0; group < ms.spec.replicas; group++) {
     for (const role of ms.spec.template.roles) {
-      if (!judged.has(`${group}/${role.name}`)) continue;
+      const key = countKey(group, role.name);
+      if (!judged.has(key)) continue;
       const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
-      const available = counts.get(`${group}/${role.name}`) ?? 0;
+      const available = counts.get(key) ?? 0;
       if (available < floor) violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than ${floor} (replicas ${role.replicas} − maxUnavailable)`);
     }
   }
@@ -230,20 +295,37 @@ export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: Re
  * replacement) and are not capacity the controller keeps.
  */
 export function surgeBound(ms: ModelServing, placed: readonly PlacedPod[]): string[] {
-  const groupLimit = ms.spec.replicas + resolveGroupBudget(ms.spec).maxSurge;
-  const roles = new Map(ms.spec.template.roles.map((role) => [role.name, role]));
+  const limits = surgeLimits(ms);
   const violations = new Set<string>();
-  for (const { pod, id } of placed) {
-    if (!isLive(pod) || isDraining(pod)) continue;
-    const role = roles.get(id.role);
-    if (id.group >= groupLimit) violations.add(`${ms.metadata.name}: group ${id.group} exists beyond replicas + maxSurge = ${groupLimit}`);
-    else if (role === undefined) violations.add(`${ms.metadata.name}: group ${id.group} has pods of role ${id.role}, which the spec does not have`);
-    else {
-      const limit = role.replicas + resolveRoleBudget(role).maxSurge;
-      if (id.instance >= limit) violations.add(`${ms.metadata.name}: ${instanceId(id.role, id.instance)} of group ${id.group} exists beyond replicas + maxSurge = ${limit}`);
-    }
+  for (const entry of placed) {
+    const violation = surgeViolation(limits, entry);
+    if (violation !== undefined) violations.add(violation);
   }
   return [...violations];
+}
+
+/** What `surgeBound` holds a ModelServing's pods to: its name and group and instance limits. */
+export interface SurgeLimits {
+  readonly name: string;
+  /** `replicas + maxSurge` of groups. */
+  readonly groupLimit: number;
+  /** `role.replicas + role.maxSurge` per role the spec has. */
+  readonly instanceLimits: ReadonlyMap<string, number>;
+}
+
+export function surgeLimits(ms: ModelServing): SurgeLimits {
+  const instanceLimits = new Map(ms.spec.template.roles.map((role) => [role.name, role.replicas + resolveRoleBudget(role).maxSurge]));
+  return { name: ms.metadata.name, groupLimit: ms.spec.replicas + resolveGroupBudget(ms.spec).maxSurge, instanceLimits };
+}
+
+/** `surgeBound`'s verdict on one pod: its violation message, or undefined when it is within bounds. */
+export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): string | undefined {
+  if (!isLive(pod) || isDraining(pod)) return undefined;
+  const limit = limits.instanceLimits.get(id.role);
+  if (id.group >= limits.groupLimit) return `${limits.name}: group ${id.group} exists beyond replicas + maxSurge = ${limits.groupLimit}`;
+  if (limit === undefined) return `${limits.name}: group ${id.group} has pods of role ${id.role}, which the spec does not have`;
+  if (id.instance >= limit) return `${limits.name}: ${instanceId(id.role, id.instance)} of group ${id.group} exists beyond replicas + maxSurge = ${limit}`;
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,8 +357,9 @@ export interface PartitionedUnit {
 export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[]): { units: Map<string, PartitionedUnit>; mixed: string[] } {
   const units = new Map<string, PartitionedUnit>();
   const mixed: string[] = [];
-  for (const { pod, id } of placed) {
-    if (!isLive(pod) || !belowPartition(ms, id.group, id.role, id.instance)) continue;
+  for (const entry of placed) {
+    if (!inPartition(ms, entry)) continue;
+    const { pod, id } = entry;
     const key = unitKey(id.group, id.role, id.instance);
     const hash = pod.metadata.labels?.[LABEL_ROLE_HASH] ?? "";
     const known = units.get(key);
@@ -284,6 +367,11 @@ export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[])
     else units.set(key, { group: id.group, role: id.role, instance: id.instance, hash });
   }
   return { units, mixed };
+}
+
+/** The pod counts in `partitionedUnits`: it is live and its instance is below a partition. */
+export function inPartition(ms: ModelServing, { pod, id }: PlacedPod): boolean {
+  return isLive(pod) && belowPartition(ms, id.group, id.role, id.instance);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,15 +388,19 @@ function limited(reasons: string[]): string[] {
  * current generation, or (observed truth) some desired group lacks available instances.
  */
 export function availablePending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): string[] {
+  return availablePendingFor(ms, availableCounts(ms, podsByInstance(placed), revisions));
+}
+
+/** `availablePending` from the available instance counts (`availableCounts`) of `ms`'s pods. */
+export function availablePendingFor(ms: ModelServing, counts: AvailableCounts): string[] {
   const reasons: string[] = [];
   const condition = ms.status?.conditions?.find((candidate) => candidate.type === "Available");
   const generation = ms.metadata.generation ?? 0;
   if (condition?.status !== "True") reasons.push(`${ms.metadata.name}: condition Available is ${condition?.status ?? "absent"}${condition?.message === undefined ? "" : ` (${condition.message})`}`);
   else if (condition.observedGeneration !== undefined && condition.observedGeneration !== generation) reasons.push(`${ms.metadata.name}: condition Available is for generation ${condition.observedGeneration}, not ${generation}`);
-  const counts = availableCounts(ms, podsByInstance(placed), revisions);
   for (let group = 0; group < ms.spec.replicas; group++) {
     for (const role of ms.spec.template.roles) {
-      const available = counts.get(`${group}/${role.name}`) ?? 0;
+      const available = counts.get(countKey(group, role.name)) ?? 0;
       if (available < role.replicas) reasons.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} of ${role.replicas} instance(s) available`);
     }
   }
@@ -324,41 +416,85 @@ export function availablePending(ms: ModelServing, placed: readonly PlacedPod[],
  * Role partitions apply under RoleRollingUpdate only, as in the core's rollout.
  */
 export function rolloutPending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): string[] {
+  const byUnit = podsByInstance(placed);
+  return rolloutPendingFrom(ms, revisions, {
+    surgeAndDrain: () => placed.flatMap((entry) => surgeOrDrainReason(ms, entry) ?? []),
+    instanceReason: (where, update) => instanceRolloutReason(ms, where, byUnit.get(unitKey(where.group, where.role.name, where.instance)) ?? [], update),
+  });
+}
+
+/** An instance of the spec: group, role and ordinal. */
+export interface InstanceOf {
+  readonly group: number;
+  readonly role: Role;
+  readonly instance: number;
+}
+
+/** An update revision and the role hash of one of its roles (`roleHash(update.data, role)`). */
+export interface UpdateOfRole {
+  readonly revision: Revision;
+  readonly hash: string | undefined;
+}
+
+/**
+ * What `rolloutPendingFrom` reads about the pods: a whole pod list (`rolloutPending`) or an index
+ * kept up to date as pods change (the simulator's checker), giving the same answers.
+ */
+export interface RolloutEvidence {
+  /** `surgeOrDrainReason` of every placed pod that has one, in the pods' stored order. */
+  surgeAndDrain(): readonly string[];
+  /** `instanceRolloutReason` of the instance with its placed pods (stored order). */
+  instanceReason(where: InstanceOf, update: UpdateOfRole): string | undefined;
+}
+
+/** `rolloutPending` with the pods read through `evidence`. */
+export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName, evidence: RolloutEvidence): string[] {
   const status = ms.status ?? {};
   const generation = ms.metadata.generation ?? 0;
   if (status.observedGeneration !== generation) return [`${ms.metadata.name}: status.observedGeneration ${status.observedGeneration ?? "absent"} is not generation ${generation}`];
   const update = status.updateRevision === undefined ? undefined : revisions.get(status.updateRevision);
   if (update === undefined) return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
-  const reasons = [...surgeAndDrainPending(ms, placed), ...unitsPending(ms, podsByInstance(placed), update)];
-  return limited(reasons);
+  return limited([...evidence.surgeAndDrain(), ...unitsPending(ms, update, evidence)]);
 }
 
-function surgeAndDrainPending(ms: ModelServing, placed: readonly PlacedPod[]): string[] {
-  const roles = new Map(ms.spec.template.roles.map((role) => [role.name, role]));
-  const reasons: string[] = [];
-  for (const { pod, id } of placed) {
-    const role = roles.get(id.role);
-    if (id.group >= ms.spec.replicas || role === undefined || id.instance >= role.replicas) reasons.push(`${ms.metadata.name}: surge or extra pod ${pod.metadata.name} is still there`);
-    else if (isDraining(pod)) reasons.push(`${ms.metadata.name}: pod ${pod.metadata.name} is draining`);
-  }
-  return reasons;
+/** Why one placed pod keeps the rollout from completing: it is a surge or extra pod, or it is draining. */
+export function surgeOrDrainReason(ms: ModelServing, { pod, id }: PlacedPod): string | undefined {
+  const role = ms.spec.template.roles.find((candidate) => candidate.name === id.role);
+  if (id.group >= ms.spec.replicas || role === undefined || id.instance >= role.replicas) return `${ms.metadata.name}: surge or extra pod ${pod.metadata.name} is still there`;
+  if (isDraining(pod)) return `${ms.metadata.name}: pod ${pod.metadata.name} is draining`;
+  return undefined;
 }
 
-function unitsPending(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, update: Revision): string[] {
+/** The desired instances at or above the partitions, in (group, role, ordinal) order, with their reasons. */
+function unitsPending(ms: ModelServing, update: Revision, evidence: RolloutEvidence): string[] {
   const reasons: string[] = [];
   const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
-  const singleRevision = new Map([[update.name, update]]);
+  // Per role once: its first ordinal judged, and its hash (computed at its first use, never for
+  // a role no group reaches).
+  const roles = ms.spec.template.roles.map((role) => ({ role, from: byRole ? resolveRoleBudget(role).partition : 0, update: undefined as UpdateOfRole | undefined }));
   for (let group = resolveGroupBudget(ms.spec).partition; group < ms.spec.replicas; group++) {
-    for (const role of ms.spec.template.roles) {
-      const hash = roleHash(update.data, role.name);
-      for (let instance = byRole ? resolveRoleBudget(role).partition : 0; instance < role.replicas; instance++) {
-        const pods = byUnit.get(unitKey(group, role.name, instance)) ?? [];
-        const label = `${ms.metadata.name}: ${instanceId(role.name, instance)} of group ${group}`;
-        const outdated = pods.find((entry) => (byRole ? entry.pod.metadata.labels?.[LABEL_ROLE_HASH] !== hash : entry.pod.metadata.labels?.[LABEL_REVISION] !== update.name));
-        if (outdated !== undefined) reasons.push(`${label}: pod ${outdated.pod.metadata.name} runs revision ${outdated.pod.metadata.labels?.[LABEL_REVISION] ?? "?"}, not ${update.name}`);
-        else if (!instanceAvailable(pods, role, singleRevision)) reasons.push(`${label}: not available (${pods.length === 0 ? "no pods" : "pods missing, not Ready or draining"})`);
+    for (const each of roles) {
+      const { role, from } = each;
+      each.update ??= { revision: update, hash: roleHash(update.data, role.name) };
+      for (let instance = from; instance < role.replicas; instance++) {
+        const reason = evidence.instanceReason({ group, role, instance }, each.update);
+        if (reason !== undefined) reasons.push(reason);
       }
     }
   }
   return reasons;
+}
+
+/**
+ * Why one desired instance keeps the rollout from completing: a pod of it does not run the update
+ * revision, or it is not available under it. `pods` are the instance's placed pods in stored order.
+ */
+export function instanceRolloutReason(ms: ModelServing, { group, role, instance }: InstanceOf, pods: readonly PlacedPod[], update: UpdateOfRole): string | undefined {
+  const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
+  const { revision, hash } = update;
+  const label = (): string => `${ms.metadata.name}: ${instanceId(role.name, instance)} of group ${group}`;
+  const outdated = pods.find((entry) => (byRole ? entry.pod.metadata.labels?.[LABEL_ROLE_HASH] !== hash : entry.pod.metadata.labels?.[LABEL_REVISION] !== revision.name));
+  if (outdated !== undefined) return `${label()}: pod ${outdated.pod.metadata.name} runs revision ${outdated.pod.metadata.labels?.[LABEL_REVISION] ?? "?"}, not ${revision.name}`;
+  if (!instanceAvailable(pods, role, new Map([[revision.name, revision]]))) return `${label()}: not available (${pods.length === 0 ? "no pods" : "pods missing, not Ready or draining"})`;
+  return undefined;
 }

@@ -26,15 +26,24 @@
  * is a violation (pods gone do not erase the memory: recovery must rebuild the same revision).
  *
  * Violations are counted by onset: a message that was not reported at the previous check.
+ *
+ * A check costs what changed since the previous one, not a pass over every pod: the stored pods
+ * are followed by identity (`pod-changes.ts`) into indexes (`subject-index.ts`) that answer with
+ * the same per-pod and per-instance predicates the whole-set functions are made of; the budgets
+ * and the memory of available units are looked at again only when the available counts changed.
  */
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
-import { INVARIANT_NAMES, availableCounts, belowPartition, groupAvailable, groupBudget, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, podsMatchTheirRevision, roleBudget, surgeBound } from "../core/invariants.ts";
+import { INVARIANT_NAMES, belowPartition, countKey, groupAvailable, groupBudget, revisionMismatch, roleBudget, sameComparedSpec, specRevisionName } from "../core/invariants.ts";
 import type { AvailableCounts, InvariantName, PartitionedUnit, PlacedPod, RevisionsByName } from "../core/invariants.ts";
 import type { Revision } from "../core/pods.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
+import type { KubeObject } from "../engine/ports.ts";
 import type { ApiServer } from "./apiserver.ts";
+import { PodChanges } from "./pod-changes.ts";
+import type { PodChange } from "./pod-changes.ts";
+import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
 
 /** One invariant's line in the report. */
 export interface InvariantResult {
@@ -58,6 +67,14 @@ export interface CheckerOptions {
 interface Memory {
   /** `<shape>|<group>` of groups that were available, `<shape>|<group>/<role>` of role pairs. */
   readonly established: Set<string>;
+  /** Grows whenever `established` changes. */
+  version: number;
+  /** The index version and shape `established` was last brought up to date with. */
+  establishedAt: { index: SubjectIndex; version: number; shape: string } | undefined;
+  /** The budget violations last computed, and for which index version and memory version. */
+  budgets: { index: SubjectIndex; version: number; memory: number; group: string[]; role: string[] } | undefined;
+  /** `established` read as judged groups and role pairs, for which memory version and shape. */
+  judged: { memory: number; shape: string; groups: Set<number>; roles: Set<string> } | undefined;
   /** unitKey → the instance and the role hash it had when first seen below a partition. */
   readonly partitioned: Map<string, PartitionedUnit>;
 }
@@ -68,11 +85,16 @@ interface Tally {
   previous: Set<string>;
 }
 
-/** A ModelServing as parsed, with the observation the predicates need. */
+/** A stored ModelServing, parsed, with the index of its pods. */
 interface Subject {
   readonly ms: ModelServing;
-  readonly placed: PlacedPod[];
-  readonly revisions: RevisionsByName;
+  readonly index: SubjectIndex;
+}
+
+/** A decoded ControllerRevision and the uid of the ModelServing that owns it. */
+interface Decoded {
+  readonly revision: Revision;
+  readonly ownerUid: string | undefined;
 }
 
 export class InvariantChecker {
@@ -82,16 +104,32 @@ export class InvariantChecker {
   readonly #memory = new Map<string, Memory>();
   readonly #tallies = new Map<InvariantName, Tally>(INVARIANT_NAMES.map((name) => [name, { violations: 0, first: null, previous: new Set<string>() }]));
   readonly #parsed = new Map<string, { resourceVersion: string; ms: ModelServing | undefined }>();
-  readonly #decoded = new Map<string, { revision: number; value: Revision & { ownerUid: string | undefined } } | undefined>();
+  /**
+   * Each stored ControllerRevision decoded once (by uid and revision number). The objects are
+   * never changed, so `#specsMatched` may compare revisions by identity.
+   */
+  readonly #decoded = new Map<string, Decoded | undefined>();
   /**
    * Stored pod objects whose spec was found to match its revision. A stored pod is frozen and
    * replaced on every write, so an object stands for one (uid, resourceVersion).
    */
   readonly #podsVerified = new WeakSet<Pod>();
-  /** `placedPods` of each ModelServing (by uid) at one server resourceVersion, shared with the runner's waits. */
-  #placed: { resourceVersion: string; byUid: Map<string, PlacedPod[]> } = { resourceVersion: "", byUid: new Map() };
-  /** Per parsed ModelServing: each stored pod object's placement, null when not placed. */
-  readonly #placedByPod = new WeakMap<ModelServing, WeakMap<Pod, PlacedPod | null>>();
+  /**
+   * Pod specs (frozen stored parts: the server shares an unchanged spec between a pod's versions)
+   * found to be what a revision builds, with the inputs that verdict came from: the same spec,
+   * revision object, owner and identity give the same verdict, so it is not computed again. A
+   * pod's new spec that `revisionMismatch` sees as its previous one (the scheduler's binding only
+   * adds nodeName) inherits the previous one's entry (`#carryMatch`).
+   */
+  readonly #specsMatched = new WeakMap<object, { revision: Revision; ownerUid: string; id: PlacedPod["id"] }>();
+  readonly #podChanges = new PodChanges();
+  readonly #claims = new IdentityClaims();
+  /** Per ModelServing uid: the index of its pods (kept while it is stored). */
+  readonly #indexes = new Map<string, SubjectIndex>();
+  /** What the indexes reflect: the server's resourceVersion, its pods then, the valid ModelServings. */
+  #synced: { resourceVersion: string; pods: readonly Pod[]; subjects: Subject[] } | undefined;
+  /** The stored ControllerRevisions last read, and the revisions by owner uid they make. */
+  #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = { stored: [], byOwner: new Map() };
   #lastResourceVersion = "";
   #faultOpen = false;
 
@@ -111,11 +149,10 @@ export class InvariantChecker {
     const resourceVersion = this.#server.resourceVersion();
     if (resourceVersion === this.#lastResourceVersion) return;
     this.#lastResourceVersion = resourceVersion;
-    const pods = this.#server.stored("Pod") as unknown as Pod[];
-    const subjects = this.#subjects(pods);
+    const { pods, subjects } = this.#sync();
     const found = new Map<InvariantName, string[]>(INVARIANT_NAMES.map((name) => [name, []]));
     const add = (name: InvariantName, messages: readonly string[]) => found.get(name)?.push(...messages);
-    add("noDuplicatePods", noDuplicatePods(pods));
+    add("noDuplicatePods", this.#claims.violations(pods));
     if (this.#faultOpen && !this.#faultActive() && subjects.every(allGroupsAvailable)) this.#faultOpen = false;
     for (const subject of subjects) this.#checkSubject(subject, add);
     for (const [name, messages] of found) this.#tally(name, messages);
@@ -129,28 +166,40 @@ export class InvariantChecker {
     });
   }
 
+  /**
+   * What a wait for `target` still waits for in the stored ModelServing `stored` now:
+   * `availablePending` or `rolloutPending` of `src/core/invariants.ts` over the stored pods and
+   * revisions; undefined when the stored object is not a valid ModelServing.
+   */
+  pending(stored: KubeObject, target: "Available" | "RolloutComplete"): string[] | undefined {
+    if (this.#parse(stored) === undefined) return undefined;
+    const index = this.#sync().subjects.find((subject) => subject.ms.metadata.uid === stored.metadata.uid)?.index;
+    if (index === undefined) return undefined;
+    return target === "Available" ? index.availablePending() : index.rolloutPending();
+  }
+
   #checkSubject(subject: Subject, add: (name: InvariantName, messages: readonly string[]) => void): void {
-    const { ms, placed, revisions } = subject;
+    const { ms, index } = subject;
     const memory = this.#memoryOf(ms);
-    const counts = availableCounts(ms, podsByInstance(placed), revisions);
     const shape = ms.spec.template.roles.map((role) => `${role.name}:${role.replicas}`).join(",");
     const rollingOut = ms.status?.currentRevision !== undefined && ms.status.currentRevision !== ms.status.updateRevision;
     if (rollingOut && !this.#faultOpen) {
-      add("groupBudget", groupBudget(ms, counts, establishedGroups(memory, shape)));
+      const budgets = budgetViolations(memory, shape, index);
+      add("groupBudget", budgets.group);
       // The group strategies replace whole groups: their budget is the group's (DESIGN §2.1, §2.10).
-      if (ms.spec.rolloutStrategy.type === "RoleRollingUpdate") add("roleBudget", roleBudget(ms, counts, establishedRoles(memory, shape)));
+      if (ms.spec.rolloutStrategy.type === "RoleRollingUpdate") add("roleBudget", budgets.role);
     }
-    establish(memory, shape, ms, counts);
+    establish(memory, shape, index);
     // Judged against the spec the controller has seen: right after a scale-down, the units above
     // the new count are still live until the controller has observed it and marked them.
-    if (ms.status?.observedGeneration === ms.metadata.generation) add("surgeBound", surgeBound(ms, placed));
+    if (ms.status?.observedGeneration === ms.metadata.generation) add("surgeBound", index.surgeBound());
     add("partitionHolds", this.#partitionViolations(memory, subject));
     if (this.#podSpecs) add("podsMatchTheirRevision", this.#podSpecViolations(subject));
   }
 
   #partitionViolations(memory: Memory, subject: Subject): string[] {
     const { ms } = subject;
-    const { units, mixed } = partitionedUnits(ms, subject.placed);
+    const { units, mixed } = subject.index.partitionedUnits();
     const violations = [...mixed];
     for (const [key, unit] of units) {
       const had = memory.partitioned.get(key);
@@ -162,73 +211,75 @@ export class InvariantChecker {
     return violations;
   }
 
+  /** `podsMatchTheirRevision` over the pods not yet verified (each stored pod object passes once). */
   #podSpecViolations(subject: Subject): string[] {
-    const unverified = subject.placed.filter((entry) => !this.#podsVerified.has(entry.pod));
-    const violations = podsMatchTheirRevision(subject.ms, unverified, subject.revisions);
+    const candidates = subject.index.unverified();
+    const unverified = candidates.filter((entry) => !this.#podsVerified.has(entry.pod));
+    const violations = unverified.flatMap((entry) => this.#revisionMismatch(subject.ms, entry, subject.index.revisions) ?? []);
     for (const entry of unverified) {
       if (!violations.some((message) => message.includes(`pod ${entry.pod.metadata.name}`))) this.#podsVerified.add(entry.pod);
     }
+    subject.index.settled(candidates.filter((entry) => this.#podsVerified.has(entry.pod)));
     return violations;
   }
 
-  #subjects(pods: readonly Pod[]): Subject[] {
-    const subjects: Subject[] = [];
-    for (const stored of this.#server.stored("ModelServing")) {
-      const ms = this.parse(stored);
-      if (ms === undefined) continue;
-      subjects.push({ ms, placed: this.placedPods(ms, pods), revisions: this.revisionsOf(ms.metadata.uid ?? "") });
-    }
-    return subjects;
+  /** `revisionMismatch`, remembered for specs that matched (see `#specsMatched`). */
+  #revisionMismatch(ms: ModelServing, entry: PlacedPod, revisions: RevisionsByName): string | undefined {
+    const { pod, id } = entry;
+    const ownerUid = ms.metadata.uid ?? "";
+    const revision = revisions.get(specRevisionName(pod));
+    const matched = this.#specsMatched.get(pod.spec);
+    if (matched !== undefined && matched.revision === revision && matched.ownerUid === ownerUid && sameIdentity(matched.id, id)) return undefined;
+    const mismatch = revisionMismatch(ms, entry, revisions);
+    if (mismatch === undefined && revision !== undefined && Object.isFrozen(pod.spec)) this.#specsMatched.set(pod.spec, { revision, ownerUid, id });
+    return mismatch;
+  }
+
+  #carryMatch({ before, after }: PodChange): void {
+    if (before === undefined || after === undefined || before.spec === after.spec) return;
+    const matched = this.#specsMatched.get(before.spec);
+    if (matched !== undefined && Object.isFrozen(after.spec) && sameComparedSpec(before, after)) this.#specsMatched.set(after.spec, matched);
   }
 
   /**
-   * `placedPods(ms, pods)` of `src/core/invariants.ts`, computed once per stored version of the
-   * cluster: `pods` must be the server's stored pods now (`stored("Pod")`), and `ms` parsed from
-   * the stored ModelServing now (`parse`), so equal resourceVersions mean equal inputs.
+   * Brings the indexes up to the server's state now (once per resourceVersion): the pod changes
+   * since the last sync go to every index, then each stored ModelServing's index sees its stored
+   * version and revisions (an index is built from all stored pods when its ModelServing first
+   * parses, and dropped when it is no longer stored).
    */
-  placedPods(ms: ModelServing, pods: readonly Pod[]): PlacedPod[] {
+  #sync(): { pods: readonly Pod[]; subjects: Subject[] } {
     const resourceVersion = this.#server.resourceVersion();
-    if (this.#placed.resourceVersion !== resourceVersion) this.#placed = { resourceVersion, byUid: new Map() };
-    const uid = ms.metadata.uid ?? "";
-    let placed = this.#placed.byUid.get(uid);
-    if (placed === undefined) {
-      placed = this.#placedEach(ms, pods);
-      this.#placed.byUid.set(uid, placed);
+    if (this.#synced?.resourceVersion === resourceVersion) return this.#synced;
+    const pods = this.#server.stored("Pod") as unknown as Pod[];
+    for (const change of this.#podChanges.diff(pods)) {
+      this.#claims.apply(change);
+      if (this.#podSpecs) this.#carryMatch(change);
+      for (const index of this.#indexes.values()) index.podChanged(change);
     }
-    return placed;
-  }
-
-  /**
-   * `placedPods(ms, pods)` pod by pod, each answer remembered per (parsed ModelServing, stored
-   * pod) object pair: both are immutable (stored pods are frozen; `parse` caches one object per
-   * resourceVersion), so the answer for a pair never changes. `placedPods` judges each pod alone
-   * and keeps their order, so the result is the same as one call over all pods.
-   */
-  #placedEach(ms: ModelServing, pods: readonly Pod[]): PlacedPod[] {
-    let memo = this.#placedByPod.get(ms);
-    if (memo === undefined) {
-      memo = new WeakMap();
-      this.#placedByPod.set(ms, memo);
-    }
-    const placed: PlacedPod[] = [];
-    for (const pod of pods) {
-      let entry = memo.get(pod);
-      if (entry === undefined) {
-        entry = placedPods(ms, [pod])[0] ?? null;
-        memo.set(pod, entry);
+    const byOwner = this.#revisionsByOwner();
+    const subjects: Subject[] = [];
+    const storedUids = new Set<string>();
+    for (const stored of this.#server.stored("ModelServing")) {
+      const uid = stored.metadata.uid ?? "";
+      storedUids.add(uid);
+      const ms = this.#parse(stored);
+      if (ms === undefined) continue;
+      const revisions = byOwner.get(uid) ?? NO_REVISIONS;
+      let index = this.#indexes.get(uid);
+      if (index === undefined) {
+        index = new SubjectIndex(ms, revisions, pods);
+        this.#indexes.set(uid, index);
       }
-      if (entry !== null) placed.push(entry);
+      index.observe(ms, revisions);
+      subjects.push({ ms, index });
     }
-    return placed;
-  }
-
-  /** The readable revisions owned by the ModelServing with `ownerUid`, by name (decoded once each). */
-  revisionsOf(ownerUid: string): RevisionsByName {
-    return new Map([...this.#revisions()].filter(([, revision]) => revision.ownerUid === ownerUid).map(([name, revision]) => [name, { name, data: revision.data }]));
+    for (const uid of [...this.#indexes.keys()]) if (!storedUids.has(uid)) this.#indexes.delete(uid);
+    this.#synced = { resourceVersion, pods, subjects };
+    return this.#synced;
   }
 
   /** The stored ModelServing parsed and defaulted (cached by uid and resourceVersion); undefined when invalid. */
-  parse(stored: { metadata: { uid?: string; resourceVersion?: string } }): ModelServing | undefined {
+  #parse(stored: { metadata: { uid?: string; resourceVersion?: string } }): ModelServing | undefined {
     const uid = stored.metadata.uid ?? "";
     const resourceVersion = stored.metadata.resourceVersion ?? "";
     const cached = this.#parsed.get(uid);
@@ -239,16 +290,42 @@ export class InvariantChecker {
     return ms;
   }
 
-  #revisions(): Map<string, Revision & { ownerUid: string | undefined }> {
-    const byName = new Map<string, Revision & { ownerUid: string | undefined }>();
-    for (const stored of this.#server.stored("ControllerRevision")) {
-      const key = `${stored.metadata.uid ?? ""}@${String(stored["revision"])}`;
+  /**
+   * The readable revisions of each ModelServing (by owner uid), by name. Read again only when the
+   * stored ControllerRevisions changed (they are frozen and replaced on change); an owner whose
+   * revisions are unchanged keeps its map object, so the indexes see no change.
+   */
+  #revisionsByOwner(): Map<string, RevisionsByName> {
+    const stored = this.#server.stored("ControllerRevision");
+    const last = this.#revisions;
+    if (stored.length === last.stored.length && stored.every((object, position) => object === last.stored[position])) return last.byOwner;
+    const byOwner = new Map<string, Map<string, Revision>>();
+    // By name over all owners first: a later revision of the same name hides an earlier one.
+    for (const [name, decoded] of this.#decodedByName(stored)) {
+      const owner = decoded.ownerUid ?? "";
+      const revisions = byOwner.get(owner) ?? new Map<string, Revision>();
+      revisions.set(name, decoded.revision);
+      byOwner.set(owner, revisions);
+    }
+    const kept = new Map<string, RevisionsByName>();
+    for (const [owner, revisions] of byOwner) {
+      const before = last.byOwner.get(owner);
+      kept.set(owner, before !== undefined && sameRevisions(before, revisions) ? before : revisions);
+    }
+    this.#revisions = { stored, byOwner: kept };
+    return kept;
+  }
+
+  #decodedByName(stored: readonly KubeObject[]): Map<string, Decoded> {
+    const byName = new Map<string, Decoded>();
+    for (const object of stored) {
+      const key = `${object.metadata.uid ?? ""}@${String(object["revision"])}`;
       if (!this.#decoded.has(key)) {
-        const result = decodeControllerRevision(stored);
-        this.#decoded.set(key, result.ok ? { revision: result.revision.revision, value: { name: result.revision.name, data: result.revision.data, ownerUid: result.revision.ownerUid } } : undefined);
+        const result = decodeControllerRevision(object);
+        this.#decoded.set(key, result.ok ? { revision: { name: result.revision.name, data: result.revision.data }, ownerUid: result.revision.ownerUid } : undefined);
       }
       const decoded = this.#decoded.get(key);
-      if (decoded !== undefined) byName.set(decoded.value.name, decoded.value);
+      if (decoded !== undefined) byName.set(decoded.revision.name, decoded);
     }
     return byName;
   }
@@ -257,7 +334,7 @@ export class InvariantChecker {
     const uid = ms.metadata.uid ?? "";
     let memory = this.#memory.get(uid);
     if (memory === undefined) {
-      memory = { established: new Set(), partitioned: new Map() };
+      memory = { established: new Set(), version: 0, establishedAt: undefined, budgets: undefined, judged: undefined, partitioned: new Map() };
       this.#memory.set(uid, memory);
     }
     return memory;
@@ -276,24 +353,81 @@ export class InvariantChecker {
   }
 }
 
-function allGroupsAvailable(subject: Subject): boolean {
-  const counts = availableCounts(subject.ms, podsByInstance(subject.placed), subject.revisions);
-  for (let group = 0; group < subject.ms.spec.replicas; group++) if (!groupAvailable(subject.ms, group, counts)) return false;
+const NO_REVISIONS: RevisionsByName = new Map();
+
+function sameRevisions(a: RevisionsByName, b: RevisionsByName): boolean {
+  if (a.size !== b.size) return false;
+  const entries = [...b];
+  return [...a].every(([name, revision], position) => entries[position]?.[0] === name && entries[position][1] === revision);
+}
+
+function sameIdentity(a: PlacedPod["id"], b: PlacedPod["id"]): boolean {
+  return a.group === b.group && a.role === b.role && a.instance === b.instance && a.index === b.index;
+}
+
+function allGroupsAvailable({ ms, index }: Subject): boolean {
+  const counts = index.counts();
+  for (let group = 0; group < ms.spec.replicas; group++) if (!groupAvailable(ms, group, counts)) return false;
   return true;
 }
 
-/** Records the groups and role pairs available now under `shape`; forgets groups scaled away. */
-function establish(memory: Memory, shape: string, ms: ModelServing, counts: AvailableCounts): void {
+/**
+ * `groupBudget` and `roleBudget` over the groups and role pairs established under `shape`. They
+ * depend on the spec and counts (the index version) and the memory: computed again only when
+ * either changed since the last time.
+ */
+function budgetViolations(memory: Memory, shape: string, index: SubjectIndex): { group: string[]; role: string[] } {
+  const cached = memory.budgets;
+  if (cached !== undefined && cached.index === index && cached.version === index.version && cached.memory === memory.version) return cached;
+  const { ms } = index;
+  const counts = index.counts();
+  const judged = judgedUnits(memory, shape);
+  const budgets = { index, version: index.version, memory: memory.version, group: groupBudget(ms, counts, judged.groups), role: roleBudget(ms, counts, judged.roles) };
+  memory.budgets = budgets;
+  return budgets;
+}
+
+/** The groups and role pairs established under `shape` (read again when the memory changed). */
+function judgedUnits(memory: Memory, shape: string): { groups: Set<number>; roles: Set<string> } {
+  const cached = memory.judged;
+  if (cached !== undefined && cached.memory === memory.version && cached.shape === shape) return cached;
+  const judged = { memory: memory.version, shape, groups: establishedGroups(memory, shape), roles: establishedRoles(memory, shape) };
+  memory.judged = judged;
+  return judged;
+}
+
+/**
+ * Records the groups and role pairs available now under `shape`; forgets groups scaled away.
+ * Nothing to do when neither the counts, the spec nor the shape changed since the last time: it
+ * would forget and add nothing.
+ */
+function establish(memory: Memory, shape: string, index: SubjectIndex): void {
+  const at = memory.establishedAt;
+  if (at !== undefined && at.index === index && at.version === index.version && at.shape === shape) return;
+  memory.establishedAt = { index, version: index.version, shape };
+  const { ms } = index;
+  const counts: AvailableCounts = index.counts();
+  const size = memory.established.size;
   for (const key of [...memory.established]) {
     const group = Number(key.slice(key.indexOf("|") + 1).split("/")[0]);
     if (group >= ms.spec.replicas) memory.established.delete(key);
   }
+  let changed = memory.established.size !== size;
   for (let group = 0; group < ms.spec.replicas; group++) {
-    if (groupAvailable(ms, group, counts)) memory.established.add(`${shape}|${group}`);
+    changed = addNew(memory.established, groupAvailable(ms, group, counts) ? `${shape}|${group}` : undefined) || changed;
     for (const role of ms.spec.template.roles) {
-      if ((counts.get(`${group}/${role.name}`) ?? 0) >= role.replicas) memory.established.add(`${shape}|${group}/${role.name}`);
+      const key = countKey(group, role.name);
+      changed = addNew(memory.established, (counts.get(key) ?? 0) >= role.replicas ? `${shape}|${key}` : undefined) || changed;
     }
   }
+  if (changed) memory.version += 1;
+}
+
+/** Adds `key` (when defined) to `set`; whether it was new. */
+function addNew(set: Set<string>, key: string | undefined): boolean {
+  if (key === undefined || set.has(key)) return false;
+  set.add(key);
+  return true;
 }
 
 function establishedGroups(memory: Memory, shape: string): Set<number> {

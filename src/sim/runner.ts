@@ -27,8 +27,6 @@ import { Controller } from "../engine/controller.ts";
 import { rollback } from "../engine/rollout-commands.ts";
 import type { PlanFunction } from "../engine/reconciler.ts";
 import { parseModelServing } from "../api/parse.ts";
-import type { Pod } from "../api/kube.ts";
-import { availablePending, rolloutPending } from "../core/invariants.ts";
 import { InvariantChecker } from "./checker.ts";
 import { DEFAULT_EPOCH_MS } from "./clock.ts";
 import { SimCluster } from "./cluster.ts";
@@ -275,19 +273,13 @@ class ScenarioRun {
   #pending(target: "Available" | "RolloutComplete"): string[] {
     const version = `${target}@${this.#cluster.server.resourceVersion()}`;
     if (this.#lastPending?.version === version) return this.#lastPending.reasons;
-    const pods = this.#cluster.server.stored("Pod") as unknown as Pod[];
     const reasons: string[] = this.#applied.length === 0 ? ["no ModelServing has been applied"] : [];
     for (const { namespace, name } of this.#applied) {
       const stored = this.#cluster.server.peek({ kind: "ModelServing", namespace, name });
       if (stored === undefined) continue;
-      const ms = this.#checker.parse(stored);
-      if (ms === undefined) {
-        reasons.push(`${name}: the stored object is not a valid ModelServing`);
-        continue;
-      }
-      const placed = this.#checker.placedPods(ms, pods);
-      const revisions = this.#checker.revisionsOf(ms.metadata.uid ?? "");
-      reasons.push(...(target === "Available" ? availablePending(ms, placed, revisions) : rolloutPending(ms, placed, revisions)));
+      const pending = this.#checker.pending(stored, target);
+      if (pending === undefined) reasons.push(`${name}: the stored object is not a valid ModelServing`);
+      else reasons.push(...pending);
     }
     this.#lastPending = { version, reasons };
     return reasons;

@@ -1,0 +1,165 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../api/kube.ts";
+import { parseModelServing } from "../api/parse.ts";
+import type { ModelServing } from "../api/schema.ts";
+import { availableCounts, availablePending, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, rolloutPending, surgeBound } from "../core/invariants.ts";
+import type { RevisionsByName } from "../core/invariants.ts";
+import { buildPod } from "../core/pods.ts";
+import type { Revision } from "../core/pods.ts";
+import { revisionData } from "../core/revision/projection.ts";
+import { roleHash } from "../core/role-hash.ts";
+import { deepFreeze } from "../engine/json.ts";
+import { PodChanges } from "./pod-changes.ts";
+import { Prng } from "./prng.ts";
+import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
+
+function modelServing(image: string, replicas: number, partition: number): ModelServing {
+  const container = { spec: { containers: [{ name: "c", image }] } };
+  const result = parseModelServing({
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "m", namespace: "default", uid: "u-1", generation: 1 },
+    spec: {
+      replicas,
+      rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { partition } },
+      template: {
+        roles: [
+          { name: "decode", replicas: 2, maxSurge: 1, workerReplicas: 1, entryTemplate: container, workerTemplate: container },
+          { name: "prefill", replicas: 1, entryTemplate: container },
+        ],
+      },
+    },
+    status: { observedGeneration: 1, updateRevision: "m-rev2", currentRevision: "m-rev1", conditions: [{ type: "Available", status: "True", reason: "r", message: "x", observedGeneration: 1 }] },
+  });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.value;
+}
+
+const owner = { name: "m", namespace: "default", uid: "u-1" };
+const rev1: Revision = { name: "m-rev1", data: revisionData(modelServing("vllm:v1", 2, 0)) };
+const rev2: Revision = { name: "m-rev2", data: revisionData(modelServing("vllm:v2", 2, 0)) };
+
+/** What a pod of the simulated universe looks like now. */
+interface PodState {
+  revision: Revision;
+  ready: boolean;
+  draining: boolean;
+  terminating: boolean;
+  bound: boolean;
+  /** A second pod under another name claims the same identity: a duplicate. */
+  impostor: boolean;
+  generation: number;
+}
+
+function podOf(slot: string, state: PodState, impostor = false): Pod {
+  const [group, role, instance, index] = slot.split("/") as [string, string, string, string];
+  const built = buildPod(owner, state.revision, { group: Number(group), role, instance: Number(instance), index: Number(index) });
+  if (built === undefined) throw new Error(`no pod for ${slot}`);
+  built.metadata.uid = `uid-${slot}-${state.generation}${impostor ? "-impostor" : ""}`;
+  if (impostor) built.metadata.name = `m-impostor-${group}-${role}-${instance}-${index}`;
+  if (state.draining) built.metadata.annotations = { "tandem.dev/draining": "2026-01-01T00:00:00Z" };
+  if (state.terminating) built.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+  if (state.bound) built.spec.nodeName = "gpu-0";
+  built.status = { phase: "Running", conditions: [{ type: "Ready", status: state.ready ? "True" : "False" }] };
+  return deepFreeze(built);
+}
+
+const SLOTS = [0, 1, 2, 3].flatMap((group) => [
+  ...[0, 1, 2].flatMap((instance) => [0, 1].map((index) => `${group}/decode/${instance}/${index}`)),
+  ...[0, 1].map((instance) => `${group}/prefill/${instance}/0`),
+]);
+
+/** Stored pods in the server's order: by name (one namespace). */
+function listing(pods: ReadonlyMap<string, Pod>): Pod[] {
+  return [...pods.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+}
+
+/** Changes one pod of the universe at random: creates, deletes, re-creates or edits it. */
+function step(rng: Prng, states: Map<string, PodState>, pods: Map<string, Pod>): void {
+  const slot = SLOTS[rng.int(0, SLOTS.length)] ?? "";
+  const state = states.get(slot);
+  const choice = rng.int(0, 8);
+  if (state === undefined || choice === 0) {
+    const revision = rng.int(0, 2) === 0 ? rev1 : rev2;
+    states.set(slot, { revision, ready: false, draining: false, terminating: false, bound: false, impostor: rng.int(0, 6) === 0, generation: (state?.generation ?? 0) + 1 });
+  } else if (choice === 1) {
+    states.delete(slot);
+    pods.delete(slot);
+    pods.delete(`${slot}!`);
+    return;
+  } else {
+    const flip = (["ready", "draining", "terminating", "bound", "ready"] as const)[choice - 2];
+    if (flip !== undefined) state[flip] = !state[flip];
+    else state.revision = state.revision === rev1 ? rev2 : rev1;
+  }
+  const next = states.get(slot);
+  if (next === undefined) return;
+  pods.set(slot, podOf(slot, next));
+  if (next.impostor) pods.set(`${slot}!`, podOf(slot, next, true));
+  else pods.delete(`${slot}!`);
+}
+
+function sortedEntries(counts: ReadonlyMap<string, number>): [string, number][] {
+  return [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+describe("SubjectIndex and IdentityClaims", () => {
+  for (const seed of [1, 2, 3]) {
+    it(`answer as the whole-set predicates over random pod changes (seed ${seed})`, () => {
+      const rng = new Prng(seed);
+      const states = new Map<string, PodState>();
+      const pods = new Map<string, Pod>();
+      const changes = new PodChanges();
+      const claims = new IdentityClaims();
+      let ms = modelServing("vllm:v2", 3, 0);
+      let revisions: RevisionsByName = new Map([[rev1.name, rev1]]);
+      const index = new SubjectIndex(ms, revisions, []);
+      let seen = new Set<Pod>();
+      for (let round = 0; round < 400; round++) {
+        for (let count = rng.int(1, 4); count > 0; count--) step(rng, states, pods);
+        if (round === 100) revisions = new Map([[rev1.name, rev1], [rev2.name, rev2]]);
+        if (round === 200) ms = modelServing("vllm:v2", 2, 1);
+        if (round === 300) ms = modelServing("vllm:v2", 3, 0);
+        const stored = listing(pods);
+        for (const change of changes.diff(stored)) {
+          claims.apply(change);
+          index.podChanged(change);
+        }
+        index.observe(ms, revisions);
+        const placed = placedPods(ms, stored);
+        assert.deepEqual(claims.violations(stored), noDuplicatePods(stored));
+        assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
+        assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
+        assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed));
+        assert.deepEqual(index.availablePending(), availablePending(ms, placed, revisions));
+        assert.deepEqual(index.rolloutPending(), rolloutPending(ms, placed, revisions));
+        // Unverified: the pod objects not settled yet, in stored order.
+        const unverified = index.unverified();
+        assert.deepEqual(unverified, placed.filter((entry) => !seen.has(entry.pod)));
+        index.settled(unverified);
+        seen = new Set(placed.map((entry) => entry.pod));
+      }
+    });
+  }
+
+  it("the two revisions build the decode role differently (its role hash tells them apart)", () => {
+    assert.notEqual(roleHash(rev1.data, "decode"), roleHash(rev2.data, "decode"));
+  });
+});
+
+describe("PodChanges", () => {
+  it("tells created, changed, re-created and gone pods from a listing in stored order", () => {
+    const pod = (name: string, uid: string): Pod => deepFreeze({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default", uid }, spec: { containers: [] } });
+    const a = pod("a", "1");
+    const b = pod("b", "2");
+    const c = pod("c", "3");
+    const changes = new PodChanges();
+    assert.deepEqual(changes.diff([a, b]), [{ before: undefined, after: a }, { before: undefined, after: b }]);
+    assert.deepEqual(changes.diff([a, b]), []);
+    const b2 = pod("b", "2");
+    assert.deepEqual(changes.diff([b2, c]), [{ before: a, after: undefined }, { before: b, after: b2 }, { before: undefined, after: c }]);
+    const b3 = pod("b", "4");
+    assert.deepEqual(changes.diff([b3]), [{ before: b2, after: b3 }, { before: c, after: undefined }]);
+  });
+});
