@@ -39,12 +39,15 @@ describe("ApiServer: create, get, list", () => {
     assert.equal(server.resourceVersion(), String(versions[2]));
   });
 
-  it("copies objects on the way in and out", async () => {
+  it("copies objects on the way in and out, and answers writes with the stored object, frozen", async () => {
     const { client, server } = setup();
     const sent = pod("p", { a: "1" });
     const returned = await client.create(sent);
     sent.metadata.labels = { a: "changed" };
-    returned.metadata.labels = { a: "changed too" };
+    assert.throws(() => {
+      returned.metadata.labels = { a: "changed too" };
+    }, TypeError);
+    assert.equal(returned, server.peek({ kind: "Pod", namespace: "default", name: "p" }));
     const read = server.get({ kind: "Pod", namespace: "default", name: "p" });
     assert.deepEqual(read.metadata.labels, { a: "1" });
     read.metadata.labels = { a: "and again" };

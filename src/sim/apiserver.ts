@@ -16,6 +16,12 @@
  *
  * The verbs on this class are the server's own, trusted path: no faults, no metrics. Components of
  * the simulation (controller, kubelet, scheduler) talk to it through a `SimClient`.
+ *
+ * **Copy on write.** What a client sends is copied (and checked as JSON) on the way in; stored
+ * objects are deeply frozen and never edited. A write builds a new top level and metadata and
+ * shares every unchanged part with the version it replaces, so an unchanged spec costs nothing to
+ * keep, compare or freeze. Writes answer with the stored object itself (read-only, as readers'
+ * objects are); `get` and `list` answer with copies.
  */
 import { ApiError, KINDS, isKind } from "../engine/ports.ts";
 import type { DeleteOptions, JsonObject, JsonValue, Kind, KubeObject, ObjectRef } from "../engine/ports.ts";
@@ -24,10 +30,10 @@ import type { VirtualClock } from "./clock.ts";
 import { FaultInjector, injectedError, isWriteVerb } from "./faults.ts";
 import type { Request, WriteVerb } from "./faults.ts";
 import { GarbageCollector } from "./gc.ts";
-import { isJsonObject, jsonCopy, jsonEqual, mergePatch, trustedCopy } from "./json.ts";
+import { isJsonObject, jsonCopy, jsonEqual, mergePatch, shareEqualParts, trustedCopy } from "./json.ts";
 import { STRATEGIES } from "./kinds.ts";
 import { deepFreeze } from "../engine/json.ts";
-import { admissionProblem, isDeleting, keyOf, refOf, withoutServerFields } from "./objects.ts";
+import { admissionProblem, isDeleting, keyOf, refOf, storeKey, withoutServerFields } from "./objects.ts";
 import type { Prng } from "./prng.ts";
 import { SimClient } from "./client.ts";
 import { SortedStore } from "./sorted-store.ts";
@@ -82,6 +88,8 @@ export class ApiServer {
   readonly #podTermination: "gracePeriod" | "external";
   readonly #maxObjects: number;
   #resourceVersion = 0;
+  /** `#resourceVersion` as text, kept with it: read far more often than it changes. */
+  #resourceVersionText = "0";
   #requestCount = 0;
 
   /** `rng` is the simulator's stream for the API server; uids and fault streams fork from it. */
@@ -109,7 +117,7 @@ export class ApiServer {
 
   /** The current resourceVersion (the last commit's). */
   resourceVersion(): string {
-    return String(this.#resourceVersion);
+    return this.#resourceVersionText;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -127,7 +135,7 @@ export class ApiServer {
   peek(ref: ObjectRef): KubeObject | undefined {
     if (!isKind(ref.kind)) return undefined;
     const namespace = KINDS[ref.kind].namespaced ? ref.namespace : undefined;
-    return this.#objects.get(keyOf({ kind: ref.kind, metadata: { name: ref.name, namespace } }));
+    return this.#objects.get(storeKey(ref.kind, namespace, ref.name));
   }
 
   /** Objects of `kind` matching the options, sorted by namespace then name. */
@@ -172,7 +180,7 @@ export class ApiServer {
     else created.status = status;
     const stored = this.#commit("ADDED", created);
     this.#gc.noteCreated(stored);
-    return trustedCopy(stored);
+    return stored;
   }
 
   /**
@@ -186,12 +194,12 @@ export class ApiServer {
       throw new ApiError("Invalid", `${sent.kind} "${sent.metadata.name}": metadata.resourceVersion must be specified for an update`);
     }
     checkPreconditions(existing, sent.metadata.uid, sent.metadata.resourceVersion);
-    return trustedCopy(this.#replace(existing, sent, "main"));
+    return this.#replace(existing, this.#mainUpdate(existing, sent));
   }
 
   /** Applies a JSON merge patch to the object (status excluded where it is a subresource). */
   patch(ref: ObjectRef, patch: JsonObject): KubeObject {
-    return trustedCopy(this.#patch(ref, patch, "main"));
+    return this.#patch(ref, patch, "main");
   }
 
   /**
@@ -200,7 +208,7 @@ export class ApiServer {
    */
   patchStatus(ref: ObjectRef, patch: JsonObject): KubeObject {
     if (isKind(ref.kind) && !KINDS[ref.kind].statusSubresource) throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
-    return trustedCopy(this.#patch(ref, patch, "status"));
+    return this.#patch(ref, patch, "status");
   }
 
   /**
@@ -277,28 +285,22 @@ export class ApiServer {
   // -------------------------------------------------------------------------------------------
   // Internals shared with the garbage collector
 
-  /** Stored objects of `kind` (or all kinds), sorted by namespace then name. Do not mutate. */
+  /** Stored objects of `kind` (or all kinds), sorted by namespace then name; read-only (one kind's array is frozen). */
   stored(kind?: Kind): readonly KubeObject[] {
     return this.#stored(kind);
   }
 
-  /** True when some stored object (any kind, in no particular order) satisfies `predicate`. Do not mutate. */
-  someStored(predicate: (object: KubeObject) => boolean): boolean {
-    for (const object of this.#objects.values()) if (predicate(object)) return true;
-    return false;
-  }
-
   /** True when an object of `kind` named `name` in `namespace` has `uid`. */
   exists(kind: Kind, namespace: string | undefined, name: string, uid: string): boolean {
-    return this.#objects.get(keyOf({ kind, metadata: { name, namespace } }))?.metadata.uid === uid;
+    return this.#objects.get(storeKey(kind, namespace, name))?.metadata.uid === uid;
   }
 
   /** Replaces the ownerReferences of a stored object (the garbage collector dropping dangling ones). */
   setOwnerReferences(object: KubeObject, ownerReferences: KubeObject["metadata"]["ownerReferences"]): void {
-    const next = trustedCopy(object);
+    const next = withOwnMetadata(object);
     if (ownerReferences === undefined || ownerReferences.length === 0) delete next.metadata.ownerReferences;
     else next.metadata.ownerReferences = ownerReferences;
-    this.#replace(object, next, "main");
+    this.#replace(object, this.#mainUpdate(object, next));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -308,18 +310,21 @@ export class ApiServer {
     const existing = this.#mustGet(ref);
     const metadata = patch["metadata"];
     if (isJsonObject(metadata)) checkPreconditions(existing, stringOrUndefined(metadata["uid"]), stringOrUndefined(metadata["resourceVersion"]));
+    if (mode === "status" && isJsonObject(patch)) return this.#replace(existing, withStatus(existing, patchedStatus(existing, patch)));
     const patched = mergePatch(existing as unknown as JsonObject, patch);
     if (!isJsonObject(patched)) throw new ApiError("Invalid", "a merge patch must produce an object");
-    return this.#replace(existing, patched as unknown as KubeObject, mode);
+    return this.#replace(existing, this.#mainUpdate(existing, patched as unknown as KubeObject));
   }
 
   /**
-   * Commits `candidate` over `existing` after preconditions were checked: keeps server fields,
-   * separates spec and status writes, validates, bumps generation, and finishes a deletion whose
-   * last finalizer went away. A candidate equal to `existing` commits nothing.
+   * Commits `next` (the server's own object: a status write's or `#mainUpdate`'s) over `existing`
+   * after preconditions were checked: bumps generation, and finishes a deletion whose last
+   * finalizer went away. A `next` equal to `existing` commits nothing.
    */
-  #replace(existing: KubeObject, candidate: KubeObject, mode: "main" | "status"): KubeObject {
-    const next = mode === "status" ? withStatusOf(existing, candidate) : this.#mainUpdate(existing, candidate);
+  #replace(existing: KubeObject, next: KubeObject): KubeObject {
+    // Unchanged parts become the stored version's own: nothing to freeze, equal by identity.
+    shareEqualParts(next as unknown as JsonObject, existing as unknown as JsonObject, "metadata");
+    shareEqualParts(next.metadata as unknown as JsonObject, existing.metadata as unknown as JsonObject);
     if (jsonEqual(next, existing)) return existing;
     const strategy = STRATEGIES[existing.kind];
     if (strategy.hasGeneration && !jsonEqual(specOf(existing), specOf(next))) {
@@ -331,6 +336,11 @@ export class ApiServer {
     return this.#commit("MODIFIED", next, existing);
   }
 
+  /**
+   * What an update or patch of the main resource stores: `candidate` with the server's fields of
+   * `existing` (and its status, for kinds with a status subresource), once admission and the
+   * kind's update rules allow it. Throws Invalid.
+   */
   #mainUpdate(existing: KubeObject, candidate: KubeObject): KubeObject {
     const what = `${existing.kind} "${existing.metadata.name}"`;
     if (candidate.kind !== existing.kind || candidate.apiVersion !== existing.apiVersion) {
@@ -350,13 +360,14 @@ export class ApiServer {
     const problem =
       admissionProblem(next) ?? STRATEGIES[existing.kind].updateProblem(existing, next) ?? newFinalizerProblem(existing, next);
     if (problem !== undefined) throw new ApiError("Invalid", `${what}: ${problem}`);
-    // The candidate was checked as JSON when it arrived (a copy of the request, or a merge patch).
-    return trustedCopy(next);
+    // No copy: the candidate is the server's own (a checked copy of the request, a merge patch
+    // whose new parts are copies, or stored objects) and its shared parts are frozen.
+    return next;
   }
 
   /** Starts a graceful deletion: deletionTimestamp at the end of the grace period. */
   #markDeleting(existing: KubeObject, gracePeriodSeconds: number): void {
-    const next = trustedCopy(existing);
+    const next = withOwnMetadata(existing);
     next.metadata.deletionTimestamp = this.clock.rfc3339(this.clock.nowMs() + gracePeriodSeconds * 1000);
     next.metadata.deletionGracePeriodSeconds = gracePeriodSeconds;
     // Kubernetes bumps generation when deletion starts: controllers of the object must notice.
@@ -373,7 +384,7 @@ export class ApiServer {
       if (currentSeconds === 0 && (existing.metadata.finalizers ?? []).length === 0) this.#remove(existing);
       return;
     }
-    const next = trustedCopy(existing);
+    const next = withOwnMetadata(existing);
     const deletionMs = this.clock.parseRfc3339(existing.metadata.deletionTimestamp ?? "");
     next.metadata.deletionTimestamp = this.clock.rfc3339(deletionMs - (currentSeconds - requestedSeconds) * 1000);
     next.metadata.deletionGracePeriodSeconds = requestedSeconds;
@@ -399,7 +410,7 @@ export class ApiServer {
 
   /** Removes a stored object for good: one DELETED event, then dependents are looked at. */
   #remove(object: KubeObject): KubeObject {
-    const removed = this.#commit("DELETED", trustedCopy(object));
+    const removed = this.#commit("DELETED", withOwnMetadata(object));
     this.#gc.noteRemoved(removed);
     return removed;
   }
@@ -407,9 +418,11 @@ export class ApiServer {
   /** Assigns the next resourceVersion, stores (or removes) the object and publishes the change. */
   #commit(type: "ADDED" | "MODIFIED" | "DELETED", object: KubeObject, previous?: KubeObject): KubeObject {
     this.#resourceVersion++;
-    object.metadata.resourceVersion = String(this.#resourceVersion);
+    this.#resourceVersionText = String(this.#resourceVersion);
+    object.metadata.resourceVersion = this.#resourceVersionText;
     const stored = deepFreeze(object);
     const key = keyOf(stored);
+    this.#gc.noteCommitted(this.#objects.get(key), type === "DELETED" ? undefined : stored);
     if (type === "DELETED") {
       this.#objects.delete(key);
       this.#byKind.get(stored.kind)?.delete(key);
@@ -424,7 +437,7 @@ export class ApiServer {
   #mustGet(ref: ObjectRef): KubeObject {
     if (!isKind(ref.kind)) throw new ApiError("Invalid", `unknown kind "${String(ref.kind)}"`);
     const namespace = KINDS[ref.kind].namespaced ? ref.namespace : undefined;
-    const object = this.#objects.get(keyOf({ kind: ref.kind, metadata: { name: ref.name, namespace } }));
+    const object = this.#objects.get(storeKey(ref.kind, namespace, ref.name));
     if (object === undefined) {
       throw new ApiError("NotFound", `${ref.kind} "${ref.name}"${namespace === undefined ? "" : ` in namespace "${namespace}"`} not found`);
     }
@@ -440,7 +453,7 @@ export class ApiServer {
     return store;
   }
 
-  #stored(kind?: Kind): KubeObject[] {
+  #stored(kind?: Kind): readonly KubeObject[] {
     if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? [];
     return [...this.#objects.values()].sort((a, b) => compare(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compare(a.metadata.name, b.metadata.name));
   }
@@ -455,7 +468,7 @@ export class ApiServer {
     if (namespace === undefined || namespace === "") {
       throw new ApiError("Invalid", `${kind} "${object.metadata.name}": metadata.namespace is required`);
     }
-    if (!this.#objects.has(keyOf({ kind: "Namespace", metadata: { name: namespace } }))) {
+    if (!this.#objects.has(storeKey("Namespace", undefined, namespace))) {
       throw new ApiError("NotFound", `namespace "${namespace}" not found`);
     }
   }
@@ -485,11 +498,34 @@ function serverFieldsOf(object: KubeObject): Partial<KubeObject["metadata"]> {
   );
 }
 
-function withStatusOf(existing: KubeObject, candidate: KubeObject): KubeObject {
-  const next = trustedCopy(existing);
-  if (candidate.status === undefined) delete next.status;
-  else next.status = candidate.status;
+/**
+ * A new top level and metadata over `object`'s other parts, shared: what a commit may change
+ * (metadata fields, the top-level status) without touching a stored, frozen object.
+ */
+function withOwnMetadata(object: KubeObject): KubeObject {
+  return { ...object, metadata: { ...object.metadata } };
+}
+
+/** `existing` with `status` in place of its own (none when undefined). */
+function withStatus(existing: KubeObject, status: JsonValue | undefined): KubeObject {
+  const next = withOwnMetadata(existing);
+  if (status === undefined) delete next.status;
+  else next.status = status as JsonObject;
   return next;
+}
+
+/**
+ * The status `mergePatch(existing, patch)` would hold, found without merging the rest: a status
+ * write keeps nothing else. The other fields are still merged (onto nothing, and dropped), so a
+ * patch that `mergePatch` refuses is refused with the same error.
+ */
+function patchedStatus(existing: KubeObject, patch: JsonObject): JsonValue | undefined {
+  let status: JsonValue | undefined = existing.status;
+  for (const [key, value] of Object.entries(patch)) {
+    if (key === "status") status = value === null ? undefined : mergePatch(existing.status, value, 1);
+    else if (value !== null) mergePatch(undefined, value, 1);
+  }
+  return status;
 }
 
 /** Everything generation counts: the object without metadata and status. */

@@ -2,7 +2,9 @@
  * Clients of the simulated API server. A `SimClient` is the simulator's ClusterWriter: each call is
  * one request, counted under the client's name and subject to fault rules, applied at once (no
  * network latency is modelled) and answered through a promise. `list` and `watch` serve the
- * simulator's informer. A `SimRecorder` writes Kubernetes Events through a client.
+ * simulator's informer. A write resolves with the object the server stored, itself: deeply frozen
+ * and shared, so read-only (mutating it throws). A `SimRecorder` writes Kubernetes Events through
+ * a client.
  */
 import { ApiError, KINDS } from "../engine/ports.ts";
 import type {

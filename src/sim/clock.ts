@@ -19,6 +19,9 @@ export interface VirtualClockOptions {
 /** 2026-01-01T00:00:00Z: a fixed epoch, so reports hold no wall-clock time. */
 export const DEFAULT_EPOCH_MS = Date.UTC(2026, 0, 1);
 
+/** Bound on the clock's cache of formatted timestamps. */
+const MAX_FORMATTED_TIMESTAMPS = 4096;
+
 interface Entry {
   readonly dueMs: number;
   readonly seq: number;
@@ -35,6 +38,12 @@ export class VirtualClock implements Clock {
   #nowMs: number;
   #seq = 0;
   #liveCount = 0;
+  /**
+   * Timestamps `rfc3339` formatted, keyed on the wall-clock instant cut to whole seconds, which is
+   * all the text depends on: components format the same few instants (now, container starts)
+   * over and over. Emptied when full, so it stays small.
+   */
+  readonly #formattedBySecondMs = new Map<number, string>();
 
   constructor(options: VirtualClockOptions = {}) {
     this.#nowMs = options.startMs ?? 0;
@@ -50,12 +59,19 @@ export class VirtualClock implements Clock {
 
   /** `nowMs` as RFC 3339 with second precision, the form of Kubernetes timestamps. */
   nowRfc3339(): string {
-    return formatRfc3339(this.#epochMs + this.#nowMs);
+    return this.rfc3339(this.#nowMs);
   }
 
   /** Formats a virtual instant as RFC 3339 with second precision. */
   rfc3339(atMs: number): string {
-    return formatRfc3339(this.#epochMs + atMs);
+    const secondMs = wholeSecondMs(this.#epochMs + atMs);
+    let formatted = this.#formattedBySecondMs.get(secondMs);
+    if (formatted === undefined) {
+      if (this.#formattedBySecondMs.size >= MAX_FORMATTED_TIMESTAMPS) this.#formattedBySecondMs.clear();
+      formatted = formatRfc3339(secondMs);
+      this.#formattedBySecondMs.set(secondMs, formatted);
+    }
+    return formatted;
   }
 
   /** Parses an RFC 3339 timestamp written by `rfc3339` back to virtual milliseconds. */
@@ -175,9 +191,14 @@ function assertTimeMs(value: number, name: string): void {
   }
 }
 
-function formatRfc3339(wallMs: number): string {
-  // toISOString gives milliseconds; Kubernetes timestamps have whole seconds.
-  return new Date(wallMs - (wallMs % 1000)).toISOString().replace(/\.\d{3}Z$/, "Z");
+/** `wallMs` without its milliseconds: Kubernetes timestamps have whole seconds. */
+function wholeSecondMs(wallMs: number): number {
+  return wallMs - (wallMs % 1000);
+}
+
+function formatRfc3339(secondMs: number): string {
+  // toISOString gives milliseconds, all zero here.
+  return new Date(secondMs).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 function before(a: Entry, b: Entry): boolean {

@@ -17,6 +17,11 @@ export class GarbageCollector {
   readonly #server: ApiServer;
   readonly #clock: Clock;
   readonly #delayMs: number;
+  /**
+   * Per owner uid, how many ownerReferences of stored objects name it (absent when none): whether
+   * a removed object owned anything, without scanning the store. Kept by `noteCommitted`.
+   */
+  readonly #referenceCountByOwnerUid = new Map<string, number>();
 
   constructor(server: ApiServer, clock: Clock, delayMs: number) {
     this.#server = server;
@@ -33,8 +38,24 @@ export class GarbageCollector {
   /** Schedules a collection when a removed object owned anything. */
   noteRemoved(object: KubeObject): void {
     const uid = object.metadata.uid;
-    const owns = (candidate: KubeObject): boolean => (candidate.metadata.ownerReferences ?? []).some((reference) => reference.uid === uid);
-    if (this.#server.someStored(owns)) this.#schedule();
+    if (uid !== undefined && this.#referenceCountByOwnerUid.has(uid)) this.#schedule();
+  }
+
+  /**
+   * Every commit: `replaced` is the stored object a commit replaces or removes (undefined for a
+   * creation), `stored` the one it stores (undefined for a removal).
+   */
+  noteCommitted(replaced: KubeObject | undefined, stored: KubeObject | undefined): void {
+    // The same list (shared by copy on write): nothing to count again.
+    if (replaced?.metadata.ownerReferences === stored?.metadata.ownerReferences) return;
+    for (const reference of replaced?.metadata.ownerReferences ?? []) {
+      const count = (this.#referenceCountByOwnerUid.get(reference.uid) ?? 0) - 1;
+      if (count > 0) this.#referenceCountByOwnerUid.set(reference.uid, count);
+      else this.#referenceCountByOwnerUid.delete(reference.uid);
+    }
+    for (const reference of stored?.metadata.ownerReferences ?? []) {
+      this.#referenceCountByOwnerUid.set(reference.uid, (this.#referenceCountByOwnerUid.get(reference.uid) ?? 0) + 1);
+    }
   }
 
   /** One pass over every stored object; returns how many it started deleting. */

@@ -15,7 +15,8 @@
  *
  * **Indexes.** Each kind keeps its objects in (namespace, name) order, maintained on every change,
  * and an index by the `tandem.dev/modelserving` label; a `list` whose selector requires that label
- * to equal one value (the reconciler's `observe`) reads only that bucket. Results are the same as
+ * to equal one value (the reconciler's `observe`) reads only that bucket. A `list` result is kept
+ * per options until the kind next changes, and answered again as a copy. Results are the same as
  * filtering the whole cache.
  */
 import { Listeners } from "../engine/listeners.ts";
@@ -26,7 +27,7 @@ import type { LabelSelector } from "../engine/labels.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { SimClient } from "./client.ts";
 import { deepFreeze } from "../engine/json.ts";
-import { keyOf } from "./objects.ts";
+import { keyOf, storeKey } from "./objects.ts";
 import { SortedStore } from "./sorted-store.ts";
 import type { WatchStream } from "./watch.ts";
 
@@ -48,6 +49,11 @@ interface KindState {
   readonly cache: SortedStore;
   /** Cached objects by their `tandem.dev/modelserving` label value. */
   readonly byOwner: Map<string, SortedStore>;
+  /**
+   * `list` results by `listKeyOf` its options, until the kind's cache next changes (then all are
+   * dropped): a controller lists the same selection again and again between changes.
+   */
+  readonly lists: Map<string, readonly KubeObject[]>;
   stream: WatchStream | undefined;
   synced: boolean;
 }
@@ -65,7 +71,9 @@ export class SimInformer implements ClusterReader {
     this.#client = client;
     this.#clock = clock;
     this.#options = options;
-    for (const kind of options.kinds) this.#kinds.set(kind, { cache: new SortedStore(), byOwner: new Map(), stream: undefined, synced: false });
+    for (const kind of options.kinds) {
+      this.#kinds.set(kind, { cache: new SortedStore(), byOwner: new Map(), lists: new Map(), stream: undefined, synced: false });
+    }
   }
 
   /** Lists and watches every kind now. */
@@ -86,20 +94,26 @@ export class SimInformer implements ClusterReader {
 
   /** The cached object (shared and frozen: see the module comment), or undefined. */
   get<K extends Kind>(kind: K, namespace: string | undefined, name: string): KubeObject<K> | undefined {
-    return this.#state(kind).cache.get(keyOf({ kind, metadata: { name, namespace } })) as KubeObject<K> | undefined;
+    return this.#state(kind).cache.get(storeKey(kind, namespace, name)) as KubeObject<K> | undefined;
   }
 
   /** Cached objects matching `options`, in (namespace, name) order; a fresh array of shared, frozen objects. */
   list<K extends Kind>(kind: K, options: ListOptions = {}): KubeObject<K>[] {
+    const listKey = listKeyOf(options);
+    const listed = this.#kinds.get(kind)?.lists.get(listKey);
+    if (listed !== undefined) return [...listed] as KubeObject<K>[];
     const selector = parseSelector(options.labelSelector ?? "");
     const state = this.#state(kind);
     const owner = requiredValue(selector, LABEL_MODEL_SERVING);
     const candidates = owner === undefined ? state.cache : state.byOwner.get(owner);
+    // Every object in the owner's bucket has the one label such a selector asks for.
+    const everyCandidateMatches = owner !== undefined && selector.requirements.length === 1;
     const result: KubeObject<K>[] = [];
     candidates?.forEach((object) => {
       const inNamespace = options.namespace === undefined || object.metadata.namespace === options.namespace;
-      if (inNamespace && matchesSelector(selector, object.metadata.labels)) result.push(object as KubeObject<K>);
+      if (inNamespace && (everyCandidateMatches || matchesSelector(selector, object.metadata.labels))) result.push(object as KubeObject<K>);
     });
+    state.lists.set(listKey, Object.freeze([...result]));
     return result;
   }
 
@@ -165,6 +179,7 @@ export class SimInformer implements ClusterReader {
 
   /** Applies one change (its object frozen) to the cache and its index, then tells every subscriber. */
   #apply(state: KindState, event: WatchEvent): void {
+    state.lists.clear();
     const key = keyOf(event.object);
     const oldOwner = ownerOf(state.cache.get(key));
     const newOwner = event.type === "DELETED" ? undefined : ownerOf(event.object);
@@ -182,6 +197,11 @@ export class SimInformer implements ClusterReader {
     const shared: WatchEvent = Object.freeze({ type: event.type, object: event.object });
     this.#subscribers.notify(shared);
   }
+}
+
+/** The key of a `list` call's options in `KindState.lists`. */
+function listKeyOf(options: ListOptions): string {
+  return JSON.stringify([options.namespace ?? null, options.labelSelector ?? ""]);
 }
 
 function ownerOf(object: KubeObject | undefined): string | undefined {

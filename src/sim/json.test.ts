@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { jsonCopy, jsonEqual, mergePatch } from "./json.ts";
+import { jsonCopy, jsonEqual, mergePatch, mergePatchIsNoop, sameJson, shareEqualParts } from "./json.ts";
 import { isApiError } from "../engine/ports.ts";
+import type { JsonObject } from "../engine/ports.ts";
 
 describe("mergePatch (RFC 7386)", () => {
   it("merges objects key by key, null removes a key, and arrays and scalars replace", () => {
@@ -45,5 +46,49 @@ describe("jsonCopy and jsonEqual", () => {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 100; i++) deep = { deep };
     assert.throws(() => jsonCopy(deep), (error) => isApiError(error, "Invalid"));
+  });
+});
+
+describe("jsonCopy's plain walk", () => {
+  it("copies exactly as JSON.stringify and JSON.parse do", () => {
+    const values: unknown[] = [
+      { a: 1, gone: undefined, list: [1, undefined, 3], zero: -0, nested: { b: null } },
+      JSON.parse('{"__proto__": {"x": 1}}'),
+      { at: new Date(0), map: new Map([[1, 2]]) },
+      Object.assign([1, 2], { extra: "ignored" }),
+    ];
+    for (const value of values) assert.equal(JSON.stringify(jsonCopy(value)), JSON.stringify(JSON.parse(JSON.stringify(value))));
+    assert.equal(Object.getPrototypeOf(jsonCopy(values[1])), Object.prototype);
+  });
+
+  it("names the path of the first value JSON cannot carry", () => {
+    assert.throws(() => jsonCopy({ a: [1, { b: Number.POSITIVE_INFINITY }] }), /object\.a\.1\.b: Infinity is not a JSON number/);
+  });
+});
+
+describe("sameJson, mergePatchIsNoop and shareEqualParts", () => {
+  it("tells the same JSON text from equal values in another key order", () => {
+    assert.equal(sameJson({ a: 1, b: [1, { c: 2 }] }, { a: 1, b: [1, { c: 2 }] }), true);
+    assert.equal(sameJson({ a: 1, b: 2 }, { b: 2, a: 1 }), false);
+    assert.equal(jsonEqual({ a: 1, b: 2 }, { b: 2, a: 1 }), true);
+  });
+
+  it("decides whether a merge patch changes anything as merging and comparing would", () => {
+    const target: JsonObject = { a: { b: 1 }, list: [1, 2] };
+    const patches: JsonObject[] = [{ a: { b: 1 } }, { a: { c: null } }, { list: [1, 2] }, { a: { b: 2 } }, { list: [2, 1] }, { d: null }, { d: {} }];
+    for (const patch of patches) {
+      assert.equal(mergePatchIsNoop(target, patch), jsonEqual(mergePatch(target, patch), target), JSON.stringify(patch));
+    }
+  });
+
+  it("puts the previous version's parts in place of equal ones, keeping the JSON text", () => {
+    const previous = Object.freeze({ same: Object.freeze({ x: [1] }), reordered: Object.freeze({ a: 1, b: 2 }), kept: Object.freeze({ y: 1 }) });
+    const next = { same: { x: [1] }, reordered: { b: 2, a: 1 }, kept: { y: 2 }, added: { z: 1 } };
+    const text = JSON.stringify(next);
+    shareEqualParts(next, previous, "kept");
+    assert.equal(next.same, previous.same);
+    assert.notEqual(next.reordered, previous.reordered);
+    assert.notEqual(next.kept, previous.kept);
+    assert.equal(JSON.stringify(next), text);
   });
 });

@@ -11,8 +11,16 @@ const MAX_DEPTH = 64;
 /**
  * A deep copy with JSON semantics: `undefined` properties vanish, as they would on the wire.
  * Throws ApiError(Invalid) for values JSON cannot carry (functions, NaN, cycles, too deep).
+ *
+ * One walk checks and copies plain objects and arrays (the shape every request has); a value
+ * holding anything else (a class instance, a `toJSON` method, extra array properties) is checked
+ * and copied the long way, through `JSON.stringify`, so the result and the error are the same.
  */
 export function jsonCopy<T>(value: T): T {
+  // JSON.stringify(undefined) is undefined, which JSON.parse refuses: the same SyntaxError as ever.
+  if (value === undefined) return JSON.parse(JSON.stringify(value)) as T;
+  const copy = copyPlainJson(value, 0, []);
+  if (copy !== NOT_PLAIN) return copy as T;
   assertJson(value, 0, "object");
   return JSON.parse(JSON.stringify(value)) as T;
 }
@@ -23,6 +31,60 @@ export function jsonCopy<T>(value: T): T {
  */
 export function trustedCopy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** `copyPlainJson`'s answer for a value it leaves to `JSON.stringify`. */
+const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
+
+/**
+ * `JSON.parse(JSON.stringify(value))` for plain objects and arrays, checking as `assertJson` does
+ * and in the same order, so the first problem found is the same one. `keys` is the path from the
+ * root, joined only when a problem is reported. Returns NOT_PLAIN on a value it does not handle.
+ */
+function copyPlainJson(value: unknown, depth: number, keys: string[]): unknown {
+  if (depth > MAX_DEPTH) throw new ApiError("Invalid", `${pathOf(keys)}: nested deeper than ${MAX_DEPTH}`);
+  if (value === null || value === undefined || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new ApiError("Invalid", `${pathOf(keys)}: ${value} is not a JSON number`);
+    // JSON has no negative zero: -0 is written as 0.
+    return value === 0 ? 0 : value;
+  }
+  if (typeof value !== "object") throw new ApiError("Invalid", `${pathOf(keys)}: a ${typeof value} is not JSON`);
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return NOT_PLAIN;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) return prototype === Array.prototype ? copyPlainArray(value, depth, keys) : NOT_PLAIN;
+  if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    keys.push(key);
+    const child = copyPlainJson((value as Record<string, unknown>)[key], depth + 1, keys);
+    keys.pop();
+    if (child === NOT_PLAIN) return NOT_PLAIN;
+    if (child === undefined) continue;
+    // defineProperty, not assignment: JSON.parse makes "__proto__" an ordinary own key.
+    if (key === "__proto__") Object.defineProperty(copy, key, { value: child, enumerable: true, writable: true, configurable: true });
+    else copy[key] = child;
+  }
+  return copy;
+}
+
+function copyPlainArray(value: readonly unknown[], depth: number, keys: string[]): unknown {
+  // Properties besides the indices are checked by assertJson but not written by JSON.stringify.
+  if (Object.keys(value).length > value.length) return NOT_PLAIN;
+  const copy: unknown[] = new Array<unknown>(value.length);
+  for (let index = 0; index < value.length; index++) {
+    keys.push(String(index));
+    const child = copyPlainJson(value[index], depth + 1, keys);
+    keys.pop();
+    if (child === NOT_PLAIN) return NOT_PLAIN;
+    // JSON.stringify writes an undefined element (or a hole) as null.
+    copy[index] = child === undefined ? null : child;
+  }
+  return copy;
+}
+
+function pathOf(keys: readonly string[]): string {
+  return ["object", ...keys].join(".");
 }
 
 function assertJson(value: unknown, depth: number, path: string): void {
@@ -46,21 +108,53 @@ export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   if (a === b) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((item, i) => jsonEqual(item, b[i], depth + 1));
-  }
-  const keysA = definedKeys(a);
-  const keysB = definedKeys(b);
-  if (keysA.length !== keysB.length) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return arraysEqual(a, b, depth);
   const recordA = a as Record<string, unknown>;
   const recordB = b as Record<string, unknown>;
-  return keysA.every((key) => jsonEqual(recordA[key], recordB[key], depth + 1));
+  const keysA = Object.keys(recordA);
+  // Counted before any comparison: objects with different numbers of defined keys differ.
+  if (definedCount(recordA, keysA) !== definedCount(recordB, Object.keys(recordB))) return false;
+  for (const key of keysA) {
+    const value = recordA[key];
+    if (value !== undefined && !jsonEqual(value, recordB[key], depth + 1)) return false;
+  }
+  return true;
 }
 
-function definedKeys(value: object): string[] {
-  return Object.entries(value)
-    .filter(([, child]) => child !== undefined)
-    .map(([key]) => key);
+function arraysEqual(a: readonly unknown[], b: readonly unknown[], depth: number): boolean {
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index++) {
+    // A hole in `a` is skipped, as `every` skips it.
+    if (index in a && !jsonEqual(a[index], b[index], depth + 1)) return false;
+  }
+  return true;
+}
+
+/** How many of `record`'s `keys` hold a value other than undefined. */
+function definedCount(record: Record<string, unknown>, keys: readonly string[]): number {
+  let count = 0;
+  for (const key of keys) if (record[key] !== undefined) count++;
+  return count;
+}
+
+/** True when `a` and `b` are the same JSON text: equal values, and object keys in the same order. */
+export function sameJson(a: JsonValue | undefined, b: JsonValue | undefined, depth = 0): boolean {
+  if (depth > MAX_DEPTH) throw new Error(`sameJson: nested deeper than ${MAX_DEPTH}`);
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let index = 0; index < a.length; index++) if (!sameJson(a[index], b[index], depth + 1)) return false;
+    return true;
+  }
+  const keysA = Object.keys(a);
+  const keysB = Object.keys(b);
+  if (keysA.length !== keysB.length) return false;
+  for (let index = 0; index < keysA.length; index++) {
+    const key = keysA[index] ?? "";
+    if (key !== keysB[index] || !sameJson(a[key], b[key], depth + 1)) return false;
+  }
+  return true;
 }
 
 /**
@@ -80,14 +174,78 @@ export function mergePatch(target: JsonValue | undefined, patch: JsonValue, dept
       // `delete` on an own property is safe for every key, "__proto__" included.
       Reflect.deleteProperty(result, key);
     } else {
-      // defineProperty, not assignment: assigning to "__proto__" would change the prototype.
-      Object.defineProperty(result, key, {
-        value: mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value, depth + 1),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      const merged = mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value, depth + 1);
+      // defineProperty for "__proto__": assigning to it would change the prototype.
+      if (key === "__proto__") Object.defineProperty(result, key, { value: merged, enumerable: true, writable: true, configurable: true });
+      else result[key] = merged;
     }
   }
   return result;
+}
+
+/**
+ * True when `mergePatch(target, patch)` would be `jsonEqual` to `target`: the patch changes
+ * nothing. Decided without building the result or copying the patch's values.
+ */
+export function mergePatchIsNoop(target: JsonValue | undefined, patch: JsonValue, depth = 0): boolean {
+  if (depth > MAX_DEPTH) throw new ApiError("Invalid", `merge patch nested deeper than ${MAX_DEPTH}`);
+  if (!isJsonObject(patch)) return jsonEqual(patch, target);
+  // Merging an object patch into anything but an object makes an object: a change.
+  if (!isJsonObject(target)) return false;
+  for (const [key, value] of Object.entries(patch)) {
+    const old = Object.hasOwn(target, key) ? target[key] : undefined;
+    const unchanged = value === null ? old === undefined : mergePatchIsNoop(old, value, depth + 1);
+    if (!unchanged) return false;
+  }
+  return true;
+}
+
+/**
+ * Makes the new, unfrozen object `next` share each part equal to the part at the same place in
+ * `previous` — same keys in the same order, same values, so the same JSON text — by putting
+ * `previous`'s part in its place. `next` itself stays, and so does its value under `keep`, which
+ * the caller goes on changing. Frozen parts of `next` are left as they are. Used on a stored
+ * object's next version: unchanged parts are then the old version's, already frozen, and compare
+ * equal by identity.
+ */
+export function shareEqualParts(next: JsonObject, previous: JsonObject, keep?: string): void {
+  for (const key of Object.keys(next)) {
+    if (key === keep) continue;
+    const value = next[key] as JsonValue;
+    const shared = sharedPart(value, Object.hasOwn(previous, key) ? previous[key] : undefined);
+    if (shared !== value) setOwnKey(next, key, shared);
+  }
+}
+
+/** `value` with its unfrozen parts shared with `previous` (see `shareEqualParts`), or `previous` when they are the same JSON. */
+function sharedPart(value: JsonValue, previous: JsonValue | undefined): JsonValue {
+  if (value === previous || typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+  if (Array.isArray(value)) {
+    const before = Array.isArray(previous) ? previous : undefined;
+    let same = before?.length === value.length;
+    for (let index = 0; index < value.length; index++) {
+      const old = before?.[index];
+      const shared = sharedPart(value[index] as JsonValue, old);
+      value[index] = shared;
+      if (shared !== old) same = false;
+    }
+    return same && before !== undefined ? before : value;
+  }
+  const before = isJsonObject(previous) ? previous : undefined;
+  const keys = Object.keys(value);
+  const beforeKeys = before === undefined ? [] : Object.keys(before);
+  let same = before !== undefined && beforeKeys.length === keys.length;
+  for (const [index, key] of keys.entries()) {
+    const old = before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined;
+    const shared = sharedPart(value[key] as JsonValue, old);
+    if (shared !== value[key]) setOwnKey(value, key, shared);
+    if (shared !== old || beforeKeys[index] !== key) same = false;
+  }
+  return same && before !== undefined ? before : value;
+}
+
+/** Sets an own property; unlike assignment, a key named "__proto__" stays data. */
+function setOwnKey(object: JsonObject, key: string, value: JsonValue): void {
+  if (key === "__proto__") Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  else object[key] = value;
 }

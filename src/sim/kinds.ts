@@ -66,18 +66,23 @@ function podUpdateProblem(old: KubeObject, next: KubeObject): string | undefined
   const oldNode = old.spec?.["nodeName"];
   const nextNode = next.spec?.["nodeName"];
   if (oldNode !== undefined && oldNode !== nextNode) return "spec.nodeName: field is immutable once set";
-  if (!jsonEqual(withoutMutablePodFields(old.spec), withoutMutablePodFields(next.spec))) {
+  if (!jsonEqual(withoutMutablePodFields(old.spec, next.spec), withoutMutablePodFields(next.spec, old.spec))) {
     return "spec: pod updates may not change fields other than container images";
   }
   return undefined;
 }
 
-function withoutMutablePodFields(spec: JsonObject | undefined): JsonObject {
+/**
+ * `spec` without the fields a pod update may change, for comparing with `other`'s. A container
+ * list that is the very same array in `other` (shared by copy on write) is left whole: it is
+ * equal on both sides either way, and comparing it costs nothing.
+ */
+function withoutMutablePodFields(spec: JsonObject | undefined, other: JsonObject | undefined): JsonObject {
   const out: JsonObject = { ...spec };
   delete out["nodeName"];
   for (const field of ["containers", "initContainers"]) {
     const containers = out[field];
-    if (Array.isArray(containers)) {
+    if (Array.isArray(containers) && containers !== other?.[field]) {
       out[field] = containers.map((container) =>
         isJsonObject(container) ? Object.fromEntries(Object.entries(container).filter(([key]) => key !== "image")) : container,
       );

@@ -5,10 +5,11 @@
  * image changed in place, and stops containers of a deleted pod before finishing its deletion
  * (the API server runs with `podTermination: "external"`).
  *
- * Status is written through a client named "kubelet", as a merge patch of the whole status with a
- * resourceVersion precondition (a merge patch replaces arrays, so conditions owned by others —
- * PodScheduled, readiness-gate conditions — are re-sent as read). Ready is recomputed whenever the
- * pod changes, so a readiness-gate condition set by the controller takes effect at once.
+ * Status is written through a client named "kubelet", as a merge patch with a resourceVersion
+ * precondition of every status field the kubelet reports whose value is not already stored as is
+ * (whole fields: a merge patch replaces arrays, so conditions owned by others — PodScheduled,
+ * readiness-gate conditions — are re-sent as read). Ready is recomputed whenever the pod changes,
+ * so a readiness-gate condition set by the controller takes effect at once.
  *
  * The kubelet reads the server directly and watches pods without lag, like the scheduler: it is
  * the source of truth about containers, so there is nothing for it to be stale about.
@@ -19,7 +20,7 @@ import type { JsonObject, KubeObject, ObjectRef, Timer } from "../engine/ports.t
 import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import type { VirtualClock } from "./clock.ts";
-import { isJsonObject, jsonEqual, mergePatch } from "./json.ts";
+import { isJsonObject, mergePatchIsNoop, sameJson } from "./json.ts";
 import { isDeleting, refOf } from "./objects.ts";
 import { conditionsOf, containerStatus, imageIdOf, kubeletConditions, mergeConditions, newContainer, podPhase } from "./pod-status.ts";
 import type { ContainerExit, ContainerRuntime } from "./pod-status.ts";
@@ -83,6 +84,10 @@ interface PodRuntime {
   termination: Termination | undefined;
   syncTimer: Timer | undefined;
   conflicts: number;
+  /** Bumped whenever a container changes: besides the pod, what the reported status comes from. */
+  statusVersion: number;
+  /** The stored pod the last status write produced, and `statusVersion` when it was computed. */
+  reported: { readonly pod: KubeObject; readonly statusVersion: number } | undefined;
 }
 
 interface Timing {
@@ -215,6 +220,8 @@ export class SimKubelet {
       termination: undefined,
       syncTimer: undefined,
       conflicts: 0,
+      statusVersion: 0,
+      reported: undefined,
     };
     this.#pods.set(uid, runtime);
     return runtime;
@@ -245,7 +252,7 @@ export class SimKubelet {
     container.timer = this.#clock.setTimer(this.#imageReadyInMs(runtime.node, container.image), () => {
       this.#runContainer(runtime, container);
     });
-    this.#markDirty(runtime);
+    this.#containersChanged(runtime);
   }
 
   #runContainer(runtime: PodRuntime, container: ContainerRuntime): void {
@@ -268,10 +275,10 @@ export class SimKubelet {
       container.timer = this.#clock.setTimer(this.#jitteredMs(behaviour.startSeconds ?? this.#timing.startSeconds), () => {
         container.timer = undefined;
         container.phase = "running";
-        this.#markDirty(runtime);
+        this.#containersChanged(runtime);
       });
     }
-    this.#markDirty(runtime);
+    this.#containersChanged(runtime);
   }
 
   /** A crash: restart after 10 s, 20 s, 40 s ... at most 300 s (restartPolicy Never: stays exited). */
@@ -289,7 +296,7 @@ export class SimKubelet {
         this.#startContainer(runtime, container);
       });
     }
-    this.#markDirty(runtime);
+    this.#containersChanged(runtime);
   }
 
   /**
@@ -331,11 +338,12 @@ export class SimKubelet {
       else container.lastExit ??= this.#exit(container, UNKNOWN_EXIT.exitCode, UNKNOWN_EXIT.reason);
       container.phase = "exited";
     }
-    this.#markDirty(runtime);
+    this.#containersChanged(runtime);
   }
 
   /** The node died: every container is gone, pending steps are void; recovery starts them again. */
   #loseContainers(runtime: PodRuntime): void {
+    runtime.statusVersion++;
     for (const container of runtime.containers) {
       cancelTimer(container);
       if (container.phase === "starting" || container.phase === "running") container.lastExit = this.#exit(container, 255, "Unknown");
@@ -354,6 +362,12 @@ export class SimKubelet {
     runtime.termination?.timer?.cancel();
     runtime.syncTimer?.cancel();
     this.#pods.delete(uid);
+  }
+
+  /** A container changed: the status to report may have too. */
+  #containersChanged(runtime: PodRuntime): void {
+    runtime.statusVersion++;
+    this.#markDirty(runtime);
   }
 
   /** Schedules a status sync `delayMs` from now, unless one is due no later. */
@@ -376,8 +390,9 @@ export class SimKubelet {
       return;
     }
     try {
-      const patch = this.#statusPatch(runtime, pod);
-      if (patch !== undefined) await this.#client.patchStatus(runtime.ref, patch);
+      const statusVersion = runtime.statusVersion;
+      const patch = isReported(runtime, pod) ? undefined : this.#statusPatch(runtime, pod);
+      if (patch !== undefined) runtime.reported = { pod: await this.#client.patchStatus(runtime.ref, patch), statusVersion };
       runtime.conflicts = 0;
       if (runtime.termination?.done === true) await this.#client.delete(runtime.ref, { uid: runtime.uid, gracePeriodSeconds: 0 });
     } catch (error) {
@@ -404,7 +419,11 @@ export class SimKubelet {
     }
   }
 
-  /** The status patch (whole status, resourceVersion precondition), or undefined when nothing changes. */
+  /**
+   * The status patch (resourceVersion precondition), or undefined when merging the whole status
+   * would change nothing. Fields stored as the same JSON text are left out: merging them would
+   * store them again unchanged, so the stored result is the same as the whole status's.
+   */
   #statusPatch(runtime: PodRuntime, pod: KubeObject): JsonObject | undefined {
     const rfc3339 = (atMs: number): string => this.#clock.rfc3339(atMs);
     const status: JsonObject = {
@@ -417,8 +436,18 @@ export class SimKubelet {
       startTime: runtime.startTime,
     };
     const current: JsonObject = pod.status ?? {};
-    if (jsonEqual(mergePatch(current, status), current)) return undefined;
-    return { metadata: { uid: runtime.uid, resourceVersion: pod.metadata.resourceVersion ?? "" }, status };
+    const changed: JsonObject = {};
+    let changes = false;
+    for (const [field, value] of Object.entries(status)) {
+      const stored = Object.hasOwn(current, field) ? current[field] : undefined;
+      // Only a non-object value replaces the stored one whole (an object would be merged into it).
+      if (!isJsonObject(value) && sameJson(stored, value)) continue;
+      changed[field] = value;
+      // As `mergePatchIsNoop(current, status)` decides it, field by field.
+      if (!mergePatchIsNoop(stored, value, 1)) changes = true;
+    }
+    if (!changes) return undefined;
+    return { metadata: { uid: runtime.uid, resourceVersion: pod.metadata.resourceVersion ?? "" }, status: changed };
   }
 
   /** Milliseconds until `image` is on `node`, starting its pull when it is neither there nor coming. */
@@ -447,13 +476,7 @@ export class SimKubelet {
   }
 
   #nodeExists(node: string): boolean {
-    try {
-      this.#server.get({ kind: "Node", name: node });
-      return true;
-    } catch (error) {
-      if (isApiError(error, "NotFound")) return false;
-      throw error;
-    }
+    return this.#server.peek({ kind: "Node", name: node }) !== undefined;
   }
 
   #podsOn(node: string): PodRuntime[] {
@@ -475,6 +498,16 @@ export class SimKubelet {
     }
     return ip;
   }
+}
+
+/**
+ * True when `pod` is the very object the last status write stored and no container changed since:
+ * its status is then the one the kubelet would report, and merging that again changes nothing
+ * (the reported status depends on the pod only through conditions it re-sends as they are, and
+ * on lastTransitionTimes it keeps while statuses hold), so `#statusPatch` would find no patch.
+ */
+function isReported(runtime: PodRuntime, pod: KubeObject): boolean {
+  return runtime.reported?.pod === pod && runtime.reported.statusVersion === runtime.statusVersion;
 }
 
 /** The pod's containers as (name, image), in spec order. */

@@ -7,7 +7,12 @@ import type { Kind, KubeObject, ObjectMeta, ObjectRef, OwnerReference } from "..
 
 /** The store key: kind, namespace ("" when cluster-scoped) and name. */
 export function keyOf(object: { kind: string; metadata: { name: string; namespace?: string | undefined } }): string {
-  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+  return storeKey(object.kind, object.metadata.namespace, object.metadata.name);
+}
+
+/** `keyOf` from its parts. */
+export function storeKey(kind: string, namespace: string | undefined, name: string): string {
+  return `${kind}/${namespace ?? ""}/${name}`;
 }
 
 export function refOf<K extends Kind>(object: KubeObject<K>): ObjectRef<K> {
@@ -51,7 +56,7 @@ export function admissionProblem(object: KubeObject): string | undefined {
   if (labelProblem !== undefined) return `metadata.labels: ${labelProblem}`;
   const references = ownerReferences ?? [];
   const malformed = (reference: OwnerReference): boolean =>
-    [reference.apiVersion, reference.kind, reference.name, reference.uid].some((field) => typeof field !== "string" || field === "");
+    !isNonEmptyString(reference.apiVersion) || !isNonEmptyString(reference.kind) || !isNonEmptyString(reference.name) || !isNonEmptyString(reference.uid);
   if (references.some(malformed)) {
     return "metadata.ownerReferences: apiVersion, kind, name and uid are required";
   }
@@ -65,3 +70,7 @@ export function admissionProblem(object: KubeObject): string | undefined {
   return undefined;
 }
 
+
+function isNonEmptyString(value: unknown): boolean {
+  return typeof value === "string" && value !== "";
+}

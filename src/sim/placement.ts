@@ -39,6 +39,22 @@ export function nodesOfPools(pools: readonly NodePool[]): KubeObject<"Node">[] {
  * undefined when a value is not a non-negative integer (such a pod never fits).
  */
 export function podGpuRequest(pod: KubeObject): number | undefined {
+  const spec = pod.spec;
+  if (spec === undefined || !Object.isFrozen(spec)) return computedGpuRequest(pod);
+  if (gpuRequestBySpec.has(spec)) return gpuRequestBySpec.get(spec);
+  const gpus = computedGpuRequest(pod);
+  gpuRequestBySpec.set(spec, gpus);
+  return gpus;
+}
+
+/**
+ * `podGpuRequest` by pod spec, for frozen specs only (the server's stored objects, whose spec is
+ * shared by every version of a pod whose spec did not change): a frozen spec cannot change, so
+ * neither can its request.
+ */
+const gpuRequestBySpec = new WeakMap<object, number | undefined>();
+
+function computedGpuRequest(pod: KubeObject): number | undefined {
   const regular = containerRequests(pod.spec?.["containers"]);
   const init = containerRequests(pod.spec?.["initContainers"]);
   if (regular === undefined || init === undefined) return undefined;
@@ -88,15 +104,26 @@ export function isSchedulable(node: KubeObject): boolean {
 export function freeCapacity(nodes: readonly KubeObject[], pods: readonly KubeObject[]): NodeCapacity[] {
   const usedGpus = new Map<string, number>();
   for (const pod of pods) {
-    const nodeName = pod.spec?.["nodeName"];
-    const phase = pod.status?.["phase"];
-    if (typeof nodeName !== "string" || phase === "Succeeded" || phase === "Failed") continue;
-    usedGpus.set(nodeName, (usedGpus.get(nodeName) ?? 0) + (podGpuRequest(pod) ?? 0));
+    const held = heldGpus(pod);
+    if (held !== undefined) usedGpus.set(held.node, (usedGpus.get(held.node) ?? 0) + held.gpus);
   }
   return nodes
     .filter(isSchedulable)
     .map((node) => ({ name: node.metadata.name, freeGpus: allocatableGpus(node) - (usedGpus.get(node.metadata.name) ?? 0) }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The node whose GPUs `pod` holds and how many, or undefined when it holds none (not bound, or finished). */
+export function heldGpus(pod: KubeObject): { readonly node: string; readonly gpus: number } | undefined {
+  const nodeName = pod.spec?.["nodeName"];
+  const phase = pod.status?.["phase"];
+  if (typeof nodeName !== "string" || phase === "Succeeded" || phase === "Failed") return undefined;
+  return { node: nodeName, gpus: podGpuRequest(pod) ?? 0 };
+}
+
+/** `free` (same nodes, same order) with `takenGpus` more GPUs in use per node name. */
+export function lessTaken(free: readonly NodeCapacity[], takenGpus: ReadonlyMap<string, number>): NodeCapacity[] {
+  return free.map((node) => ({ name: node.name, freeGpus: node.freeGpus - (takenGpus.get(node.name) ?? 0) }));
 }
 
 function allocatableGpus(node: KubeObject): number {
@@ -130,13 +157,17 @@ export function placeGang(members: readonly Demand[], nodes: readonly NodeCapaci
     const gpus = member.gpus;
     if (gpus === undefined) return { ok: false, reason: `pod ${member.pod} has a malformed ${GPU_RESOURCE} request` };
     let best: string | undefined;
+    let bestFreeGpus = 0;
     for (const [name, freeGpus] of free) {
-      if (freeGpus >= gpus && (best === undefined || freeGpus < (free.get(best) ?? 0))) best = name;
+      if (freeGpus >= gpus && (best === undefined || freeGpus < bestFreeGpus)) {
+        best = name;
+        bestFreeGpus = freeGpus;
+      }
     }
     if (best === undefined) {
       return { ok: false, reason: unfitReason(member.pod, gpus, { size: members.length, placed: nodeByPod.size }, free, totalNodes) };
     }
-    free.set(best, (free.get(best) ?? 0) - gpus);
+    free.set(best, bestFreeGpus - gpus);
     nodeByPod.set(member.pod, best);
   }
   return { ok: true, nodeByPod };

@@ -63,9 +63,17 @@ export function newContainer(name: string, image: string): ContainerRuntime {
   };
 }
 
+/** `imageIdOf` by image name: the digest is a pure function of the name, and scenarios use few images. */
+const imageIds = new Map<string, string>();
+
 /** A deterministic digest per image name, in the form `sim://<image>@sha256:<hex>`. */
 export function imageIdOf(image: string): string {
-  return `sim://${image}@sha256:${createHash("sha256").update(image).digest("hex")}`;
+  let imageId = imageIds.get(image);
+  if (imageId === undefined) {
+    imageId = `sim://${image}@sha256:${createHash("sha256").update(image).digest("hex")}`;
+    imageIds.set(image, imageId);
+  }
+  return imageId;
 }
 
 /** Formats a virtual instant as a Kubernetes timestamp (the clock's `rfc3339`). */
@@ -159,7 +167,9 @@ export function kubeletConditions(pod: KubeObject, containers: readonly Containe
 function readinessGates(pod: KubeObject): string[] {
   const gates = pod.spec?.["readinessGates"];
   if (!Array.isArray(gates)) return [];
-  return gates.flatMap((gate) => (isJsonObject(gate) && typeof gate["conditionType"] === "string" ? [gate["conditionType"]] : []));
+  const conditionTypes: string[] = [];
+  for (const gate of gates) if (isJsonObject(gate) && typeof gate["conditionType"] === "string") conditionTypes.push(gate["conditionType"]);
+  return conditionTypes;
 }
 
 function gateProblem(pod: KubeObject, conditionType: string): string[] {
@@ -169,9 +179,11 @@ function gateProblem(pod: KubeObject, conditionType: string): string[] {
   return status === "True" ? [] : [`the status of pod readiness gate "${conditionType}" is not "True", but ${JSON.stringify(status)}`];
 }
 
-export function conditionsOf(pod: KubeObject): JsonObject[] {
+/** The pod's conditions that are objects, read-only: usually the stored list itself, not a copy. */
+export function conditionsOf(pod: KubeObject): readonly JsonObject[] {
   const conditions = pod.status?.["conditions"];
-  return Array.isArray(conditions) ? conditions.filter(isJsonObject) : [];
+  if (!Array.isArray(conditions)) return [];
+  return conditions.every(isJsonObject) ? conditions : conditions.filter(isJsonObject);
 }
 
 /**
@@ -180,7 +192,8 @@ export function conditionsOf(pod: KubeObject): JsonObject[] {
  * conditions are kept untouched.
  */
 export function mergeConditions(existing: readonly JsonObject[], desired: readonly DesiredCondition[], nowRfc3339: string): JsonValue[] {
-  const merged: JsonObject[] = existing.map((condition) => ({ ...condition }));
+  // Not copied: existing conditions are only read, and the list is copied when it is written.
+  const merged: JsonObject[] = [...existing];
   for (const want of desired) {
     const index = merged.findIndex((condition) => condition["type"] === want.type);
     const old = index === -1 ? undefined : merged[index];

@@ -21,7 +21,7 @@ import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import { isJsonObject } from "./json.ts";
 import { refOf } from "./objects.ts";
-import { freeCapacity, placeGang, podGpuRequest } from "./placement.ts";
+import { freeCapacity, heldGpus, lessTaken, placeGang, podGpuRequest } from "./placement.ts";
 import type { Demand } from "./placement.ts";
 import type { WatchStream } from "./watch.ts";
 
@@ -104,7 +104,7 @@ export class SimScheduler {
     // A binding whose PodScheduled write failed is repaired here.
     for (const pod of pods.filter((candidate) => isBoundUnmarked(candidate) && this.#isMine(candidate))) this.#markScheduled(pod);
     const nodes = this.#server.stored("Node");
-    const free = freeCapacity(nodes, pods);
+    let free = freeCapacity(nodes, pods);
     for (const gang of this.#pendingGangs(pods)) {
       const demands: Demand[] = gang.map((pod) => ({ pod: podKey(pod), gpus: podGpuRequest(pod) }));
       const placement = placeGang(demands, free, nodes.length);
@@ -117,8 +117,23 @@ export class SimScheduler {
         if (nodeName !== undefined) this.#bind(pod, nodeName);
       }
       // Later gangs see this one's GPUs as taken.
-      free.splice(0, free.length, ...freeCapacity(nodes, this.#server.stored("Pod")));
+      free = lessTaken(free, this.#takenBy(gang));
     }
+  }
+
+  /**
+   * GPUs per node that `gang`'s pods hold now, as stored. They were pending (holding none), and
+   * binding them is the only change to the store since `free` was computed (bindings commit at
+   * once; what follows from them runs later), so this is all that `freeCapacity` would count anew.
+   */
+  #takenBy(gang: readonly KubeObject[]): Map<string, number> {
+    const takenGpus = new Map<string, number>();
+    for (const pod of gang) {
+      const stored = this.#server.peek(refOf(pod));
+      const held = stored === undefined ? undefined : heldGpus(stored);
+      if (held !== undefined) takenGpus.set(held.node, (takenGpus.get(held.node) ?? 0) + held.gpus);
+    }
+    return takenGpus;
   }
 
   #watch(kind: "Pod" | "Node"): void {

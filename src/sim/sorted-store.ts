@@ -17,6 +17,12 @@ export class SortedStore {
   readonly #byKey = new Map<string, Entry>();
   /** Every entry, ascending by `sortKey`. */
   readonly #sorted: Entry[] = [];
+  /**
+   * `values()` as last built, frozen, until the next change: callers read the whole store many
+   * times between changes. A change drops it (never edits it), so an array handed out stays true
+   * to the moment it was read.
+   */
+  #values: readonly KubeObject[] | undefined;
 
   get size(): number {
     return this.#byKey.size;
@@ -28,6 +34,7 @@ export class SortedStore {
 
   /** Stores `object` under `key` (unique per namespace and name), replacing what was there. */
   set(key: string, object: KubeObject): void {
+    this.#values = undefined;
     const old = this.#byKey.get(key);
     if (old !== undefined) {
       old.object = object;
@@ -42,15 +49,21 @@ export class SortedStore {
   delete(key: string): boolean {
     const old = this.#byKey.get(key);
     if (old === undefined) return false;
+    this.#values = undefined;
     this.#byKey.delete(key);
     const index = lowerBound(this.#sorted, old.sortKey);
     if (this.#sorted[index] === old) this.#sorted.splice(index, 1);
     return true;
   }
 
-  /** Every object in (namespace, name) order, as a fresh array. */
-  values(): KubeObject[] {
-    return this.#sorted.map((entry) => entry.object);
+  /** Every object in (namespace, name) order, in a frozen array shared until the store changes. */
+  values(): readonly KubeObject[] {
+    if (this.#values === undefined) {
+      const objects = new Array<KubeObject>(this.#sorted.length);
+      for (const [index, entry] of this.#sorted.entries()) objects[index] = entry.object;
+      this.#values = Object.freeze(objects);
+    }
+    return this.#values;
   }
 
   /** Calls `visit` on every object in (namespace, name) order. */

@@ -66,7 +66,10 @@ interface Watcher {
 export class WatchHub {
   readonly #clock: Clock;
   readonly #options: WatchHubOptions;
+  /** Open streams, oldest first. */
   readonly #watchers: Watcher[] = [];
+  /** The same streams per kind, oldest first: what `publish` visits. */
+  readonly #watchersByKind = new Map<Kind, Watcher[]>();
 
   constructor(clock: Clock, options: WatchHubOptions) {
     this.#clock = clock;
@@ -86,6 +89,9 @@ export class WatchHub {
       open: true,
     };
     this.#watchers.push(watcher);
+    const ofKind = this.#watchersByKind.get(kind);
+    if (ofKind === undefined) this.#watchersByKind.set(kind, [watcher]);
+    else ofKind.push(watcher);
     return {
       stop: () => {
         this.#close(watcher);
@@ -104,8 +110,10 @@ export class WatchHub {
    * server's stored object): it is delivered as is, to every stream.
    */
   publish(kind: Kind, change: Change): void {
-    for (const watcher of [...this.#watchers]) {
-      if (watcher.kind !== kind) continue;
+    const ofKind = this.#watchersByKind.get(kind);
+    if (ofKind === undefined) return;
+    // A copy: a stream too far behind is closed (and removed) while the others are visited.
+    for (const watcher of [...ofKind]) {
       const type = eventTypeFor(watcher, change);
       if (type !== undefined) this.#enqueue(watcher, type, change.object);
     }
@@ -145,6 +153,8 @@ export class WatchHub {
     for (const timer of watcher.pending) timer.cancel();
     watcher.pending.length = 0;
     this.#watchers.splice(this.#watchers.indexOf(watcher), 1);
+    const ofKind = this.#watchersByKind.get(watcher.kind) ?? [];
+    ofKind.splice(ofKind.indexOf(watcher), 1);
   }
 }
 
