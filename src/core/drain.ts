@@ -14,7 +14,7 @@
  */
 import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, SERVING_GATE } from "../api/wellknown.ts";
 import type { Action, DeleteReason } from "./actions.ts";
-import { areContainersReady, drainingSinceMs, isDrained, isServing, isTerminating, podCondition } from "./health.ts";
+import { isDrained, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
 
 /** The serving gate's reason while the controller drains the pod. */
@@ -53,7 +53,7 @@ export interface DrainProgress extends DrainStep {
  * deleted are left alone; `unitLabel` names the unit in events.
  */
 export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSeconds: number, reason: DeleteReason, unitLabel: string, nowMs: number): DrainStep {
-  const live = pods.filter((view) => !isTerminating(view.pod));
+  const live = pods.filter((view) => !view.facts.terminating);
   if (live.length === 0) return { actions: [], recheckAtMs: undefined };
   const step = planDrain(live, drainTimeoutSeconds, { unitLabel, consequence: "deleting anyway" }, nowMs);
   if (!step.drained) return step;
@@ -75,16 +75,16 @@ export function planDrain(
 ): DrainProgress {
   const actions: Action[] = [];
   for (const view of live) {
-    if (drainingSinceMs(view.pod) !== undefined) continue;
+    if (view.facts.drainingSinceMs !== undefined) continue;
     // The gate first: its write carries the resourceVersion the plan saw, which the annotation
     // write would change.
-    if (isServing(view.pod)) actions.push(setServing(view, "False", DRAINING_REASON, nowMs));
+    if (view.facts.serving) actions.push(setServing(view, "False", DRAINING_REASON, nowMs));
     actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { ...extraAnnotations(view), [ANNOTATION_DRAINING]: rfc3339(nowMs) } });
   }
   // Only entries that took traffic need the router's ack: a pod whose gate never opened has no
   // request on it. The gate reason "Draining" (set above) remembers that it was serving.
-  const entries = live.filter((view) => view.id.index === 0 && (isServing(view.pod) || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON));
-  const deadlines = entries.map((view) => (drainingSinceMs(view.pod) ?? nowMs) + drainTimeoutSeconds * 1000);
+  const entries = live.filter((view) => view.id.index === 0 && (view.facts.serving || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON));
+  const deadlines = entries.map((view) => (view.facts.drainingSinceMs ?? nowMs) + drainTimeoutSeconds * 1000);
   const waiting = entries.filter((view, index) => drainTimeoutSeconds > 0 && !isDrained(view.pod) && nowMs < (deadlines[index] ?? nowMs));
   if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...deadlines), drained: false };
   const timedOut = entries.filter((view) => drainTimeoutSeconds > 0 && !isDrained(view.pod));
@@ -109,16 +109,16 @@ const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_DRAINED,
 export function cancelDrain(view: PodView, nowMs: number): Action[] {
   const annotations = view.pod.metadata.annotations;
   // A pod without annotations carries no mark (the common case: nothing to build).
-  if (annotations === undefined || isTerminating(view.pod)) return [];
+  if (annotations === undefined || view.facts.terminating) return [];
   const present = DRAIN_MARKS.filter((key) => annotations[key] !== undefined);
   if (present.length === 0) return [];
-  const gate = areContainersReady(view.pod) && !isServing(view.pod) ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
+  const gate = view.facts.containersReady && !view.facts.serving ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
   return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])) }];
 }
 
 /** Opens the gate of a pod whose containers are ready and that is not draining. */
 export function openGate(view: PodView, nowMs: number): Action[] {
-  const pod = view.pod;
-  if (isTerminating(pod) || drainingSinceMs(pod) !== undefined || isServing(pod) || !areContainersReady(pod)) return [];
+  const { facts } = view;
+  if (facts.terminating || facts.drainingSinceMs !== undefined || facts.serving || !facts.containersReady) return [];
   return [setServing(view, "True", "ContainersReady", nowMs)];
 }

@@ -7,24 +7,8 @@ import type { Pod, PodCondition } from "../api/kube.ts";
 import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
 import type { InstancePods, PodView } from "./model.ts";
 
-/**
- * Conditions by type, per conditions array: the first of each type, as a search in order finds.
- * Keyed on the array, and only when it is frozen (the engine's cache deep-freezes what it hands
- * out), so an index never goes stale; a WeakMap frees it with the array.
- */
-const conditionsByType = new WeakMap<readonly PodCondition[], ReadonlyMap<string, PodCondition>>();
-
 export function podCondition(pod: Pod, type: string): PodCondition | undefined {
-  const conditions = pod.status?.conditions;
-  if (conditions === undefined || !Object.isFrozen(conditions)) return conditions?.find((condition) => condition.type === type);
-  let byType = conditionsByType.get(conditions);
-  if (byType === undefined) {
-    const index = new Map<string, PodCondition>();
-    for (const condition of conditions) if (!index.has(condition.type)) index.set(condition.type, condition);
-    conditionsByType.set(conditions, index);
-    byType = index;
-  }
-  return byType.get(type);
+  return pod.status?.conditions?.find((condition) => condition.type === type);
 }
 
 /** The pod is being deleted (it has a deletionTimestamp). */
@@ -70,6 +54,44 @@ export function hasStarted(pod: Pod): boolean {
   return phase === "Running" || phase === "Succeeded" || phase === "Failed";
 }
 
+/**
+ * What planning asks of a pod, each fact computed by the predicate of the same meaning here. A
+ * pod's view (model.ts) reads them once per pod object, so planning does not search the pod's
+ * conditions again on every plan.
+ */
+export interface PodFacts {
+  readonly terminating: boolean;
+  readonly ready: boolean;
+  readonly containersReady: boolean;
+  readonly serving: boolean;
+  readonly unschedulable: boolean;
+  readonly started: boolean;
+  readonly drainingSinceMs: number | undefined;
+  /** Its phase is Failed. */
+  readonly phaseFailed: boolean;
+  /** Some container has restarted. */
+  readonly restarted: boolean;
+  /** When ContainersReady last changed; NaN when unknown. */
+  readonly containersReadySinceMs: number;
+}
+
+/** Reads every fact of `pod`. */
+export function podFacts(pod: Pod): PodFacts {
+  const since = podCondition(pod, "ContainersReady")?.lastTransitionTime;
+  return {
+    terminating: isTerminating(pod),
+    ready: isPodReady(pod),
+    containersReady: areContainersReady(pod),
+    serving: isServing(pod),
+    unschedulable: isUnschedulable(pod),
+    started: hasStarted(pod),
+    drainingSinceMs: drainingSinceMs(pod),
+    phaseFailed: pod.status?.phase === "Failed",
+    restarted: hasRestarted(pod),
+    containersReadySinceMs: since === undefined ? Number.NaN : Date.parse(since),
+  };
+}
+
 /** Whether a pod counts as failed at `nowMs`, or when to look again. */
 export type FailureVerdict = { readonly failed: true } | { readonly failed: false; readonly recheckAtMs?: number };
 
@@ -78,20 +100,17 @@ export type FailureVerdict = { readonly failed: true } | { readonly failed: fals
  * containers have not been ready for `restartGracePeriodSeconds`, measured from the
  * ContainersReady condition's lastTransitionTime (observable, so it survives a controller restart).
  */
-export function podFailure(pod: Pod, restartGracePeriodSeconds: number, nowMs: number): FailureVerdict {
-  if (pod.status?.phase === "Failed") return { failed: true };
-  if (!hasRestarted(pod) || areContainersReady(pod)) return { failed: false };
-  const since = podCondition(pod, "ContainersReady")?.lastTransitionTime;
-  const sinceMs = since === undefined ? Number.NaN : Date.parse(since);
-  if (Number.isNaN(sinceMs)) return { failed: true };
-  const dueMs = sinceMs + restartGracePeriodSeconds * 1000;
+export function podFailure(facts: PodFacts, restartGracePeriodSeconds: number, nowMs: number): FailureVerdict {
+  if (facts.phaseFailed) return { failed: true };
+  if (!facts.restarted || facts.containersReady) return { failed: false };
+  if (Number.isNaN(facts.containersReadySinceMs)) return { failed: true };
+  const dueMs = facts.containersReadySinceMs + restartGracePeriodSeconds * 1000;
   return nowMs >= dueMs ? { failed: true } : { failed: false, recheckAtMs: dueMs };
 }
 
-/** Some container of the pod has restarted (a loop: this runs for every live pod on every plan). */
+/** Some container of the pod has restarted. */
 function hasRestarted(pod: Pod): boolean {
-  for (const status of pod.status?.containerStatuses ?? []) if (status.restartCount > 0) return true;
-  return false;
+  return (pod.status?.containerStatuses ?? []).some((status) => status.restartCount > 0);
 }
 
 /** An instance's pods sorted by what planning needs to know about them. */
@@ -114,7 +133,7 @@ export interface InstanceHealth {
 export function instanceHealth(pods: InstancePods | undefined, expectedPods: number): InstanceHealth {
   const live: PodView[] = [];
   const terminating: PodView[] = [];
-  for (const view of pods?.values() ?? []) (isTerminating(view.pod) ? terminating : live).push(view);
+  for (const view of pods?.values() ?? []) (view.facts.terminating ? terminating : live).push(view);
   const absent: number[] = [];
   let complete = true;
   for (let index = 0; index < expectedPods; index++) {
@@ -122,7 +141,7 @@ export function instanceHealth(pods: InstancePods | undefined, expectedPods: num
     if (!live.some((view) => view.id.index === index)) complete = false;
   }
   const extra = live.filter((view) => view.id.index >= expectedPods);
-  return { live, terminating, absent, extra, complete, ready: complete && live.every((view) => isPodReady(view.pod)) };
+  return { live, terminating, absent, extra, complete, ready: complete && live.every((view) => view.facts.ready) };
 }
 
 /** `[0, 1, …, count − 1]`; empty when `count` ≤ 0. */

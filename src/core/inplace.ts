@@ -26,7 +26,6 @@ import type { ContainerStatus, Pod } from "../api/kube.ts";
 import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
 import { planDrain, setServing } from "./drain.ts";
-import { areContainersReady, drainingSinceMs, isServing, isTerminating } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import type { Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";
@@ -139,7 +138,7 @@ function sameJson(a: unknown, b: unknown): boolean {
 export function groupIneligibility(model: Model, lookup: (name: string) => Revision | undefined, group: number, to: Revision): Ineligible[] {
   const froms = new Set<string>();
   for (const instances of model.tree.get(group)?.values() ?? []) {
-    for (const pods of instances.values()) for (const view of pods.values()) if (!isTerminating(view.pod) && view.revision !== undefined && view.revision !== to.name) froms.add(view.revision);
+    for (const pods of instances.values()) for (const view of pods.values()) if (!view.facts.terminating && view.revision !== undefined && view.revision !== to.name) froms.add(view.revision);
   }
   return [...froms].sort().flatMap((name) => {
     const from = lookup(name);
@@ -258,7 +257,7 @@ function verify(move: PodMove): Verdict {
   const { progress, view } = move;
   if (progress === undefined || progress.phase === "Draining") return { kind: "none" };
   const statuses = view.pod.status?.containerStatuses ?? [];
-  let verified = areContainersReady(view.pod);
+  let verified = view.facts.containersReady;
   for (const [name, baselineId] of Object.entries(progress.containerIDs)) {
     const image = view.pod.spec.containers.find((container) => container.name === name)?.image ?? "";
     const status = statuses.find((candidate) => candidate.name === name);
@@ -293,7 +292,7 @@ function planPatches(input: InPlaceInput, label: string, moves: readonly PodMove
   const repatch = moves.some((move) => move.progress !== undefined && move.progress.phase !== "Draining");
   const actions = drain.actions.filter((action) => !(repatch && action.type === "RecordEvent"));
   if (!drain.drained) return { actions, recheckAtMs: drain.recheckAtMs };
-  for (const move of unpatched) if (drainingSinceMs(move.view.pod) !== undefined) actions.push(patch(move, target));
+  for (const move of unpatched) if (move.view.facts.drainingSinceMs !== undefined) actions.push(patch(move, target));
   return { actions, recheckAtMs: undefined };
 }
 
@@ -331,7 +330,7 @@ function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs
   for (const { view } of moves) {
     const { pod } = view;
     // The gate first: its write is conditional on the resourceVersion the mark write changes.
-    if (!isServing(pod) && areContainersReady(pod)) gates.push(setServing(view, "True", "InPlaceUpdated", nowMs));
+    if (!view.facts.serving && view.facts.containersReady) gates.push(setServing(view, "True", "InPlaceUpdated", nowMs));
     const present = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE].filter((key) => pod.metadata.annotations?.[key] !== undefined);
     const labelsNow = pod.metadata.labels ?? {};
     const relabel = labelsNow[LABEL_REVISION] !== target.name || (hash !== undefined && labelsNow[LABEL_ROLE_HASH] !== hash);

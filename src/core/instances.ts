@@ -5,7 +5,7 @@
  */
 import type { Role, UnitRecord } from "../api/schema.ts";
 import type { InstanceHealth } from "./health.ts";
-import { drainingSinceMs, instanceHealth, isTerminating } from "./health.ts";
+import { instanceHealth } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import { getOrCreate } from "./maps.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
@@ -46,6 +46,10 @@ export interface InstanceState {
   readonly replacing: boolean;
   /** Complete, every pod Ready, none draining: it serves at full capacity. */
   readonly available: boolean;
+  /** Its target builds the role like the update revision does (it has moved, or never had to). */
+  readonly targetsUpdate: boolean;
+  /** Not being replaced, and runs (or, with no pods, will be built at) the update revision's role spec. */
+  readonly atUpdate: boolean;
 }
 
 export function expectedPods(revision: Revision, role: string): number {
@@ -102,15 +106,22 @@ export function instanceStates(model: Model, revisions: Revisions): InstanceStat
 }
 
 /**
- * The state of instance `(group, role, instance)` under `layout`, or undefined when a revision it
- * depends on is unreadable (everything that depends on it pauses; nothing is guessed).
+ * The state of instance `at` under a layout whose records are `recorded` and whose current
+ * revision is `currentName`, or undefined when a revision it depends on is unreadable (everything
+ * that depends on it pauses; nothing is guessed). `memo` holds the states computed for the
+ * instance's role in its group.
  */
-export function instanceState(states: InstanceStates, layout: Layout, resolve: Resolve, at: { group: number; role: string; instance: number }): InstanceState | undefined {
+function instanceState(
+  states: InstanceStates,
+  layout: { readonly recorded: RecordedRevision; readonly currentName: string },
+  resolve: Resolve,
+  memo: Map<number, MemoizedState[]>,
+  at: { group: number; role: string; instance: number },
+): InstanceState | undefined {
   const { group, role, instance } = at;
-  const recorded = recordsOf(states, layout.units)(group, role, instance);
+  const recorded = layout.recorded(group, role, instance);
   const { currentName } = layout;
-  const roles = getOrCreate(states.memo, group, () => new Map<string, Map<number, MemoizedState[]>>());
-  const computed = getOrCreate(getOrCreate(roles, role, () => new Map<number, MemoizedState[]>()), instance, (): MemoizedState[] => []);
+  const computed = getOrCreate(memo, instance, (): MemoizedState[] => []);
   let memoized = computed.find((candidate) => candidate.recorded === recorded && candidate.currentName === currentName);
   if (memoized === undefined) {
     const unresolved: string[] = [];
@@ -153,7 +164,7 @@ function computeState(
   const target = recorded === undefined && expectedPods(targetCandidate, role) === 0 ? revisions.update : targetCandidate;
   let liveView: PodView | undefined;
   for (const view of pods?.values() ?? []) {
-    if (!isTerminating(view.pod) && view.revision !== undefined) {
+    if (!view.facts.terminating && view.revision !== undefined) {
       liveView = view;
       break;
     }
@@ -162,17 +173,21 @@ function computeState(
   if (liveView !== undefined && running === undefined) return undefined;
   const health = instanceHealth(pods, expectedPods(running ?? target, role));
   const replacing = running !== undefined && !sameSpec(model, running, target, role);
-  const draining = health.live.some((view) => drainingSinceMs(view.pod) !== undefined);
-  return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !draining && !replacing };
+  const draining = health.live.some((view) => view.facts.drainingSinceMs !== undefined);
+  const atUpdate = !replacing && sameSpec(model, running ?? target, revisions.update, role);
+  return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !draining && !replacing, targetsUpdate: sameSpec(model, target, revisions.update, role), atUpdate };
 }
 
 /** Every desired instance of `group` under `layout`, in spec role order then ordinal. */
 export function desiredInstanceStates(states: InstanceStates, layout: Layout, resolve: Resolve, group: number): InstanceState[] {
   const desired: InstanceState[] = [];
+  const records = { recorded: recordsOf(states, layout.units), currentName: layout.currentName };
+  const roles = getOrCreate(states.memo, group, () => new Map<string, Map<number, MemoizedState[]>>());
   for (const role of states.model.ms.spec.template.roles) {
     const count = layout.instances(group, role);
+    const memo = getOrCreate(roles, role.name, () => new Map<number, MemoizedState[]>());
     for (let instance = 0; instance < count; instance++) {
-      const state = instanceState(states, layout, resolve, { group, role: role.name, instance });
+      const state = instanceState(states, records, resolve, memo, { group, role: role.name, instance });
       if (state !== undefined) desired.push(state);
     }
   }
@@ -187,9 +202,4 @@ export function desiredInstanceStates(states: InstanceStates, layout: Layout, re
 export function sameSpec(model: Model, a: Revision, b: Revision, role: string): boolean {
   if (a.name === b.name) return true;
   return model.ms.spec.rolloutStrategy.type === "RoleRollingUpdate" ? sameRoleSpec(a.data, b.data, role) : sameRevisionData(a.data, b.data);
-}
-
-/** The instance runs (or, with no pods, will be built at) the update revision. */
-export function isAtUpdate(model: Model, state: InstanceState, revisions: Revisions): boolean {
-  return !state.replacing && sameSpec(model, state.running ?? state.target, revisions.update, state.role);
 }

@@ -8,7 +8,7 @@
 import type { Role } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { cancelDrain, openGate, planDrainedDeletion } from "./drain.ts";
-import { hasStarted, podFailure, range } from "./health.ts";
+import { podFailure, range } from "./health.ts";
 import { instanceId, serviceName } from "./identity.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
@@ -97,7 +97,10 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
   for (const [role, instances] of context.model.tree.get(group) ?? []) {
     const spec = context.specRoles.get(role);
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);
-    for (const [instance, pods] of [...instances].reverse()) if (instance >= wanted) scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
+    // Usually none is unwanted: collect them before reversing rather than copying every instance.
+    const unwanted: [number, InstancePods][] = [];
+    for (const entry of instances) if (entry[0] >= wanted) unwanted.push(entry);
+    for (const [instance, pods] of unwanted.reverse()) scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
   }
 }
 
@@ -123,7 +126,7 @@ function isBroken(context: Context, state: InstanceState): boolean {
   const { health } = state;
   if (failedPods(context, health.live).length > 0) return true;
   const incomplete = health.absent.length > 0 || health.terminating.length > 0;
-  return incomplete && health.live.some((view) => hasStarted(view.pod));
+  return incomplete && health.live.some((view) => view.facts.started);
 }
 
 function failedPods(context: Context, pods: readonly PodView[]): PodView[] {
@@ -132,7 +135,7 @@ function failedPods(context: Context, pods: readonly PodView[]): PodView[] {
     // Restarts onto a new image in place are judged by the in-place verification (a bad image
     // stalls the update; it is not recovered by recreating the pod).
     if (isInPlaceRestart(view.pod)) return false;
-    const verdict = podFailure(view.pod, graceSeconds, context.nowMs);
+    const verdict = podFailure(view.facts, graceSeconds, context.nowMs);
     if (!verdict.failed) recheckAt(context.work, verdict.recheckAtMs);
     return verdict.failed;
   });

@@ -10,6 +10,8 @@ import type { Problem } from "../api/problems.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
 import type { NamespacedOwner, PodIdentity } from "./identity.ts";
 import { parsePodIdentity } from "./identity.ts";
+import type { PodFacts } from "./health.ts";
+import { podFacts } from "./health.ts";
 import { getOrCreate } from "./maps.ts";
 import type { Observed } from "./observed.ts";
 import type { DecodeResult, StoredRevision } from "./revision/controller-revision.ts";
@@ -23,6 +25,8 @@ export interface PodView {
   readonly id: PodIdentity;
   readonly uid: string;
   readonly revision: string | undefined;
+  /** What planning asks of the pod, read once per pod object. */
+  readonly facts: PodFacts;
 }
 
 /** The pods of one role instance, by pod index (0 = entry). */
@@ -151,7 +155,7 @@ function readPodView(owner: NamespacedOwner, pod: Pod): PodView | undefined {
   const uid = pod.metadata.uid;
   if (uid === undefined || !ownedBy(pod, owner.uid)) return undefined;
   const id = parsePodIdentity(owner.name, pod.metadata.name, pod.metadata.labels);
-  return id === undefined ? undefined : { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION] };
+  return id === undefined ? undefined : { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION], facts: podFacts(pod) };
 }
 
 function compareKeys(a: string, b: string): number {

@@ -19,9 +19,9 @@
 import type { ResolvedBudget } from "../api/budgets.ts";
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
-import { isUnschedulable, range } from "./health.ts";
+import { range } from "./health.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
-import { desiredInstanceStates, isAtUpdate, resolver, sameSpec } from "./instances.ts";
+import { desiredInstanceStates, resolver } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
 import type { Ineligible } from "./inplace.ts";
 import { groupIneligibility } from "./inplace.ts";
@@ -68,8 +68,16 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
   const currentName = promoted ? revisions.update.name : base.currentName;
   const units = compact(scratch, currentName, surge);
   const layout: Layout = { groups: surge.groups, instances: surge.instances, units, currentName };
-  const recordsChanged = currentName !== base.currentName || JSON.stringify(units) !== JSON.stringify(base.units);
+  const recordsChanged = currentName !== base.currentName || !sameRecords(units, base.units);
   return { layout, recordsChanged, waiting: scratch.waiting, blocked: scratch.blocked, ineligible: scratch.ineligible };
+}
+
+/**
+ * The two record lists serialize alike (what the stored status would show). Compared record by
+ * record, skipping records kept as they are: most plans change none.
+ */
+function sameRecords(a: readonly UnitRecord[], b: readonly UnitRecord[]): boolean {
+  return a.length === b.length && a.every((record, index) => record === b[index] || JSON.stringify(record) === JSON.stringify(b[index]));
 }
 
 interface Surge {
@@ -99,15 +107,15 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const probe = layoutWith(scratch, base, { groups: replicas, instances: (_group, role) => role.replicas });
   const roles = model.ms.spec.template.roles;
   const eligible = range(replicas).filter((group) => group >= budget.partition);
-  const outdated = eligible.filter((group) => !statesOf(probe, group).every((state) => isAtUpdate(model, state, revisions)));
+  const outdated = eligible.filter((group) => !statesOf(probe, group).every((state) => state.atUpdate));
   // Surge stays until every eligible group is updated and available again.
   const unfinished = eligible.filter((group) => {
     const states = statesOf(probe, group);
-    return !groupAvailable(states, roles) || !states.every((state) => isAtUpdate(model, state, revisions));
+    return !groupAvailable(states, roles) || !states.every((state) => state.atUpdate);
   }).length;
   const paused = model.ms.spec.rolloutStrategy.paused;
   const existingSurge = Math.max(0, ...[...model.tree.keys()].map((group) => group + 1 - replicas));
-  const unpermitted = outdated.filter((group) => statesOf(probe, group).some((state) => !sameSpec(model, state.target, revisions.update, state.role))).length;
+  const unpermitted = outdated.filter((group) => statesOf(probe, group).some((state) => !state.targetsUpdate)).length;
   const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
   const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
   const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved });
@@ -143,7 +151,7 @@ function movable(scratch: Scratch, outdated: readonly number[], resolve: ReturnT
 
 /** A live pod of the unit is Pending because the scheduler cannot place it. */
 function isStarved(state: InstanceState): boolean {
-  return state.health.live.some((view) => isUnschedulable(view.pod));
+  return state.health.live.some((view) => view.facts.unschedulable);
 }
 
 /** What decides how many surge units exist at one level (groups, or one role in one group). */
@@ -182,7 +190,11 @@ export function surgeCount(inputs: SurgeInputs): number {
 
 /** Every role of the group has at least its desired number of available instances. */
 function groupAvailable(states: readonly InstanceState[], roles: readonly Role[]): boolean {
-  return roles.every((role) => states.filter((state) => state.role === role.name && state.available).length >= role.replicas);
+  return roles.every((role) => {
+    let available = 0;
+    for (const state of states) if (state.role === role.name && state.available) available += 1;
+    return available >= role.replicas;
+  });
 }
 
 function waitingMessage(available: number, desired: number, budget: ResolvedBudget, unit: string): string {
@@ -223,7 +235,7 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
 
 /** Start permits of the coordinated roles of one group (an empty map without coordination). */
 function coordinationPermits(scratch: Scratch, states: readonly InstanceState[]): Map<string, Permit> {
-  const { model, revisions } = scratch;
+  const { model } = scratch;
   const coordination = model.ms.spec.rolloutStrategy.coordination;
   if (coordination === undefined) return new Map();
   const listed = coordination.roles ?? [];
@@ -232,17 +244,16 @@ function coordinationPermits(scratch: Scratch, states: readonly InstanceState[])
     const mine = states.filter((state) => state.role === role.name);
     const partition = resolveRoleBudget(role).partition;
     const eligible = mine.filter((state) => state.instance >= partition && state.instance < role.replicas);
-    const atUpdate = (state: InstanceState) => isAtUpdate(model, state, revisions) && state.available;
-    const targeted = (state: InstanceState) => sameSpec(model, state.target, revisions.update, state.role);
+    const newReady = (state: InstanceState) => state.atUpdate && state.available;
     return {
       role: role.name,
       eligible: eligible.length,
       // New Ready capacity, surge included, up to the eligible count (surplus is not progress).
-      readyNew: Math.min(eligible.length, mine.filter((state) => state.instance >= partition && atUpdate(state)).length),
-      inFlight: eligible.filter((state) => targeted(state) && !atUpdate(state)).length,
-      newCapacity: mine.filter(atUpdate).length,
-      oldServing: mine.filter((state) => state.available && !isAtUpdate(model, state, revisions)).length,
-      active: eligible.some((state) => !sameSpec(model, state.running ?? state.target, revisions.update, state.role) || state.replacing),
+      readyNew: Math.min(eligible.length, mine.filter((state) => state.instance >= partition && newReady(state)).length),
+      inFlight: eligible.filter((state) => state.targetsUpdate && !newReady(state)).length,
+      newCapacity: mine.filter(newReady).length,
+      oldServing: mine.filter((state) => state.available && !state.atUpdate).length,
+      active: eligible.some((state) => !state.atUpdate),
       maxSurge: resolveRoleBudget(role).maxSurge,
     };
   });
@@ -270,11 +281,11 @@ interface RoleLimits {
  * this step newly disrupted the group.
  */
 function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupStates: readonly InstanceState[], limits: RoleLimits): { surge: number; disruptedGroup: boolean } {
-  const { revisions, model } = scratch;
+  const { revisions } = scratch;
   const budget = resolveRoleBudget(role);
   const states = groupStates.filter((state) => state.role === role.name);
   const eligible = states.filter((state) => state.instance >= budget.partition && state.instance < role.replicas);
-  const outdated = eligible.filter((state) => !isAtUpdate(model, state, revisions));
+  const outdated = eligible.filter((state) => !state.atUpdate);
   let quota = limits.permit?.quota ?? Number.POSITIVE_INFINITY;
   const surge = planRoleSurge(scratch, group, role, states, eligible, limits.paused, (wanted) => {
     const granted = Math.min(wanted, quota);
@@ -286,7 +297,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
   let retirable = limits.permit?.retireLimit ?? Number.POSITIVE_INFINITY;
   let disruptedGroup = false;
   // Not yet permitted: unavailable ones first (moving them costs no budget), then highest ordinal.
-  const candidates = outdated.filter((state) => !sameSpec(model, state.target, revisions.update, state.role));
+  const candidates = outdated.filter((state) => !state.targetsUpdate);
   for (const state of candidates.sort((a, b) => Number(a.available) - Number(b.available) || b.instance - a.instance)) {
     // Swapping an old instance for Ready surge capacity that already counts as full progress
     // exposes nothing new: no start needed.
@@ -327,11 +338,11 @@ function planRoleSurge(
   const maxSurge = resolveRoleBudget(role).maxSurge;
   let existing = 0;
   for (const instance of model.tree.get(group)?.get(role.name)?.keys() ?? []) existing = Math.max(existing, instance + 1 - role.replicas);
-  const unfinished = eligible.filter((state) => !state.available || !isAtUpdate(model, state, revisions)).length;
-  const unpermitted = eligible.filter((state) => !sameSpec(model, state.target, revisions.update, state.role)).length;
+  const unfinished = eligible.filter((state) => !state.available || !state.atUpdate).length;
+  const unpermitted = eligible.filter((state) => !state.targetsUpdate).length;
   const availableBase = states.filter((state) => state.instance < role.replicas && state.available).length;
   const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
-  const outdated = eligible.filter((state) => !isAtUpdate(model, state, revisions)).length;
+  const outdated = eligible.filter((state) => !state.atUpdate).length;
   const wanted = surgeCount({ paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved: eligible.some(isStarved) });
   const surge = wanted <= existing ? wanted : existing + grant(wanted - existing);
   for (const instance of range(surge)) permit(scratch, { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name });
@@ -357,7 +368,7 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   // Every desired instance must be seen (none hidden behind an unreadable revision) and current.
   return range(model.ms.spec.replicas).every((group) => {
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
-    return unreadable.size === 0 && states.length === expected && states.every((state) => state.running !== undefined && state.health.ready && isAtUpdate(model, state, revisions));
+    return unreadable.size === 0 && states.length === expected && states.every((state) => state.running !== undefined && state.health.ready && state.atUpdate);
   });
 }
 

@@ -7,10 +7,9 @@ import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { rfc3339 } from "./drain.ts";
-import { drainingSinceMs, isPodReady, isTerminating, podCondition, range } from "./health.ts";
+import { podCondition, range } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
-import { isAtUpdate } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { ineligibleCondition } from "./inplace.ts";
 import type { Work } from "./lifecycle.ts";
@@ -35,8 +34,8 @@ interface GroupVerdict {
 const MAX_LISTED = 3;
 
 /** The instance's pods all exist and run the update revision's role spec. */
-export function isUpdated(model: Model, state: InstanceState, revisions: Revisions): boolean {
-  return state.running !== undefined && state.health.complete && isAtUpdate(model, state, revisions);
+export function isUpdated(state: InstanceState): boolean {
+  return state.running !== undefined && state.health.complete && state.atUpdate;
 }
 
 /** Computes the full status for this observation; `conditions` are settled against the stored ones. */
@@ -50,7 +49,7 @@ export function computeStatus(
   nowMs: number,
 ): ModelServingStatus {
   const { ms } = model;
-  const verdicts = groupVerdicts(model, revisions, desired);
+  const verdicts = groupVerdicts(model, desired);
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
   const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout.waiting, desired)];
   if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", rollout.blocked));
@@ -68,15 +67,7 @@ export function computeStatus(
     updateRevision: revisions.update.name,
     collisionCount: revisions.collisionCount,
     labelSelector: `${LABEL_MODEL_SERVING}=${model.owner.name},${LABEL_ENTRY}=true,${LABEL_INSTANCE}=${instanceId(firstRole, 0)}`,
-    roles: ms.spec.template.roles.map((role) => {
-      const mine = desired.filter((instance) => instance.role === role.name);
-      return {
-        name: role.name,
-        replicas: mine.filter((instance) => instance.health.live.length > 0).length,
-        ready: mine.filter((instance) => instance.health.ready).length,
-        updated: mine.filter((instance) => isUpdated(model, instance, revisions)).length,
-      };
-    }),
+    roles: ms.spec.template.roles.map((role) => roleStatus(role.name, desired)),
     conditions: settleConditions(ms.status?.conditions ?? [], conditions, model.generation, nowMs),
     ...(layout.units.length > 0 ? { units: [...layout.units] } : {}),
   };
@@ -84,13 +75,31 @@ export function computeStatus(
 
 /** Some pod of the group is not being deleted. */
 function hasLivePod(roles: ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap<number, PodView>>>): boolean {
-  for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (!isTerminating(view.pod)) return true;
+  for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (!view.facts.terminating) return true;
   return false;
 }
 
+/** Instance counts of one role among the desired instances. */
+function roleStatus(role: string, desired: readonly InstanceState[]): { name: string; replicas: number; ready: number; updated: number } {
+  let replicas = 0;
+  let ready = 0;
+  let updated = 0;
+  for (const instance of desired) {
+    if (instance.role !== role) continue;
+    if (instance.health.live.length > 0) replicas += 1;
+    if (instance.health.ready) ready += 1;
+    if (isUpdated(instance)) updated += 1;
+  }
+  return { name: role, replicas, ready, updated };
+}
+
 /** Per desired group: Ready by capacity (every role has its desired count of Ready instances, surge included). */
-function groupVerdicts(model: Model, revisions: Revisions, desired: readonly InstanceState[]): GroupVerdict[] {
+function groupVerdicts(model: Model, desired: readonly InstanceState[]): GroupVerdict[] {
   const roles = model.ms.spec.template.roles;
+  // The first role of each name, as a search in spec order finds.
+  const replicasOf = new Map<string, number>();
+  for (const role of roles) if (!replicasOf.has(role.name)) replicasOf.set(role.name, role.replicas);
+  const baseCount = roles.reduce((sum, role) => sum + role.replicas, 0);
   const byGroup = new Map<number, InstanceState[]>();
   for (const state of desired) {
     const mine = byGroup.get(state.group);
@@ -98,13 +107,19 @@ function groupVerdicts(model: Model, revisions: Revisions, desired: readonly Ins
     else mine.push(state);
   }
   return range(model.ms.spec.replicas).map((group) => {
-    const mine = byGroup.get(group) ?? [];
-    const base = mine.filter((state) => state.instance < (roles.find((role) => role.name === state.role)?.replicas ?? 0));
-    return {
-      ready: roles.every((role) => mine.filter((state) => state.role === role.name && state.health.ready).length >= role.replicas),
-      updated: base.length === roles.reduce((sum, role) => sum + role.replicas, 0) && base.every((state) => isUpdated(model, state, revisions)),
-      disrupted: mine.some((state) => state.health.live.some((view) => drainingSinceMs(view.pod) !== undefined)),
-    };
+    let base = 0;
+    let updated = true;
+    let disrupted = false;
+    const readyByRole = new Map<string, number>();
+    for (const state of byGroup.get(group) ?? []) {
+      if (state.instance < (replicasOf.get(state.role) ?? 0)) {
+        base += 1;
+        if (!isUpdated(state)) updated = false;
+      }
+      if (state.health.ready) readyByRole.set(state.role, (readyByRole.get(state.role) ?? 0) + 1);
+      if (state.health.live.some((view) => view.facts.drainingSinceMs !== undefined)) disrupted = true;
+    }
+    return { ready: roles.every((role) => (readyByRole.get(role.name) ?? 0) >= role.replicas), updated: updated && base === baseCount, disrupted };
   });
 }
 
@@ -122,7 +137,7 @@ function whyNotReady(instance: InstanceState): string {
   const { health } = instance;
   if (health.live.length === 0) return health.terminating.length > 0 ? "old pods still terminating" : "no pods yet";
   if (!health.complete) return `${health.absent.length + health.terminating.length} pod(s) missing`;
-  const notReady = health.live.find((view) => !isPodReady(view.pod));
+  const notReady = health.live.find((view) => !view.facts.ready);
   return notReady === undefined ? "pods Ready" : `${notReady.pod.metadata.name} ${podState(notReady)}`;
 }
 
