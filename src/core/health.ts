@@ -21,17 +21,17 @@ export function isPodReady(pod: Pod): boolean {
   return !isTerminating(pod) && podCondition(pod, "Ready")?.status === "True";
 }
 
-export function areContainersReady(pod: Pod): boolean {
+function areContainersReady(pod: Pod): boolean {
   return podCondition(pod, "ContainersReady")?.status === "True";
 }
 
 /** The serving readiness gate is True: the pod may take traffic. */
-export function isServing(pod: Pod): boolean {
+function isServing(pod: Pod): boolean {
   return podCondition(pod, SERVING_GATE)?.status === "True";
 }
 
 /** The controller has marked the pod for a planned deletion (drain started), at this time. */
-export function drainingSinceMs(pod: Pod): number | undefined {
+function drainingSinceMs(pod: Pod): number | undefined {
   const value = pod.metadata.annotations?.[ANNOTATION_DRAINING];
   if (value === undefined) return undefined;
   const ms = Date.parse(value);
@@ -43,13 +43,13 @@ export function isDrained(pod: Pod): boolean {
 }
 
 /** The scheduler has tried and cannot place the pod (PodScheduled False, reason Unschedulable). */
-export function isUnschedulable(pod: Pod): boolean {
+function isUnschedulable(pod: Pod): boolean {
   const scheduled = podCondition(pod, "PodScheduled");
   return scheduled?.status === "False" && scheduled.reason === "Unschedulable";
 }
 
 /** The pod has been scheduled and its containers started at least once. */
-export function hasStarted(pod: Pod): boolean {
+function hasStarted(pod: Pod): boolean {
   const phase = pod.status?.phase;
   return phase === "Running" || phase === "Succeeded" || phase === "Failed";
 }
@@ -144,7 +144,7 @@ export function instanceHealth(pods: InstancePods | undefined, expectedPods: num
   return { live, terminating, absent, extra, complete, ready: complete && live.every((view) => view.facts.ready) };
 }
 
-/** `[0, 1, …, count − 1]`; empty when `count` ≤ 0. */
+/** `[0, 1, …, count − 1]` for an integer `count`; empty when `count` ≤ 0. */
 export function range(count: number): number[] {
   const indices: number[] = [];
   for (let index = 0; index < count; index++) indices.push(index);

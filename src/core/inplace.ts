@@ -29,7 +29,7 @@ import { planDrain, setServing } from "./drain.ts";
 import { instanceId } from "./identity.ts";
 import type { Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";
-import { canonicalJson } from "./revision/canonical.ts";
+import { sameCanonicalJson } from "./revision/canonical.ts";
 import type { JsonValue } from "./revision/canonical.ts";
 import type { RevisionData, RevisionPodTemplate } from "./revision/format.ts";
 import { normalizeRevisionData } from "./revision/projection.ts";
@@ -88,7 +88,7 @@ export function inPlaceDifferences(from: RevisionData, to: RevisionData): string
   const b = normalizeRevisionData(to);
   const differences: string[] = [];
   if (a.schedulerName !== b.schedulerName) differences.push("schedulerName");
-  if (!sameJson(a.plugins ?? [], b.plugins ?? [])) differences.push("plugins");
+  if (!sameCanonicalJson((a.plugins ?? []) as JsonValue, (b.plugins ?? []) as JsonValue)) differences.push("plugins");
   const names = [...new Set([...a.roles, ...b.roles].map((role) => role.name))].sort();
   for (const name of names) {
     const left = a.roles.find((role) => role.name === name);
@@ -124,12 +124,9 @@ function templateDifferences(where: string, a: RevisionPodTemplate | undefined, 
 function keyDifferences(a: object, b: object): string[] {
   const left = a as Record<string, JsonValue>;
   const right = b as Record<string, JsonValue>;
-  return [...new Set([...Object.keys(left), ...Object.keys(right)])].sort().filter((key) => !sameJson(left[key] ?? null, right[key] ?? null));
+  return [...new Set([...Object.keys(left), ...Object.keys(right)])].sort().filter((key) => !sameCanonicalJson(left[key] ?? null, right[key] ?? null));
 }
 
-function sameJson(a: unknown, b: unknown): boolean {
-  return canonicalJson(a as JsonValue) === canonicalJson(b as JsonValue);
-}
 
 /**
  * The live pods of `group` that cannot move in place to `to`, one entry per revision they are at.

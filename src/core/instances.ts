@@ -101,6 +101,7 @@ interface MemoizedState {
   readonly unresolved: readonly string[];
 }
 
+/** An empty memo of instance states for one plan of `model` with `revisions`. */
 export function instanceStates(model: Model, revisions: Revisions): InstanceStates {
   return { model, revisions, memo: new Map(), records: new WeakMap() };
 }
@@ -138,6 +139,7 @@ function instanceState(
   return memoized.state;
 }
 
+/** The record look-up of a layout's `units`, indexed once per units array for this plan. */
 function recordsOf(states: InstanceStates, units: readonly UnitRecord[]): RecordedRevision {
   let recorded = states.records.get(units);
   if (recorded === undefined) {
@@ -199,7 +201,7 @@ export function desiredInstanceStates(states: InstanceStates, layout: Layout, re
  * RoleRollingUpdate the role's own spec decides (other roles' changes leave it alone); under the
  * group strategies a group switches as a whole, so any versioned change counts.
  */
-export function sameSpec(model: Model, a: Revision, b: Revision, role: string): boolean {
+function sameSpec(model: Model, a: Revision, b: Revision, role: string): boolean {
   if (a.name === b.name) return true;
   return model.ms.spec.rolloutStrategy.type === "RoleRollingUpdate" ? sameRoleSpec(a.data, b.data, role) : sameRevisionData(a.data, b.data);
 }

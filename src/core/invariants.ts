@@ -126,13 +126,13 @@ export function revisionMismatch(ms: ModelServing, { pod, id }: PlacedPod, revis
   if (revision === undefined) return `pod ${pod.metadata.name} names revision "${name}", which does not exist`;
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
   const built = buildPod(owner, revision, id);
-  if (built === undefined || !sameJson(built.spec, comparedSpec(pod))) return `pod ${pod.metadata.name}: spec differs from what revision ${name} builds`;
+  if (built === undefined || !sameWhenSerialized(built.spec, comparedSpec(pod))) return `pod ${pod.metadata.name}: spec differs from what revision ${name} builds`;
   return undefined;
 }
 
 /** Whether `revisionMismatch` sees the same spec in both pods: equal as JSON, `nodeName` aside. */
 export function sameComparedSpec(a: Pod, b: Pod): boolean {
-  return a.spec === b.spec || sameJson(comparedSpec(a), comparedSpec(b));
+  return a.spec === b.spec || sameWhenSerialized(comparedSpec(a), comparedSpec(b));
 }
 
 /** The part of a pod's spec `podsMatchTheirRevision` compares: all but `nodeName`, which the scheduler sets. */
@@ -147,16 +147,16 @@ function comparedSpec(pod: Pod): Omit<Pod["spec"], "nodeName"> {
  * keys JSON keeps (values neither undefined, functions nor symbols), arrays item by item (those
  * values are `null` there), anything else by its JSON text.
  */
-function sameJson(a: unknown, b: unknown): boolean {
+function sameWhenSerialized(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item: unknown, index) => sameJson(inArray(item), inArray(b[index])));
+    return a.every((item: unknown, index) => sameWhenSerialized(inArray(item), inArray(b[index])));
   }
   if (isObject(a) && isObject(b)) {
     const keys = Object.keys(a).filter((key) => keptInObject(a[key]));
     if (keys.length !== Object.keys(b).filter((key) => keptInObject(b[key])).length) return false;
-    return keys.every((key) => Object.hasOwn(b, key) && keptInObject(b[key]) && sameJson(a[key], b[key]));
+    return keys.every((key) => Object.hasOwn(b, key) && keptInObject(b[key]) && sameWhenSerialized(a[key], b[key]));
   }
   if (isObject(a) || isObject(b)) return false;
   return JSON.stringify(a) === JSON.stringify(b);
@@ -313,6 +313,7 @@ export interface SurgeLimits {
   readonly instanceLimits: ReadonlyMap<string, number>;
 }
 
+/** The limits `surgeBound` holds `ms`'s pods to, from its spec's replicas and surge budgets. */
 export function surgeLimits(ms: ModelServing): SurgeLimits {
   const instanceLimits = new Map(ms.spec.template.roles.map((role) => [role.name, role.replicas + resolveRoleBudget(role).maxSurge]));
   return { name: ms.metadata.name, groupLimit: ms.spec.replicas + resolveGroupBudget(ms.spec).maxSurge, instanceLimits };

@@ -12,12 +12,13 @@ import type { NamespacedOwner, PodIdentity } from "./identity.ts";
 import { parsePodIdentity } from "./identity.ts";
 import type { PodFacts } from "./health.ts";
 import { podFacts } from "./health.ts";
+import { onFrozen } from "./frozen.ts";
 import { getOrCreate } from "./maps.ts";
 import type { Observed } from "./observed.ts";
 import type { DecodeResult, StoredRevision } from "./revision/controller-revision.ts";
 import { decodeControllerRevision } from "./revision/controller-revision.ts";
 import type { RevisionData } from "./revision/format.ts";
-import { revisionData } from "./revision/projection.ts";
+import { compareStrings, revisionData } from "./revision/projection.ts";
 
 /** A pod with its place in the unit tree and the revision label it was built from. */
 export interface PodView {
@@ -77,10 +78,9 @@ export function buildModel(observed: Observed): ModelResult {
 }
 
 /**
- * Memos of pure functions of one stored object, keyed on that object. Only frozen objects are
- * memoized (everything the engine's cache hands out is deep-frozen), so a memoized result can
- * never go stale; a WeakMap frees it with the object. Results are shared by every plan of that
- * object and, like all of a Model, never mutated.
+ * Memos of pure functions of one stored object, keyed on that object (`onFrozen`: only frozen
+ * objects, so a memoized result can never go stale; a WeakMap frees it with the object). Results
+ * are shared by every plan of that object and, like all of a Model, never mutated.
  */
 const specMemo = new WeakMap<object, Spec>();
 const decodedMemo = new WeakMap<object, DecodeResult>();
@@ -91,16 +91,6 @@ type Spec = { readonly ok: true; readonly ms: ModelServing; readonly data: Revis
 function readSpec(stored: unknown): Spec {
   const parsed = parseModelServing(stored);
   return parsed.ok ? { ok: true, ms: parsed.value, data: revisionData(parsed.value) } : parsed;
-}
-
-/** `compute(key)`, memoized in `memo` when `key` is a frozen object. */
-function onFrozen<V>(memo: WeakMap<object, V>, key: unknown, compute: (key: unknown) => V): V {
-  if (typeof key !== "object" || key === null || !Object.isFrozen(key)) return compute(key);
-  const cached = memo.get(key);
-  if (cached !== undefined) return cached;
-  const computed = compute(key);
-  memo.set(key, computed);
-  return computed;
 }
 
 function rawGeneration(value: unknown): number {
@@ -123,7 +113,7 @@ function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): UnitTree {
     if (view !== undefined) views.push(view);
   }
   // Stable, so of two pods with one identity the later one still wins, as a plain insert would.
-  views.sort((a, b) => a.id.group - b.id.group || compareKeys(a.id.role, b.id.role) || a.id.instance - b.id.instance || a.id.index - b.id.index);
+  views.sort((a, b) => a.id.group - b.id.group || compareStrings(a.id.role, b.id.role) || a.id.instance - b.id.instance || a.id.index - b.id.index);
   // Inserting in key order makes every map iterate in ascending key order.
   const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
   for (const view of views) {
@@ -156,8 +146,4 @@ function readPodView(owner: NamespacedOwner, pod: Pod): PodView | undefined {
   if (uid === undefined || !ownedBy(pod, owner.uid)) return undefined;
   const id = parsePodIdentity(owner.name, pod.metadata.name, pod.metadata.labels);
   return id === undefined ? undefined : { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION], facts: podFacts(pod) };
-}
-
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -18,7 +18,6 @@ import type { Model } from "./model.ts";
 import type { Observed } from "./observed.ts";
 import { liveRevisionNames, planHistoryGc } from "./revision/history.ts";
 import { sameCanonicalJson } from "./revision/canonical.ts";
-import type { JsonValue } from "./revision/canonical.ts";
 import { planRevisions } from "./revisions.ts";
 import type { Revisions } from "./revisions.ts";
 import { computeStatus, settleConditions } from "./status.ts";
@@ -46,7 +45,7 @@ export function plan(observed: Observed, nowMs: number): Plan {
   }
   const desired = planLifecycle(states, layout, nowMs, work);
   const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
-  if (!sameJson(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
+  if (!sameStatus(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
   work.actions.push(...collectRevisions(model, revisions.revisions, layout, work));
   return { actions: work.actions, requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs) };
 }
@@ -85,7 +84,7 @@ function blockedPlan(observed: Observed, generation: number, blocked: { reason: 
   const stored = storedStatus(observed.modelServing);
   const conditions: Condition[] = settleConditions(stored.conditions ?? [], [{ type: "RolloutBlocked", status: "True", ...blocked }], generation, nowMs);
   const status: ModelServingStatus = { ...stored, observedGeneration: generation, conditions };
-  return { actions: sameJson(status, stored) ? [] : [{ type: "WriteStatus", status, barrier: false }], requeueAfterMs: undefined };
+  return { actions: sameStatus(status, stored) ? [] : [{ type: "WriteStatus", status, barrier: false }], requeueAfterMs: undefined };
 }
 
 function storedStatus(modelServing: unknown): ModelServingStatus {
@@ -93,6 +92,7 @@ function storedStatus(modelServing: unknown): ModelServingStatus {
   return typeof status === "object" && status !== null ? status : {};
 }
 
-function sameJson(a: unknown, b: unknown): boolean {
-  return sameCanonicalJson(a as JsonValue, b as JsonValue);
+/** Equal as canonical JSON: writing `a` over `b` would change nothing. */
+function sameStatus(a: ModelServingStatus, b: ModelServingStatus): boolean {
+  return sameCanonicalJson(a, b);
 }

@@ -14,6 +14,7 @@ import type { JsonValue } from "./revision/canonical.ts";
 import type { RevisionData, RevisionPlugin } from "./revision/format.ts";
 import { normalizeRevisionData } from "./revision/projection.ts";
 import { normalizedRevisionBytes } from "./revision/hash.ts";
+import { onFrozen } from "./frozen.ts";
 
 /** Length of a role hash in lowercase hex characters. */
 export const ROLE_HASH_LENGTH = 10;
@@ -24,21 +25,16 @@ function appliesTo(plugin: RevisionPlugin, role: string): boolean {
 }
 
 /**
- * Memos of role-view bytes and role hashes per revision data object. Revision data is immutable
- * once built (the core never mutates it), so a value computed once stays right; a WeakMap frees
- * it with the data.
- * Pure in effect: it only saves repeating a deterministic computation.
+ * Memos of role-view bytes and role hashes per revision data object (`onFrozen`: revision data is
+ * deep-frozen where it is built, so a value computed once stays right; a WeakMap frees it with
+ * the data). Pure in effect: it only saves repeating a deterministic computation.
  */
 const viewMemo = new WeakMap<RevisionData, Map<string, string | undefined>>();
 const hashMemo = new WeakMap<RevisionData, Map<string, string | undefined>>();
 
 /** Canonical bytes of the role view of `role` after normalizing `data`; undefined when absent. */
 function roleViewBytes(data: RevisionData, role: string): string | undefined {
-  let views = viewMemo.get(data);
-  if (views === undefined) {
-    views = new Map();
-    viewMemo.set(data, views);
-  }
+  const views = onFrozen(viewMemo, data, () => new Map<string, string | undefined>());
   if (views.has(role)) return views.get(role);
   const normalized = normalizeRevisionData(data);
   const spec = normalized.roles.find((candidate) => candidate.name === role);
@@ -53,11 +49,7 @@ function roleViewBytes(data: RevisionData, role: string): string | undefined {
  * characters of sha256 over its role view; undefined when the revision has no such role.
  */
 export function roleHash(data: RevisionData, role: string): string | undefined {
-  let hashes = hashMemo.get(data);
-  if (hashes === undefined) {
-    hashes = new Map();
-    hashMemo.set(data, hashes);
-  }
+  const hashes = onFrozen(hashMemo, data, () => new Map<string, string | undefined>());
   if (hashes.has(role)) return hashes.get(role);
   const bytes = roleViewBytes(data, role);
   const hash = bytes === undefined ? undefined : createHash("sha256").update(bytes, "utf8").digest("hex").slice(0, ROLE_HASH_LENGTH);

@@ -9,6 +9,7 @@ import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellkno
 import { rfc3339 } from "./drain.ts";
 import { podCondition, range } from "./health.ts";
 import { instanceId } from "./identity.ts";
+import { getOrCreate } from "./maps.ts";
 import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { ineligibleCondition } from "./inplace.ts";
@@ -101,11 +102,7 @@ function groupVerdicts(model: Model, desired: readonly InstanceState[]): GroupVe
   for (const role of roles) if (!replicasOf.has(role.name)) replicasOf.set(role.name, role.replicas);
   const baseCount = roles.reduce((sum, role) => sum + role.replicas, 0);
   const byGroup = new Map<number, InstanceState[]>();
-  for (const state of desired) {
-    const mine = byGroup.get(state.group);
-    if (mine === undefined) byGroup.set(state.group, [state]);
-    else mine.push(state);
-  }
+  for (const state of desired) getOrCreate(byGroup, state.group, (): InstanceState[] => []).push(state);
   return range(model.ms.spec.replicas).map((group) => {
     let base = 0;
     let updated = true;

@@ -4,17 +4,10 @@
  */
 import type { JsonObject, JsonValue } from "./ports.ts";
 
+export { deepFreeze } from "../core/frozen.ts";
+
 /** Nesting deeper than this is a bug in the caller; refusing keeps every recursion bounded. */
 const MAX_DEPTH = 64;
-
-/** Freezes `value` and everything reachable from it; returns it. JSON values only (no cycles). */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-}
 
 export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);

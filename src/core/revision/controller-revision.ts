@@ -9,6 +9,7 @@ import { ANNOTATION_COLLISION_COUNT, ANNOTATION_REVISION_FORMAT, LABEL_MODEL_SER
 import type { OwnerReference } from "../../api/kube.ts";
 import type { Owner } from "../identity.ts";
 import { ownerReference } from "../identity.ts";
+import { deepFreeze } from "../frozen.ts";
 import { isJsonValue } from "./canonical.ts";
 import { REVISION_FORMAT, RevisionDataSchema } from "./format.ts";
 import type { RevisionData } from "./format.ts";
@@ -147,7 +148,9 @@ function readData(data: unknown): RevisionData | string {
   const parsed = RevisionDataSchema.safeParse(data);
   if (!parsed.success) return `data is not a revision format ${REVISION_FORMAT} projection: ${describeIssues(parsed.error)}`;
   // Validation has no defaults or transforms, so the parsed value is the stored data itself.
-  return parsed.data;
+  // Frozen when the stored data is (read from a cache), so the hash memos apply to it; a caller's
+  // mutable object is left as it is.
+  return Object.isFrozen(data) ? deepFreeze(parsed.data) : parsed.data;
 }
 
 function describeIssues(error: z.ZodError): string {

@@ -9,10 +9,12 @@ import type { JsonValue } from "./canonical.ts";
 import type { RevisionData } from "./format.ts";
 import { REVISION_HASH_LENGTH } from "../../api/wellknown.ts";
 import { normalizeRevisionData } from "./projection.ts";
+import { onFrozen } from "../frozen.ts";
 
 /**
- * Memos of bytes and hashes per revision data object. Revision data is immutable once built (the
- * core never mutates it), so a value computed once stays right; a WeakMap frees it with the data.
+ * Memos of bytes and hashes per revision data object (`onFrozen`: revision data is deep-frozen
+ * where it is built — `normalizeRevisionData` and a decoded stored revision — so a value computed
+ * once stays right; a WeakMap frees it with the data).
  */
 const bytesMemo = new WeakMap<RevisionData, string>();
 const normalizedBytesMemo = new WeakMap<RevisionData, string>();
@@ -20,21 +22,13 @@ const hashMemo = new WeakMap<RevisionData, Map<number, string>>();
 
 /** The canonical bytes of revision data (sorted keys, no whitespace): stored and hashed. */
 export function revisionBytes(data: RevisionData): string {
-  const cached = bytesMemo.get(data);
-  if (cached !== undefined) return cached;
   // RevisionData is JSON by construction (pruneEmpty) or by validation (decode's isJsonValue).
-  const bytes = canonicalJson(data as unknown as JsonValue);
-  bytesMemo.set(data, bytes);
-  return bytes;
+  return onFrozen(bytesMemo, data, () => canonicalJson(data as unknown as JsonValue));
 }
 
 /** The canonical bytes of `data` normalized with this controller's rules (`normalizeRevisionData`). */
 export function normalizedRevisionBytes(data: RevisionData): string {
-  const cached = normalizedBytesMemo.get(data);
-  if (cached !== undefined) return cached;
-  const bytes = canonicalJson(normalizeRevisionData(data) as unknown as JsonValue);
-  normalizedBytesMemo.set(data, bytes);
-  return bytes;
+  return onFrozen(normalizedBytesMemo, data, () => canonicalJson(normalizeRevisionData(data) as unknown as JsonValue));
 }
 
 /**
@@ -43,11 +37,7 @@ export function normalizedRevisionBytes(data: RevisionData): string {
  * collisionCount)) otherwise, so revisions written before any collision keep their hash.
  */
 export function revisionHash(data: RevisionData, collisionCount: number): string {
-  let hashes = hashMemo.get(data);
-  if (hashes === undefined) {
-    hashes = new Map();
-    hashMemo.set(data, hashes);
-  }
+  const hashes = onFrozen(hashMemo, data, () => new Map<number, string>());
   const cached = hashes.get(collisionCount);
   if (cached !== undefined) return cached;
   const bytes = revisionBytes(data);

@@ -4,6 +4,7 @@
  */
 import type { ModelServing } from "../../api/index.ts";
 import { CONTROLLER_ENV, RESERVED_PREFIX, SERVING_GATE } from "../../api/wellknown.ts";
+import { deepFreeze } from "../frozen.ts";
 import { pruneEmpty } from "./canonical.ts";
 import type { RevisionData } from "./format.ts";
 
@@ -79,7 +80,8 @@ export function normalizeRevisionData(fields: VersionedFields): RevisionData {
   };
   // Pruning keeps every required member (non-empty names, images, role list, an int), so the
   // result has the RevisionData shape; the round-trip tests decode it with RevisionDataSchema.
-  return pruneEmpty(projected) as unknown as RevisionData;
+  // Frozen, so the memos of its bytes and hashes (hash.ts, role-hash.ts) can never go stale.
+  return deepFreeze(pruneEmpty(projected)) as unknown as RevisionData;
 }
 
 function normalizePlugin(plugin: VersionedPlugin): VersionedPlugin {
