@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { modelServingInput } from "../../test/arbitraries.ts";
+import { deepFreeze } from "../engine/json.ts";
 import { parseModelServing } from "./parse.ts";
+import type { ParseResult } from "./parse.ts";
 
 /** Fixed seed: property tests are deterministic; raise numRuns locally to search harder. */
 const SEED = 20261130;
@@ -41,4 +43,47 @@ describe("parseModelServing", () => {
       { seed: SEED, numRuns: 100 },
     );
   });
+
+  it("parses a frozen spec it has seen before exactly as a fresh parse (values, key order, problems)", () => {
+    fc.assert(
+      fc.property(modelServingInput, (input) => {
+        const stored = deepFreeze(structuredClone(input));
+        const units = deepFreeze([{ group: 0, revision: "r1" }, { group: 0, role: "decode", instance: 1, revision: "r1" }]);
+        const statusWritten = deepFreeze({ ...stored, status: { observedGeneration: 1, conditions: [{ type: "Available", status: "True" }], units } });
+        // The next status shares the stored records, as the API server's copy on write does.
+        const nextStatus = deepFreeze({ ...stored, status: { units: [units[1], { group: 1, revision: "r2" }, units[0]] } });
+        for (const frozen of [stored, stored, statusWritten, statusWritten, nextStatus]) assertSameParse(frozen);
+      }),
+      { seed: SEED, numRuns: 100 },
+    );
+  });
+
+  it("reports the problems of a fresh parse whichever part of a remembered spec's object fails", () => {
+    fc.assert(
+      fc.property(modelServingInput, (input) => {
+        const stored = deepFreeze(structuredClone(input));
+        assertSameParse(stored);
+        const variants: unknown[] = [
+          { ...stored, status: { replicas: "x" } },
+          { ...stored, status: { units: [{ group: 0, revision: "r1" }, { group: -1, revision: 2, extra: true }] } },
+          { ...stored, status: { units: { group: 0 }, replicas: 1 } },
+          { ...stored, metadata: { ...stored.metadata, name: "Not_A_Name" } },
+          { ...stored, metadata: { ...stored.metadata, name: "x".repeat(70) } },
+          { ...stored, kind: "Other", extra: 1 },
+          stored,
+          { ...stored, spec: { ...stored.spec, replicas: -1, unknown: true } },
+        ];
+        for (const variant of variants) assertSameParse(deepFreeze(variant));
+      }),
+      { seed: SEED, numRuns: 50 },
+    );
+  });
 });
+
+/** Parsing `frozen` (memo on) equals parsing an unfrozen copy (no memo), to the key order. */
+function assertSameParse(frozen: unknown): void {
+  const fresh = parseModelServing(structuredClone(frozen));
+  const remembered: ParseResult = parseModelServing(frozen);
+  assert.deepEqual(remembered, fresh);
+  assert.equal(JSON.stringify(remembered), JSON.stringify(fresh));
+}

@@ -2,7 +2,8 @@
  * The one entry point from untrusted input to a ModelServing: structural checks and defaulting
  * (zod), then the semantic rules of `validate.ts`. Input is never modified.
  */
-import { ModelServing } from "./schema.ts";
+import { z } from "zod";
+import { ModelServing, ModelServingSpec, ModelServingStatus, UnitRecord } from "./schema.ts";
 import type { Problem } from "./problems.ts";
 import { problemsFromZod } from "./problems.ts";
 import { validateModelServing } from "./validate.ts";
@@ -14,10 +15,124 @@ export type ParseResult =
 /**
  * Parses, defaults and validates a ModelServing. Defaulting is idempotent: parsing the `value` of a
  * successful result again yields an equal value. Problems are ordered as found (schema first).
+ *
+ * Stored objects are parsed once (a frozen input's result is remembered, `RESULT_MEMO`), and a
+ * stored spec or unit record once across the versions that share it (`SPEC_MEMO`, `UNIT_MEMO`;
+ * "frozen" means deep-frozen, as stored objects are). A remembered result, and the spec and unit
+ * records of a value built from remembered parts, are shared by every caller: read-only, like the
+ * frozen input they come from. The results are always exactly those of a whole parse.
  */
 export function parseModelServing(input: unknown): ParseResult {
+  if (!isFrozenObject(input)) return parseParts(input);
+  let result = RESULT_MEMO.get(input);
+  if (result === undefined) {
+    result = parseParts(input);
+    RESULT_MEMO.set(input, result);
+  }
+  return result;
+}
+
+/**
+ * Per frozen input object (a WeakMap: freed with it), its result. Safe because the result is a
+ * function of the input alone and a frozen object cannot change.
+ */
+const RESULT_MEMO = new WeakMap<object, ParseResult>();
+
+function parseParts(input: unknown): ParseResult {
+  return parseByParts(input) ?? parseWhole(input);
+}
+
+function parseWhole(input: unknown): ParseResult {
   const parsed = ModelServing.safeParse(input, { reportInput: true });
   if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error.issues) };
-  const problems = validateModelServing(parsed.data);
-  return problems.length === 0 ? { ok: true, value: parsed.data } : { ok: false, problems };
+  return validated(parsed.data, validateModelServing(parsed.data));
+}
+
+function validated(value: ModelServing, problems: readonly Problem[]): ParseResult {
+  return problems.length === 0 ? { ok: true, value } : { ok: false, problems };
+}
+
+/**
+ * `ModelServing` with the spec and the status's unit records taken as they are (unread): every
+ * other field checked and defaulted as in a whole parse, and the output's keys in the same order.
+ */
+const UNREAD_PARTS = ModelServing.extend({
+  spec: z.unknown(),
+  status: ModelServingStatus.extend({ units: z.unknown().optional() }).optional(),
+});
+
+function isFrozenObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null && Object.isFrozen(value);
+}
+
+/** What is remembered of one frozen spec object. */
+interface SpecParse {
+  /** The spec parsed and defaulted; undefined when it does not parse. */
+  readonly spec: ModelServingSpec | undefined;
+  /** The semantic problems with this spec under the ModelServing name they were found for. */
+  validation: { readonly name: string; readonly problems: readonly Problem[] } | undefined;
+}
+
+/**
+ * Per frozen spec object (a WeakMap: freed with it), its parse and validation. Safe because a
+ * frozen spec cannot change, zod checks and defaults the spec independently of the fields around
+ * it, and the semantic rules read the spec and `metadata.name` only (the validation is kept with
+ * the name it was found for).
+ */
+const SPEC_MEMO = new WeakMap<object, SpecParse>();
+
+/**
+ * Per frozen unit record of a status (a WeakMap), its parse: the server shares each unchanged
+ * record between status versions, and a record parses alone as it does in its list.
+ */
+const UNIT_MEMO = new WeakMap<object, UnitRecord>();
+
+/**
+ * The parse from parts, the spec and unit records remembered (see `parseModelServing`); undefined
+ * when the spec is not frozen or any part fails (the whole parse then says what, in its order).
+ */
+function parseByParts(input: unknown): ParseResult | undefined {
+  const spec = typeof input === "object" && input !== null ? (input as { spec?: unknown }).spec : undefined;
+  if (!isFrozenObject(spec)) return undefined;
+  const memo = specParseOf(spec);
+  if (memo.spec === undefined) return undefined;
+  const rest = UNREAD_PARTS.safeParse(input);
+  if (!rest.success) return undefined;
+  // Parts are assigned to the keys zod already placed, so the value's keys keep the whole parse's order.
+  const { status } = rest.data;
+  if (status?.units !== undefined) {
+    const units = parseUnits(status.units);
+    if (units === null) return undefined;
+    status.units = units;
+  }
+  const value = Object.assign(rest.data, { spec: memo.spec }) as ModelServing;
+  if (memo.validation?.name !== value.metadata.name) memo.validation = { name: value.metadata.name, problems: validateModelServing(value) };
+  return validated(value, memo.validation.problems);
+}
+
+function specParseOf(spec: object): SpecParse {
+  let memo = SPEC_MEMO.get(spec);
+  if (memo === undefined) {
+    const parsed = ModelServingSpec.safeParse(spec);
+    memo = { spec: parsed.success ? parsed.data : undefined, validation: undefined };
+    SPEC_MEMO.set(spec, memo);
+  }
+  return memo;
+}
+
+/** `status.units` parsed record by record (frozen records remembered); null when any fails. */
+function parseUnits(units: unknown): UnitRecord[] | null {
+  if (!Array.isArray(units)) return null;
+  const parsed: UnitRecord[] = [];
+  for (const unit of units) {
+    let record = isFrozenObject(unit) ? UNIT_MEMO.get(unit) : undefined;
+    if (record === undefined) {
+      const result = UnitRecord.safeParse(unit);
+      if (!result.success) return null;
+      record = result.data;
+      if (isFrozenObject(unit)) UNIT_MEMO.set(unit, record);
+    }
+    parsed.push(record);
+  }
+  return parsed;
 }

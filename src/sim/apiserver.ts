@@ -67,6 +67,13 @@ export interface ListResult {
   resourceVersion: string;
 }
 
+/**
+ * Told of every commit of one kind, synchronously, as it is made: `before` is the stored object the
+ * commit replaces or removes (undefined for a creation), `after` the one it stores (undefined for
+ * a removal). Both are frozen stored objects.
+ */
+export type CommitListener = (before: KubeObject | undefined, after: KubeObject | undefined) => void;
+
 /** Write requests counted for one (client, kind, verb), failed ones included. */
 export interface WriteCount {
   client: string;
@@ -85,6 +92,7 @@ export class ApiServer {
   /** The same objects per kind, in (namespace, name) order: `stored(kind)` without a sort. */
   readonly #byKind = new Map<Kind, SortedStore>();
   readonly #writeCounts = new Map<string, WriteCount>();
+  readonly #commitListeners = new Map<Kind, CommitListener[]>();
   readonly #podTermination: "gracePeriod" | "external";
   readonly #maxObjects: number;
   #resourceVersion = 0;
@@ -290,6 +298,17 @@ export class ApiServer {
     return this.#stored(kind);
   }
 
+  /**
+   * Calls `listener` at every later commit of `kind` (a change feed: what changed, without
+   * comparing listings). Listeners run inside the commit, before watchers hear of it; they must
+   * not write to the server.
+   */
+  onCommit(kind: Kind, listener: CommitListener): void {
+    const listeners = this.#commitListeners.get(kind) ?? [];
+    listeners.push(listener);
+    this.#commitListeners.set(kind, listeners);
+  }
+
   /** True when an object of `kind` named `name` in `namespace` has `uid`. */
   exists(kind: Kind, namespace: string | undefined, name: string, uid: string): boolean {
     return this.#objects.get(storeKey(kind, namespace, name))?.metadata.uid === uid;
@@ -422,7 +441,10 @@ export class ApiServer {
     object.metadata.resourceVersion = this.#resourceVersionText;
     const stored = deepFreeze(object);
     const key = keyOf(stored);
-    this.#gc.noteCommitted(this.#objects.get(key), type === "DELETED" ? undefined : stored);
+    const replaced = this.#objects.get(key);
+    const after = type === "DELETED" ? undefined : stored;
+    this.#gc.noteCommitted(replaced, after);
+    for (const listener of this.#commitListeners.get(stored.kind) ?? []) listener(replaced, after);
     if (type === "DELETED") {
       this.#objects.delete(key);
       this.#byKind.get(stored.kind)?.delete(key);

@@ -28,9 +28,10 @@
  * Violations are counted by onset: a message that was not reported at the previous check.
  *
  * A check costs what changed since the previous one, not a pass over every pod: the stored pods
- * are followed by identity (`pod-changes.ts`) into indexes (`subject-index.ts`) that answer with
- * the same per-pod and per-instance predicates the whole-set functions are made of; the budgets
- * and the memory of available units are looked at again only when the available counts changed.
+ * are followed through the server's change feed (`pod-changes.ts`) into indexes
+ * (`subject-index.ts`) that answer with the same per-pod and per-instance predicates the
+ * whole-set functions are made of; the budgets and the memory of available units are looked at
+ * again only when the available counts changed.
  */
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
@@ -103,7 +104,6 @@ export class InvariantChecker {
   readonly #faultActive: () => boolean;
   readonly #memory = new Map<string, Memory>();
   readonly #tallies = new Map<InvariantName, Tally>(INVARIANT_NAMES.map((name) => [name, { violations: 0, first: null, previous: new Set<string>() }]));
-  readonly #parsed = new Map<string, { resourceVersion: string; ms: ModelServing | undefined }>();
   /**
    * Each stored ControllerRevision decoded once (by uid and revision number). The objects are
    * never changed, so `#specsMatched` may compare revisions by identity.
@@ -122,12 +122,12 @@ export class InvariantChecker {
    * adds nodeName) inherits the previous one's entry (`#carryMatch`).
    */
   readonly #specsMatched = new WeakMap<object, { revision: Revision; ownerUid: string; id: PlacedPod["id"] }>();
-  readonly #podChanges = new PodChanges();
+  readonly #podChanges: PodChanges;
   readonly #claims = new IdentityClaims();
   /** Per ModelServing uid: the index of its pods (kept while it is stored). */
   readonly #indexes = new Map<string, SubjectIndex>();
-  /** What the indexes reflect: the server's resourceVersion, its pods then, the valid ModelServings. */
-  #synced: { resourceVersion: string; pods: readonly Pod[]; subjects: Subject[] } | undefined;
+  /** What the indexes reflect: the server's resourceVersion and the valid ModelServings then. */
+  #synced: { resourceVersion: string; subjects: Subject[] } | undefined;
   /** The stored ControllerRevisions last read, and the revisions by owner uid they make. */
   #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = { stored: [], byOwner: new Map() };
   #lastResourceVersion = "";
@@ -135,6 +135,7 @@ export class InvariantChecker {
 
   constructor(server: ApiServer, options: CheckerOptions = {}) {
     this.#server = server;
+    this.#podChanges = new PodChanges(server);
     this.#podSpecs = options.podSpecs ?? true;
     this.#faultActive = options.faultActive ?? (() => false);
   }
@@ -149,10 +150,10 @@ export class InvariantChecker {
     const resourceVersion = this.#server.resourceVersion();
     if (resourceVersion === this.#lastResourceVersion) return;
     this.#lastResourceVersion = resourceVersion;
-    const { pods, subjects } = this.#sync();
+    const { subjects } = this.#sync();
     const found = new Map<InvariantName, string[]>(INVARIANT_NAMES.map((name) => [name, []]));
     const add = (name: InvariantName, messages: readonly string[]) => found.get(name)?.push(...messages);
-    add("noDuplicatePods", this.#claims.violations(pods));
+    add("noDuplicatePods", this.#claims.violations(() => this.#storedPods()));
     if (this.#faultOpen && !this.#faultActive() && subjects.every(allGroupsAvailable)) this.#faultOpen = false;
     for (const subject of subjects) this.#checkSubject(subject, add);
     for (const [name, messages] of found) this.#tally(name, messages);
@@ -247,11 +248,10 @@ export class InvariantChecker {
    * version and revisions (an index is built from all stored pods when its ModelServing first
    * parses, and dropped when it is no longer stored).
    */
-  #sync(): { pods: readonly Pod[]; subjects: Subject[] } {
+  #sync(): { subjects: Subject[] } {
     const resourceVersion = this.#server.resourceVersion();
     if (this.#synced?.resourceVersion === resourceVersion) return this.#synced;
-    const pods = this.#server.stored("Pod") as unknown as Pod[];
-    for (const change of this.#podChanges.diff(pods)) {
+    for (const change of this.#podChanges.take()) {
       this.#claims.apply(change);
       if (this.#podSpecs) this.#carryMatch(change);
       for (const index of this.#indexes.values()) index.podChanged(change);
@@ -267,27 +267,26 @@ export class InvariantChecker {
       const revisions = byOwner.get(uid) ?? NO_REVISIONS;
       let index = this.#indexes.get(uid);
       if (index === undefined) {
-        index = new SubjectIndex(ms, revisions, pods);
+        index = new SubjectIndex(ms, revisions, this.#storedPods());
         this.#indexes.set(uid, index);
       }
       index.observe(ms, revisions);
       subjects.push({ ms, index });
     }
     for (const uid of [...this.#indexes.keys()]) if (!storedUids.has(uid)) this.#indexes.delete(uid);
-    this.#synced = { resourceVersion, pods, subjects };
+    this.#synced = { resourceVersion, subjects };
     return this.#synced;
   }
 
-  /** The stored ModelServing parsed and defaulted (cached by uid and resourceVersion); undefined when invalid. */
-  #parse(stored: { metadata: { uid?: string; resourceVersion?: string } }): ModelServing | undefined {
-    const uid = stored.metadata.uid ?? "";
-    const resourceVersion = stored.metadata.resourceVersion ?? "";
-    const cached = this.#parsed.get(uid);
-    if (cached?.resourceVersion === resourceVersion) return cached.ms;
+  /** Every stored pod, in stored order (a listing: read only when an answer needs all pods). */
+  #storedPods(): readonly Pod[] {
+    return this.#server.stored("Pod") as unknown as Pod[];
+  }
+
+  /** The stored ModelServing parsed and defaulted (`parseModelServing` remembers stored objects); undefined when invalid. */
+  #parse(stored: KubeObject): ModelServing | undefined {
     const result = parseModelServing(stored);
-    const ms = result.ok ? result.value : undefined;
-    this.#parsed.set(uid, { resourceVersion, ms });
-    return ms;
+    return result.ok ? result.value : undefined;
   }
 
   /**

@@ -1,11 +1,11 @@
 /**
- * What changed among the API server's stored pods since the last look. The server lists stored
- * pods in (namespace, name) order and freezes every object it stores, replacing it on each write
- * (`ApiServer.#commit`), so two listings compare like a merge of two sorted lists: where both
- * hold the same object nothing changed (a pointer comparison, no pod is read); only where they
- * differ are names compared, to tell a changed pod from one created or gone.
+ * What changed among the API server's stored pods since the last look, followed through the
+ * server's change feed (`ApiServer.onCommit`): each commit records the pod's stored object before
+ * and after it, so a look costs the pods that changed, not a pass over every stored pod. Several
+ * commits to one pod between two looks make one change from the first object to the last.
  */
 import type { Pod } from "../api/kube.ts";
+import type { ApiServer } from "./apiserver.ts";
 
 /** A pod's stored object before and after: `before` undefined when created, `after` when gone. */
 export interface PodChange {
@@ -14,37 +14,45 @@ export interface PodChange {
 }
 
 export class PodChanges {
-  /** The listing the last `diff` was given, copied. */
-  #last: Pod[] = [];
+  /**
+   * Per stored key (namespace, name), the pod's change since the last `take`. Keyed by name, not
+   * uid: a pod re-created under its name is one change from the old object to the new.
+   */
+  #pending = new Map<string, { before: Pod | undefined; after: Pod | undefined }>();
+
+  /** Follows `server`'s pods from now; the pods stored now count as created. */
+  constructor(server: Pick<ApiServer, "stored" | "onCommit">) {
+    for (const pod of server.stored("Pod")) this.#note(undefined, pod as unknown as Pod);
+    server.onCommit("Pod", (before, after) => {
+      this.#note(before as unknown as Pod | undefined, after as unknown as Pod | undefined);
+    });
+  }
 
   /**
-   * The changes since the previous call (every pod is created at the first). `pods` must be all
-   * stored pods as the server lists them (`ApiServer.stored("Pod")`: stored objects, in stored
-   * order). A pod re-created under its name between two calls is one change from the old object
-   * to the new.
+   * The changes since the previous call (or since construction), in the server's stored order
+   * (namespace, then name); a pod created and gone again in between is no change.
    */
-  diff(listing: readonly Pod[]): PodChange[] {
-    const last = this.#last;
-    // A plain copy: the listing may be frozen, and V8 reads frozen arrays' items several times slower.
-    const pods = [...listing];
-    this.#last = pods;
+  take(): PodChange[] {
+    const pending = this.#pending;
+    if (pending.size === 0) return [];
+    this.#pending = new Map();
+    // `namespace \0 name` keys sort as (namespace, name) do: names hold no NUL.
+    const keys = [...pending.keys()].sort();
     const changes: PodChange[] = [];
-    let now = 0;
-    let before = 0;
-    while (now < pods.length || before < last.length) {
-      const after = pods[now];
-      const old = last[before];
-      if (after !== undefined && after === old) {
-        now++;
-        before++;
-        continue;
-      }
-      const order = after === undefined ? 1 : old === undefined ? -1 : compareStored(after, old);
-      if (order === 0) changes.push({ before: last[before++], after: pods[now++] });
-      else if (order < 0) changes.push({ before: undefined, after: pods[now++] });
-      else changes.push({ before: last[before++], after: undefined });
+    for (const key of keys) {
+      const change = pending.get(key);
+      if (change !== undefined && change.before !== change.after) changes.push(change);
     }
     return changes;
+  }
+
+  #note(before: Pod | undefined, after: Pod | undefined): void {
+    const pod = after ?? before;
+    if (pod === undefined) return;
+    const key = `${pod.metadata.namespace ?? ""}\u0000${pod.metadata.name}`;
+    const change = this.#pending.get(key);
+    if (change === undefined) this.#pending.set(key, { before, after });
+    else change.after = after;
   }
 }
 

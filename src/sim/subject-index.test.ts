@@ -10,6 +10,8 @@ import type { Revision } from "../core/pods.ts";
 import { revisionData } from "../core/revision/projection.ts";
 import { roleHash } from "../core/role-hash.ts";
 import { deepFreeze } from "../engine/json.ts";
+import type { KubeObject } from "../engine/ports.ts";
+import type { CommitListener } from "./apiserver.ts";
 import { PodChanges } from "./pod-changes.ts";
 import { Prng } from "./prng.ts";
 import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
@@ -70,6 +72,36 @@ const SLOTS = [0, 1, 2, 3].flatMap((group) => [
   ...[0, 1].map((instance) => `${group}/prefill/${instance}/0`),
 ]);
 
+/**
+ * The stored pods by slot, telling a commit listener of every change as the API server's change
+ * feed does: the part of the server `PodChanges` follows.
+ */
+class PodStore extends Map<string, Pod> {
+  #listener: CommitListener | undefined;
+
+  override set(key: string, pod: Pod): this {
+    const before = this.get(key);
+    super.set(key, pod);
+    this.#listener?.(before as unknown as KubeObject | undefined, pod as unknown as KubeObject);
+    return this;
+  }
+
+  override delete(key: string): boolean {
+    const before = this.get(key);
+    if (!super.delete(key)) return false;
+    this.#listener?.(before as unknown as KubeObject, undefined);
+    return true;
+  }
+
+  stored(): readonly KubeObject[] {
+    return listing(this) as unknown as KubeObject[];
+  }
+
+  onCommit(_kind: string, listener: CommitListener): void {
+    this.#listener = listener;
+  }
+}
+
 /** Stored pods in the server's order: by name (one namespace). */
 function listing(pods: ReadonlyMap<string, Pod>): Pod[] {
   return [...pods.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
@@ -109,8 +141,8 @@ describe("SubjectIndex and IdentityClaims", () => {
     it(`answer as the whole-set predicates over random pod changes (seed ${seed})`, () => {
       const rng = new Prng(seed);
       const states = new Map<string, PodState>();
-      const pods = new Map<string, Pod>();
-      const changes = new PodChanges();
+      const pods = new PodStore();
+      const changes = new PodChanges(pods);
       const claims = new IdentityClaims();
       let ms = modelServing("vllm:v2", 3, 0);
       let revisions: RevisionsByName = new Map([[rev1.name, rev1]]);
@@ -122,13 +154,13 @@ describe("SubjectIndex and IdentityClaims", () => {
         if (round === 200) ms = modelServing("vllm:v2", 2, 1);
         if (round === 300) ms = modelServing("vllm:v2", 3, 0);
         const stored = listing(pods);
-        for (const change of changes.diff(stored)) {
+        for (const change of changes.take()) {
           claims.apply(change);
           index.podChanged(change);
         }
         index.observe(ms, revisions);
         const placed = placedPods(ms, stored);
-        assert.deepEqual(claims.violations(stored), noDuplicatePods(stored));
+        assert.deepEqual(claims.violations(() => stored), noDuplicatePods(stored));
         assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
         assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
         assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed));
@@ -149,17 +181,23 @@ describe("SubjectIndex and IdentityClaims", () => {
 });
 
 describe("PodChanges", () => {
-  it("tells created, changed, re-created and gone pods from a listing in stored order", () => {
+  it("tells created, changed, re-created and gone pods since the last look, in stored order", () => {
     const pod = (name: string, uid: string): Pod => deepFreeze({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default", uid }, spec: { containers: [] } });
     const a = pod("a", "1");
     const b = pod("b", "2");
     const c = pod("c", "3");
-    const changes = new PodChanges();
-    assert.deepEqual(changes.diff([a, b]), [{ before: undefined, after: a }, { before: undefined, after: b }]);
-    assert.deepEqual(changes.diff([a, b]), []);
+    const pods = new PodStore();
+    pods.set("b", b).set("a", a);
+    const changes = new PodChanges(pods);
+    assert.deepEqual(changes.take(), [{ before: undefined, after: a }, { before: undefined, after: b }]);
+    assert.deepEqual(changes.take(), []);
     const b2 = pod("b", "2");
-    assert.deepEqual(changes.diff([b2, c]), [{ before: a, after: undefined }, { before: b, after: b2 }, { before: undefined, after: c }]);
+    pods.set("c", c).set("b", b2).delete("a");
+    pods.set("d", pod("d", "5")).delete("d");
+    assert.deepEqual(changes.take(), [{ before: a, after: undefined }, { before: b, after: b2 }, { before: undefined, after: c }]);
     const b3 = pod("b", "4");
-    assert.deepEqual(changes.diff([b3]), [{ before: b2, after: b3 }, { before: c, after: undefined }]);
+    pods.delete("b");
+    pods.set("b", pod("b", "4-old")).set("b", b3).delete("c");
+    assert.deepEqual(changes.take(), [{ before: b2, after: b3 }, { before: c, after: undefined }]);
   });
 });

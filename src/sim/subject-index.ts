@@ -35,10 +35,13 @@ export class IdentityClaims {
     this.#count(now, 1);
   }
 
-  /** `noDuplicatePods(pods)`, where `pods` are the stored pods the claims were counted from. */
-  violations(pods: readonly Pod[]): string[] {
+  /**
+   * `noDuplicatePods(storedPods())`, where `storedPods` lists the stored pods the claims were
+   * counted from (called only when an identity is claimed twice).
+   */
+  violations(storedPods: () => readonly Pod[]): string[] {
     // Without a doubly claimed identity there is nothing to report; else the predicate says what.
-    return this.#duplicated === 0 ? [] : noDuplicatePods(pods);
+    return this.#duplicated === 0 ? [] : noDuplicatePods(storedPods());
   }
 
   #count(key: string | undefined, delta: number): void {
