@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { modelServingInput } from "../../test/arbitraries.ts";
-import { deepFreeze } from "../engine/json.ts";
+import { deepFreeze } from "../core/frozen.ts";
 import { parseModelServing } from "./parse.ts";
 import type { ParseResult } from "./parse.ts";
 

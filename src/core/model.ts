@@ -13,12 +13,12 @@ import { parsePodIdentity } from "./identity.ts";
 import type { PodFacts } from "./health.ts";
 import { podFacts } from "./health.ts";
 import { onFrozen } from "./frozen.ts";
-import { getOrCreate } from "./maps.ts";
+import { compareStrings, getOrCreate } from "./maps.ts";
 import type { Observed } from "./observed.ts";
 import type { DecodeResult, StoredRevision } from "./revision/controller-revision.ts";
 import { decodeControllerRevision } from "./revision/controller-revision.ts";
 import type { RevisionData } from "./revision/format.ts";
-import { compareStrings, revisionData } from "./revision/projection.ts";
+import { revisionData } from "./revision/projection.ts";
 
 /** A pod with its place in the unit tree and the revision label it was built from. */
 export interface PodView {

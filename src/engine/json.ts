@@ -4,8 +4,6 @@
  */
 import type { JsonObject, JsonValue } from "./ports.ts";
 
-export { deepFreeze } from "../core/frozen.ts";
-
 /** Nesting deeper than this is a bug in the caller; refusing keeps every recursion bounded. */
 const MAX_DEPTH = 64;
 

@@ -5,7 +5,7 @@
  * is delivered as the difference between the old and new cache (unchanged objects: nothing), the
  * same contract as the simulator's informer (src/sim/informer.ts).
  */
-import { deepFreeze } from "../engine/json.ts";
+import { deepFreeze } from "../core/frozen.ts";
 import { Listeners } from "../engine/listeners.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";

@@ -32,13 +32,14 @@ import type { Request, WriteVerb } from "./faults.ts";
 import { GarbageCollector } from "./gc.ts";
 import { isJsonObject, jsonCopy, jsonEqual, mergePatch, shareEqualParts, trustedCopy } from "./json.ts";
 import { STRATEGIES } from "./kinds.ts";
-import { deepFreeze } from "../engine/json.ts";
+import { deepFreeze } from "../core/frozen.ts";
 import { admissionProblem, isDeleting, keyOf, refOf, storeKey, withoutServerFields } from "./objects.ts";
 import type { Prng } from "./prng.ts";
 import { SimClient } from "./client.ts";
 import { SortedStore } from "./sorted-store.ts";
 import { WatchHub } from "./watch.ts";
 import type { WatchHandlers, WatchOptions, WatchStream } from "./watch.ts";
+import { compareStrings } from "../core/maps.ts";
 
 export interface ApiServerOptions {
   /** Default delay between a commit and its delivery on a watch stream. Default 0. */
@@ -287,7 +288,7 @@ export class ApiServer {
   apiWriteCounts(): WriteCount[] {
     return [...this.#writeCounts.values()]
       .map((row) => ({ ...row }))
-      .sort((a, b) => compare(a.client, b.client) || compare(a.kind, b.kind) || compare(a.verb, b.verb));
+      .sort((a, b) => compareStrings(a.client, b.client) || compareStrings(a.kind, b.kind) || compareStrings(a.verb, b.verb));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -477,7 +478,7 @@ export class ApiServer {
 
   #stored(kind?: Kind): readonly KubeObject[] {
     if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? [];
-    return [...this.#objects.values()].sort((a, b) => compare(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compare(a.metadata.name, b.metadata.name));
+    return [...this.#objects.values()].sort((a, b) => compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name));
   }
 
   #checkNamespace(kind: Kind, object: KubeObject): void {
@@ -597,6 +598,3 @@ function stringOrUndefined(value: JsonValue | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

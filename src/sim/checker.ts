@@ -45,6 +45,7 @@ import type { ApiServer } from "./apiserver.ts";
 import { PodChanges } from "./pod-changes.ts";
 import type { PodChange } from "./pod-changes.ts";
 import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
+import { getOrCreate } from "../core/maps.ts";
 
 /** One invariant's line in the report. */
 export interface InvariantResult {
@@ -302,9 +303,7 @@ export class InvariantChecker {
     // By name over all owners first: a later revision of the same name hides an earlier one.
     for (const [name, decoded] of this.#decodedByName(stored)) {
       const owner = decoded.ownerUid ?? "";
-      const revisions = byOwner.get(owner) ?? new Map<string, Revision>();
-      revisions.set(name, decoded.revision);
-      byOwner.set(owner, revisions);
+      getOrCreate(byOwner, owner, () => new Map<string, Revision>()).set(name, decoded.revision);
     }
     const kept = new Map<string, RevisionsByName>();
     for (const [owner, revisions] of byOwner) {

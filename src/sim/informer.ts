@@ -26,7 +26,7 @@ import { matchesSelector, parseSelector } from "../engine/labels.ts";
 import type { LabelSelector } from "../engine/labels.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { SimClient } from "./client.ts";
-import { deepFreeze } from "../engine/json.ts";
+import { deepFreeze } from "../core/frozen.ts";
 import { keyOf, storeKey } from "./objects.ts";
 import { SortedStore } from "./sorted-store.ts";
 import type { WatchStream } from "./watch.ts";

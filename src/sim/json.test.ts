@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { jsonCopy, jsonEqual, mergePatch, mergePatchIsNoop, sameJson, shareEqualParts } from "./json.ts";
+import { jsonCopy, jsonEqual, mergePatch, mergePatchIsNoop, sameJsonText, shareEqualParts } from "./json.ts";
 import { isApiError } from "../engine/ports.ts";
 import type { JsonObject } from "../engine/ports.ts";
 
@@ -66,10 +66,10 @@ describe("jsonCopy's plain walk", () => {
   });
 });
 
-describe("sameJson, mergePatchIsNoop and shareEqualParts", () => {
+describe("sameJsonText, mergePatchIsNoop and shareEqualParts", () => {
   it("tells the same JSON text from equal values in another key order", () => {
-    assert.equal(sameJson({ a: 1, b: [1, { c: 2 }] }, { a: 1, b: [1, { c: 2 }] }), true);
-    assert.equal(sameJson({ a: 1, b: 2 }, { b: 2, a: 1 }), false);
+    assert.equal(sameJsonText({ a: 1, b: [1, { c: 2 }] }, { a: 1, b: [1, { c: 2 }] }), true);
+    assert.equal(sameJsonText({ a: 1, b: 2 }, { b: 2, a: 1 }), false);
     assert.equal(jsonEqual({ a: 1, b: 2 }, { b: 2, a: 1 }), true);
   });
 

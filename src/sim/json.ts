@@ -138,13 +138,13 @@ function definedCount(record: Record<string, unknown>, keys: readonly string[]):
 }
 
 /** True when `a` and `b` are the same JSON text: equal values, and object keys in the same order. */
-export function sameJson(a: JsonValue | undefined, b: JsonValue | undefined, depth = 0): boolean {
-  if (depth > MAX_DEPTH) throw new Error(`sameJson: nested deeper than ${MAX_DEPTH}`);
+export function sameJsonText(a: JsonValue | undefined, b: JsonValue | undefined, depth = 0): boolean {
+  if (depth > MAX_DEPTH) throw new Error(`sameJsonText: nested deeper than ${MAX_DEPTH}`);
   if (a === b) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    for (let index = 0; index < a.length; index++) if (!sameJson(a[index], b[index], depth + 1)) return false;
+    for (let index = 0; index < a.length; index++) if (!sameJsonText(a[index], b[index], depth + 1)) return false;
     return true;
   }
   const keysA = Object.keys(a);
@@ -152,7 +152,7 @@ export function sameJson(a: JsonValue | undefined, b: JsonValue | undefined, dep
   if (keysA.length !== keysB.length) return false;
   for (let index = 0; index < keysA.length; index++) {
     const key = keysA[index] ?? "";
-    if (key !== keysB[index] || !sameJson(a[key], b[key], depth + 1)) return false;
+    if (key !== keysB[index] || !sameJsonText(a[key], b[key], depth + 1)) return false;
   }
   return true;
 }

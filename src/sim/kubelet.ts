@@ -20,7 +20,7 @@ import type { JsonObject, KubeObject, ObjectRef, Timer } from "../engine/ports.t
 import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import type { VirtualClock } from "./clock.ts";
-import { isJsonObject, mergePatchIsNoop, sameJson } from "./json.ts";
+import { isJsonObject, mergePatchIsNoop, sameJsonText } from "./json.ts";
 import { isDeleting, refOf } from "./objects.ts";
 import { conditionsOf, containerStatus, imageIdOf, kubeletConditions, mergeConditions, newContainer, podPhase } from "./pod-status.ts";
 import type { ContainerExit, ContainerRuntime } from "./pod-status.ts";
@@ -441,7 +441,7 @@ export class SimKubelet {
     for (const [field, value] of Object.entries(status)) {
       const stored = Object.hasOwn(current, field) ? current[field] : undefined;
       // Only a non-object value replaces the stored one whole (an object would be merged into it).
-      if (!isJsonObject(value) && sameJson(stored, value)) continue;
+      if (!isJsonObject(value) && sameJsonText(stored, value)) continue;
       changed[field] = value;
       // As `mergePatchIsNoop(current, status)` decides it, field by field.
       if (!mergePatchIsNoop(stored, value, 1)) changes = true;

@@ -70,7 +70,6 @@ export function admissionProblem(object: KubeObject): string | undefined {
   return undefined;
 }
 
-
 function isNonEmptyString(value: unknown): boolean {
   return typeof value === "string" && value !== "";
 }

@@ -6,6 +6,7 @@
  */
 import type { Pod } from "../api/kube.ts";
 import type { ApiServer } from "./apiserver.ts";
+import { compareStrings } from "../core/maps.ts";
 
 /** A pod's stored object before and after: `before` undefined when created, `after` when gone. */
 export interface PodChange {
@@ -58,9 +59,6 @@ export class PodChanges {
 
 /** The API server's listing order (`ApiServer.stored`): namespace, then name. */
 export function compareStored(a: Pod, b: Pod): number {
-  return compare(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compare(a.metadata.name, b.metadata.name);
+  return compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name);
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

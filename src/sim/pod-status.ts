@@ -63,14 +63,19 @@ export function newContainer(name: string, image: string): ContainerRuntime {
   };
 }
 
-/** `imageIdOf` by image name: the digest is a pure function of the name, and scenarios use few images. */
+/**
+ * `imageIdOf` by image name: the digest is a pure function of the name. Scenarios use few images;
+ * the bound keeps a long-lived process that simulates many from growing it without limit.
+ */
 const imageIds = new Map<string, string>();
+const MAX_REMEMBERED_IMAGE_IDS = 1024;
 
 /** A deterministic digest per image name, in the form `sim://<image>@sha256:<hex>`. */
 export function imageIdOf(image: string): string {
   let imageId = imageIds.get(image);
   if (imageId === undefined) {
     imageId = `sim://${image}@sha256:${createHash("sha256").update(image).digest("hex")}`;
+    if (imageIds.size >= MAX_REMEMBERED_IMAGE_IDS) imageIds.clear();
     imageIds.set(image, imageId);
   }
   return imageId;

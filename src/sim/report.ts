@@ -10,6 +10,7 @@ import { isJsonObject } from "./json.ts";
 import type { PodEvent } from "./pod-events.ts";
 import { isPodReady } from "./pod-status.ts";
 import type { WriteCount } from "./apiserver.ts";
+import { compareStrings } from "../core/maps.ts";
 
 /** DESIGN §6 pod record. */
 export interface PodRecord {
@@ -96,7 +97,7 @@ export function podRecord(pod: KubeObject): PodRecord {
 
 /** Records of `pods`, sorted by name. */
 export function podRecords(pods: readonly KubeObject[]): PodRecord[] {
-  return pods.map(podRecord).sort((a, b) => compare(a.name, b.name));
+  return pods.map(podRecord).sort((a, b) => compareStrings(a.name, b.name));
 }
 
 /** Pod events with a fixed key order. */
@@ -135,20 +136,17 @@ export function controllerWrites(counts: readonly WriteCount[], client = "contro
     verbs[row.verb] = (verbs[row.verb] ?? 0) + row.count;
     total += row.count;
   }
-  return { total, byKind: Object.fromEntries(Object.keys(byKind).sort(compare).map((kind) => [kind, sortedRecord(byKind[kind] ?? {})])) };
+  return { total, byKind: Object.fromEntries(Object.keys(byKind).sort(compareStrings).map((kind) => [kind, sortedRecord(byKind[kind] ?? {})])) };
 }
 
 /** A deep copy of JSON with object keys sorted, so foreign objects print in a stable order. */
 export function canonical(value: unknown): JsonValue {
   if (Array.isArray(value)) return value.map(canonical);
-  if (isJsonObject(value)) return Object.fromEntries(Object.keys(value).sort(compare).map((key) => [key, canonical(value[key])]));
+  if (isJsonObject(value)) return Object.fromEntries(Object.keys(value).sort(compareStrings).map((key) => [key, canonical(value[key])]));
   return value === undefined ? null : (value as JsonValue);
 }
 
 function sortedRecord<T>(record: Readonly<Record<string, T>>): Record<string, T> {
-  return Object.fromEntries(Object.keys(record).sort(compare).map((key) => [key, record[key] as T]));
+  return Object.fromEntries(Object.keys(record).sort(compareStrings).map((key) => [key, record[key] as T]));
 }
 
-export function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

@@ -24,6 +24,7 @@ import { refOf } from "./objects.ts";
 import { freeCapacity, heldGpus, lessTaken, placeGang, podGpuRequest } from "./placement.ts";
 import type { Demand } from "./placement.ts";
 import type { WatchStream } from "./watch.ts";
+import { compareStrings } from "../core/maps.ts";
 
 export interface SchedulerOptions {
   /** Delay from a change to the cycle it triggers (DESIGN §6 `timing.scheduleSeconds`). Default 1000. */
@@ -169,7 +170,7 @@ export class SimScheduler {
     }
     const oldest = (gang: readonly KubeObject[]): string => gang.map((pod) => pod.metadata.creationTimestamp ?? "").sort()[0] ?? "";
     return [...gangs.entries()]
-      .sort(([keyA, a], [keyB, b]) => compare(oldest(a), oldest(b)) || compare(keyA, keyB))
+      .sort(([keyA, a], [keyB, b]) => compareStrings(oldest(a), oldest(b)) || compareStrings(keyA, keyB))
       .map(([, gang]) => gang);
   }
 
@@ -267,6 +268,3 @@ function withCondition(pod: KubeObject, condition: JsonObject): JsonValue[] {
   return [...conditionsOf(pod).filter((existing) => !isJsonObject(existing) || existing["type"] !== condition["type"]), condition];
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

@@ -9,7 +9,7 @@ import { buildPod } from "../core/pods.ts";
 import type { Revision } from "../core/pods.ts";
 import { revisionData } from "../core/revision/projection.ts";
 import { roleHash } from "../core/role-hash.ts";
-import { deepFreeze } from "../engine/json.ts";
+import { deepFreeze } from "../core/frozen.ts";
 import type { KubeObject } from "../engine/ports.ts";
 import type { CommitListener } from "./apiserver.ts";
 import { PodChanges } from "./pod-changes.ts";

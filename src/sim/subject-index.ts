@@ -15,6 +15,7 @@ import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
 import { availablePendingFor, claimedIdentity, countKey, inPartition, instanceAvailable, instanceRolloutReason, noDuplicatePods, partitionedUnits, placePod, rolloutPendingFrom, surgeBound, surgeLimits, surgeOrDrainReason, surgeViolation } from "../core/invariants.ts";
 import type { AvailableCounts, InstanceOf, PartitionedUnit, PlacedPod, RevisionsByName, SurgeLimits, UpdateOfRole } from "../core/invariants.ts";
+import { getOrCreate } from "../core/maps.ts";
 import { compareStored } from "./pod-changes.ts";
 import type { PodChange } from "./pod-changes.ts";
 
@@ -266,22 +267,9 @@ export class SubjectIndex {
 
   /** The unit of `id`, created empty when it has none. */
   #unitOf({ group, role, instance }: PlacedPod["id"]): Unit {
-    let roles = this.#units.get(group);
-    if (roles === undefined) {
-      roles = new Map();
-      this.#units.set(group, roles);
-    }
-    let instances = roles.get(role);
-    if (instances === undefined) {
-      instances = new Map();
-      roles.set(role, instances);
-    }
-    let unit = instances.get(instance);
-    if (unit === undefined) {
-      unit = { group, role, instance, pods: [], available: false, rollout: undefined };
-      instances.set(instance, unit);
-    }
-    return unit;
+    const roles = getOrCreate(this.#units, group, () => new Map<string, Map<number, Unit>>());
+    const instances = getOrCreate(roles, role, () => new Map<number, Unit>());
+    return getOrCreate(instances, instance, (): Unit => ({ group, role, instance, pods: [], available: false, rollout: undefined }));
   }
 
   #count(key: string, delta: number): void {

@@ -4,7 +4,7 @@
  */
 import type { ModelServingSpec, Role } from "../../api/index.ts";
 import type { RevisionData, RevisionRole } from "./format.ts";
-import { compareStrings } from "./projection.ts";
+import { compareStrings } from "../maps.ts";
 
 /**
  * A copy of `spec` with `data`'s versioned fields: `schedulerName`, `plugins` and, per role,

@@ -3,7 +3,7 @@
  * delete. A revision is live while anything may still build pods from it, including a unit whose
  * pods are all gone but whose durable record (DESIGN §4) still names it.
  */
-import { compareStrings } from "./projection.ts";
+import { compareStrings } from "../maps.ts";
 
 export interface LiveRevisionSources {
   readonly currentRevision: string | undefined;

@@ -6,6 +6,7 @@ import type { ModelServing } from "../../api/index.ts";
 import { CONTROLLER_ENV, RESERVED_PREFIX, SERVING_GATE } from "../../api/wellknown.ts";
 import { deepFreeze } from "../frozen.ts";
 import { pruneEmpty } from "./canonical.ts";
+import { compareStrings } from "../maps.ts";
 import type { RevisionData } from "./format.ts";
 
 
@@ -89,12 +90,6 @@ function normalizePlugin(plugin: VersionedPlugin): VersionedPlugin {
   const target = plugin.scope?.target ?? "All";
   const scope = target === "All" && roles.length === 0 ? undefined : { roles, target };
   return { name: plugin.name, config: plugin.config, scope };
-}
-
-/** Code-unit order, the same order `canonicalJson` sorts keys in; independent of locale. */
-export function compareStrings(a: string, b: string): number {
-  if (a === b) return 0;
-  return a < b ? -1 : 1;
 }
 
 /** A copy of a pod template without what the controller injects into every pod it builds from it. */

@@ -8,7 +8,7 @@ import type { ControllerRevision, DecodeResult, StoredRevision } from "./control
 import { encodeControllerRevision } from "./controller-revision.ts";
 import type { RevisionData } from "./format.ts";
 import { revisionHash, revisionName, sameRevision } from "./hash.ts";
-import { compareStrings } from "./projection.ts";
+import { compareStrings } from "../maps.ts";
 
 export interface RevisionRecordInput {
   readonly owner: Owner;
