@@ -137,8 +137,10 @@ export function instanceHealth(pods: InstancePods | undefined, expectedPods: num
   const absent: number[] = [];
   let complete = true;
   for (let index = 0; index < expectedPods; index++) {
-    if (pods?.has(index) !== true) absent.push(index);
-    if (!live.some((view) => view.id.index === index)) complete = false;
+    // The tree keys each pod by its own index, so this is the pod at `index`, if any.
+    const view = pods?.get(index);
+    if (view === undefined) absent.push(index);
+    if (view === undefined || view.facts.terminating) complete = false;
   }
   const extra = live.filter((view) => view.id.index >= expectedPods);
   return { live, terminating, absent, extra, complete, ready: complete && live.every((view) => view.facts.ready) };

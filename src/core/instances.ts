@@ -6,10 +6,12 @@
 import type { Role, UnitRecord } from "../api/schema.ts";
 import type { InstanceHealth } from "./health.ts";
 import { instanceHealth } from "./health.ts";
+import { onFrozen } from "./frozen.ts";
 import { instanceId } from "./identity.ts";
 import { getOrCreate } from "./maps.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";
+import type { RevisionData } from "./revision/format.ts";
 import type { Revisions } from "./revisions.ts";
 import { sameRevisionData, sameRoleSpec } from "./role-hash.ts";
 import { recordedRevisions } from "./units.ts";
@@ -52,9 +54,22 @@ export interface InstanceState {
   readonly atUpdate: boolean;
 }
 
+/** The pod count of `role`'s instances at `revision` (1 + workerReplicas); 0 when it lacks the role. */
 export function expectedPods(revision: Revision, role: string): number {
-  const spec = revision.data.roles.find((candidate) => candidate.name === role);
-  return spec === undefined ? 0 : 1 + spec.workerReplicas;
+  return onFrozen(podCountMemo, revision.data, podCountsByRole).get(role) ?? 0;
+}
+
+/**
+ * Pod counts by role name per revision data object. Keyed on the data (`onFrozen`: revision data
+ * is deep-frozen when built, so a count never goes stale); every plan asks per instance.
+ */
+const podCountMemo = new WeakMap<object, ReadonlyMap<string, number>>();
+
+function podCountsByRole(data: RevisionData): ReadonlyMap<string, number> {
+  const counts = new Map<string, number>();
+  // The first role of a name wins, as a search by name would find it.
+  for (const spec of data.roles) if (!counts.has(spec.name)) counts.set(spec.name, 1 + spec.workerReplicas);
+  return counts;
 }
 
 /**

@@ -144,14 +144,13 @@ function failedPods(context: Context, pods: readonly PodView[]): PodView[] {
 function planInstance(context: Context, state: InstanceState): void {
   const { work, nowMs, model } = context;
   const { health } = state;
-  const label = `${instanceId(state.role, state.instance)} of group ${state.group}`;
   const inPlace = isInPlace(context);
   // Images patched in place by an update the user switched away from: the user asked for pods to
   // be replaced, so they are.
   const abandoned = !inPlace && health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
   if ((state.replacing && !inPlace) || abandoned) {
     const why = abandoned && !state.replacing ? "in-place update abandoned" : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
-    const step = planDrainedDeletion(health.live, model.ms.spec.drain.timeoutSeconds, "Update", `${label} (${why})`, nowMs);
+    const step = planDrainedDeletion(health.live, model.ms.spec.drain.timeoutSeconds, "Update", `${instanceLabel(state)} (${why})`, nowMs);
     work.actions.push(...step.actions);
     recheckAt(work, step.recheckAtMs);
     return;
@@ -160,12 +159,12 @@ function planInstance(context: Context, state: InstanceState): void {
   if (isBroken(context, state)) {
     const policy = model.ms.spec.recoveryPolicy;
     const victims = policy === "None" ? failedPods(context, health.live) : health.live;
-    deleteForRecovery(context, victims, `${label} failed (${describeFailure(context, state)}); ${policy === "None" ? "replacing the failed pods" : "rebuilding the instance"}`);
+    deleteForRecovery(context, victims, `${instanceLabel(state)} failed (${describeFailure(context, state)}); ${policy === "None" ? "replacing the failed pods" : "rebuilding the instance"}`);
     if (policy === "None") createAbsent(context, state);
     return;
   }
   createAbsent(context, state);
-  const lookup = (name: string) => context.resolve(name, label);
+  const lookup = (name: string) => context.resolve(name, instanceLabel(state));
   if (inPlace && movesInPlace(health.live, state.target, lookup)) {
     const step = planInPlace({ model, nowMs, lookup }, state, health.live, state.target);
     work.actions.push(...step.actions);
@@ -174,6 +173,11 @@ function planInstance(context: Context, state: InstanceState): void {
     return;
   }
   for (const view of health.live) work.actions.push(...cancelDrain(view, nowMs), ...openGate(view, nowMs));
+}
+
+/** How messages and unreadable-revision reports name the instance; built only when one is written. */
+function instanceLabel(state: InstanceState): string {
+  return `${instanceId(state.role, state.instance)} of group ${state.group}`;
 }
 
 function isInPlace(context: Context): boolean {

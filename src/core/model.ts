@@ -49,6 +49,8 @@ export interface Model {
   /** All decode results, for record planning and GC. */
   readonly decoded: readonly DecodeResult[];
   readonly tree: UnitTree;
+  /** Every pod view of `tree`, in its iteration order: for passes that need no place in it. */
+  readonly views: readonly PodView[];
   readonly services: ReadonlyMap<string, Service>;
 }
 
@@ -73,7 +75,7 @@ export function buildModel(observed: Observed): ModelResult {
   const services = new Map(observed.services.filter((service) => ownedBy(service, owner.uid)).map((service) => [service.metadata.name, service]));
   return {
     ok: true,
-    model: { ms, owner, generation: ms.metadata.generation ?? 0, data, revisions, unreadable, decoded, tree: buildTree(owner, observed.pods), services },
+    model: { ms, owner, generation: ms.metadata.generation ?? 0, data, revisions, unreadable, decoded, ...buildTree(owner, observed.pods), services },
   };
 }
 
@@ -103,10 +105,11 @@ function ownedBy(object: { metadata: { ownerReferences?: { uid: string; controll
 }
 
 /**
- * Places every pod this ModelServing controls in the tree. Pods it does not control, or whose
- * identity does not parse, are left out: the controller neither adopts nor deletes them.
+ * Places every pod this ModelServing controls in the tree, and lists the placed views in tree
+ * order. Pods it does not control, or whose identity does not parse, are left out: the controller
+ * neither adopts nor deletes them.
  */
-function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): UnitTree {
+function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): { tree: UnitTree; views: PodView[] } {
   const views: PodView[] = [];
   for (const pod of pods) {
     const view = podView(owner, pod);
@@ -116,13 +119,18 @@ function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): UnitTree {
   views.sort((a, b) => a.id.group - b.id.group || compareStrings(a.id.role, b.id.role) || a.id.instance - b.id.instance || a.id.index - b.id.index);
   // Inserting in key order makes every map iterate in ascending key order.
   const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
+  const placed: PodView[] = [];
   for (const view of views) {
     const { group, role, instance, index } = view.id;
     const roles = getOrCreate(tree, group, () => new Map<string, Map<number, Map<number, PodView>>>());
     const instances = getOrCreate(roles, role, () => new Map<number, Map<number, PodView>>());
-    getOrCreate(instances, instance, () => new Map<number, PodView>()).set(index, view);
+    const instancePods = getOrCreate(instances, instance, () => new Map<number, PodView>());
+    // Sorted, a replaced view (same identity) is the one placed last, and keeps its position.
+    if (instancePods.has(index)) placed[placed.length - 1] = view;
+    else placed.push(view);
+    instancePods.set(index, view);
   }
-  return tree;
+  return { tree, views: placed };
 }
 
 /**

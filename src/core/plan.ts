@@ -65,9 +65,7 @@ function recordsStatus(stored: ModelServingStatus, revisions: Revisions, layout:
 /** Deletes the revisions GC may collect: not live after this plan, beyond the history limit. */
 function collectRevisions(model: Model, revisions: Revisions, layout: Layout, work: Work): Action[] {
   const podRevisionNames = new Set<string>();
-  for (const roles of model.tree.values()) {
-    for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (view.revision !== undefined) podRevisionNames.add(view.revision);
-  }
+  for (const view of model.views) if (view.revision !== undefined) podRevisionNames.add(view.revision);
   for (const action of work.actions) if (action.type === "CreatePod") podRevisionNames.add(action.pod.metadata.labels?.[LABEL_REVISION] ?? "");
   const live = liveRevisionNames({
     currentRevision: layout.currentName,

@@ -89,8 +89,15 @@ function layoutWith(scratch: Scratch, base: Layout, surge: Surge): Layout {
   return { ...surge, units: [...scratch.records.values()], currentName: base.currentName };
 }
 
+/**
+ * Records `record`. A record equal field by field to the one already there (most surge permits,
+ * re-granted every plan) keeps that object, so `sameRecords` need not serialize it. Equal fields
+ * serialize alike: stored records are parsed in the schema's key order, and permits are built in it.
+ */
 function permit(scratch: Scratch, record: UnitRecord): void {
-  scratch.records.set(recordKey(record), record);
+  const key = recordKey(record);
+  const existing = scratch.records.get(key);
+  if (existing === undefined || existing.revision !== record.revision || existing.role !== record.role || existing.instance !== record.instance) scratch.records.set(key, record);
 }
 
 /**
