@@ -58,11 +58,7 @@ export class SortedStore {
 
   /** Every object in (namespace, name) order, in a frozen array shared until the store changes. */
   values(): readonly KubeObject[] {
-    if (this.#values === undefined) {
-      const objects = new Array<KubeObject>(this.#sorted.length);
-      for (const [index, entry] of this.#sorted.entries()) objects[index] = entry.object;
-      this.#values = Object.freeze(objects);
-    }
+    this.#values ??= Object.freeze(this.#sorted.map((entry) => entry.object));
     return this.#values;
   }
 

@@ -10,8 +10,9 @@ import type { Revision } from "../core/pods.ts";
 import { revisionData } from "../core/revision/projection.ts";
 import { roleHash } from "../core/role-hash.ts";
 import { deepFreeze } from "../core/frozen.ts";
-import type { KubeObject } from "../engine/ports.ts";
+import type { JsonObject, KubeObject } from "../engine/ports.ts";
 import type { CommitListener } from "./apiserver.ts";
+import { shareEqualParts } from "./json.ts";
 import { PodChanges } from "./pod-changes.ts";
 import { Prng } from "./prng.ts";
 import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
@@ -64,7 +65,7 @@ function podOf(slot: string, state: PodState, impostor = false): Pod {
   if (state.terminating) built.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
   if (state.bound) built.spec.nodeName = "gpu-0";
   built.status = { phase: "Running", conditions: [{ type: "Ready", status: state.ready ? "True" : "False" }] };
-  return deepFreeze(built);
+  return built;
 }
 
 const SLOTS = [0, 1, 2, 3].flatMap((group) => [
@@ -79,10 +80,19 @@ const SLOTS = [0, 1, 2, 3].flatMap((group) => [
 class PodStore extends Map<string, Pod> {
   #listener: CommitListener | undefined;
 
+  /**
+   * Stores `pod` frozen, sharing each part equal to the previous version's as the API server does
+   * (so the index's reuse of what unchanged parts gave is exercised).
+   */
   override set(key: string, pod: Pod): this {
     const before = this.get(key);
-    super.set(key, pod);
-    this.#listener?.(before as unknown as KubeObject | undefined, pod as unknown as KubeObject);
+    if (before !== undefined && !Object.isFrozen(pod)) {
+      shareEqualParts(pod as unknown as JsonObject, before as unknown as JsonObject, "metadata");
+      shareEqualParts(pod.metadata as unknown as JsonObject, before.metadata as unknown as JsonObject);
+    }
+    const stored = deepFreeze(pod);
+    super.set(key, stored);
+    this.#listener?.(before as unknown as KubeObject | undefined, stored as unknown as KubeObject);
     return this;
   }
 

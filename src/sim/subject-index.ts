@@ -22,15 +22,22 @@ import type { PodChange } from "./pod-changes.ts";
 /** Live pods per claimed identity (`claimedIdentity`), kept up to date from pod changes. */
 export class IdentityClaims {
   readonly #claims = new Map<string, number>();
-  /** The claim each counted pod object made (stored objects are frozen: it cannot change). */
-  readonly #claimOf = new WeakMap<Pod, string | undefined>();
+  /**
+   * By pod uid, the claim of the pod's last counted object when that object is frozen (stored
+   * objects are: its claim cannot change). A string-keyed map, pruned as pods go, because it is
+   * read and written at every pod change.
+   */
+  readonly #claimOf = new Map<string, { readonly pod: Pod; readonly claim: string | undefined }>();
   /** Identities claimed by more than one live pod. */
   #duplicated = 0;
 
   apply({ before, after }: PodChange): void {
-    const was = before === undefined ? undefined : this.#claimOf.has(before) ? this.#claimOf.get(before) : claimedIdentity(before);
-    const now = after === undefined ? undefined : claimedIdentity(after);
-    if (after !== undefined && Object.isFrozen(after)) this.#claimOf.set(after, now);
+    const known = before === undefined ? undefined : this.#claimOf.get(before.metadata.uid ?? "");
+    const was = before === undefined ? undefined : known?.pod === before ? known.claim : claimedIdentity(before);
+    // A new version that shares every part the claim reads claims what the old one did.
+    const now = after === undefined ? undefined : before !== undefined && sameClaimParts(before, after) ? was : claimedIdentity(after);
+    if (before !== undefined) this.#claimOf.delete(before.metadata.uid ?? "");
+    if (after !== undefined && Object.isFrozen(after)) this.#claimOf.set(after.metadata.uid ?? "", { pod: after, claim: now });
     if (was === now) return;
     this.#count(was, -1);
     this.#count(now, 1);
@@ -143,8 +150,8 @@ export class SubjectIndex {
   }
 
   podChanged({ before, after }: PodChange): void {
-    const placed = after === undefined ? undefined : placePod(this.#ms, after);
     const entry = before === undefined ? undefined : this.#entries.get(before.metadata.uid ?? "");
+    const placed = after === undefined ? undefined : this.#place(entry, after);
     if (entry !== undefined && placed !== undefined && samePlace(entry.placed, placed)) {
       this.#replace(entry, placed);
       return;
@@ -205,6 +212,16 @@ export class SubjectIndex {
     const reason = instanceRolloutReason(this.#ms, where, unit.pods, update);
     unit.rollout = { update, reason };
     return reason;
+  }
+
+  /**
+   * `placePod` of `after`, reusing the identity of `entry` (the placement of the pod's previous
+   * version) when `after` shares every part `placePod` reads: the same inputs give the same place.
+   */
+  #place(entry: Entry | undefined, after: Pod): PlacedPod | undefined {
+    const previous = entry?.placed;
+    if (previous !== undefined && samePlaceParts(previous.pod, after)) return { pod: after, id: previous.id };
+    return placePod(this.#ms, after);
   }
 
   #add(placed: PlacedPod): void {
@@ -295,6 +312,32 @@ export class SubjectIndex {
     }
     this.#version += 1;
   }
+}
+
+/**
+ * Whether `after` has the very objects `claimedIdentity` reads from `before` (copy-on-write stores
+ * share every unchanged part), so both claim the same identity.
+ */
+function sameClaimParts(before: Pod, after: Pod): boolean {
+  return (
+    before.metadata.labels === after.metadata.labels &&
+    before.metadata.namespace === after.metadata.namespace &&
+    before.metadata.deletionTimestamp === after.metadata.deletionTimestamp &&
+    before.spec === after.spec
+  );
+}
+
+/**
+ * Whether `after` has the very objects `placePod` reads from `before` (name and uid too: the
+ * placement is by uid), so under one ModelServing both have the same place.
+ */
+function samePlaceParts(before: Pod, after: Pod): boolean {
+  return (
+    before.metadata.uid === after.metadata.uid &&
+    before.metadata.name === after.metadata.name &&
+    before.metadata.labels === after.metadata.labels &&
+    before.metadata.ownerReferences === after.metadata.ownerReferences
+  );
 }
 
 /** Two versions of one pod (same uid) in the same instance as the same worker. */
