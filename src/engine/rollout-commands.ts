@@ -15,7 +15,7 @@ import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { placedPods, rolloutPending } from "../core/invariants.ts";
 import { applyRevision } from "../core/revision/apply.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
-import type { StoredRevision } from "../core/revision/controller-revision.ts";
+import type { DecodeResult, StoredRevision } from "../core/revision/controller-revision.ts";
 import { isApiError } from "./ports.ts";
 import type { ClusterReader, ClusterWriter, JsonObject, KubeObject } from "./ports.ts";
 
@@ -64,19 +64,14 @@ type Prepared = { readonly ok: true; readonly object: KubeObject<"ModelServing">
 /** Reads the object and its revisions and builds the updated object, or says why it cannot. */
 function prepareRollback(reader: RollbackPorts["reader"], request: RollbackRequest): Prepared {
   const { namespace, name } = request;
-  const stored = reader.get("ModelServing", namespace, name);
-  if (stored === undefined) return { ok: false, message: `ModelServing ${namespace}/${name} not found` };
-  const parsed = parseModelServing(stored);
-  if (!parsed.ok) return { ok: false, message: `ModelServing ${namespace}/${name} is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
-  const uid = stored.metadata.uid;
-  const listed = reader.list("ControllerRevision", { namespace, labelSelector: `${LABEL_MODEL_SERVING}=${name}` });
-  const decoded = listed.map(decodeControllerRevision);
-  const readable = decoded.flatMap((result) => (result.ok && result.revision.ownerUid === uid ? [result.revision] : []));
-  const updateName = parsed.value.status?.updateRevision;
+  const read = readModelServing(reader, request);
+  if (!read.ok) return read;
+  const { stored, ms, revisions: readable, decoded } = read;
+  const updateName = ms.status?.updateRevision;
   const current = readable.find((revision) => revision.name === updateName);
   const target = chooseTarget(readable, decoded, current, request.toRevision);
   if (typeof target === "string") return { ok: false, message: `ModelServing ${namespace}/${name}: ${target}` };
-  const spec = applyRevision(parsed.value.spec, target.data);
+  const spec = applyRevision(ms.spec, target.data);
   const object = { ...stored, spec: spec as unknown as JsonObject };
   const check = parseModelServing(object);
   if (!check.ok) return { ok: false, message: `revision ${target.revision} does not fit the current spec: ${check.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
@@ -86,7 +81,7 @@ function prepareRollback(reader: RollbackPorts["reader"], request: RollbackReque
 }
 
 /** The revision to roll back to, or why there is none. */
-function chooseTarget(readable: readonly StoredRevision[], decoded: readonly ReturnType<typeof decodeControllerRevision>[], current: StoredRevision | undefined, toRevision: number | undefined): StoredRevision | string {
+function chooseTarget(readable: readonly StoredRevision[], decoded: readonly DecodeResult[], current: StoredRevision | undefined, toRevision: number | undefined): StoredRevision | string {
   const numbers = readable.map((revision) => revision.revision).sort((a, b) => a - b);
   if (toRevision !== undefined) {
     const found = readable.find((revision) => revision.revision === toRevision);
@@ -187,9 +182,21 @@ export async function setPaused(writer: ClusterWriter, target: RolloutTarget, pa
   }
 }
 
-type ReadResult = { readonly ok: true; readonly ms: ModelServing; readonly revisions: readonly StoredRevision[]; readonly unreadable: readonly string[] } | { readonly ok: false; readonly message: string };
+type ReadResult =
+  | {
+      readonly ok: true;
+      readonly stored: KubeObject<"ModelServing">;
+      readonly ms: ModelServing;
+      /** Readable revisions owned by it. */
+      readonly revisions: readonly StoredRevision[];
+      /** Unreadable revisions as `name: reason`. */
+      readonly unreadable: readonly string[];
+      /** Every decode result of the revisions listed under its label. */
+      readonly decoded: readonly DecodeResult[];
+    }
+  | { readonly ok: false; readonly message: string };
 
-/** The parsed ModelServing and its revisions (owned by it), split into readable and unreadable. */
+/** The stored and parsed ModelServing and its revisions (owned by it), split into readable and unreadable. */
 function readModelServing(reader: RollbackPorts["reader"], target: RolloutTarget): ReadResult {
   const { namespace, name } = target;
   const stored = reader.get("ModelServing", namespace, name);
@@ -197,11 +204,12 @@ function readModelServing(reader: RollbackPorts["reader"], target: RolloutTarget
   const parsed = parseModelServing(stored);
   if (!parsed.ok) return { ok: false, message: `ModelServing ${namespace}/${name} is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
   const listed = reader.list("ControllerRevision", { namespace, labelSelector: `${LABEL_MODEL_SERVING}=${name}` });
+  const decoded = listed.map(decodeControllerRevision);
   const revisions: StoredRevision[] = [];
   const unreadable: string[] = [];
-  for (const result of listed.map(decodeControllerRevision)) {
+  for (const result of decoded) {
     if (result.ok && result.revision.ownerUid === stored.metadata.uid) revisions.push(result.revision);
     else if (!result.ok) unreadable.push(`${result.name ?? "?"}: ${result.reason}`);
   }
-  return { ok: true, ms: parsed.value, revisions, unreadable };
+  return { ok: true, stored, ms: parsed.value, revisions, unreadable, decoded };
 }
