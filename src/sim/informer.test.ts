@@ -52,6 +52,37 @@ describe("watch streams", () => {
     assert.deepEqual(versions, [...versions].sort((a, b) => a - b));
   });
 
+  it("deliver the changes of one instant together, in one timer, and those of later instants apart", async () => {
+    const { server, client, clock } = setupServer({ watchLagMs: 100 });
+    const deliveries: string[][] = [];
+    server.watch("Pod", {}, { onEvent: (event) => deliveries.at(-1)?.push(event.object.metadata.name), onClose: () => undefined });
+    await client.create(aPod("a"));
+    await client.create(aPod("b"));
+    clock.advance(1);
+    await client.create(aPod("c"));
+    assert.equal(clock.pendingCount(), 2, "one timer per instant, not per change");
+    for (let timer = 0; timer < 2; timer++) {
+      deliveries.push([]);
+      clock.fireNext(1_000);
+    }
+    assert.deepEqual(deliveries, [["a", "b"], ["c"]]);
+  });
+
+  it("discard the rest of a burst when the consumer stops the stream while handling it", async () => {
+    const { server, client, clock } = setupServer();
+    const names: string[] = [];
+    const stream = server.watch("Pod", {}, {
+      onEvent: (event) => {
+        names.push(event.object.metadata.name);
+        stream.stop();
+      },
+      onClose: () => undefined,
+    });
+    for (const name of ["a", "b", "c"]) await client.create(aPod(name));
+    clock.advance(0);
+    assert.deepEqual(names, ["a"]);
+  });
+
   it("filter by label selector: leaving the selection is DELETED, entering it ADDED", async () => {
     const { server, client, clock } = setupServer();
     const events: WatchEvent[] = [];

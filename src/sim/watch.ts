@@ -1,8 +1,12 @@
 /**
  * Watch streams of the simulated API server. Every committed change is queued on each open stream
  * whose filter it concerns and delivered through the virtual clock `lagMs` later, so a consumer's
- * cache is stale for that long. A stream's lag is fixed, and timers due at the same instant fire in
- * the order they were set, so each stream delivers in commit (resourceVersion) order.
+ * cache is stale for that long. A stream's lag is fixed, so each stream delivers in commit
+ * (resourceVersion) order.
+ *
+ * The changes one stream receives at one instant arrive together, in one timer, as a burst from a
+ * real API server reaches an informer before its controller's worker looks again: a controller
+ * makes one pass over a burst of N events rather than N passes (its queue dedups the keys).
  *
  * A stream ends by `stop()` (the consumer's choice, no callback), by `drop` (a fault: undelivered
  * events are lost and `onClose` is called, after which the consumer must relist), or by falling
@@ -58,9 +62,18 @@ interface Watcher {
   readonly selector: LabelSelector;
   readonly lagMs: number;
   readonly handlers: WatchHandlers;
-  /** Delivery timers of undelivered events, oldest first. */
-  readonly pending: Timer[];
+  /** Undelivered events by delivery instant, oldest first. */
+  readonly pending: Burst[];
+  /** Events in `pending`, the backlog a slow stream is closed for. */
+  pendingEvents: number;
   open: boolean;
+}
+
+/** Events one stream delivers at one instant, in commit order, and the timer that delivers them. */
+interface Burst {
+  readonly dueMs: number;
+  readonly events: WatchEvent[];
+  readonly timer: Timer;
 }
 
 export class WatchHub {
@@ -86,6 +99,7 @@ export class WatchHub {
       lagMs: options.lagMs ?? this.#options.defaultLagMs,
       handlers,
       pending: [],
+      pendingEvents: 0,
       open: true,
     };
     this.#watchers.push(watcher);
@@ -127,16 +141,27 @@ export class WatchHub {
   }
 
   #enqueue(watcher: Watcher, type: WatchEventType, object: KubeObject): void {
-    if (watcher.pending.length >= this.#options.maxBacklog) {
+    if (watcher.pendingEvents >= this.#options.maxBacklog) {
       this.#closeByServer(watcher, `more than ${this.#options.maxBacklog} undelivered events`);
       return;
     }
+    // Shared and frozen: consumers may keep what they receive, never mutate it.
+    const event: WatchEvent = { type, object };
+    watcher.pendingEvents++;
+    const dueMs = this.#clock.nowMs() + watcher.lagMs;
+    const last = watcher.pending.at(-1);
+    if (last?.dueMs === dueMs) {
+      last.events.push(event);
+      return;
+    }
+    const events = [event];
     const timer = this.#clock.setTimer(watcher.lagMs, () => {
       watcher.pending.shift();
-      // Shared and frozen: consumers may keep what they receive, never mutate it.
-      watcher.handlers.onEvent({ type, object });
+      watcher.pendingEvents -= events.length;
+      // A consumer may stop the stream while handling the burst: the rest is then discarded.
+      for (const delivered of events) if (watcher.open) watcher.handlers.onEvent(delivered);
     });
-    watcher.pending.push(timer);
+    watcher.pending.push({ dueMs, events, timer });
   }
 
   #closeByServer(watcher: Watcher, reason: string): void {
@@ -150,8 +175,9 @@ export class WatchHub {
   #close(watcher: Watcher): void {
     if (!watcher.open) return;
     watcher.open = false;
-    for (const timer of watcher.pending) timer.cancel();
+    for (const burst of watcher.pending) burst.timer.cancel();
     watcher.pending.length = 0;
+    watcher.pendingEvents = 0;
     this.#watchers.splice(this.#watchers.indexOf(watcher), 1);
     const ofKind = this.#watchersByKind.get(watcher.kind) ?? [];
     ofKind.splice(ofKind.indexOf(watcher), 1);
