@@ -4,9 +4,11 @@
  * cache is stale for that long. A stream's lag is fixed, so each stream delivers in commit
  * (resourceVersion) order.
  *
- * The changes one stream receives at one instant arrive together, in one timer, as a burst from a
- * real API server reaches an informer before its controller's worker looks again: a controller
- * makes one pass over a burst of N events rather than N passes (its queue dedups the keys).
+ * The changes one stream receives at one instant arrive together, in one timer: a burst from a
+ * real API server reaches an informer far faster than its controller makes a pass, so a
+ * controller makes one pass over a burst of N events (its queue dedups the keys), not N passes
+ * over caches that each hold one more event. Caches are still stale by the lag, and a burst of
+ * one instant still lands apart from the next instant's.
  *
  * A stream ends by `stop()` (the consumer's choice, no callback), by `drop` (a fault: undelivered
  * events are lost and `onClose` is called, after which the consumer must relist), or by falling
