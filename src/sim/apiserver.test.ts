@@ -174,3 +174,37 @@ describe("ApiServer: updates", () => {
     assert.equal((await client.patch(revisionRef, { revision: 3 }))["revision"], 3, "revision may change, data may not");
   });
 });
+
+describe("ApiServer: pod binding", () => {
+  const ref = { kind: "Pod", namespace: "default", name: "p" } as const;
+
+  it("sets nodeName and PodScheduled=True in one commit, keeping the other conditions", async () => {
+    const { server, client, clock } = setup();
+    const created = await client.create(pod("p"));
+    const pending = { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "no room", lastTransitionTime: "2026-01-01T00:00:00Z" };
+    const other = { type: "Initialized", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" };
+    await client.patchStatus(ref, { status: { conditions: [pending, other] } });
+    clock.advance(3_000);
+    const before = Number(server.resourceVersion());
+    const bound = await server.client("scheduler").bind(ref, "gpu-0", created.metadata.uid ?? "");
+    assert.equal(Number(server.resourceVersion()), before + 1, "one commit");
+    assert.equal(bound.spec?.["nodeName"], "gpu-0");
+    assert.deepEqual(bound.status?.["conditions"], [other, { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:03Z" }]);
+    assert.equal(server.apiWrites({ client: "scheduler", verb: "bind" }), 1);
+  });
+
+  it("refuses a pod already bound, being deleted, or re-created (uid), and kinds without the subresource", async () => {
+    const { client } = setup();
+    const created = await client.create(pod("p"));
+    const uid = created.metadata.uid ?? "";
+    await assert.rejects(client.bind(ref, "gpu-0", "another-uid"), rejectsWith("Conflict"));
+    await client.bind(ref, "gpu-0", uid);
+    await assert.rejects(client.bind(ref, "gpu-1", uid), /already assigned to node "gpu-0"/);
+    const second = await client.create(pod("q"));
+    await client.patch({ kind: "Pod", namespace: "default", name: "q" }, { metadata: { finalizers: ["test/hold"] } });
+    await client.delete({ kind: "Pod", namespace: "default", name: "q" });
+    await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "q" }, "gpu-0", second.metadata.uid ?? ""), /is being deleted/);
+    await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "absent" }, "gpu-0", uid), rejectsWith("NotFound"));
+    await assert.rejects(client.bind({ kind: "Service", namespace: "default", name: "p" }, "gpu-0", uid), rejectsWith("NotFound"));
+  });
+});

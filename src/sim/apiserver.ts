@@ -32,6 +32,7 @@ import type { Request, WriteVerb } from "./faults.ts";
 import { GarbageCollector } from "./gc.ts";
 import { isJsonObject, jsonCopy, jsonEqual, mergePatch, shareEqualParts, trustedCopy } from "./json.ts";
 import { STRATEGIES } from "./kinds.ts";
+import { withCondition } from "./pod-status.ts";
 import { deepFreeze } from "../core/frozen.ts";
 import { admissionProblem, isDeleting, keyOf, refOf, storeKey, withoutServerFields } from "./objects.ts";
 import type { Prng } from "./prng.ts";
@@ -218,6 +219,26 @@ export class ApiServer {
   patchStatus(ref: ObjectRef, patch: JsonObject): KubeObject {
     if (isKind(ref.kind) && !KINDS[ref.kind].statusSubresource) throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
     return this.#patch(ref, patch, "status");
+  }
+
+  /**
+   * Binds a pod to a node, as the pods/binding subresource does: `spec.nodeName` and
+   * `PodScheduled=True` in one commit, so no reader ever sees a bound pod not marked scheduled.
+   * NotFound; Conflict when `uid` is not the stored pod's, or the pod is already bound or being
+   * deleted.
+   */
+  bind(ref: ObjectRef, nodeName: string, uid: string): KubeObject {
+    if (ref.kind !== "Pod") throw new ApiError("NotFound", `${ref.kind} has no binding subresource`);
+    const existing = this.#mustGet(ref);
+    checkPreconditions(existing, uid, undefined);
+    const what = `Pod "${existing.metadata.name}"`;
+    const boundTo = existing.spec?.["nodeName"];
+    if (boundTo !== undefined) throw new ApiError("Conflict", `${what} is already assigned to node ${JSON.stringify(boundTo)}`);
+    if (isDeleting(existing)) throw new ApiError("Conflict", `${what} is being deleted and cannot be assigned to a node`);
+    const scheduled = { type: "PodScheduled", status: "True", lastTransitionTime: this.clock.nowRfc3339() };
+    const next = withStatus(existing, { ...existing.status, conditions: withCondition(existing, scheduled) });
+    next.spec = { ...existing.spec, nodeName };
+    return this.#replace(existing, next);
   }
 
   /**

@@ -48,6 +48,11 @@ export class SimClient implements ClusterWriter {
     return this.#request("patchStatus", ref.kind, () => this.#server.patchStatus(ref, mergePatch) as KubeObject<K>);
   }
 
+  /** Binds a pending pod to `nodeName` (the binding subresource; see `ApiServer.bind`). */
+  bind(ref: ObjectRef, nodeName: string, uid: string): Promise<KubeObject> {
+    return this.#request("bind", ref.kind, () => this.#server.bind(ref, nodeName, uid));
+  }
+
   delete(ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
     return this.#request("delete", ref.kind, () => {
       this.#server.delete(ref, options);

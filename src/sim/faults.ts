@@ -12,10 +12,11 @@ import { ApiError } from "../engine/ports.ts";
 import type { Kind } from "../engine/ports.ts";
 import type { Prng } from "./prng.ts";
 
-export type Verb = "list" | "watch" | "create" | "update" | "patch" | "patchStatus" | "delete";
-export type WriteVerb = "create" | "update" | "patch" | "patchStatus" | "delete";
+/** Request verbs; "bind" is a Pod's binding subresource, which the scheduler writes. */
+export type Verb = "list" | "watch" | "create" | "update" | "patch" | "patchStatus" | "bind" | "delete";
+export type WriteVerb = "create" | "update" | "patch" | "patchStatus" | "bind" | "delete";
 
-export const WRITE_VERBS: readonly WriteVerb[] = ["create", "update", "patch", "patchStatus", "delete"];
+export const WRITE_VERBS: readonly WriteVerb[] = ["create", "update", "patch", "patchStatus", "bind", "delete"];
 
 export function isWriteVerb(verb: Verb): verb is WriteVerb {
   return (WRITE_VERBS as readonly Verb[]).includes(verb);

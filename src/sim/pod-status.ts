@@ -212,6 +212,16 @@ export function mergeConditions(existing: readonly JsonObject[], desired: readon
   return merged;
 }
 
+/**
+ * The pod's conditions with `condition` replacing every one of its type, appended last, and the
+ * rest as stored: what a writer sends whole, since a merge patch replaces arrays.
+ */
+export function withCondition(pod: KubeObject, condition: JsonObject): JsonValue[] {
+  const conditions = pod.status?.["conditions"];
+  const others = Array.isArray(conditions) ? conditions.filter((existing) => !isJsonObject(existing) || existing["type"] !== condition["type"]) : [];
+  return [...others, condition];
+}
+
 /** True when the pod's Ready condition is True. */
 export function isPodReady(pod: KubeObject): boolean {
   return conditionsOf(pod).some((condition) => condition["type"] === "Ready" && condition["status"] === "True");

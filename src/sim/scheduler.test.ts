@@ -87,7 +87,7 @@ describe("SimScheduler", () => {
 
   it("retries a binding that failed, and ignores pods for other schedulers", async () => {
     const { server, client, clock } = await cluster();
-    server.faults.failNth({ client: "scheduler", verb: "patch" }, 1, { error: "ServerError" });
+    server.faults.failNth({ client: "scheduler", verb: "bind" }, 1, { error: "ServerError" });
     await client.create(groupPod("m-0-a", 0, 1));
     await client.create(aPod("volcano-pod", {}, { schedulerName: "volcano" }));
     clock.advance(1_000);
@@ -153,20 +153,25 @@ describe("SimScheduler", () => {
     assert.deepEqual(placement(server), { "m-0-a-0-0": "gpu-0", "m-0-b-0-0": "pending" }, "instance gangs: the first fits alone");
   });
 
-  it("repairs PodScheduled after its write failed, keeping conditions written since by others", async () => {
+  it("binds in one write: no reader ever sees a bound pod without PodScheduled=True", async () => {
     const { server, client, clock } = await cluster();
-    server.faults.failNth({ client: "scheduler", verb: "patchStatus" }, 1, { error: "ServerError" });
+    const seen: unknown[] = [];
+    server.watch("Pod", { lagMs: 0 }, {
+      onEvent: ({ object }) => {
+        const conditions = object.status?.["conditions"];
+        const scheduled = Array.isArray(conditions) && conditions.some((condition) => {
+          const { type, status } = condition as { type?: string; status?: string };
+          return type === "PodScheduled" && status === "True";
+        });
+        seen.push([object.spec?.["nodeName"] ?? "pending", scheduled ? "PodScheduled" : "-"]);
+      },
+      onClose: () => undefined,
+    });
     await client.create(groupPod("m-0-a", 0, 1));
     clock.advance(1_000);
     await settle();
-    assert.equal(placement(server)["m-0-a"], "gpu-0");
-    assert.equal(scheduledCondition(server, "m-0-a"), undefined, "bound, but the status write failed");
-    const bound = server.get({ kind: "Pod", namespace: "default", name: "m-0-a" });
-    const other = { type: "Initialized", status: "True", lastTransitionTime: "2026-01-01T00:00:01Z" };
-    await server.client("kubelet").patchStatus({ kind: "Pod", namespace: "default", name: "m-0-a" }, { metadata: { resourceVersion: bound.metadata.resourceVersion ?? "" }, status: { conditions: [other] } });
-    clock.advance(1_000);
-    await settle();
-    const conditions = server.get({ kind: "Pod", namespace: "default", name: "m-0-a" }).status?.["conditions"];
-    assert.deepEqual(conditions, [other, { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:02Z" }]);
+    clock.advance(0);
+    assert.deepEqual(seen, [["pending", "-"], ["gpu-0", "PodScheduled"]]);
+    assert.equal(server.apiWrites({ client: "scheduler" }), 1);
   });
 });

@@ -15,12 +15,13 @@
  * double-books) and writes through its own client, so its writes are counted apart from the
  * controller's and faults can target it; a failed write is retried the next cycle.
  */
-import type { JsonObject, JsonValue, KubeObject } from "../engine/ports.ts";
+import type { JsonObject, KubeObject } from "../engine/ports.ts";
 import { LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import { isJsonObject } from "./json.ts";
 import { refOf } from "./objects.ts";
+import { conditionsOf, withCondition } from "./pod-status.ts";
 import { freeCapacity, heldGpus, lessTaken, placeGang, podGpuRequest } from "./placement.ts";
 import type { Demand } from "./placement.ts";
 import type { WatchStream } from "./watch.ts";
@@ -102,8 +103,6 @@ export class SimScheduler {
     this.#cycleCount++;
     this.#groupGangOwners = groupGangOwners(this.#server.stored("ModelServing"));
     const pods = this.#server.stored("Pod");
-    // A binding whose PodScheduled write failed is repaired here.
-    for (const pod of pods.filter((candidate) => isBoundUnmarked(candidate) && this.#isMine(candidate))) this.#markScheduled(pod);
     const nodes = this.#server.stored("Node");
     let free = freeCapacity(nodes, pods);
     for (const gang of this.#pendingGangs(pods)) {
@@ -184,27 +183,9 @@ export class SimScheduler {
     return typeof schedulerName === "string" && this.#schedulerNames.includes(schedulerName);
   }
 
-  /** Sets spec.nodeName, then PodScheduled=True; a failure wakes the next cycle, which repairs it. */
+  /** Binds through the binding subresource (nodeName and PodScheduled=True at once); a failure wakes the next cycle. */
   #bind(pod: KubeObject, nodeName: string): void {
-    this.#client
-      .patch(refOf(pod), { metadata: { uid: pod.metadata.uid ?? "" }, spec: { nodeName } })
-      .then((bound) => {
-        this.#markScheduled(bound);
-      })
-      .catch(() => {
-        this.#wake();
-      });
-  }
-
-  /**
-   * PodScheduled=True, sent with the rest of the conditions as read and a resourceVersion
-   * precondition: others (the kubelet) may have written conditions since, and a merge patch
-   * replaces the whole list.
-   */
-  #markScheduled(pod: KubeObject): void {
-    const conditions = withCondition(pod, { type: "PodScheduled", status: "True", lastTransitionTime: this.#server.clock.nowRfc3339() });
-    const precondition = { uid: pod.metadata.uid ?? "", resourceVersion: pod.metadata.resourceVersion ?? "" };
-    this.#client.patchStatus(refOf(pod), { metadata: precondition, status: { conditions } }).catch(() => {
+    this.#client.bind(refOf(pod), nodeName, pod.metadata.uid ?? "").catch(() => {
       this.#wake();
     });
   }
@@ -244,27 +225,12 @@ function groupGangOwners(modelServings: readonly KubeObject[]): Set<string> {
   );
 }
 
-/** A pod bound to a node, not being deleted, without PodScheduled=True. */
-function isBoundUnmarked(pod: KubeObject): boolean {
-  return typeof pod.spec?.["nodeName"] === "string" && pod.metadata.deletionTimestamp === undefined && conditionOf(pod, "PodScheduled")?.["status"] !== "True";
-}
-
 function podKey(pod: KubeObject): string {
   return `${pod.metadata.namespace ?? ""}/${pod.metadata.name}`;
 }
 
-function conditionsOf(pod: KubeObject): JsonValue[] {
-  const conditions = pod.status?.["conditions"];
-  return Array.isArray(conditions) ? conditions : [];
-}
-
 function conditionOf(pod: KubeObject, type: string): JsonObject | undefined {
-  const found = conditionsOf(pod).find((condition) => isJsonObject(condition) && condition["type"] === type);
-  return isJsonObject(found) ? found : undefined;
+  return conditionsOf(pod).find((condition) => condition["type"] === type);
 }
 
-/** The pod's conditions with `condition` replacing the one of its type (a merge patch replaces arrays). */
-function withCondition(pod: KubeObject, condition: JsonObject): JsonValue[] {
-  return [...conditionsOf(pod).filter((existing) => !isJsonObject(existing) || existing["type"] !== condition["type"]), condition];
-}
 
