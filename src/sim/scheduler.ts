@@ -2,7 +2,8 @@
  * The simulated kube-scheduler. A change to any Pod or Node wakes it; `cycleMs` later it runs one
  * cycle over every pending pod (no nodeName, not being deleted, one of its schedulerNames): pods
  * are grouped into gangs and each gang is placed all-or-nothing (`placement.ts`), oldest gang
- * first. A placed pod is bound (spec.nodeName) and gets `PodScheduled=True`; a pod that does not fit
+ * first. A placed pod is bound through the binding subresource (spec.nodeName and
+ * `PodScheduled=True` in one write); a pod that does not fit
  * stays Pending with `PodScheduled=False`, reason `Unschedulable` and a message naming the
  * shortfall, and waits for the next change.
  *
@@ -232,5 +233,3 @@ function podKey(pod: KubeObject): string {
 function conditionOf(pod: KubeObject, type: string): JsonObject | undefined {
   return conditionsOf(pod).find((condition) => condition["type"] === type);
 }
-
-
