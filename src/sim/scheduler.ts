@@ -3,9 +3,9 @@
  * cycle over every pending pod (no nodeName, not being deleted, one of its schedulerNames): pods
  * are grouped into gangs and each gang is placed all-or-nothing (`placement.ts`), oldest gang
  * first. A placed pod is bound through the binding subresource (spec.nodeName and
- * `PodScheduled=True` in one write); a pod that does not fit
- * stays Pending with `PodScheduled=False`, reason `Unschedulable` and a message naming the
- * shortfall, and waits for the next change.
+ * `PodScheduled=True` in one write); a pod that does not fit stays Pending with
+ * `PodScheduled=False`, reason `Unschedulable` and a message naming the shortfall, and waits for
+ * the next change.
  *
  * Gangs (all-or-nothing sets): by default all pending pods of one role instance (same
  * `tandem.dev/modelserving`, `tandem.dev/group`, `tandem.dev/instance`) — an instance's entry
