@@ -167,6 +167,9 @@ describe("ApiServer: updates", () => {
     assert.deepEqual(newImage.spec?.["containers"], [{ name: "main", image: "vllm:v2" }]);
     await assert.rejects(client.patch(ref, { spec: { containers: [{ name: "main", image: "vllm:v2", env: [] }] } }), rejectsWith("Invalid"));
     await assert.rejects(client.patch(ref, { spec: { nodeName: "gpu-1" } }), rejectsWith("Invalid"));
+    const unbound = { kind: "Pod", namespace: "default", name: "unbound" } as const;
+    await client.create(pod("unbound"));
+    await assert.rejects(client.patch(unbound, { spec: { nodeName: "gpu-1" } }), /set only at creation or by binding/);
     const revision = { apiVersion: "apps/v1", kind: "ControllerRevision", metadata: { name: "m-1", namespace: "default" }, data: { a: 1 }, revision: 1 } as const;
     await client.create(revision);
     const revisionRef = { kind: "ControllerRevision", namespace: "default", name: "m-1" } as const;
@@ -178,7 +181,7 @@ describe("ApiServer: updates", () => {
 describe("ApiServer: pod binding", () => {
   const ref = { kind: "Pod", namespace: "default", name: "p" } as const;
 
-  it("sets nodeName and PodScheduled=True in one commit, keeping the other conditions", async () => {
+  it("sets nodeName and PodScheduled=True in one commit, in place, keeping the other conditions", async () => {
     const { server, client, clock } = setup();
     const created = await client.create(pod("p"));
     const pending = { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "no room", lastTransitionTime: "2026-01-01T00:00:00Z" };
@@ -189,7 +192,7 @@ describe("ApiServer: pod binding", () => {
     const bound = await server.client("scheduler").bind(ref, "gpu-0", created.metadata.uid ?? "");
     assert.equal(Number(server.resourceVersion()), before + 1, "one commit");
     assert.equal(bound.spec?.["nodeName"], "gpu-0");
-    assert.deepEqual(bound.status?.["conditions"], [other, { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:03Z" }]);
+    assert.deepEqual(bound.status?.["conditions"], [{ type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:03Z" }, other]);
     assert.equal(server.apiWrites({ client: "scheduler", verb: "bind" }), 1);
   });
 
@@ -205,6 +208,9 @@ describe("ApiServer: pod binding", () => {
     await client.delete({ kind: "Pod", namespace: "default", name: "q" });
     await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "q" }, "gpu-0", second.metadata.uid ?? ""), /is being deleted/);
     await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "absent" }, "gpu-0", uid), rejectsWith("NotFound"));
+    await client.create(pod("r"));
+    await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "r" }, "", undefined), rejectsWith("Invalid"));
+    assert.equal((await client.bind({ kind: "Pod", namespace: "default", name: "r" }, "gpu-1")).spec?.["nodeName"], "gpu-1", "no uid, no precondition");
     await assert.rejects(client.bind({ kind: "Service", namespace: "default", name: "p" }, "gpu-0", uid), rejectsWith("NotFound"));
   });
 });

@@ -32,7 +32,7 @@ import type { Request, WriteVerb } from "./faults.ts";
 import { GarbageCollector } from "./gc.ts";
 import { isJsonObject, jsonCopy, jsonEqual, mergePatch, shareEqualParts, trustedCopy } from "./json.ts";
 import { STRATEGIES } from "./kinds.ts";
-import { withCondition } from "./pod-status.ts";
+import { conditionsOf, mergeConditions } from "./pod-status.ts";
 import { deepFreeze } from "../core/frozen.ts";
 import { admissionProblem, isDeleting, keyOf, refOf, storeKey, withoutServerFields } from "./objects.ts";
 import type { Prng } from "./prng.ts";
@@ -223,20 +223,22 @@ export class ApiServer {
 
   /**
    * Binds a pod to a node, as the pods/binding subresource does: `spec.nodeName` and
-   * `PodScheduled=True` in one commit, so no reader ever sees a bound pod not marked scheduled.
-   * NotFound; Conflict when `uid` is not the stored pod's, or the pod is already bound or being
-   * deleted.
+   * `PodScheduled=True` (in place, as the scheduler's other conditions are) in one commit, so no
+   * reader ever sees a bound pod not marked scheduled. NotFound; Invalid for an empty node name;
+   * Conflict when `uid` (if given) is not the stored pod's, or the pod is being deleted or already
+   * bound.
    */
-  bind(ref: ObjectRef, nodeName: string, uid: string): KubeObject {
+  bind(ref: ObjectRef, nodeName: string, uid?: string): KubeObject {
     if (ref.kind !== "Pod") throw new ApiError("NotFound", `${ref.kind} has no binding subresource`);
+    if (nodeName === "") throw new ApiError("Invalid", "binding: target node name must not be empty");
     const existing = this.#mustGet(ref);
     checkPreconditions(existing, uid, undefined);
     const what = `Pod "${existing.metadata.name}"`;
+    if (isDeleting(existing)) throw new ApiError("Conflict", `${what} is being deleted and cannot be assigned to a node`);
     const boundTo = existing.spec?.["nodeName"];
     if (boundTo !== undefined) throw new ApiError("Conflict", `${what} is already assigned to node ${JSON.stringify(boundTo)}`);
-    if (isDeleting(existing)) throw new ApiError("Conflict", `${what} is being deleted and cannot be assigned to a node`);
-    const scheduled = { type: "PodScheduled", status: "True", lastTransitionTime: this.clock.nowRfc3339() };
-    const next = withStatus(existing, { ...existing.status, conditions: withCondition(existing, scheduled) });
+    const conditions = mergeConditions(conditionsOf(existing), [{ type: "PodScheduled", status: "True" }], this.clock.nowRfc3339());
+    const next = withStatus(existing, { ...existing.status, conditions });
     next.spec = { ...existing.spec, nodeName };
     return this.#replace(existing, next);
   }
@@ -358,7 +360,7 @@ export class ApiServer {
   }
 
   /**
-   * Commits `next` (the server's own object: a status write's or `#mainUpdate`'s) over `existing`
+   * Commits `next` (the server's own object: a status write's, a binding's or `#mainUpdate`'s) over `existing`
    * after preconditions were checked: bumps generation, and finishes a deletion whose last
    * finalizer went away. A `next` equal to `existing` commits nothing.
    */

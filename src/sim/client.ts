@@ -49,7 +49,7 @@ export class SimClient implements ClusterWriter {
   }
 
   /** Binds a pending pod to `nodeName` (the binding subresource; see `ApiServer.bind`). */
-  bind(ref: ObjectRef, nodeName: string, uid: string): Promise<KubeObject> {
+  bind(ref: ObjectRef, nodeName: string, uid?: string): Promise<KubeObject> {
     return this.#request("bind", ref.kind, () => this.#server.bind(ref, nodeName, uid));
   }
 

@@ -83,6 +83,56 @@ describe("watch streams", () => {
     assert.deepEqual(names, ["a"]);
   });
 
+  it("end a burst when the server drops the stream from inside a handler: onClose once, nothing more", async () => {
+    const { server, client, clock } = setupServer();
+    const seen: string[] = [];
+    server.watch("Pod", {}, {
+      onEvent: (event) => {
+        seen.push(event.object.metadata.name);
+        server.dropWatches("Pod");
+      },
+      onClose: (reason) => seen.push(`closed: ${reason}`),
+    });
+    for (const name of ["a", "b", "c"]) await client.create(aPod(name));
+    clock.advance(0);
+    assert.deepEqual(seen, ["a", "closed: watch dropped"]);
+  });
+
+  it("at lag 0, deliver a change a handler commits during a burst in a later timer of the same instant, in order", async () => {
+    const { server, client, clock } = setupServer();
+    const deliveries: string[][] = [];
+    server.watch("Pod", {}, {
+      onEvent: (event) => {
+        deliveries.at(-1)?.push(event.object.metadata.name);
+        if (event.object.metadata.name === "a") void client.create(aPod("from-handler"));
+      },
+      onClose: () => undefined,
+    });
+    await client.create(aPod("a"));
+    await client.create(aPod("b"));
+    while (clock.nextDueMs() === 0) {
+      deliveries.push([]);
+      clock.fireNext(0);
+    }
+    assert.deepEqual(deliveries, [["a", "b"], ["from-handler"]]);
+  });
+
+  it("close a stream whose handler throws mid-burst, so its consumer relists instead of missing the rest", async () => {
+    const { server, client, clock } = setupServer();
+    const seen: string[] = [];
+    server.watch("Pod", {}, {
+      onEvent: (event) => {
+        seen.push(event.object.metadata.name);
+        if (event.object.metadata.name === "a") throw new Error("consumer bug");
+      },
+      onClose: (reason) => seen.push(`closed: ${reason}`),
+    });
+    for (const name of ["a", "b"]) await client.create(aPod(name));
+    assert.throws(() => clock.advance(0), /consumer bug/);
+    clock.advance(0);
+    assert.deepEqual(seen, ["a", "closed: a handler failed with events left undelivered"]);
+  });
+
   it("filter by label selector: leaving the selection is DELETED, entering it ADDED", async () => {
     const { server, client, clock } = setupServer();
     const events: WatchEvent[] = [];

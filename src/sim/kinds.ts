@@ -59,13 +59,11 @@ export const STRATEGIES: Readonly<Record<Kind, KindStrategy>> = {
 };
 
 /**
- * A pod's spec is immutable except for container images (what an in-place update changes) and
- * `nodeName`, which binding sets once.
+ * A pod's spec is immutable except for container images (what an in-place update changes);
+ * `nodeName` is set at creation or by binding (`ApiServer.bind`), never by an update.
  */
 function podUpdateProblem(old: KubeObject, next: KubeObject): string | undefined {
-  const oldNode = old.spec?.["nodeName"];
-  const nextNode = next.spec?.["nodeName"];
-  if (oldNode !== undefined && oldNode !== nextNode) return "spec.nodeName: field is immutable once set";
+  if (old.spec?.["nodeName"] !== next.spec?.["nodeName"]) return "spec.nodeName: set only at creation or by binding";
   if (!jsonEqual(withoutMutablePodFields(old.spec, next.spec), withoutMutablePodFields(next.spec, old.spec))) {
     return "spec: pod updates may not change fields other than container images";
   }
@@ -73,13 +71,12 @@ function podUpdateProblem(old: KubeObject, next: KubeObject): string | undefined
 }
 
 /**
- * `spec` without the fields a pod update may change, for comparing with `other`'s. A container
- * list that is the very same array in `other` (shared by copy on write) is left whole: it is
- * equal on both sides either way, and comparing it costs nothing.
+ * `spec` without the fields a pod update may change (container images), for comparing with
+ * `other`'s. A container list that is the very same array in `other` (shared by copy on write)
+ * is left whole: it is equal on both sides either way, and comparing it costs nothing.
  */
 function withoutMutablePodFields(spec: JsonObject | undefined, other: JsonObject | undefined): JsonObject {
   const out: JsonObject = { ...spec };
-  delete out["nodeName"];
   for (const field of ["containers", "initContainers"]) {
     const containers = out[field];
     if (Array.isArray(containers) && containers !== other?.[field]) {

@@ -129,6 +129,15 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     assert.equal(cluster.server.apiWrites({ client: "controller", verb: "patchStatus" }), 2, "kubelet writes are counted apart");
   });
 
+  it("reports PodScheduled=True for a pod created on a node, and keeps the scheduler's for a bound one", async () => {
+    const cluster = newCluster();
+    await cluster.writer().create({ ...podOf("direct"), spec: { ...podOf("direct").spec, nodeName: "gpu-1" } });
+    await cluster.writer().create(podOf("scheduled"));
+    await cluster.runUntil(5 * SECOND);
+    assert.deepEqual(condition(cluster, "direct", "PodScheduled"), { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" });
+    assert.deepEqual(condition(cluster, "scheduled", "PodScheduled"), { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:01Z" }, "bound at 1 s");
+  });
+
   it("keeps following pods after its watch is dropped, and so does the report's event log", async () => {
     const cluster = newCluster();
     await cluster.writer().create(podOf("a", { gate: true }));

@@ -137,7 +137,7 @@ export function podPhase(containers: readonly ContainerRuntime[]): "Pending" | "
   return containers.every((container) => container.containerID !== undefined) ? "Running" : "Pending";
 }
 
-/** A condition as the kubelet wants it; `lastTransitionTime` is decided when merging. */
+/** A condition as its owner (kubelet, scheduler) wants it; `lastTransitionTime` is decided when merging. */
 export interface DesiredCondition {
   readonly type: string;
   readonly status: "True" | "False";
@@ -146,27 +146,32 @@ export interface DesiredCondition {
 }
 
 /**
- * The conditions the kubelet owns (Initialized, ContainersReady, Ready), from the containers and
- * the pod's readiness gates: Ready is True only when ContainersReady is True and every gate's
+ * The conditions the kubelet reports (Initialized, ContainersReady, Ready, and PodScheduled=True:
+ * a pod on a kubelet is scheduled, also one created with its nodeName set), from the containers
+ * and the pod's readiness gates: Ready is True only when ContainersReady is True and every gate's
  * condition is present and True.
  */
 export function kubeletConditions(pod: KubeObject, containers: readonly ContainerRuntime[]): DesiredCondition[] {
-  const initialized: DesiredCondition = { type: "Initialized", status: "True" };
+  return [{ type: "Initialized", status: "True" }, ...readiness(pod, containers), { type: "PodScheduled", status: "True" }];
+}
+
+/** ContainersReady and Ready, with Kubernetes' reasons. */
+function readiness(pod: KubeObject, containers: readonly ContainerRuntime[]): DesiredCondition[] {
   if (podPhase(containers) === "Succeeded" || podPhase(containers) === "Failed") {
     const done = { status: "False", reason: "PodCompleted" } as const;
-    return [initialized, { type: "ContainersReady", ...done }, { type: "Ready", ...done }];
+    return [{ type: "ContainersReady", ...done }, { type: "Ready", ...done }];
   }
   const unready = containers.filter((container) => container.phase !== "running").map((container) => container.name);
   if (unready.length > 0) {
     const notReady = { status: "False", reason: "ContainersNotReady", message: `containers with unready status: [${unready.join(" ")}]` } as const;
-    return [initialized, { type: "ContainersReady", ...notReady }, { type: "Ready", ...notReady }];
+    return [{ type: "ContainersReady", ...notReady }, { type: "Ready", ...notReady }];
   }
   const containersReady: DesiredCondition = { type: "ContainersReady", status: "True" };
   const gateProblems = readinessGates(pod).flatMap((gate) => gateProblem(pod, gate));
   if (gateProblems.length > 0) {
-    return [initialized, containersReady, { type: "Ready", status: "False", reason: "ReadinessGatesNotReady", message: gateProblems.join(", ") }];
+    return [containersReady, { type: "Ready", status: "False", reason: "ReadinessGatesNotReady", message: gateProblems.join(", ") }];
   }
-  return [initialized, containersReady, { type: "Ready", status: "True" }];
+  return [containersReady, { type: "Ready", status: "True" }];
 }
 
 function readinessGates(pod: KubeObject): string[] {
@@ -210,16 +215,6 @@ export function mergeConditions(existing: readonly JsonObject[], desired: readon
     else merged[index] = next;
   }
   return merged;
-}
-
-/**
- * The pod's conditions with `condition` replacing every one of its type, appended last, and the
- * rest as stored: what a writer sends whole, since a merge patch replaces arrays.
- */
-export function withCondition(pod: KubeObject, condition: JsonObject): JsonValue[] {
-  const conditions = pod.status?.["conditions"];
-  const others = Array.isArray(conditions) ? conditions.filter((existing) => !isJsonObject(existing) || existing["type"] !== condition["type"]) : [];
-  return [...others, condition];
 }
 
 /** True when the pod's Ready condition is True. */

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeObject } from "../engine/ports.ts";
 import { nodesOfPools } from "./placement.ts";
+import { conditionsOf } from "./pod-status.ts";
 import { SimScheduler } from "./scheduler.ts";
 import { aModelServing, aPod, settle, setupServer } from "./test-fixtures.ts";
 
@@ -158,11 +159,7 @@ describe("SimScheduler", () => {
     const seen: unknown[] = [];
     server.watch("Pod", { lagMs: 0 }, {
       onEvent: ({ object }) => {
-        const conditions = object.status?.["conditions"];
-        const scheduled = Array.isArray(conditions) && conditions.some((condition) => {
-          const { type, status } = condition as { type?: string; status?: string };
-          return type === "PodScheduled" && status === "True";
-        });
+        const scheduled = conditionsOf(object).some((condition) => condition["type"] === "PodScheduled" && condition["status"] === "True");
         seen.push([object.spec?.["nodeName"] ?? "pending", scheduled ? "PodScheduled" : "-"]);
       },
       onClose: () => undefined,
@@ -173,5 +170,17 @@ describe("SimScheduler", () => {
     clock.advance(0);
     assert.deepEqual(seen, [["pending", "-"], ["gpu-0", "PodScheduled"]]);
     assert.equal(server.apiWrites({ client: "scheduler" }), 1);
+  });
+
+  it("binds once when the binding timed out after it was applied: the pod is no longer pending", async () => {
+    const { server, client, clock } = await cluster();
+    server.faults.failNth({ client: "scheduler", verb: "bind" }, 1, { error: "Timeout", applied: true });
+    await client.create(groupPod("m-0-a", 0, 1));
+    for (let cycle = 0; cycle < 3; cycle++) {
+      clock.advance(1_000);
+      await settle();
+    }
+    assert.equal(placement(server)["m-0-a"], "gpu-0");
+    assert.equal(server.apiWrites({ client: "scheduler", verb: "bind" }), 1);
   });
 });

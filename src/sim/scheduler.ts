@@ -22,7 +22,7 @@ import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import { isJsonObject } from "./json.ts";
 import { refOf } from "./objects.ts";
-import { conditionsOf, withCondition } from "./pod-status.ts";
+import { conditionsOf, mergeConditions } from "./pod-status.ts";
 import { freeCapacity, heldGpus, lessTaken, placeGang, podGpuRequest } from "./placement.ts";
 import type { Demand } from "./placement.ts";
 import type { WatchStream } from "./watch.ts";
@@ -186,7 +186,7 @@ export class SimScheduler {
 
   /** Binds through the binding subresource (nodeName and PodScheduled=True at once); a failure wakes the next cycle. */
   #bind(pod: KubeObject, nodeName: string): void {
-    this.#client.bind(refOf(pod), nodeName, pod.metadata.uid ?? "").catch(() => {
+    this.#client.bind(refOf(pod), nodeName, pod.metadata.uid).catch(() => {
       this.#wake();
     });
   }
@@ -194,12 +194,11 @@ export class SimScheduler {
   #markUnschedulable(pod: KubeObject, message: string): void {
     const current = conditionOf(pod, "PodScheduled");
     if (current?.["reason"] === "Unschedulable" && current["message"] === message) return;
-    // The transition time moves only when the status does.
-    const since = current?.["status"] === "False" ? current["lastTransitionTime"] : undefined;
-    const lastTransitionTime = typeof since === "string" ? since : this.#server.clock.nowRfc3339();
-    const condition = { type: "PodScheduled", status: "False", reason: "Unschedulable", message, lastTransitionTime };
+    // The transition time moves only when the status does (mergeConditions keeps it otherwise).
+    const condition = { type: "PodScheduled", status: "False", reason: "Unschedulable", message } as const;
+    const conditions = mergeConditions(conditionsOf(pod), [condition], this.#server.clock.nowRfc3339());
     const precondition = { uid: pod.metadata.uid ?? "", resourceVersion: pod.metadata.resourceVersion ?? "" };
-    const patch = { metadata: precondition, status: { conditions: withCondition(pod, condition) } };
+    const patch = { metadata: precondition, status: { conditions } };
     this.#client.patchStatus(refOf(pod), patch).catch(() => {
       this.#wake();
     });

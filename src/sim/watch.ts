@@ -2,13 +2,14 @@
  * Watch streams of the simulated API server. Every committed change is queued on each open stream
  * whose filter it concerns and delivered through the virtual clock `lagMs` later, so a consumer's
  * cache is stale for that long. A stream's lag is fixed, so each stream delivers in commit
- * (resourceVersion) order.
+ * (resourceVersion) order; streams are independent of each other, as separate watches are (an
+ * informer of several kinds may see one kind's changes of an instant before another's).
  *
- * The changes one stream receives at one instant arrive together, in one timer: a burst from a
- * real API server reaches an informer far faster than its controller makes a pass, so a
- * controller makes one pass over a burst of N events (its queue dedups the keys), not N passes
- * over caches that each hold one more event. Caches are still stale by the lag, and a burst of
- * one instant still lands apart from the next instant's.
+ * The changes one stream receives at one instant, until it delivers them, arrive together in one
+ * timer: a burst from a real API server reaches an informer far faster than its controller makes
+ * a pass, so a controller makes one pass over a burst of N events (its queue dedups the keys),
+ * not N passes over caches that each hold one more event. Caches are still stale by the lag; at
+ * lag 0, changes committed at the same instant after a burst was delivered make the next burst.
  *
  * A stream ends by `stop()` (the consumer's choice, no callback), by `drop` (a fault: undelivered
  * events are lost and `onClose` is called, after which the consumer must relist), or by falling
@@ -71,9 +72,8 @@ interface Watcher {
   open: boolean;
 }
 
-/** Events one stream delivers at one instant, in commit order, and the timer that delivers them. */
+/** Events one stream delivers at one instant (`timer.dueMs`), in commit order. */
 interface Burst {
-  readonly dueMs: number;
   readonly events: WatchEvent[];
   readonly timer: Timer;
 }
@@ -150,9 +150,8 @@ export class WatchHub {
     // Shared and frozen: consumers may keep what they receive, never mutate it.
     const event: WatchEvent = { type, object };
     watcher.pendingEvents++;
-    const dueMs = this.#clock.nowMs() + watcher.lagMs;
     const last = watcher.pending.at(-1);
-    if (last?.dueMs === dueMs) {
+    if (last?.timer.dueMs === this.#clock.nowMs() + watcher.lagMs) {
       last.events.push(event);
       return;
     }
@@ -160,10 +159,27 @@ export class WatchHub {
     const timer = this.#clock.setTimer(watcher.lagMs, () => {
       watcher.pending.shift();
       watcher.pendingEvents -= events.length;
-      // A consumer may stop the stream while handling the burst: the rest is then discarded.
-      for (const delivered of events) if (watcher.open) watcher.handlers.onEvent(delivered);
+      this.#deliver(watcher, events);
     });
-    watcher.pending.push({ dueMs, events, timer });
+    watcher.pending.push({ events, timer });
+  }
+
+  /**
+   * Hands a burst to the consumer, one event at a time. A consumer that stops its stream meanwhile
+   * gets none of the rest; one whose handler throws loses the rest too, so its stream is closed
+   * (it relists, as after any lost event) before the error goes on to the driver.
+   */
+  #deliver(watcher: Watcher, events: readonly WatchEvent[]): void {
+    let handed = 0;
+    try {
+      for (const event of events) {
+        if (!watcher.open) return;
+        handed++;
+        watcher.handlers.onEvent(event);
+      }
+    } finally {
+      if (handed < events.length && watcher.open) this.#closeByServer(watcher, "a handler failed with events left undelivered");
+    }
   }
 
   #closeByServer(watcher: Watcher, reason: string): void {
