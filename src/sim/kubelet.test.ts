@@ -149,6 +149,20 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     assert.deepEqual(cluster.events().map((event) => [event.t, event.type]), [[0, "PodCreated"], [90, "PodReady"]]);
   });
 
+  it("acts on an image change folded unseen into its own status write (the change's event lost with a dropped watch)", async () => {
+    const cluster = newCluster();
+    await cluster.writer().create(podOf("a"));
+    await cluster.runUntil(21 * SECOND - 1);
+    // The pull completes: the container starts and a status write is due at this instant.
+    assert.equal(cluster.clock.fireNext(21 * SECOND), true);
+    assert.equal(cluster.clock.nowMs(), 21 * SECOND);
+    cluster.server.dropWatches("Pod");
+    await cluster.writer().patch(ref("a"), { spec: { containers: [{ name: "main", image: "vllm:v2", resources: { limits: { "nvidia.com/gpu": 1 } } }] } });
+    await cluster.runUntil(200 * SECOND);
+    assert.equal(container(cluster, "a").image, "vllm:v2");
+    assert.equal(container(cluster, "a").restartCount, 1);
+  });
+
   it("retries a status write that conflicted, re-reading the pod", async () => {
     const cluster = newCluster();
     cluster.server.faults.failNth({ client: "kubelet", verb: "patchStatus" }, 1, { error: "Conflict" });

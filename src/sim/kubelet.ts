@@ -88,6 +88,8 @@ interface PodRuntime {
   statusVersion: number;
   /** The stored pod the last status write produced, and `statusVersion` when it was computed. */
   reported: { readonly pod: KubeObject; readonly statusVersion: number } | undefined;
+  /** The spec object the containers were last brought in line with (`#applySpec`). */
+  appliedSpec: JsonObject | undefined;
 }
 
 interface Timing {
@@ -199,6 +201,7 @@ export class SimKubelet {
       if (phase === "Succeeded" || phase === "Failed" || !this.#nodeExists(node)) return;
       runtime = this.#admit(pod, node, uid);
     }
+    if (isOwnEcho(runtime, pod)) return;
     if (isDeleting(pod)) this.#terminate(runtime, pod);
     else if (runtime.termination === undefined) this.#applySpec(runtime, pod);
     // Also when nothing changed here: a readiness-gate condition may have, and Ready follows it.
@@ -222,6 +225,7 @@ export class SimKubelet {
       conflicts: 0,
       statusVersion: 0,
       reported: undefined,
+      appliedSpec: undefined,
     };
     this.#pods.set(uid, runtime);
     return runtime;
@@ -229,6 +233,7 @@ export class SimKubelet {
 
   /** Starts containers that wait for a start, and restarts those whose image changed in the spec. */
   #applySpec(runtime: PodRuntime, pod: KubeObject): void {
+    runtime.appliedSpec = pod.spec;
     const images = new Map(specContainers(pod).map(({ name, image }) => [name, image]));
     for (const container of runtime.containers) {
       const image = images.get(container.name) ?? container.image;
@@ -508,6 +513,17 @@ export class SimKubelet {
  */
 function isReported(runtime: PodRuntime, pod: KubeObject): boolean {
   return runtime.reported?.pod === pod && runtime.reported.statusVersion === runtime.statusVersion;
+}
+
+/**
+ * The pod is what this kubelet's last status write stored and nothing has changed since: no
+ * container changed, the spec is the one its containers follow (the same object: copy on write
+ * keeps it through status writes), and it is not being deleted. Looking at it again would change
+ * nothing and write nothing. A spec change folded into that write unseen (its event lost with a
+ * dropped watch) is a new spec object, so it is still acted on.
+ */
+function isOwnEcho(runtime: PodRuntime, pod: KubeObject): boolean {
+  return isReported(runtime, pod) && pod.spec === runtime.appliedSpec && !isDeleting(pod);
 }
 
 /** The pod's containers as (name, image), in spec order. */
