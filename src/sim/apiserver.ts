@@ -223,7 +223,7 @@ export class ApiServer {
 
   /**
    * Binds a pod to a node, as the pods/binding subresource does: `spec.nodeName` and
-   * `PodScheduled=True` (in place, as the scheduler's other conditions are) in one commit, so no
+   * `PodScheduled=True` (replacing the pod's PodScheduled condition in place) in one commit, so no
    * reader ever sees a bound pod not marked scheduled. NotFound; Invalid for an empty node name;
    * Conflict when `uid` (if given) is not the stored pod's, or the pod is being deleted or already
    * bound.
@@ -360,9 +360,9 @@ export class ApiServer {
   }
 
   /**
-   * Commits `next` (the server's own object: a status write's, a binding's or `#mainUpdate`'s) over `existing`
-   * after preconditions were checked: bumps generation, and finishes a deletion whose last
-   * finalizer went away. A `next` equal to `existing` commits nothing.
+   * Commits `next` (the server's own object: a status write's, a binding's or `#mainUpdate`'s)
+   * over `existing` after preconditions were checked: bumps generation, and finishes a deletion
+   * whose last finalizer went away. A `next` equal to `existing` commits nothing.
    */
   #replace(existing: KubeObject, next: KubeObject): KubeObject {
     // Unchanged parts become the stored version's own: nothing to freeze, equal by identity.
