@@ -163,6 +163,28 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     assert.equal(container(cluster, "a").restartCount, 1);
   });
 
+  it("terminates a pod whose deletion was folded unseen into its own status write", async () => {
+    const cluster = newCluster();
+    await cluster.writer().create(podOf("a"));
+    await cluster.runUntil(21 * SECOND - 1);
+    assert.equal(cluster.clock.fireNext(21 * SECOND), true, "the pull completes: a status write is due now");
+    cluster.server.dropWatches("Pod");
+    await cluster.writer().delete(ref("a"));
+    await cluster.runUntil(60 * SECOND);
+    assert.equal(podNamed(cluster, "a"), undefined, "containers stopped and the deletion finished");
+  });
+
+  it("follows a readiness gate flipped unseen and folded into its own status write", async () => {
+    const cluster = newCluster();
+    await cluster.writer().create(podOf("a", { gate: true }));
+    await cluster.runUntil(81 * SECOND - 1);
+    assert.equal(cluster.clock.fireNext(81 * SECOND), true, "the container becomes ready: a status write is due now");
+    cluster.server.dropWatches("Pod");
+    await setGate(cluster, "a", "True");
+    await cluster.runUntil(100 * SECOND);
+    assert.equal(condition(cluster, "a", "Ready").status, "True");
+  });
+
   it("retries a status write that conflicted, re-reading the pod", async () => {
     const cluster = newCluster();
     cluster.server.faults.failNth({ client: "kubelet", verb: "patchStatus" }, 1, { error: "Conflict" });
