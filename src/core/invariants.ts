@@ -384,6 +384,11 @@ function limited(reasons: string[]): string[] {
   return reasons.length <= MAX_REASONS ? reasons : [...reasons.slice(0, MAX_REASONS), `and ${reasons.length - MAX_REASONS} more`];
 }
 
+/** All `reasons` found, `limited`; or, when the caller set a `limit`, exactly the ones found (no count of the rest). */
+function limitedTo(reasons: string[], limit: number): string[] {
+  return limit === Number.POSITIVE_INFINITY ? limited(reasons) : reasons;
+}
+
 /**
  * Why the ModelServing is not Available: the stored condition Available is not True for the
  * current generation, or (observed truth) some desired group lacks available instances.
@@ -392,20 +397,23 @@ export function availablePending(ms: ModelServing, placed: readonly PlacedPod[],
   return availablePendingFor(ms, availableCounts(ms, podsByInstance(placed), revisions));
 }
 
-/** `availablePending` from the available instance counts (`availableCounts`) of `ms`'s pods. */
-export function availablePendingFor(ms: ModelServing, counts: AvailableCounts): string[] {
+/**
+ * `availablePending` from the available instance counts (`availableCounts`) of `ms`'s pods. With
+ * `limit`, the first `limit` reasons only, found without looking further.
+ */
+export function availablePendingFor(ms: ModelServing, counts: AvailableCounts, limit = Number.POSITIVE_INFINITY): string[] {
   const reasons: string[] = [];
   const condition = ms.status?.conditions?.find((candidate) => candidate.type === "Available");
   const generation = ms.metadata.generation ?? 0;
   if (condition?.status !== "True") reasons.push(`${ms.metadata.name}: condition Available is ${condition?.status ?? "absent"}${condition?.message === undefined ? "" : ` (${condition.message})`}`);
   else if (condition.observedGeneration !== undefined && condition.observedGeneration !== generation) reasons.push(`${ms.metadata.name}: condition Available is for generation ${condition.observedGeneration}, not ${generation}`);
-  for (let group = 0; group < ms.spec.replicas; group++) {
+  for (let group = 0; group < ms.spec.replicas && reasons.length < limit; group++) {
     for (const role of ms.spec.template.roles) {
       const available = counts.get(countKey(group, role.name)) ?? 0;
-      if (available < role.replicas) reasons.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} of ${role.replicas} instance(s) available`);
+      if (available < role.replicas && reasons.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} of ${role.replicas} instance(s) available`) >= limit) break;
     }
   }
-  return limited(reasons);
+  return limitedTo(reasons, limit);
 }
 
 /**
@@ -448,14 +456,19 @@ export interface RolloutEvidence {
   instanceReason(where: InstanceOf, update: UpdateOfRole): string | undefined;
 }
 
-/** `rolloutPending` with the pods read through `evidence`. */
-export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName, evidence: RolloutEvidence): string[] {
+/**
+ * `rolloutPending` with the pods read through `evidence`. With `limit`, the first `limit` reasons
+ * only, found without looking further: whether any is left is the same.
+ */
+export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName, evidence: RolloutEvidence, limit = Number.POSITIVE_INFINITY): string[] {
   const status = ms.status ?? {};
   const generation = ms.metadata.generation ?? 0;
   if (status.observedGeneration !== generation) return [`${ms.metadata.name}: status.observedGeneration ${status.observedGeneration ?? "absent"} is not generation ${generation}`];
   const update = status.updateRevision === undefined ? undefined : revisions.get(status.updateRevision);
   if (update === undefined) return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
-  return limited([...evidence.surgeAndDrain(), ...unitsPending(ms, update, evidence)]);
+  const reasons = evidence.surgeAndDrain().slice(0, limit);
+  if (reasons.length < limit) reasons.push(...unitsPending(ms, update, evidence, limit - reasons.length));
+  return limitedTo(reasons, limit);
 }
 
 /** Why one placed pod keeps the rollout from completing: it is a surge or extra pod, or it is draining. */
@@ -466,8 +479,11 @@ export function surgeOrDrainReason(ms: ModelServing, { pod, id }: PlacedPod): st
   return undefined;
 }
 
-/** The desired instances at or above the partitions, in (group, role, ordinal) order, with their reasons. */
-function unitsPending(ms: ModelServing, update: Revision, evidence: RolloutEvidence): string[] {
+/**
+ * The desired instances at or above the partitions, in (group, role, ordinal) order, with their
+ * reasons: the first `limit` of them.
+ */
+function unitsPending(ms: ModelServing, update: Revision, evidence: RolloutEvidence, limit: number): string[] {
   const reasons: string[] = [];
   const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
   // Per role once: its first ordinal judged, and its hash (computed at its first use, never for
@@ -479,7 +495,7 @@ function unitsPending(ms: ModelServing, update: Revision, evidence: RolloutEvide
       each.update ??= { revision: update, hash: roleHash(update.data, role.name) };
       for (let instance = from; instance < role.replicas; instance++) {
         const reason = evidence.instanceReason({ group, role, instance }, each.update);
-        if (reason !== undefined) reasons.push(reason);
+        if (reason !== undefined && reasons.push(reason) >= limit) return reasons;
       }
     }
   }

@@ -171,13 +171,14 @@ export class InvariantChecker {
   /**
    * What a wait for `target` still waits for in the stored ModelServing `stored` now:
    * `availablePending` or `rolloutPending` of `src/core/invariants.ts` over the stored pods and
-   * revisions; undefined when the stored object is not a valid ModelServing.
+   * revisions; undefined when the stored object is not a valid ModelServing. With `limit`, the
+   * reasons stop there (a caller asking only whether any is left passes 1).
    */
-  pending(stored: KubeObject, target: "Available" | "RolloutComplete"): string[] | undefined {
+  pending(stored: KubeObject, target: "Available" | "RolloutComplete", limit?: number): string[] | undefined {
     if (this.#parse(stored) === undefined) return undefined;
     const index = this.#sync().subjects.find((subject) => subject.ms.metadata.uid === stored.metadata.uid)?.index;
     if (index === undefined) return undefined;
-    return target === "Available" ? index.availablePending() : index.rolloutPending();
+    return target === "Available" ? index.availablePending(limit) : index.rolloutPending(limit);
   }
 
   #checkSubject(subject: Subject, add: (name: InvariantName, messages: readonly string[]) => void): void {

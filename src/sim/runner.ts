@@ -240,7 +240,7 @@ class ScenarioRun {
       return { ok: true, message: `waited ${timeoutMs / 1000}s` };
     }
     const startedMs = this.#cluster.clock.nowMs();
-    const held = await this.#cluster.waitFor(() => this.#check() && this.#instantEnded() && this.#pending(target).length === 0, timeoutMs);
+    const held = await this.#cluster.waitFor(() => this.#check() && this.#instantEnded() && this.#pending(target, 1).length === 0, timeoutMs);
     const tookSeconds = (this.#cluster.clock.nowMs() - startedMs) / 1000;
     if (held) return { ok: true, message: `${target} after ${tookSeconds}s` };
     return { ok: false, message: `${target} not reached after ${tookSeconds}s: ${this.#pending(target).join("; ")}` };
@@ -267,17 +267,18 @@ class ScenarioRun {
   }
 
   /**
-   * Reasons the target does not hold yet, over every applied ModelServing that exists; computed
+   * Reasons the target does not hold yet, over every applied ModelServing that exists (with
+   * `limit`, each one's reasons stop there: the wait asks only whether any is left); computed
    * again only when something was committed.
    */
-  #pending(target: "Available" | "RolloutComplete"): string[] {
-    const version = `${target}@${this.#cluster.server.resourceVersion()}`;
+  #pending(target: "Available" | "RolloutComplete", limit?: number): string[] {
+    const version = `${target}@${this.#cluster.server.resourceVersion()}@${limit ?? "all"}`;
     if (this.#lastPending?.version === version) return this.#lastPending.reasons;
     const reasons: string[] = this.#applied.length === 0 ? ["no ModelServing has been applied"] : [];
     for (const { namespace, name } of this.#applied) {
       const stored = this.#cluster.server.peek({ kind: "ModelServing", namespace, name });
       if (stored === undefined) continue;
-      const pending = this.#checker.pending(stored, target);
+      const pending = this.#checker.pending(stored, target, limit);
       if (pending === undefined) reasons.push(`${name}: the stored object is not a valid ModelServing`);
       else reasons.push(...pending);
     }

@@ -174,8 +174,12 @@ describe("SubjectIndex and IdentityClaims", () => {
         assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
         assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
         assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed));
-        assert.deepEqual(index.availablePending(), availablePending(ms, placed, revisions));
-        assert.deepEqual(index.rolloutPending(), rolloutPending(ms, placed, revisions));
+        const available = availablePending(ms, placed, revisions);
+        assert.deepEqual(index.availablePending(), available);
+        assert.deepEqual(index.availablePending(1), available.slice(0, 1));
+        const rollout = rolloutPending(ms, placed, revisions);
+        assert.deepEqual(index.rolloutPending(), rollout);
+        assert.deepEqual(index.rolloutPending(1), rollout.slice(0, 1), "a limit of 1: the first reason, none exactly when none is left");
         // Unverified: the pod objects not settled yet, in stored order.
         const unverified = index.unverified();
         assert.deepEqual(unverified, placed.filter((entry) => !seen.has(entry.pod)));

@@ -189,18 +189,18 @@ export class SubjectIndex {
     }
   }
 
-  /** `availablePending` of the ModelServing and its pods now. */
-  availablePending(): string[] {
-    return availablePendingFor(this.#ms, this.counts());
+  /** `availablePending` of the ModelServing and its pods now (the first `limit` reasons). */
+  availablePending(limit?: number): string[] {
+    return availablePendingFor(this.#ms, this.counts(), limit);
   }
 
-  /** `rolloutPending` of the ModelServing, its pods and its revisions now. */
-  rolloutPending(): string[] {
+  /** `rolloutPending` of the ModelServing, its pods and its revisions now (the first `limit` reasons). */
+  rolloutPending(limit?: number): string[] {
     this.#flush();
     return rolloutPendingFrom(this.#ms, this.#context.revisions, {
       surgeAndDrain: () => (this.#surgeOrDrainReasons ??= this.#surgingOrDraining.entries().flatMap((entry) => entry.surgeOrDrain ?? [])),
       instanceReason: (where, update) => this.#instanceReason(where, update),
-    });
+    }, limit);
   }
 
   #instanceReason(where: InstanceOf, update: UpdateOfRole): string | undefined {
