@@ -111,11 +111,6 @@ export class InvariantChecker {
    */
   readonly #decoded = new Map<string, Decoded | undefined>();
   /**
-   * Stored pod objects whose spec was found to match its revision. A stored pod is frozen and
-   * replaced on every write, so an object stands for one (uid, resourceVersion).
-   */
-  readonly #podsVerified = new WeakSet<Pod>();
-  /**
    * Pod specs (frozen stored parts: the server shares an unchanged spec between a pod's versions)
    * found to be what a revision builds, with the inputs that verdict came from: the same spec,
    * revision object, owner and identity give the same verdict, so it is not computed again. A
@@ -214,15 +209,19 @@ export class InvariantChecker {
     return violations;
   }
 
-  /** `podsMatchTheirRevision` over the pods not yet verified (each stored pod object passes once). */
+  /**
+   * `podsMatchTheirRevision` over the pods not yet verified: each stored pod object that matches
+   * passes once (it is settled); one that does not is judged again at every check.
+   */
   #podSpecViolations(subject: Subject): string[] {
-    const candidates = subject.index.unverified();
-    const unverified = candidates.filter((entry) => !this.#podsVerified.has(entry.pod));
-    const violations = unverified.flatMap((entry) => this.#revisionMismatch(subject.ms, entry, subject.index.revisions) ?? []);
-    for (const entry of unverified) {
-      if (!violations.some((message) => message.includes(`pod ${entry.pod.metadata.name}`))) this.#podsVerified.add(entry.pod);
+    const violations: string[] = [];
+    const matched: PlacedPod[] = [];
+    for (const entry of subject.index.unverified()) {
+      const mismatch = this.#revisionMismatch(subject.ms, entry, subject.index.revisions);
+      if (mismatch === undefined) matched.push(entry);
+      else violations.push(mismatch);
     }
-    subject.index.settled(candidates.filter((entry) => this.#podsVerified.has(entry.pod)));
+    subject.index.settled(matched);
     return violations;
   }
 

@@ -182,6 +182,24 @@ describe("scenario runner", () => {
     assert.match(budget?.first?.message ?? "", /^m: [23] ServingGroup\(s\) unavailable \(groups .*\) with maxUnavailable 1$/);
   });
 
+  it("catches a plan that builds pods unlike their revision", async () => {
+    // Every pod is created with an image its revision does not declare.
+    const rogue: PlanFunction = (observed, nowMs) => {
+      const planned = corePlan(observed, nowMs);
+      const actions = planned.actions.map((action): Action => {
+        if (action.type !== "CreatePod") return action;
+        const containers = action.pod.spec.containers.map((container) => ({ ...container, image: "vllm:rogue" }));
+        return { ...action, pod: { ...action.pod, spec: { ...action.pod.spec, containers } } };
+      });
+      return { ...planned, actions };
+    };
+    const report = await runScenario(small([]), { plan: rogue });
+    assert.equal(report.verdict, "fail");
+    const specs = report.invariants.find((result) => result.name === "podsMatchTheirRevision");
+    assert.ok((specs?.violations ?? 0) > 0);
+    assert.match(specs?.first?.message ?? "", /^pod m-\d+-server-0-0: spec differs from what revision m-\w+ builds$/);
+  });
+
   it(
     // Regression (seeds 1-3): the surge group used to keep the only free GPU the last outdated
     // group's replacement needed, so the rollout never completed.
