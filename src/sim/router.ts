@@ -450,11 +450,6 @@ export class SimRouter {
   // -------------------------------------------------------------------------------------------
   // What happened: ground truth
 
-  /**
-   * Keeps `#containers` from the server's pods, watched without lag (and listed when the watch
-   * opens, so a lost watch loses nothing); a change to the containers of a pod with requests cuts
-   * them.
-   */
   /** Records pod `uid` as `pod` now (undefined: gone) and cuts its requests if their containers changed. */
   #observeTruth(uid: string, pod: KubeObject | undefined): void {
     if (pod === undefined) this.#containers.delete(uid);
