@@ -86,13 +86,21 @@ export function buildModel(observed: Observed): ModelResult {
  */
 const specMemo = new WeakMap<object, Spec>();
 const decodedMemo = new WeakMap<object, DecodeResult>();
+/**
+ * Revision data per stored spec object: the data is a function of the spec alone, and the API
+ * server shares an unchanged spec between versions that only change the status, so every plan of
+ * one spec gets the same (frozen) data object and the memos keyed on it (hashes, pod counts) hold.
+ */
+const dataMemo = new WeakMap<object, RevisionData>();
 
 /** A stored ModelServing parsed, with its revision data; or why it does not parse. */
 type Spec = { readonly ok: true; readonly ms: ModelServing; readonly data: RevisionData } | { readonly ok: false; readonly problems: readonly Problem[] };
 
 function readSpec(stored: unknown): Spec {
   const parsed = parseModelServing(stored);
-  return parsed.ok ? { ok: true, ms: parsed.value, data: revisionData(parsed.value) } : parsed;
+  if (!parsed.ok) return parsed;
+  const storedSpec = (stored as { spec?: unknown }).spec;
+  return { ok: true, ms: parsed.value, data: onFrozen(dataMemo, storedSpec, () => revisionData(parsed.value)) };
 }
 
 function rawGeneration(value: unknown): number {
