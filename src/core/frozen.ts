@@ -16,7 +16,8 @@ export function deepFreeze<T>(value: T): T {
 
 /**
  * `compute(key)`, memoized in `memo` when `key` is a frozen object. Frozen means deep-frozen here:
- * every freezer in this code base freezes deeply, so a frozen top level cannot hide a changed part.
+ * every object handed to a memo is frozen deeply where it is built (stored objects, revision
+ * data), so a frozen top level cannot hide a changed part.
  */
 export function onFrozen<K, V>(memo: WeakMap<object, V>, key: K, compute: (key: K) => V): V {
   if (typeof key !== "object" || key === null || !Object.isFrozen(key)) return compute(key);

@@ -458,7 +458,7 @@ export interface RolloutEvidence {
 
 /**
  * `rolloutPending` with the pods read through `evidence`. With `limit`, the first `limit` reasons
- * only, found without looking further: whether any is left is the same.
+ * only: no instance is looked at once that many are found (whether any is left is the same).
  */
 export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName, evidence: RolloutEvidence, limit = Number.POSITIVE_INFINITY): string[] {
   const status = ms.status ?? {};

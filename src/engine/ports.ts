@@ -5,9 +5,9 @@
  * real engine through the same contracts as production.
  *
  * Objects are plain JSON-shaped values. Objects a reader returns are read-only: callers must not
- * mutate them (the simulator hands out frozen objects, so a mutation throws there), and the engine
- * and core never do — writes always build new objects. Mutating an argument after a write never
- * changes what was sent.
+ * mutate them (the simulator and the Kubernetes reader hand out frozen objects, so a mutation
+ * throws), and the engine and core never do — writes always build new objects. Mutating an
+ * argument after a write never changes what was sent.
  */
 
 /** Any JSON value; `undefined` never appears in an object sent to or read from a port. */

@@ -202,7 +202,7 @@ export function conditionsOf(pod: KubeObject): readonly JsonObject[] {
  * conditions are kept untouched.
  */
 export function mergeConditions(existing: readonly JsonObject[], desired: readonly DesiredCondition[], nowRfc3339: string): JsonValue[] {
-  // Not copied: existing conditions are only read, and the list is copied when it is written.
+  // A new list; the existing condition objects are shared (only read), not copied.
   const merged: JsonObject[] = [...existing];
   for (const want of desired) {
     const index = merged.findIndex((condition) => condition["type"] === want.type);
