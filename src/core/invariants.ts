@@ -393,8 +393,8 @@ function limitedTo(reasons: string[], limit: number): string[] {
  * Why the ModelServing is not Available: the stored condition Available is not True for the
  * current generation, or (observed truth) some desired group lacks available instances.
  */
-export function availablePending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): string[] {
-  return availablePendingFor(ms, availableCounts(ms, podsByInstance(placed), revisions));
+export function availablePending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName, limit?: number): string[] {
+  return availablePendingFor(ms, availableCounts(ms, podsByInstance(placed), revisions), limit);
 }
 
 /**
@@ -424,12 +424,12 @@ export function availablePendingFor(ms: ModelServing, counts: AvailableCounts, l
  * revision labels); under the group strategies the revision label must be the update revision.
  * Role partitions apply under RoleRollingUpdate only, as in the core's rollout.
  */
-export function rolloutPending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): string[] {
+export function rolloutPending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName, limit?: number): string[] {
   const byUnit = podsByInstance(placed);
   return rolloutPendingFrom(ms, revisions, {
     surgeAndDrain: () => placed.flatMap((entry) => surgeOrDrainReason(ms, entry) ?? []),
     instanceReason: (where, update) => instanceRolloutReason(ms, where, byUnit.get(unitKey(where.group, where.role.name, where.instance)) ?? [], update),
-  });
+  }, limit);
 }
 
 /** An instance of the spec: group, role and ordinal. */

@@ -4,7 +4,7 @@ import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { availableCounts, availablePending, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, rolloutPending, surgeBound } from "../core/invariants.ts";
-import type { RevisionsByName } from "../core/invariants.ts";
+import type { PlacedPod, RevisionsByName } from "../core/invariants.ts";
 import { buildPod } from "../core/pods.ts";
 import type { Revision } from "../core/pods.ts";
 import { revisionData } from "../core/revision/projection.ts";
@@ -17,7 +17,7 @@ import { PodChanges } from "./pod-changes.ts";
 import { Prng } from "./prng.ts";
 import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
 
-function modelServing(image: string, replicas: number, partition: number): ModelServing {
+function modelServing(image: string, replicas: number, partition: number, updateRevision = "m-rev2"): ModelServing {
   const container = { spec: { containers: [{ name: "c", image }] } };
   const result = parseModelServing({
     apiVersion: "tandem.dev/v1alpha1",
@@ -33,7 +33,7 @@ function modelServing(image: string, replicas: number, partition: number): Model
         ],
       },
     },
-    status: { observedGeneration: 1, updateRevision: "m-rev2", currentRevision: "m-rev1", conditions: [{ type: "Available", status: "True", reason: "r", message: "x", observedGeneration: 1 }] },
+    status: { observedGeneration: 1, updateRevision, currentRevision: "m-rev1", conditions: [{ type: "Available", status: "True", reason: "r", message: "x", observedGeneration: 1 }] },
   });
   if (!result.ok) throw new Error(JSON.stringify(result.problems));
   return result.value;
@@ -52,6 +52,8 @@ interface PodState {
   bound: boolean;
   /** A second pod under another name claims the same identity: a duplicate. */
   impostor: boolean;
+  /** Its controller reference is gone: the ModelServing no longer owns it. */
+  orphan: boolean;
   generation: number;
 }
 
@@ -64,6 +66,7 @@ function podOf(slot: string, state: PodState, impostor = false): Pod {
   if (state.draining) built.metadata.annotations = { "tandem.dev/draining": "2026-01-01T00:00:00Z" };
   if (state.terminating) built.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
   if (state.bound) built.spec.nodeName = "gpu-0";
+  if (state.orphan) built.metadata.ownerReferences = [];
   built.status = { phase: "Running", conditions: [{ type: "Ready", status: state.ready ? "True" : "False" }] };
   return built;
 }
@@ -121,17 +124,17 @@ function listing(pods: ReadonlyMap<string, Pod>): Pod[] {
 function step(rng: Prng, states: Map<string, PodState>, pods: Map<string, Pod>): void {
   const slot = SLOTS[rng.int(0, SLOTS.length)] ?? "";
   const state = states.get(slot);
-  const choice = rng.int(0, 8);
+  const choice = rng.int(0, 9);
   if (state === undefined || choice === 0) {
     const revision = rng.int(0, 2) === 0 ? rev1 : rev2;
-    states.set(slot, { revision, ready: false, draining: false, terminating: false, bound: false, impostor: rng.int(0, 6) === 0, generation: (state?.generation ?? 0) + 1 });
+    states.set(slot, { revision, ready: false, draining: false, terminating: false, bound: false, impostor: rng.int(0, 6) === 0, orphan: false, generation: (state?.generation ?? 0) + 1 });
   } else if (choice === 1) {
     states.delete(slot);
     pods.delete(slot);
     pods.delete(`${slot}!`);
     return;
   } else {
-    const flip = (["ready", "draining", "terminating", "bound", "ready"] as const)[choice - 2];
+    const flip = (["ready", "draining", "terminating", "bound", "ready", "orphan"] as const)[choice - 2];
     if (flip !== undefined) state[flip] = !state[flip];
     else state.revision = state.revision === rev1 ? rev2 : rev1;
   }
@@ -141,6 +144,9 @@ function step(rng: Prng, states: Map<string, PodState>, pods: Map<string, Pod>):
   if (next.impostor) pods.set(`${slot}!`, podOf(slot, next, true));
   else pods.delete(`${slot}!`);
 }
+
+/** A limit no list reaches: every reason, uncapped. */
+const EVERY_REASON = Number.MAX_SAFE_INTEGER;
 
 function sortedEntries(counts: ReadonlyMap<string, number>): [string, number][] {
   return [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -158,33 +164,43 @@ describe("SubjectIndex and IdentityClaims", () => {
       let revisions: RevisionsByName = new Map([[rev1.name, rev1]]);
       const index = new SubjectIndex(ms, revisions, []);
       let seen = new Set<Pod>();
-      for (let round = 0; round < 400; round++) {
+      let lastPlaced: PlacedPod[] = [];
+      for (let round = 0; round < 500; round++) {
         for (let count = rng.int(1, 4); count > 0; count--) step(rng, states, pods);
         if (round === 100) revisions = new Map([[rev1.name, rev1], [rev2.name, rev2]]);
         if (round === 200) ms = modelServing("vllm:v2", 2, 1);
         if (round === 300) ms = modelServing("vllm:v2", 3, 0);
+        // The update revision changes alone: answers cached per instance must follow it.
+        if (round === 350) ms = modelServing("vllm:v2", 3, 0, "m-rev1");
+        if (round === 400) ms = modelServing("vllm:v2", 3, 0);
         const stored = listing(pods);
         for (const change of changes.take()) {
           claims.apply(change);
           index.podChanged(change);
         }
+        // Settling pod objects that were replaced since must not settle their new versions.
+        index.settled(lastPlaced);
         index.observe(ms, revisions);
         const placed = placedPods(ms, stored);
         assert.deepEqual(claims.violations(() => stored), noDuplicatePods(stored));
         assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
         assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
         assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed));
-        const available = availablePending(ms, placed, revisions);
-        assert.deepEqual(index.availablePending(), available);
+        // Every reason, not only the first five that a report shows.
+        const available = availablePending(ms, placed, revisions, EVERY_REASON);
+        assert.deepEqual(index.availablePending(EVERY_REASON), available);
+        assert.deepEqual(index.availablePending(), availablePending(ms, placed, revisions));
         assert.deepEqual(index.availablePending(1), available.slice(0, 1));
-        const rollout = rolloutPending(ms, placed, revisions);
-        assert.deepEqual(index.rolloutPending(), rollout);
+        const rollout = rolloutPending(ms, placed, revisions, EVERY_REASON);
+        assert.deepEqual(index.rolloutPending(EVERY_REASON), rollout);
+        assert.deepEqual(index.rolloutPending(), rolloutPending(ms, placed, revisions));
         assert.deepEqual(index.rolloutPending(1), rollout.slice(0, 1), "a limit of 1: the first reason, none exactly when none is left");
         // Unverified: the pod objects not settled yet, in stored order.
         const unverified = index.unverified();
         assert.deepEqual(unverified, placed.filter((entry) => !seen.has(entry.pod)));
         index.settled(unverified);
         seen = new Set(placed.map((entry) => entry.pod));
+        lastPlaced = placed;
       }
     });
   }
