@@ -211,6 +211,7 @@ describe("ApiServer: pod binding", () => {
     await client.create(pod("r"));
     await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "r" }, "", undefined), rejectsWith("Invalid"));
     assert.equal((await client.bind({ kind: "Pod", namespace: "default", name: "r" }, "gpu-1")).spec?.["nodeName"], "gpu-1", "no uid, no precondition");
-    await assert.rejects(client.bind({ kind: "Service", namespace: "default", name: "p" }, "gpu-0", uid), rejectsWith("NotFound"));
+    await client.create({ apiVersion: "v1", kind: "Service", metadata: { name: "svc", namespace: "default" }, spec: {} });
+    await assert.rejects(client.bind({ kind: "Service", namespace: "default", name: "svc" }, "gpu-0"), /Service has no binding subresource/);
   });
 });

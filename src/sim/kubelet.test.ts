@@ -174,7 +174,7 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     assert.equal(podNamed(cluster, "a"), undefined, "containers stopped and the deletion finished");
   });
 
-  it("follows a readiness gate flipped unseen and folded into its own status write", async () => {
+  it("computes Ready from the stored pod at write time: a gate flipped unseen (its event lost) still counts", async () => {
     const cluster = newCluster();
     await cluster.writer().create(podOf("a", { gate: true }));
     await cluster.runUntil(81 * SECOND - 1);
