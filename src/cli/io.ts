@@ -30,7 +30,7 @@ export function emit(output: CommandOutput): void {
 export type WriteTextFile = (path: string, text: string) => void;
 
 /** Writes a file, creating its directory when missing. */
-export function writeTextFile(path: string, text: string): void {
+function writeTextFile(path: string, text: string): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, text, "utf8");
 }

@@ -127,7 +127,6 @@ function keyDifferences(a: object, b: object): string[] {
   return [...new Set([...Object.keys(left), ...Object.keys(right)])].sort().filter((key) => !sameCanonicalJson(left[key] ?? null, right[key] ?? null));
 }
 
-
 /**
  * The live pods of `group` that cannot move in place to `to`, one entry per revision they are at.
  * Pods at an unreadable revision are left out (`lookup` reports them, nothing is guessed).

@@ -20,6 +20,7 @@ import type { ResolvedBudget } from "../api/budgets.ts";
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
 import { range } from "./health.ts";
+import { compareStrings } from "./maps.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, resolver } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
@@ -393,5 +394,5 @@ function compact(scratch: Scratch, currentName: string, surge: Surge): UnitRecor
     const desired = record.group < surge.groups && (record.role === undefined || (role !== undefined && (record.instance ?? 0) < surge.instances(record.group, role)));
     return hasPods || desired;
   });
-  return kept.sort((a, b) => a.group - b.group || (a.role ?? "").localeCompare(b.role ?? "") || (a.instance ?? -1) - (b.instance ?? -1));
+  return kept.sort((a, b) => a.group - b.group || compareStrings(a.role ?? "", b.role ?? "") || (a.instance ?? -1) - (b.instance ?? -1));
 }

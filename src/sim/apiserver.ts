@@ -84,6 +84,9 @@ export interface WriteCount {
   count: number;
 }
 
+/** The listing of a kind with no stored object: one frozen array, like a store's until it changes. */
+const NO_OBJECTS: readonly KubeObject[] = Object.freeze([]);
+
 export class ApiServer {
   readonly clock: VirtualClock;
   readonly faults: FaultInjector;
@@ -500,7 +503,7 @@ export class ApiServer {
   }
 
   #stored(kind?: Kind): readonly KubeObject[] {
-    if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? [];
+    if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? NO_OBJECTS;
     return [...this.#objects.values()].sort((a, b) => compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name));
   }
 

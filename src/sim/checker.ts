@@ -298,7 +298,8 @@ export class InvariantChecker {
   #revisionsByOwner(): Map<string, RevisionsByName> {
     const stored = this.#server.stored("ControllerRevision");
     const last = this.#revisions;
-    if (stored.length === last.stored.length && stored.every((object, position) => object === last.stored[position])) return last.byOwner;
+    // The store hands out the same frozen array until a ControllerRevision changes.
+    if (stored === last.stored) return last.byOwner;
     const byOwner = new Map<string, Map<string, Revision>>();
     // By name over all owners first: a later revision of the same name hides an earlier one.
     for (const [name, decoded] of this.#decodedByName(stored)) {

@@ -142,7 +142,10 @@ export class SubjectIndex {
   /** The stored ModelServing (parsed; same uid) and its revisions now. */
   observe(ms: ModelServing, revisions: RevisionsByName): void {
     if (ms === this.#ms && revisions === this.#context.revisions) return;
+    const sameSpec = ms.spec === this.#ms.spec;
     this.#ms = ms;
+    // A status write keeps the parsed spec object (the parse memo shares it): nothing to compare.
+    if (sameSpec && revisions === this.#context.revisions) return;
     const specJson = JSON.stringify(ms.spec);
     if (specJson === this.#context.specJson && revisions === this.#context.revisions) return;
     this.#context = contextOf(ms, revisions, specJson);
