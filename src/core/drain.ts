@@ -100,7 +100,7 @@ export function planDrain(
 }
 
 /** The annotations a drain or an in-place update leaves on a pod. */
-const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE];
+export const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE];
 
 /**
  * Undoes a drain that is no longer needed: annotations removed (an in-place update's progress mark

@@ -23,9 +23,9 @@
  * anything else is refused (`inPlaceDifferences`), never turned into a recreate. Pure.
  */
 import type { ContainerStatus, Pod } from "../api/kube.ts";
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
+import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
-import { planDrain, setServing } from "./drain.ts";
+import { DRAIN_MARKS, planDrain, setServing } from "./drain.ts";
 import { instanceId } from "./identity.ts";
 import type { Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";
@@ -327,7 +327,7 @@ function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs
     const { pod } = view;
     // The gate first: its write is conditional on the resourceVersion the mark write changes.
     if (!view.facts.serving && view.facts.containersReady) gates.push(setServing(view, "True", "InPlaceUpdated", nowMs));
-    const present = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE].filter((key) => pod.metadata.annotations?.[key] !== undefined);
+    const present = DRAIN_MARKS.filter((key) => pod.metadata.annotations?.[key] !== undefined);
     const labelsNow = pod.metadata.labels ?? {};
     const relabel = labelsNow[LABEL_REVISION] !== target.name || (hash !== undefined && labelsNow[LABEL_ROLE_HASH] !== hash);
     if (present.length === 0 && !relabel) continue;

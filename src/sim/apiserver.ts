@@ -327,8 +327,8 @@ export class ApiServer {
 
   /**
    * Calls `listener` at every later commit of `kind` (a change feed: what changed, without
-   * comparing listings). Listeners run inside the commit, before watchers hear of it; they must
-   * not write to the server.
+   * comparing listings). Listeners run inside the commit, once the store holds the change and
+   * before watchers hear of it; they must not write to the server.
    */
   onCommit(kind: Kind, listener: CommitListener): void {
     const listeners = this.#commitListeners.get(kind) ?? [];
@@ -379,7 +379,7 @@ export class ApiServer {
     if (isDeleting(next) && (next.metadata.finalizers ?? []).length === 0 && next.metadata.deletionGracePeriodSeconds === 0) {
       return this.#remove(next);
     }
-    return this.#commit("MODIFIED", next, existing);
+    return this.#commit("MODIFIED", next);
   }
 
   /**
@@ -418,7 +418,7 @@ export class ApiServer {
     next.metadata.deletionGracePeriodSeconds = gracePeriodSeconds;
     // Kubernetes bumps generation when deletion starts: controllers of the object must notice.
     if ((existing.metadata.generation ?? 0) > 0) next.metadata.generation = (existing.metadata.generation ?? 0) + 1;
-    const stored = this.#commit("MODIFIED", next, existing);
+    const stored = this.#commit("MODIFIED", next);
     if (gracePeriodSeconds > 0 && this.#podTermination === "gracePeriod") this.#expireAfterGracePeriod(stored);
   }
 
@@ -438,7 +438,7 @@ export class ApiServer {
       this.#remove(next);
       return;
     }
-    const stored = this.#commit("MODIFIED", next, existing);
+    const stored = this.#commit("MODIFIED", next);
     // The earlier timer still fires, finds the deletion already done, and does nothing.
     if (requestedSeconds > 0 && this.#podTermination === "gracePeriod") this.#expireAfterGracePeriod(stored);
   }
@@ -461,8 +461,11 @@ export class ApiServer {
     return removed;
   }
 
-  /** Assigns the next resourceVersion, stores (or removes) the object and publishes the change. */
-  #commit(type: "ADDED" | "MODIFIED" | "DELETED", object: KubeObject, previous?: KubeObject): KubeObject {
+  /**
+   * Assigns the next resourceVersion, stores (or removes) the object, then tells the garbage
+   * collector and the commit listeners (which see the store with the change) and publishes it.
+   */
+  #commit(type: "ADDED" | "MODIFIED" | "DELETED", object: KubeObject): KubeObject {
     this.#resourceVersion++;
     this.#resourceVersionText = String(this.#resourceVersion);
     object.metadata.resourceVersion = this.#resourceVersionText;
@@ -470,16 +473,16 @@ export class ApiServer {
     const key = keyOf(stored);
     const replaced = this.#objects.get(key);
     const after = type === "DELETED" ? undefined : stored;
-    this.#gc.noteCommitted(replaced, after);
-    for (const listener of this.#commitListeners.get(stored.kind) ?? []) listener(replaced, after);
-    if (type === "DELETED") {
+    if (after === undefined) {
       this.#objects.delete(key);
       this.#byKind.get(stored.kind)?.delete(key);
     } else {
       this.#objects.set(key, stored);
       this.#storeOf(stored.kind).set(key, stored);
     }
-    this.#watches.publish(stored.kind, previous === undefined ? { type, object: stored } : { type, object: stored, previous });
+    this.#gc.noteCommitted(replaced, after);
+    for (const listener of this.#commitListeners.get(stored.kind) ?? []) listener(replaced, after);
+    this.#watches.publish(stored.kind, type === "MODIFIED" && replaced !== undefined ? { type, object: stored, previous: replaced } : { type, object: stored });
     return stored;
   }
 
