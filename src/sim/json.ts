@@ -61,9 +61,8 @@ function copyPlainJson(value: unknown, depth: number, keys: string[]): unknown {
     keys.pop();
     if (child === NOT_PLAIN) return NOT_PLAIN;
     if (child === undefined) continue;
-    // defineProperty, not assignment: JSON.parse makes "__proto__" an ordinary own key.
-    if (key === "__proto__") Object.defineProperty(copy, key, { value: child, enumerable: true, writable: true, configurable: true });
-    else copy[key] = child;
+    // As JSON.parse does, "__proto__" becomes an ordinary own key.
+    setOwnKey(copy as JsonObject, key, child as JsonValue);
   }
   return copy;
 }
@@ -174,10 +173,7 @@ export function mergePatch(target: JsonValue | undefined, patch: JsonValue, dept
       // `delete` on an own property is safe for every key, "__proto__" included.
       Reflect.deleteProperty(result, key);
     } else {
-      const merged = mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value, depth + 1);
-      // defineProperty for "__proto__": assigning to it would change the prototype.
-      if (key === "__proto__") Object.defineProperty(result, key, { value: merged, enumerable: true, writable: true, configurable: true });
-      else result[key] = merged;
+      setOwnKey(result, key, mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value, depth + 1));
     }
   }
   return result;
