@@ -14,6 +14,7 @@ import type { Clock, ClusterReader, Kind, KubeObject, ListOptions, WatchEvent, W
 import { Reflector } from "./reflector.ts";
 import type { ReflectorOptions } from "./reflector.ts";
 import type { KubeTransport } from "./transport.ts";
+import { compareStrings } from "../core/maps.ts";
 
 /** The kinds the controller observes (src/engine/reconciler.ts). */
 export const CONTROLLER_KINDS: readonly Kind[] = ["ModelServing", "Pod", "Service", "ControllerRevision"];
@@ -74,7 +75,7 @@ export class KubeReader implements ClusterReader {
     return [...this.#cache(kind).entries()]
       .filter(([, object]) => options.namespace === undefined || object.metadata.namespace === options.namespace)
       .filter(([, object]) => matchesSelector(selector, object.metadata.labels))
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .sort(([a], [b]) => compareStrings(a, b))
       .map(([, object]) => object as KubeObject<K>);
   }
 

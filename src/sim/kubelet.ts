@@ -27,6 +27,7 @@ import type { ContainerExit, ContainerRuntime } from "./pod-status.ts";
 import type { Prng } from "./prng.ts";
 import { followStored } from "./follow.ts";
 import type { Follower } from "./follow.ts";
+import { compareStrings } from "../core/maps.ts";
 
 /** Per-image behaviour (DESIGN §6 `cluster.images`); absent fields take the kubelet's defaults. */
 export interface ImageBehaviour {
@@ -186,7 +187,7 @@ export class SimKubelet {
 
   /** Container restarts so far by `tandem.dev/role` ("" for pods without one), sorted by role. */
   restartsByRole(): Record<string, number> {
-    return Object.fromEntries([...this.#restartsByRole].sort(([a], [b]) => (a < b ? -1 : 1)));
+    return Object.fromEntries([...this.#restartsByRole].sort(([a], [b]) => compareStrings(a, b)));
   }
 
   /** Reacts to the current state of a pod: admission, deletion, image changes, gate changes. */

@@ -16,6 +16,7 @@ import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import { isDeleting, refOf } from "./objects.ts";
 import { conditionsOf, mergeConditions } from "./pod-status.ts";
+import { compareStrings } from "../core/maps.ts";
 
 export interface NodeLifecycleOptions {
   /** From a node's failure to its being marked NotReady with its pods. Default 40 000. */
@@ -76,7 +77,7 @@ export class SimNodeLifecycle {
 
   /** Nodes currently failed, with how far the lifecycle got, sorted by name. */
   outages(): { node: string; stage: Outage["stage"] }[] {
-    return [...this.#outages.values()].map(({ node, stage }) => ({ node, stage })).sort((a, b) => (a.node < b.node ? -1 : 1));
+    return [...this.#outages.values()].map(({ node, stage }) => ({ node, stage })).sort((a, b) => compareStrings(a.node, b.node));
   }
 
   stop(): void {

@@ -5,6 +5,7 @@
  */
 import type { JsonObject, JsonValue, KubeObject } from "../engine/ports.ts";
 import { isJsonObject } from "./json.ts";
+import { compareStrings } from "../core/maps.ts";
 
 export const GPU_RESOURCE = "nvidia.com/gpu";
 /** The label a simulated node carries naming its pool. */
@@ -110,7 +111,7 @@ export function freeCapacity(nodes: readonly KubeObject[], pods: readonly KubeOb
   return nodes
     .filter(isSchedulable)
     .map((node) => ({ name: node.metadata.name, freeGpus: allocatableGpus(node) - (usedGpus.get(node.metadata.name) ?? 0) }))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    .sort((a, b) => compareStrings(a.name, b.name));
 }
 
 /** The node whose GPUs `pod` holds and how many, or undefined when it holds none (not bound, or finished). */
@@ -152,7 +153,7 @@ export type GangPlacement =
 export function placeGang(members: readonly Demand[], nodes: readonly NodeCapacity[], totalNodes: number): GangPlacement {
   const free = new Map(nodes.map((node) => [node.name, node.freeGpus]));
   const nodeByPod = new Map<string, string>();
-  const ordered = [...members].sort((a, b) => (b.gpus ?? 0) - (a.gpus ?? 0) || (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : 0));
+  const ordered = [...members].sort((a, b) => (b.gpus ?? 0) - (a.gpus ?? 0) || compareStrings(a.pod, b.pod));
   for (const member of ordered) {
     const gpus = member.gpus;
     if (gpus === undefined) return { ok: false, reason: `pod ${member.pod} has a malformed ${GPU_RESOURCE} request` };

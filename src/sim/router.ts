@@ -33,6 +33,7 @@ import { isJsonObject } from "./json.ts";
 import { isPodReady } from "./pod-status.ts";
 import { followStored } from "./follow.ts";
 import type { Follower } from "./follow.ts";
+import { compareStrings } from "../core/maps.ts";
 
 /** DESIGN §6 `cluster.router`, plus the model's knobs. */
 export interface RouterOptions {
@@ -254,7 +255,7 @@ export class SimRouter {
   metrics(): RequestMetrics {
     const total: RequestCounts = { total: 0, ok: 0, failed: 0, cut: 0 };
     const byRole: Record<string, RequestCounts> = {};
-    for (const [role, counted] of [...this.#counts].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    for (const [role, counted] of [...this.#counts].sort(([a], [b]) => compareStrings(a, b))) {
       const counts = { ...counted };
       byRole[role] = counts;
       total.total += counts.total;
@@ -267,7 +268,7 @@ export class SimRouter {
 
   /** Requests in flight by pod name (pods with none are absent). */
   inFlightByPod(): Record<string, number> {
-    const loads = [...this.#loads.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const loads = [...this.#loads.values()].sort((a, b) => compareStrings(a.name, b.name));
     return Object.fromEntries(loads.map((load) => [load.name, load.requests.size]));
   }
 
@@ -341,7 +342,7 @@ export class SimRouter {
 
   /** One arrival: to a live ModelServing's target role, or nowhere when none is live (not counted). */
   #arrive(): void {
-    const live = [...this.#targets.values()].filter((target) => this.#live.has(target.uid)).sort((a, b) => (a.key < b.key ? -1 : 1));
+    const live = [...this.#targets.values()].filter((target) => this.#live.has(target.uid)).sort((a, b) => compareStrings(a.key, b.key));
     if (live.length === 0) return;
     const target = live.length === 1 ? live[0] : this.#targetRng.pick(live);
     if (target === undefined) return;

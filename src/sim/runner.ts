@@ -38,6 +38,7 @@ import { attachRouter } from "./router.ts";
 import type { SimRouter } from "./router.ts";
 import { applyObject } from "./scenario.ts";
 import type { Scenario, Step } from "./scenario.ts";
+import { compareStrings } from "../core/maps.ts";
 
 /** Bound on a whole run's simulated time: 30 days. */
 export const MAX_SIMULATED_SECONDS = 30 * 24 * 3600;
@@ -360,7 +361,7 @@ class ScenarioRun {
     return this.#cluster.server
       .stored("ControllerRevision")
       .map((stored) => ({ name: stored.metadata.name, revision: typeof stored["revision"] === "number" ? stored["revision"] : 0 }))
-      .sort((a, b) => a.revision - b.revision || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      .sort((a, b) => a.revision - b.revision || compareStrings(a.name, b.name));
   }
 
   #pods(): PodRecord[] {
