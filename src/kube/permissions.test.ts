@@ -1,12 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { WallClock } from "./clock.ts";
+import { VirtualClock } from "../sim/clock.ts";
 import { LeaderElector } from "./leader.ts";
 import { silentLogger } from "../engine/logger.ts";
 import type { Kind, KubeObject } from "../engine/ports.ts";
 import { KubeRecorder } from "./recorder.ts";
 import { PERMISSIONS, RESOURCES } from "./resources.ts";
-import { fakeSend, jsonResponse } from "./test-fakes.ts";
+import { fakeSend, jsonResponse, until } from "./test-fakes.ts";
 import type { Recorded } from "./test-fakes.ts";
 import { KubeTransport } from "./transport.ts";
 import { KubeWriter } from "./writer.ts";
@@ -51,13 +51,14 @@ test("the adapter uses exactly the verbs PERMISSIONS grant (least privilege, bot
     await transport.watch({ verb: "watch", kind, target: {} }, AbortSignal.abort()).catch(() => undefined);
   }
   // Events (create, then a repeat patched into the series) and a Lease acquired, then renewed.
-  const recorder = new KubeRecorder({ transport, clock: new WallClock(), controller: "c", instance: "i" });
+  const clock = new VirtualClock();
+  const recorder = new KubeRecorder({ transport, clock, controller: "c", instance: "i" });
   const event = { regarding: { kind: "Pod" as const, namespace: "ns", name: "x" }, type: "Normal" as const, reason: "R", message: "m" };
   recorder.record(event);
   recorder.record(event);
-  const elector = new LeaderElector({ transport, clock: new WallClock(), namespace: "ns", name: "l", identity: "me", logger: silentLogger, onStartedLeading: () => undefined, onStoppedLeading: () => undefined, retryPeriodMs: 1 });
+  const elector = new LeaderElector({ transport, clock, namespace: "ns", name: "l", identity: "me", logger: silentLogger, onStartedLeading: () => undefined, onStoppedLeading: () => undefined, retryPeriodMs: 1 });
   elector.start();
-  while (!requests.some((request) => request.method === "PUT")) await new Promise((resolve) => setTimeout(resolve, 2));
+  await until(clock, "the Lease renewed", () => requests.some((request) => request.method === "PUT"));
   await elector.stop();
 
   const used = new Set(requests.map(permissionOf));

@@ -1,24 +1,15 @@
 import { afterEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { WatchEvent } from "../engine/ports.ts";
-import { WallClock } from "./clock.ts";
+import { VirtualClock } from "../sim/clock.ts";
 import { KubeReader } from "./reader.ts";
-import { fakeSend, jsonResponse, watchResponse } from "./test-fakes.ts";
+import { fakeSend, jsonResponse, until, watchResponse } from "./test-fakes.ts";
 import type { Recorded } from "./test-fakes.ts";
 import { KubeTransport } from "./transport.ts";
 import type { HttpResponse } from "./transport.ts";
 
 const pod = (name: string, resourceVersion: string): object => ({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "ns", resourceVersion, labels: { app: "x" } } });
 const list = (resourceVersion: string, ...items: object[]): object => ({ apiVersion: "v1", kind: "PodList", metadata: { resourceVersion }, items: items.map((item) => ({ ...item, kind: undefined, apiVersion: undefined })) });
-
-async function until(what: string, check: () => boolean, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 /** Readers started by the current test; stopped after it even when it failed. */
 const started: KubeReader[] = [];
@@ -30,22 +21,24 @@ afterEach(async () => {
 function podReader(handler: (request: Recorded, watchIndex: number) => HttpResponse, watchdogMs = 5_000) {
   let watches = 0;
   const { send, requests } = fakeSend((request) => handler(request, request.path.includes("watch=true") ? watches++ : -1));
-  const reader = new KubeReader({ transport: new KubeTransport(send), clock: new WallClock(), kinds: ["Pod"], namespace: "ns", reflector: { watchdogMs, baseDelayMs: 10, maxDelayMs: 40 } });
+  const clock = new VirtualClock();
+  // A fixed jitter draw: backoff delays are the same on every run.
+  const reader = new KubeReader({ transport: new KubeTransport(send), clock, kinds: ["Pod"], namespace: "ns", reflector: { watchdogMs, baseDelayMs: 10, maxDelayMs: 40, random: () => 0.5 } });
   const events: string[] = [];
   reader.subscribe((event: WatchEvent) => events.push(`${event.type} ${event.object.metadata.name}@${event.object.metadata.resourceVersion ?? ""}`));
   reader.start();
   started.push(reader);
   const watchQueries = (): URLSearchParams[] => requests.filter((request) => request.path.includes("watch=true")).map((request) => new URLSearchParams(request.path.split("?")[1]));
-  return { reader, requests, events, watchQueries };
+  return { reader, clock, requests, events, watchQueries };
 }
 
 describe("KubeReader", () => {
   it("lists, then watches from the list's resourceVersion with bookmarks; events arrive in order", async () => {
-    const { reader, events, watchQueries } = podReader((request, watch) => {
+    const { reader, clock, events, watchQueries } = podReader((request, watch) => {
       if (watch === -1) return jsonResponse(200, list("10", pod("a", "5"), pod("b", "6")));
       return watchResponse(watch === 0 ? [{ type: "ADDED", object: pod("c", "11") }, { type: "MODIFIED", object: pod("a", "12") }] : [], request.signal);
     });
-    await until("4 events", () => events.length === 4);
+    await until(clock, "4 events", () => events.length === 4);
     assert.deepEqual(events, ["ADDED a@5", "ADDED b@6", "ADDED c@11", "MODIFIED a@12"]);
     assert.equal(reader.hasSynced(), true);
     const query = watchQueries()[0];
@@ -56,45 +49,46 @@ describe("KubeReader", () => {
 
   it("on 410 Gone relists and delivers the difference: vanished objects DELETED, changed MODIFIED, new ADDED", async () => {
     let lists = 0;
-    const { reader, events, watchQueries } = podReader((request, watch) => {
+    const { reader, clock, events, watchQueries } = podReader((request, watch) => {
       if (watch === -1) return jsonResponse(200, lists++ === 0 ? list("10", pod("a", "5"), pod("b", "6")) : list("30", pod("a", "25"), pod("c", "26")));
       return watchResponse(watch === 0 ? [{ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired", message: "too old resource version" } }] : [], request.signal);
     });
-    await until("the relist's events", () => events.length === 5);
+    await until(clock, "the relist's events", () => events.length === 5);
     assert.deepEqual(events, ["ADDED a@5", "ADDED b@6", "DELETED b@6", "MODIFIED a@25", "ADDED c@26"]);
-    await until("a watch from the new list", () => watchQueries().length === 2);
+    await until(clock, "a watch from the new list", () => watchQueries().length === 2);
     assert.equal(watchQueries()[1]?.get("resourceVersion"), "30");
     assert.equal(reader.listCounts().Pod, 2);
   });
 
   it("a watch silent for the watchdog period is aborted and re-opened from the last resourceVersion, without a relist", async () => {
-    const { reader, watchQueries } = podReader((request, watch) => {
+    const { reader, clock, watchQueries } = podReader((request, watch) => {
       if (watch === -1) return jsonResponse(200, list("10"));
       return watchResponse(watch === 0 ? [{ type: "BOOKMARK", object: { kind: "Pod", metadata: { resourceVersion: "15" } } }] : [], request.signal);
     }, 50);
-    await until("a second watch", () => watchQueries().length >= 2);
+    await until(clock, "a second watch", () => watchQueries().length >= 2);
+    assert.equal(clock.nowMs(), 50, "the watch was re-opened before the watchdog period passed");
     assert.equal(watchQueries()[1]?.get("resourceVersion"), "15", "the bookmark did not advance the resourceVersion");
     assert.equal(reader.listCounts().Pod, 1);
   });
 
   it("keeps retrying with backoff after errors (HTTP 500, network) and never stops on its own", async () => {
     let listCalls = 0;
-    const { events } = podReader((request, watch) => {
+    const { clock, events } = podReader((request, watch) => {
       if (watch === -1) return ++listCalls < 3 ? jsonResponse(500, { kind: "Status", code: 500, reason: "InternalError" }) : jsonResponse(200, list("10", pod("a", "5")));
       if (watch < 2) throw new TypeError("fetch failed");
       return watchResponse([{ type: "ADDED", object: pod("b", "11") }], request.signal);
     });
-    await until("recovery", () => events.length === 2);
+    await until(clock, "recovery", () => events.length === 2);
     assert.deepEqual(events, ["ADDED a@5", "ADDED b@11"]);
     assert.equal(listCalls, 3);
   });
 
   it("a clean end of the stream (server timeout) re-watches from the last event's resourceVersion", async () => {
-    const { reader, watchQueries } = podReader((request, watch) => {
+    const { reader, clock, watchQueries } = podReader((request, watch) => {
       if (watch === -1) return jsonResponse(200, list("10"));
       return watchResponse(watch === 0 ? [{ type: "ADDED", object: pod("a", "12") }] : [], request.signal, watch === 0);
     });
-    await until("a second watch", () => watchQueries().length >= 2);
+    await until(clock, "a second watch", () => watchQueries().length >= 2);
     assert.equal(watchQueries()[1]?.get("resourceVersion"), "12");
     assert.equal(reader.listCounts().Pod, 1);
   });

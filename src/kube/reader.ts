@@ -27,8 +27,8 @@ export interface KubeReaderOptions {
   /** Watch only this namespace; all namespaces when absent. */
   readonly namespace?: string | undefined;
   readonly logger?: Logger;
-  /** Passed to every reflector (watchdog, backoff, page size). */
-  readonly reflector?: Partial<Pick<ReflectorOptions, "watchdogMs" | "watchTimeoutSeconds" | "baseDelayMs" | "maxDelayMs" | "pageSize">>;
+  /** Passed to every reflector (watchdog, backoff and its jitter source, page size). */
+  readonly reflector?: Partial<Pick<ReflectorOptions, "watchdogMs" | "watchTimeoutSeconds" | "baseDelayMs" | "maxDelayMs" | "pageSize" | "random">>;
 }
 
 /** Subscribers at once; more is a leak. */

@@ -1,7 +1,9 @@
 /**
  * Test doubles for the adapter: a scripted `Send` that records every request and answers from
- * a handler, and response builders (JSON bodies, watch streams that stay open until aborted).
+ * a handler, response builders (JSON bodies, watch streams that stay open until aborted), and a
+ * driver that runs the adapter's async loops on a virtual clock.
  */
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { HttpRequest, HttpResponse, Send } from "./transport.ts";
 
 export interface Recorded extends HttpRequest {
@@ -40,4 +42,25 @@ export function fakeSend(handler: (request: Recorded) => HttpResponse | Promise<
     return handler(recorded);
   };
   return { send, requests };
+}
+
+/** The part of the simulator's VirtualClock that `until` drives. */
+interface SteppedClock {
+  nowMs(): number;
+  /** Fires the next pending timer(s); false when none is pending. */
+  next(): boolean;
+}
+
+/**
+ * Drives code running on a virtual clock until `check` holds: one event-loop turn lets its promise
+ * chains run until they wait on the clock (the fake transport does no I/O, so a turn drains them),
+ * then the clock's next timer fires (a watchdog, a backoff, a retry period), and so on. No
+ * wall-clock time is involved: the same steps happen on every run.
+ */
+export async function until(clock: SteppedClock, what: string, check: () => boolean, maxTimers = 20): Promise<void> {
+  for (let fired = 0; ; fired++) {
+    await nextTurn();
+    if (check()) return;
+    if (fired === maxTimers || !clock.next()) throw new Error(`${what}: not reached after ${fired} timers, at ${clock.nowMs()} virtual ms`);
+  }
 }
