@@ -57,11 +57,11 @@ function parseOrdinal(value: string | undefined): number | undefined {
   return value !== undefined && ORDINAL.test(value) ? Number(value) : undefined;
 }
 
-/**
- * Reads a pod's identity from its labels and name; undefined when anything is missing or
- * inconsistent (such a pod is neither adopted nor deleted).
- */
-export function parsePodIdentity(modelServing: string, name: string, labels: Readonly<Record<string, string>> | undefined): PodIdentity | undefined {
+/** Where an instance sits in its ModelServing: a pod identity without the pod index. */
+export type InstanceRef = Omit<PodIdentity, "index">;
+
+/** The instance an object's identity labels name for `modelServing`; undefined when any is missing or inconsistent. */
+function parseInstanceLabels(modelServing: string, labels: Readonly<Record<string, string>> | undefined): InstanceRef | undefined {
   if (labels?.[LABEL_MODEL_SERVING] !== modelServing) return undefined;
   const group = parseOrdinal(labels[LABEL_GROUP]);
   const role = labels[LABEL_ROLE];
@@ -69,9 +69,27 @@ export function parsePodIdentity(modelServing: string, name: string, labels: Rea
   if (group === undefined || role === undefined || instanceLabel === undefined) return undefined;
   if (!instanceLabel.startsWith(`${role}-`)) return undefined;
   const instance = parseOrdinal(instanceLabel.slice(role.length + 1));
-  if (instance === undefined) return undefined;
-  const prefix = podName(modelServing, { group, role, instance, index: 0 }).slice(0, -1);
+  return instance === undefined ? undefined : { group, role, instance };
+}
+
+/**
+ * Reads a pod's identity from its labels and name; undefined when anything is missing or
+ * inconsistent (such a pod is neither adopted nor deleted).
+ */
+export function parsePodIdentity(modelServing: string, name: string, labels: Readonly<Record<string, string>> | undefined): PodIdentity | undefined {
+  const at = parseInstanceLabels(modelServing, labels);
+  if (at === undefined) return undefined;
+  const prefix = podName(modelServing, { ...at, index: 0 }).slice(0, -1);
   const index = name.startsWith(prefix) ? parseOrdinal(name.slice(prefix.length)) : undefined;
-  if (index === undefined || (index === 0) !== (labels[LABEL_ENTRY] === "true")) return undefined;
-  return { group, role, instance, index };
+  if (index === undefined || (index === 0) !== (labels?.[LABEL_ENTRY] === "true")) return undefined;
+  return { ...at, index };
+}
+
+/**
+ * The instance an instance Service serves: the one its labels name, when its name is the one that
+ * instance's Service gets (`serviceName`); undefined otherwise.
+ */
+export function parseServiceInstance(modelServing: string, name: string, labels: Readonly<Record<string, string>> | undefined): InstanceRef | undefined {
+  const at = parseInstanceLabels(modelServing, labels);
+  return at !== undefined && name === serviceName(modelServing, at.group, at.role, at.instance) ? at : undefined;
 }

@@ -32,7 +32,7 @@ import type { Revision } from "./pods.ts";
 import { sameCanonicalJson } from "./revision/canonical.ts";
 import type { JsonValue } from "./revision/canonical.ts";
 import type { RevisionData, RevisionPodTemplate } from "./revision/format.ts";
-import { normalizeRevisionData } from "./revision/projection.ts";
+import { normalizedData } from "./revision/projection.ts";
 import { roleHash, sameRevisionData } from "./role-hash.ts";
 
 export type InPlacePhase = "Draining" | "Patched" | "Stalled";
@@ -84,8 +84,8 @@ export function formatProgress(progress: InPlaceProgress): string {
  * place. Containers are matched by name and must keep their order.
  */
 export function inPlaceDifferences(from: RevisionData, to: RevisionData): string[] {
-  const a = normalizeRevisionData(from);
-  const b = normalizeRevisionData(to);
+  const a = normalizedData(from);
+  const b = normalizedData(to);
   const differences: string[] = [];
   if (a.schedulerName !== b.schedulerName) differences.push("schedulerName");
   if (!sameCanonicalJson((a.plugins ?? []) as JsonValue, (b.plugins ?? []) as JsonValue)) differences.push("plugins");

@@ -5,7 +5,6 @@
  * `recoveryPolicy`. Which units exist and at which revision is decided elsewhere (the layout, by
  * the rollout); this module only executes it. Pure: appends actions to a `Work` accumulator.
  */
-import type { Role } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { cancelDrain, openGate, planDrainedDeletion } from "./drain.ts";
 import { podFailure, range } from "./health.ts";
@@ -42,8 +41,6 @@ interface Context {
   readonly work: Work;
   /** Resolves a revision name for `label`, reporting an unreadable one. */
   readonly resolve: (name: string, label: string) => Revision | undefined;
-  /** The spec's roles by name. */
-  readonly specRoles: ReadonlyMap<string, Role>;
 }
 
 /**
@@ -54,8 +51,8 @@ interface Context {
 export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: number, work: Work): InstanceState[] {
   const { model, revisions } = states;
   const resolve = resolver(revisions, work.unreadable);
-  const context = { model, nowMs, work, resolve, specRoles: new Map(model.ms.spec.template.roles.map((role) => [role.name, role])) };
-  const neededServices = new Set<string>();
+  const context = { model, nowMs, work, resolve };
+  const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
     if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);
   }
@@ -65,15 +62,36 @@ export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: num
     const groupStates = desiredInstanceStates(states, layout, resolve, group);
     planGroup(context, group, groupStates);
     desired.push(...groupStates);
-    for (const state of groupStates) if (expectedPods(state.target, state.role) > 1) neededServices.add(instanceServiceName(model, state.group, state.role, state.instance, state.pods));
+    for (const state of groupStates) if (expectedPods(state.target, state.role) > 1) desiredServices.add(instanceServiceName(model, state.group, state.role, state.instance, state.pods));
   }
-  for (const [group, roles] of model.tree) {
-    for (const [role, instances] of roles) for (const [instance, pods] of instances) if (pods.size > 0) neededServices.add(instanceServiceName(model, group, role, instance, pods));
-  }
-  for (const [name, service] of model.services) {
-    if (!neededServices.has(name) && service.metadata.uid !== undefined) work.actions.push({ type: "DeleteService", name, uid: service.metadata.uid });
-  }
+  deleteUnneededServices(context, desiredServices);
   return desired;
+}
+
+/**
+ * Deletes every Service neither in `desired` (the names of desired instances with workers) nor of
+ * an instance that still has pods. A Service whose labels name its instance is looked up in the
+ * tree (its name is that instance's, and no other instance's); one whose labels and name disagree
+ * is matched by name against the Service names of every instance with pods.
+ */
+function deleteUnneededServices(context: Context, desired: ReadonlySet<string>): void {
+  const { model, work } = context;
+  let namesWithPods: ReadonlySet<string> | undefined;
+  for (const [name, { service, instance }] of model.services) {
+    const uid = service.metadata.uid;
+    if (uid === undefined || desired.has(name)) continue;
+    const hasPods = instance === undefined ? (namesWithPods ??= serviceNamesWithPods(model)).has(name) : model.tree.get(instance.group)?.get(instance.role)?.has(instance.instance) === true;
+    if (!hasPods) work.actions.push({ type: "DeleteService", name, uid });
+  }
+}
+
+/** The Service names of every instance with pods (the tree holds only instances with pods). */
+function serviceNamesWithPods(model: Model): Set<string> {
+  const names = new Set<string>();
+  for (const [group, roles] of model.tree) {
+    for (const [role, instances] of roles) for (const [instance, pods] of instances) names.add(instanceServiceName(model, group, role, instance, pods));
+  }
+  return names;
 }
 
 /**
@@ -95,7 +113,7 @@ function scaleDown(context: Context, units: readonly InstancePods[], label: stri
 /** Scales down, highest ordinal first, the instances of `group` the layout no longer wants. */
 function scaleDownRoles(context: Context, layout: Layout, group: number): void {
   for (const [role, instances] of context.model.tree.get(group) ?? []) {
-    const spec = context.specRoles.get(role);
+    const spec = context.model.roles.get(role);
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];

@@ -3,13 +3,13 @@
  * revisions, and its pods placed in the unit tree group → role → instance → pod index. Pure.
  */
 import type { Pod, Service } from "../api/kube.ts";
-import type { ModelServing } from "../api/schema.ts";
+import type { ModelServing, Role } from "../api/schema.ts";
 import { ModelServing as ModelServingSchema } from "../api/schema.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { Problem } from "../api/problems.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
-import type { NamespacedOwner, PodIdentity } from "./identity.ts";
-import { parsePodIdentity } from "./identity.ts";
+import type { InstanceRef, NamespacedOwner, PodIdentity } from "./identity.ts";
+import { parsePodIdentity, parseServiceInstance } from "./identity.ts";
 import type { PodFacts } from "./health.ts";
 import { podFacts } from "./health.ts";
 import { onFrozen } from "./frozen.ts";
@@ -30,6 +30,13 @@ export interface PodView {
   readonly facts: PodFacts;
 }
 
+/** A Service this ModelServing controls, with the instance it serves when its labels and name agree. */
+export interface ServiceView {
+  readonly service: Service;
+  /** Undefined for a Service whose labels do not name the instance its name belongs to. */
+  readonly instance: InstanceRef | undefined;
+}
+
 /** The pods of one role instance, by pod index (0 = entry). */
 export type InstancePods = ReadonlyMap<number, PodView>;
 
@@ -40,6 +47,8 @@ export interface Model {
   readonly ms: ModelServing;
   readonly owner: NamespacedOwner;
   readonly generation: number;
+  /** The spec's roles by name (names are unique in a valid spec). */
+  readonly roles: ReadonlyMap<string, Role>;
   /** The spec's versioned fields, `revisionData(ms)`: what the update revision records. */
   readonly data: RevisionData;
   /** Every revision of this ModelServing that decoded, by name. */
@@ -49,9 +58,13 @@ export interface Model {
   /** All decode results, for record planning and GC. */
   readonly decoded: readonly DecodeResult[];
   readonly tree: UnitTree;
-  /** Every pod view of `tree`, in its iteration order: for passes that need no place in it. */
-  readonly views: readonly PodView[];
-  readonly services: ReadonlyMap<string, Service>;
+  /**
+   * The revision labels of every pod this ModelServing controls with a parsed identity (a second
+   * pod with one identity, which `tree` cannot hold, included: it still runs that revision).
+   */
+  readonly podRevisionNames: ReadonlySet<string>;
+  /** Controlled Services by name. */
+  readonly services: ReadonlyMap<string, ServiceView>;
 }
 
 export type ModelResult =
@@ -63,7 +76,7 @@ export type ModelResult =
 export function buildModel(observed: Observed): ModelResult {
   const spec = onFrozen(specMemo, observed.modelServing, readSpec);
   if (!spec.ok) return { ok: false, problems: spec.problems, raw: { generation: rawGeneration(observed.modelServing) } };
-  const { ms, data } = spec;
+  const { ms, data, roles } = spec;
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
   const decoded = observed.revisions.map((object) => onFrozen(decodedMemo, object, decodeControllerRevision));
   const revisions = new Map<string, StoredRevision>();
@@ -72,10 +85,14 @@ export function buildModel(observed: Observed): ModelResult {
     if (result.ok && result.revision.ownerUid === owner.uid) revisions.set(result.revision.name, result.revision);
     else if (!result.ok && result.name !== undefined) unreadable.set(result.name, result.reason);
   }
-  const services = new Map(observed.services.filter((service) => ownedBy(service, owner.uid)).map((service) => [service.metadata.name, service]));
+  const services = new Map<string, ServiceView>();
+  for (const service of observed.services) {
+    const view = readForOwner(serviceViewMemo, owner, service, readServiceView);
+    if (view !== undefined) services.set(service.metadata.name, view);
+  }
   return {
     ok: true,
-    model: { ms, owner, generation: ms.metadata.generation ?? 0, data, revisions, unreadable, decoded, ...buildTree(owner, observed.pods), services },
+    model: { ms, owner, generation: ms.metadata.generation ?? 0, roles, data, revisions, unreadable, decoded, ...buildTree(owner, observed.pods), services },
   };
 }
 
@@ -93,14 +110,15 @@ const decodedMemo = new WeakMap<object, DecodeResult>();
  */
 const dataMemo = new WeakMap<object, RevisionData>();
 
-/** A stored ModelServing parsed, with its revision data; or why it does not parse. */
-type Spec = { readonly ok: true; readonly ms: ModelServing; readonly data: RevisionData } | { readonly ok: false; readonly problems: readonly Problem[] };
+/** A stored ModelServing parsed, with its roles by name and revision data; or why it does not parse. */
+type Spec = { readonly ok: true; readonly ms: ModelServing; readonly roles: ReadonlyMap<string, Role>; readonly data: RevisionData } | { readonly ok: false; readonly problems: readonly Problem[] };
 
 function readSpec(stored: unknown): Spec {
   const parsed = parseModelServing(stored);
   if (!parsed.ok) return parsed;
   const storedSpec = (stored as { spec?: unknown }).spec;
-  return { ok: true, ms: parsed.value, data: onFrozen(dataMemo, storedSpec, () => revisionData(parsed.value)) };
+  const roles = new Map(parsed.value.spec.template.roles.map((role) => [role.name, role]));
+  return { ok: true, ms: parsed.value, roles, data: onFrozen(dataMemo, storedSpec, () => revisionData(parsed.value)) };
 }
 
 function rawGeneration(value: unknown): number {
@@ -113,53 +131,65 @@ function ownedBy(object: { metadata: { ownerReferences?: { uid: string; controll
 }
 
 /**
- * Places every pod this ModelServing controls in the tree, and lists the placed views in tree
- * order. Pods it does not control, or whose identity does not parse, are left out: the controller
+ * Places every pod this ModelServing controls in the tree, and collects their revision labels.
+ * Pods it does not control, or whose identity does not parse, are left out: the controller
  * neither adopts nor deletes them.
  */
-function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): { tree: UnitTree; views: PodView[] } {
+function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): { tree: UnitTree; podRevisionNames: Set<string> } {
   const views: PodView[] = [];
+  const podRevisionNames = new Set<string>();
   for (const pod of pods) {
-    const view = podView(owner, pod);
-    if (view !== undefined) views.push(view);
+    const view = readForOwner(podViewMemo, owner, pod, readPodView);
+    if (view === undefined) continue;
+    views.push(view);
+    if (view.revision !== undefined) podRevisionNames.add(view.revision);
   }
   // Stable, so of two pods with one identity the later one still wins, as a plain insert would.
   views.sort((a, b) => a.id.group - b.id.group || compareStrings(a.id.role, b.id.role) || a.id.instance - b.id.instance || a.id.index - b.id.index);
   // Inserting in key order makes every map iterate in ascending key order.
   const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
-  const placed: PodView[] = [];
   for (const view of views) {
     const { group, role, instance, index } = view.id;
     const roles = getOrCreate(tree, group, () => new Map<string, Map<number, Map<number, PodView>>>());
     const instances = getOrCreate(roles, role, () => new Map<number, Map<number, PodView>>());
-    const instancePods = getOrCreate(instances, instance, () => new Map<number, PodView>());
-    // Sorted, a replaced view (same identity) is the one placed last, and keeps its position.
-    if (instancePods.has(index)) placed[placed.length - 1] = view;
-    else placed.push(view);
-    instancePods.set(index, view);
+    getOrCreate(instances, instance, () => new Map<number, PodView>()).set(index, view);
   }
-  return { tree, views: placed };
+  return { tree, podRevisionNames };
+}
+
+/** A read of one object for one owner (ownership and identity depend on the owner). */
+interface OwnedRead<V> {
+  readonly ownerName: string;
+  readonly ownerUid: string;
+  readonly value: V;
 }
 
 /**
- * Pod views per pod object, with the owner they were read for. Keyed on the pod, and only when it
- * is frozen, so a view never goes stale; the owner is compared because ownership and identity
- * depend on it.
+ * Pod and Service views per object. Keyed on the object, and only when it is frozen, so a view
+ * never goes stale; the owner is compared because ownership and identity depend on it.
  */
-const viewMemo = new WeakMap<Pod, { readonly ownerName: string; readonly ownerUid: string; readonly view: PodView | undefined }>();
+const podViewMemo = new WeakMap<Pod, OwnedRead<PodView | undefined>>();
+const serviceViewMemo = new WeakMap<Service, OwnedRead<ServiceView | undefined>>();
 
-/** The pod's view when `owner` controls it and its identity parses; undefined otherwise. */
-function podView(owner: NamespacedOwner, pod: Pod): PodView | undefined {
-  const cached = viewMemo.get(pod);
-  if (cached !== undefined && cached.ownerName === owner.name && cached.ownerUid === owner.uid) return cached.view;
-  const view = readPodView(owner, pod);
-  if (Object.isFrozen(pod)) viewMemo.set(pod, { ownerName: owner.name, ownerUid: owner.uid, view });
-  return view;
+/** `read(owner, object)`, remembered per frozen object for the owner it was read for. */
+function readForOwner<T extends object, V>(memo: WeakMap<T, OwnedRead<V>>, owner: NamespacedOwner, object: T, read: (owner: NamespacedOwner, object: T) => V): V {
+  const cached = memo.get(object);
+  if (cached !== undefined && cached.ownerName === owner.name && cached.ownerUid === owner.uid) return cached.value;
+  const value = read(owner, object);
+  if (Object.isFrozen(object)) memo.set(object, { ownerName: owner.name, ownerUid: owner.uid, value });
+  return value;
 }
 
+/** The pod's view when `owner` controls it and its identity parses; undefined otherwise. */
 function readPodView(owner: NamespacedOwner, pod: Pod): PodView | undefined {
   const uid = pod.metadata.uid;
   if (uid === undefined || !ownedBy(pod, owner.uid)) return undefined;
   const id = parsePodIdentity(owner.name, pod.metadata.name, pod.metadata.labels);
   return id === undefined ? undefined : { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION], facts: podFacts(pod) };
+}
+
+/** The Service's view when `owner` controls it; undefined otherwise. */
+function readServiceView(owner: NamespacedOwner, service: Service): ServiceView | undefined {
+  if (!ownedBy(service, owner.uid)) return undefined;
+  return { service, instance: parseServiceInstance(owner.name, service.metadata.name, service.metadata.labels) };
 }

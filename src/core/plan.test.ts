@@ -88,6 +88,23 @@ describe("plan: scaling", () => {
     assert.deepEqual([...cluster.services.keys()], ["llm-0-decode-0-0"]);
   });
 
+  it("keeps a Service while its instance has pods, one whose labels disagree with its name too, and deletes both after", () => {
+    const twoDecode = manifest({ drain: { timeoutSeconds: 60 } });
+    twoDecode.spec.template.roles[1]!.replicas = 2;
+    const cluster = idealCluster(twoDecode);
+    converge(cluster, NOW);
+    // Labels that no longer name the instance: this Service is matched by its name instead.
+    cluster.services.get("llm-1-decode-1-0")!.metadata.labels = {};
+    cluster.modelServing.spec.replicas = 1;
+    const drainStarts = plan(observe(cluster), NOW);
+    apply(cluster, drainStarts.actions);
+    const draining = plan(observe(cluster), NOW + 1_000);
+    assert.equal(deletedPods(draining.actions).length, 0);
+    for (const { actions } of [drainStarts, draining]) assert.ok(!types(actions).includes("DeleteService"), "deleted the Service of an instance that still has pods");
+    converge(cluster, NOW + 60_000);
+    assert.deepEqual([...cluster.services.keys()].sort(), ["llm-0-decode-0-0", "llm-0-decode-1-0"]);
+  });
+
   it("scales a role 1 → 3 → 1 in every group and keeps every other pod", () => {
     const cluster = idealCluster(manifest());
     converge(cluster, NOW);

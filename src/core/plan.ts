@@ -64,8 +64,7 @@ function recordsStatus(stored: ModelServingStatus, revisions: Revisions, layout:
 
 /** Deletes the revisions GC may collect: not live after this plan, beyond the history limit. */
 function collectRevisions(model: Model, revisions: Revisions, layout: Layout, work: Work): Action[] {
-  const podRevisionNames = new Set<string>();
-  for (const view of model.views) if (view.revision !== undefined) podRevisionNames.add(view.revision);
+  const podRevisionNames = new Set(model.podRevisionNames);
   for (const action of work.actions) if (action.type === "CreatePod") podRevisionNames.add(action.pod.metadata.labels?.[LABEL_REVISION] ?? "");
   const live = liveRevisionNames({
     currentRevision: layout.currentName,

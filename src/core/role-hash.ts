@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { canonicalJson } from "./revision/canonical.ts";
 import type { JsonValue } from "./revision/canonical.ts";
 import type { RevisionData, RevisionPlugin } from "./revision/format.ts";
-import { normalizeRevisionData } from "./revision/projection.ts";
+import { normalizedData } from "./revision/projection.ts";
 import { normalizedRevisionBytes } from "./revision/hash.ts";
 import { onFrozen } from "./frozen.ts";
 
@@ -36,7 +36,7 @@ const hashMemo = new WeakMap<RevisionData, Map<string, string | undefined>>();
 function roleViewBytes(data: RevisionData, role: string): string | undefined {
   const views = onFrozen(viewMemo, data, () => new Map<string, string | undefined>());
   if (views.has(role)) return views.get(role);
-  const normalized = normalizeRevisionData(data);
+  const normalized = normalizedData(data);
   const spec = normalized.roles.find((candidate) => candidate.name === role);
   const plugins = (normalized.plugins ?? []).filter((plugin) => appliesTo(plugin, role));
   const bytes = spec === undefined ? undefined : canonicalJson({ schedulerName: normalized.schedulerName, plugins, role: spec } as unknown as JsonValue);

@@ -365,7 +365,7 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   const { model, revisions } = scratch;
   if (base.currentName === revisions.update.name) return false;
   const noSurge = [...model.tree].every(([group, roles]) => group < model.ms.spec.replicas && [...roles].every(([role, instances]) => {
-    const spec = model.ms.spec.template.roles.find((candidate) => candidate.name === role);
+    const spec = model.roles.get(role);
     return [...instances.keys()].every((instance) => spec !== undefined && instance < spec.replicas);
   }));
   if (!noSurge || surge.groups > model.ms.spec.replicas) return false;
@@ -386,11 +386,10 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
  */
 function compact(scratch: Scratch, currentName: string, surge: Surge): UnitRecord[] {
   const { model } = scratch;
-  const roles = new Map(model.ms.spec.template.roles.map((role) => [role.name, role]));
   const kept = [...scratch.records.values()].filter((record) => {
     if (record.revision === currentName) return false;
     const hasPods = record.role === undefined ? model.tree.has(record.group) : (model.tree.get(record.group)?.get(record.role)?.get(record.instance ?? 0)?.size ?? 0) > 0;
-    const role = record.role === undefined ? undefined : roles.get(record.role);
+    const role = record.role === undefined ? undefined : model.roles.get(record.role);
     const desired = record.group < surge.groups && (record.role === undefined || (role !== undefined && (record.instance ?? 0) < surge.instances(record.group, role)));
     return hasPods || desired;
   });

@@ -8,7 +8,7 @@ import { canonicalJson } from "./canonical.ts";
 import type { JsonValue } from "./canonical.ts";
 import type { RevisionData } from "./format.ts";
 import { REVISION_HASH_LENGTH } from "../../api/wellknown.ts";
-import { normalizeRevisionData } from "./projection.ts";
+import { normalizedData } from "./projection.ts";
 import { onFrozen } from "../frozen.ts";
 
 /**
@@ -28,7 +28,7 @@ export function revisionBytes(data: RevisionData): string {
 
 /** The canonical bytes of `data` normalized with this controller's rules (`normalizeRevisionData`). */
 export function normalizedRevisionBytes(data: RevisionData): string {
-  return onFrozen(normalizedBytesMemo, data, () => canonicalJson(normalizeRevisionData(data) as unknown as JsonValue));
+  return onFrozen(normalizedBytesMemo, data, () => canonicalJson(normalizedData(data) as unknown as JsonValue));
 }
 
 /**

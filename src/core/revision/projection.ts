@@ -4,7 +4,7 @@
  */
 import type { ModelServing } from "../../api/index.ts";
 import { CONTROLLER_ENV, RESERVED_PREFIX, SERVING_GATE } from "../../api/wellknown.ts";
-import { deepFreeze } from "../frozen.ts";
+import { deepFreeze, onFrozen } from "../frozen.ts";
 import { pruneEmpty } from "./canonical.ts";
 import { compareStrings } from "../maps.ts";
 import type { RevisionData } from "./format.ts";
@@ -83,6 +83,17 @@ export function normalizeRevisionData(fields: VersionedFields): RevisionData {
   // result has the RevisionData shape; the round-trip tests decode it with RevisionDataSchema.
   // Frozen, so the memos of its bytes and hashes (hash.ts, role-hash.ts) can never go stale.
   return deepFreeze(pruneEmpty(projected)) as unknown as RevisionData;
+}
+
+/**
+ * `normalizeRevisionData(data)` per revision data object (`onFrozen`: revision data is deep-frozen
+ * where it is built, so the normalized form computed once stays right; a WeakMap frees it with the
+ * data). Role views, normalized bytes and in-place comparisons all start from it, once per data.
+ */
+const normalizedMemo = new WeakMap<RevisionData, RevisionData>();
+
+export function normalizedData(data: RevisionData): RevisionData {
+  return onFrozen(normalizedMemo, data, normalizeRevisionData);
 }
 
 function normalizePlugin(plugin: VersionedPlugin): VersionedPlugin {
