@@ -138,7 +138,14 @@ function instanceState(
   const recorded = layout.recorded(group, role, instance);
   const { currentName } = layout;
   const computed = getOrCreate(memo, instance, (): MemoizedState[] => []);
-  let memoized = computed.find((candidate) => candidate.recorded === recorded && candidate.currentName === currentName);
+  let memoized: MemoizedState | undefined;
+  // A loop, not `find`: this runs for every instance of every layout a plan looks at.
+  for (const candidate of computed) {
+    if (candidate.recorded === recorded && candidate.currentName === currentName) {
+      memoized = candidate;
+      break;
+    }
+  }
   if (memoized === undefined) {
     const unresolved: string[] = [];
     const lookup = (name: string): Revision | undefined => {

@@ -20,7 +20,7 @@ import type { ResolvedBudget } from "../api/budgets.ts";
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
 import { range } from "./health.ts";
-import { compareStrings } from "./maps.ts";
+import { compareStrings, getOrCreate } from "./maps.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, resolver } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
@@ -216,8 +216,9 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const spec = model.ms.spec;
   const groupBudget = resolveGroupBudget(spec);
   const resolve = resolver(revisions, scratch.unreadable);
-  const surgeByGroupRole = new Map<string, number>();
-  const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroupRole.get(`${group}/${role.name}`) ?? 0) };
+  // group → role → surge instances; asked for every role of every group by each later pass.
+  const surgeByGroup = new Map<number, Map<string, number>>();
+  const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroup.get(group)?.get(role.name) ?? 0) };
   // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts.
   const probe = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge });
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
@@ -231,7 +232,7 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
       // A group already disrupted (before or by an earlier role in this plan) costs no more budget.
       const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name) };
       const result = planRoleInGroup(scratch, group, role, states, limits);
-      if (result.surge > 0) surgeByGroupRole.set(`${group}/${role.name}`, result.surge);
+      if (result.surge > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, result.surge);
       if (result.disruptedGroup && !groupDisrupted) {
         groupDisrupted = true;
         disrupted += 1;
