@@ -8,7 +8,12 @@
 /** Freezes `value` and everything reachable from it; returns it. JSON values only (no cycles). */
 export function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    for (const child of Object.values(value)) deepFreeze(child);
+    // Loops rather than Object.values: no array built per object (the same own values).
+    if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) deepFreeze(value[index]);
+    } else {
+      for (const key in value) if (Object.hasOwn(value, key)) deepFreeze(value[key]);
+    }
     Object.freeze(value);
   }
   return value;

@@ -20,6 +20,7 @@
  * In memory only: a restarted controller starts with none, which is safe because pod names are
  * deterministic (a repeated create meets AlreadyExists) and deletes carry UID preconditions.
  */
+import { getOrCreate } from "../core/maps.ts";
 import type { Logger } from "./logger.ts";
 import type { Clock, ClusterReader, KubeObject, ObjectRef, WatchEvent } from "./ports.ts";
 
@@ -75,6 +76,13 @@ interface Entry {
   readonly deadlineMs: number;
 }
 
+/** One key's expectations: in the order they were recorded, and by the object each names. */
+interface KeyEntries {
+  readonly inOrder: Set<Entry>;
+  /** The same entries by `refKeyOf` their ref: an event is matched against its object's only. */
+  readonly byRef: Map<string, Set<Entry>>;
+}
+
 /** Whether a key may be planned; when not, how long until the next expectation times out. */
 export type ExpectationCheck = { readonly satisfied: true } | { readonly satisfied: false; readonly recheckAfterMs: number };
 
@@ -83,7 +91,7 @@ export class Expectations {
   readonly #timeoutMs: number;
   readonly #maxPerKey: number;
   readonly #logger: Logger;
-  readonly #byKey = new Map<string, Entry[]>();
+  readonly #byKey = new Map<string, KeyEntries>();
 
   constructor(clock: Clock, options: ExpectationsOptions) {
     this.#clock = clock;
@@ -94,13 +102,18 @@ export class Expectations {
 
   /** Records that `key` waits for the cache to show `expectation`. */
   expect(key: string, expectation: Expectation): void {
-    const entries = this.#byKey.get(key) ?? [];
-    if (entries.length >= this.#maxPerKey) {
-      const dropped = entries.shift();
-      if (dropped !== undefined) this.#warn(key, dropped.expectation, "too many expectations; dropped the oldest");
+    const entries = getOrCreate(this.#byKey, key, (): KeyEntries => ({ inOrder: new Set(), byRef: new Map() }));
+    if (entries.inOrder.size >= this.#maxPerKey) {
+      const dropped = entries.inOrder.values().next().value;
+      if (dropped !== undefined) {
+        removeEntry(entries, dropped);
+        this.#warn(key, dropped.expectation, "too many expectations; dropped the oldest");
+      }
     }
-    entries.push({ expectation, deadlineMs: this.#clock.nowMs() + this.#timeoutMs });
-    this.#byKey.set(key, entries);
+    const entry: Entry = { expectation, deadlineMs: this.#clock.nowMs() + this.#timeoutMs };
+    entries.inOrder.add(entry);
+    const { ref } = expectation;
+    getOrCreate(entries.byRef, refKeyOf(ref.kind, ref.namespace, ref.name), () => new Set<Entry>()).add(entry);
   }
 
   /**
@@ -110,10 +123,14 @@ export class Expectations {
   observe(key: string, event: WatchEvent): void {
     const entries = this.#byKey.get(key);
     if (entries === undefined) return;
-    const shows = (expectation: Expectation): boolean =>
-      sameRef(expectation.ref, event.object) &&
-      (expectation.isMet(event.object) || (event.type === "DELETED" && expectation.isMet(undefined)));
-    this.#keep(key, entries.filter((entry) => !shows(entry.expectation)));
+    const { object } = event;
+    const ofRef = entries.byRef.get(refKeyOf(object.kind, object.metadata.namespace, object.metadata.name));
+    if (ofRef === undefined) return;
+    for (const entry of ofRef) {
+      const { expectation } = entry;
+      if (expectation.isMet(object) || (event.type === "DELETED" && expectation.isMet(undefined))) removeEntry(entries, entry);
+    }
+    if (entries.inOrder.size === 0) this.#byKey.delete(key);
   }
 
   /**
@@ -124,31 +141,31 @@ export class Expectations {
     const entries = this.#byKey.get(key);
     if (entries === undefined) return { satisfied: true };
     const nowMs = this.#clock.nowMs();
-    const left = entries.filter((entry) => {
+    let nextDeadlineMs = Infinity;
+    for (const entry of entries.inOrder) {
       const { ref } = entry.expectation;
-      if (entry.expectation.isMet(reader.get(ref.kind, ref.namespace, ref.name))) return false;
-      if (entry.deadlineMs > nowMs) return true;
-      this.#warn(key, entry.expectation, "the cache did not show a write in time; planning anyway");
-      return false;
-    });
-    this.#keep(key, left);
-    if (left.length === 0) return { satisfied: true };
-    return { satisfied: false, recheckAfterMs: Math.min(...left.map((entry) => entry.deadlineMs)) - nowMs };
+      if (entry.expectation.isMet(reader.get(ref.kind, ref.namespace, ref.name))) {
+        removeEntry(entries, entry);
+      } else if (entry.deadlineMs > nowMs) {
+        nextDeadlineMs = Math.min(nextDeadlineMs, entry.deadlineMs);
+      } else {
+        this.#warn(key, entry.expectation, "the cache did not show a write in time; planning anyway");
+        removeEntry(entries, entry);
+      }
+    }
+    if (entries.inOrder.size > 0) return { satisfied: false, recheckAfterMs: nextDeadlineMs - nowMs };
+    this.#byKey.delete(key);
+    return { satisfied: true };
   }
 
   /** Unmet expectations of `key`. */
   count(key: string): number {
-    return this.#byKey.get(key)?.length ?? 0;
+    return this.#byKey.get(key)?.inOrder.size ?? 0;
   }
 
   /** Drops every expectation of `key` (its ModelServing is gone). */
   forget(key: string): void {
     this.#byKey.delete(key);
-  }
-
-  #keep(key: string, entries: Entry[]): void {
-    if (entries.length === 0) this.#byKey.delete(key);
-    else this.#byKey.set(key, entries);
   }
 
   #warn(key: string, expectation: Expectation, message: string): void {
@@ -157,6 +174,17 @@ export class Expectations {
   }
 }
 
-function sameRef(ref: ObjectRef, object: KubeObject): boolean {
-  return ref.kind === object.kind && ref.name === object.metadata.name && (ref.namespace ?? "") === (object.metadata.namespace ?? "");
+/** Removes `entry` from both of `entries`' views. */
+function removeEntry(entries: KeyEntries, entry: Entry): void {
+  entries.inOrder.delete(entry);
+  const { ref } = entry.expectation;
+  const refKey = refKeyOf(ref.kind, ref.namespace, ref.name);
+  const ofRef = entries.byRef.get(refKey);
+  ofRef?.delete(entry);
+  if (ofRef?.size === 0) entries.byRef.delete(refKey);
+}
+
+/** One string per object: kind, namespace ("" when absent, as for a cluster-scoped object) and name. */
+function refKeyOf(kind: string, namespace: string | undefined, name: string): string {
+  return `${kind}\u0000${namespace ?? ""}\u0000${name}`;
 }

@@ -25,3 +25,29 @@ describe("mergePatchBetween", () => {
     assert.equal(Object.getPrototypeOf(patch), Object.prototype);
   });
 });
+
+describe("toJsonObject", () => {
+  it("copies exactly as JSON.stringify and JSON.parse do", () => {
+    const values: object[] = [
+      { a: 1, gone: undefined, list: [1, undefined, 3], zero: -0, nested: { b: null }, f: () => 1 },
+      JSON.parse('{"__proto__": {"x": 1}, "2": 1, "1": [{}]}') as object,
+      { at: new Date(0), notANumber: Number.NaN, list: [Number.POSITIVE_INFINITY, Symbol("s")] },
+      Object.create(null, { shown: { value: 1, enumerable: true }, hidden: { value: 2 } }) as object,
+    ];
+    for (const value of values) {
+      const copy = toJsonObject(value);
+      assert.equal(JSON.stringify(copy), JSON.stringify(value));
+      assert.equal(Object.getPrototypeOf(copy), Object.prototype);
+      assert.deepEqual(Object.keys(copy), Object.keys(JSON.parse(JSON.stringify(value)) as object));
+    }
+    const original = { a: { b: [1] } };
+    assert.notEqual(toJsonObject(original)["a"], original.a, "a deep copy");
+  });
+
+  it("fails as JSON.stringify does on a cycle, and on what is not an object", () => {
+    const cycle: Record<string, unknown> = {};
+    cycle["self"] = cycle;
+    assert.throws(() => toJsonObject(cycle), TypeError);
+    assert.throws(() => toJsonObject([1]), /expected a JSON object/);
+  });
+});

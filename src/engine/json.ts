@@ -13,11 +13,58 @@ export function isJsonObject(value: unknown): value is JsonObject {
 
 /**
  * A deep copy of a JSON-shaped object (typed core values such as a Pod or a status) as the ports'
- * JsonObject; `undefined` properties vanish as they would on the wire.
+ * JsonObject; `undefined` properties vanish as they would on the wire. The copy is exactly
+ * `JSON.parse(JSON.stringify(value))`.
  */
 export function toJsonObject(value: object): JsonObject {
-  const copy: unknown = JSON.parse(JSON.stringify(value));
+  const plain = plainCopy(value, 0);
+  // Anything the plain walk does not handle takes the long way, with the same result and errors.
+  const copy: unknown = plain === NOT_PLAIN ? JSON.parse(JSON.stringify(value)) : plain;
   if (!isJsonObject(copy)) throw new Error("expected a JSON object");
+  return copy;
+}
+
+/** `plainCopy`'s answer for a value it leaves to `JSON.stringify`. */
+const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
+
+/**
+ * `JSON.parse(JSON.stringify(value))` for the values core builds: plain objects and arrays of
+ * strings, booleans, null and finite numbers, `undefined` properties dropped. Returns NOT_PLAIN
+ * for anything else (and beyond MAX_DEPTH, where a cycle would be), which `JSON.stringify` decides.
+ */
+function plainCopy(value: unknown, depth: number): unknown {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) return NOT_PLAIN;
+    // JSON has no negative zero: -0 is written as 0.
+    return value === 0 ? 0 : value;
+  }
+  if (typeof value !== "object" || depth > MAX_DEPTH) return NOT_PLAIN;
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return NOT_PLAIN;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) {
+    if (prototype !== Array.prototype) return NOT_PLAIN;
+    const copy: unknown[] = new Array<unknown>(value.length);
+    for (let index = 0; index < value.length; index++) {
+      const item: unknown = value[index];
+      // JSON.stringify writes an undefined element (or a hole) as null.
+      const child = item === undefined ? null : plainCopy(item, depth + 1);
+      if (child === NOT_PLAIN) return NOT_PLAIN;
+      copy[index] = child;
+    }
+    return copy;
+  }
+  if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const item: unknown = (value as Record<string, unknown>)[key];
+    if (item === undefined) continue;
+    const child = plainCopy(item, depth + 1);
+    if (child === NOT_PLAIN) return NOT_PLAIN;
+    // As JSON.parse does, "__proto__" becomes an ordinary own key.
+    if (key === "__proto__") setKey(copy as JsonObject, key, child as JsonValue);
+    else copy[key] = child;
+  }
   return copy;
 }
 

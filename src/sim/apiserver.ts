@@ -34,13 +34,13 @@ import { isJsonObject, jsonCopy, jsonEqual, mergePatch, shareEqualParts, trusted
 import { STRATEGIES } from "./kinds.ts";
 import { conditionsOf, mergeConditions } from "./pod-status.ts";
 import { deepFreeze } from "../core/frozen.ts";
-import { admissionProblem, isDeleting, keyOf, refOf, storeKey, withoutServerFields } from "./objects.ts";
+import { SERVER_FIELDS_IN_ORDER, admissionProblem, isDeleting, keyOf, refOf, storeKey, withoutServerFields } from "./objects.ts";
 import type { Prng } from "./prng.ts";
 import { SimClient } from "./client.ts";
 import { SortedStore } from "./sorted-store.ts";
 import { WatchHub } from "./watch.ts";
 import type { WatchHandlers, WatchOptions, WatchStream } from "./watch.ts";
-import { compareStrings } from "../core/maps.ts";
+import { compareStrings, getOrCreate } from "../core/maps.ts";
 
 export interface ApiServerOptions {
   /** Default delay between a commit and its delivery on a watch stream. Default 0. */
@@ -96,7 +96,8 @@ export class ApiServer {
   readonly #objects = new Map<string, KubeObject>();
   /** The same objects per kind, in (namespace, name) order: `stored(kind)` without a sort. */
   readonly #byKind = new Map<Kind, SortedStore>();
-  readonly #writeCounts = new Map<string, WriteCount>();
+  /** Write counts by client, kind and verb: nested maps, so counting a write builds no key. */
+  readonly #writeCounts = new Map<string, Map<Kind, Map<WriteVerb, WriteCount>>>();
   readonly #commitListeners = new Map<Kind, CommitListener[]>();
   readonly #podTermination: "gracePeriod" | "external";
   readonly #maxObjects: number;
@@ -313,6 +314,7 @@ export class ApiServer {
   /** Every (client, kind, verb) with its count, sorted by client, kind, verb. */
   apiWriteCounts(): WriteCount[] {
     return [...this.#writeCounts.values()]
+      .flatMap((byKind) => [...byKind.values()].flatMap((byVerb) => [...byVerb.values()]))
       .map((row) => ({ ...row }))
       .sort((a, b) => compareStrings(a.client, b.client) || compareStrings(a.kind, b.kind) || compareStrings(a.verb, b.verb));
   }
@@ -356,22 +358,38 @@ export class ApiServer {
     const existing = this.#mustGet(ref);
     const metadata = patch["metadata"];
     if (isJsonObject(metadata)) checkPreconditions(existing, stringOrUndefined(metadata["uid"]), stringOrUndefined(metadata["resourceVersion"]));
-    if (mode === "status" && isJsonObject(patch)) return this.#replace(existing, withStatus(existing, patchedStatus(existing, patch)));
+    if (mode === "status" && isJsonObject(patch)) return this.#replaceStatus(existing, patchedStatus(existing, patch));
     const patched = mergePatch(existing as unknown as JsonObject, patch);
     if (!isJsonObject(patched)) throw new ApiError("Invalid", "a merge patch must produce an object");
     return this.#replace(existing, this.#mainUpdate(existing, patched as unknown as KubeObject));
   }
 
   /**
-   * Commits `next` (the server's own object: a status write's, a binding's or `#mainUpdate`'s)
-   * over `existing` after preconditions were checked: bumps generation, and finishes a deletion
-   * whose last finalizer went away. A `next` equal to `existing` commits nothing.
+   * Commits `next` (the server's own object: a binding's or `#mainUpdate`'s) over `existing`
+   * after preconditions were checked: bumps generation, and finishes a deletion whose last
+   * finalizer went away. A `next` equal to `existing` commits nothing.
    */
   #replace(existing: KubeObject, next: KubeObject): KubeObject {
     // Unchanged parts become the stored version's own: nothing to freeze, equal by identity.
     shareEqualParts(next as unknown as JsonObject, existing as unknown as JsonObject, "metadata");
     shareEqualParts(next.metadata as unknown as JsonObject, existing.metadata as unknown as JsonObject);
     if (jsonEqual(next, existing)) return existing;
+    return this.#commitChange(existing, next);
+  }
+
+  /**
+   * `#replace` for a status write of `status` over `existing`: only the status can differ, so only
+   * it is shared and compared.
+   */
+  #replaceStatus(existing: KubeObject, status: JsonValue | undefined): KubeObject {
+    const next = withStatus(existing, status);
+    shareEqualParts(next as unknown as JsonObject, existing as unknown as JsonObject, "metadata");
+    if (jsonEqual(next.status, existing.status)) return existing;
+    return this.#commitChange(existing, next);
+  }
+
+  /** Commits `next`, which differs from `existing` (see `#replace`). */
+  #commitChange(existing: KubeObject, next: KubeObject): KubeObject {
     const strategy = STRATEGIES[existing.kind];
     if (strategy.hasGeneration && !jsonEqual(specOf(existing), specOf(next))) {
       next.metadata.generation = (existing.metadata.generation ?? 0) + 1;
@@ -388,12 +406,11 @@ export class ApiServer {
    * kind's update rules allow it. Throws Invalid.
    */
   #mainUpdate(existing: KubeObject, candidate: KubeObject): KubeObject {
-    const what = `${existing.kind} "${existing.metadata.name}"`;
     if (candidate.kind !== existing.kind || candidate.apiVersion !== existing.apiVersion) {
-      throw new ApiError("Invalid", `${what}: apiVersion and kind cannot change`);
+      throw new ApiError("Invalid", `${whatOf(existing)}: apiVersion and kind cannot change`);
     }
     if (candidate.metadata.name !== existing.metadata.name || candidate.metadata.namespace !== existing.metadata.namespace) {
-      throw new ApiError("Invalid", `${what}: metadata.name and metadata.namespace cannot change`);
+      throw new ApiError("Invalid", `${whatOf(existing)}: metadata.name and metadata.namespace cannot change`);
     }
     const next: KubeObject = {
       ...candidate,
@@ -405,7 +422,7 @@ export class ApiServer {
     }
     const problem =
       admissionProblem(next) ?? STRATEGIES[existing.kind].updateProblem(existing, next) ?? newFinalizerProblem(existing, next);
-    if (problem !== undefined) throw new ApiError("Invalid", `${what}: ${problem}`);
+    if (problem !== undefined) throw new ApiError("Invalid", `${whatOf(existing)}: ${problem}`);
     // No copy: the candidate is the server's own (a checked copy of the request, a merge patch
     // whose new parts are copies, or stored objects) and its shared parts are frozen.
     return next;
@@ -533,21 +550,22 @@ export class ApiServer {
   }
 
   #countWrite(client: string, kind: Kind, verb: WriteVerb): void {
-    const key = `${client}\u0000${kind}\u0000${verb}`;
-    const row = this.#writeCounts.get(key) ?? { client, kind, verb, count: 0 };
-    row.count++;
-    this.#writeCounts.set(key, row);
+    const byKind = getOrCreate(this.#writeCounts, client, () => new Map<Kind, Map<WriteVerb, WriteCount>>());
+    const byVerb = getOrCreate(byKind, kind, () => new Map<WriteVerb, WriteCount>());
+    const row = byVerb.get(verb);
+    if (row === undefined) byVerb.set(verb, { client, kind, verb, count: 1 });
+    else row.count++;
   }
 }
 
 /** The metadata fields only the server sets, taken from the stored object. */
-function serverFieldsOf(object: KubeObject): Partial<KubeObject["metadata"]> {
-  const { uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds } = object.metadata;
-  return Object.fromEntries(
-    Object.entries({ uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds }).filter(
-      ([, value]) => value !== undefined,
-    ),
-  );
+function serverFieldsOf(object: KubeObject): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const field of SERVER_FIELDS_IN_ORDER) {
+    const value = object.metadata[field];
+    if (value !== undefined) fields[field] = value;
+  }
+  return fields;
 }
 
 /**
@@ -573,7 +591,8 @@ function withStatus(existing: KubeObject, status: JsonValue | undefined): KubeOb
  */
 function patchedStatus(existing: KubeObject, patch: JsonObject): JsonValue | undefined {
   let status: JsonValue | undefined = existing.status;
-  for (const [key, value] of Object.entries(patch)) {
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
     if (key === "status") status = value === null ? undefined : mergePatch(existing.status, value, 1);
     else if (value !== null) mergePatch(undefined, value, 1);
   }
@@ -586,15 +605,19 @@ function specOf(object: KubeObject): Record<string, unknown> {
 }
 
 function checkPreconditions(existing: KubeObject, uid: string | undefined, resourceVersion: string | undefined): void {
-  const what = `${existing.kind} "${existing.metadata.name}"`;
   if (uid !== undefined && uid !== existing.metadata.uid) {
     const stored = existing.metadata.uid ?? "none";
-    throw new ApiError("Conflict", `${what}: precondition failed: UID ${uid}, stored ${stored}; it may have been deleted and re-created`);
+    throw new ApiError("Conflict", `${whatOf(existing)}: precondition failed: UID ${uid}, stored ${stored}; it may have been deleted and re-created`);
   }
   if (resourceVersion !== undefined && resourceVersion !== existing.metadata.resourceVersion) {
     const stored = existing.metadata.resourceVersion ?? "none";
-    throw new ApiError("Conflict", `${what}: the object has been modified (resourceVersion ${resourceVersion}, stored ${stored}); re-read and retry`);
+    throw new ApiError("Conflict", `${whatOf(existing)}: the object has been modified (resourceVersion ${resourceVersion}, stored ${stored}); re-read and retry`);
   }
+}
+
+/** How errors name `object`: its kind and name. */
+function whatOf(object: KubeObject): string {
+  return `${object.kind} "${object.metadata.name}"`;
 }
 
 function newFinalizerProblem(existing: KubeObject, next: KubeObject): string | undefined {

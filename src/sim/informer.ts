@@ -177,7 +177,7 @@ export class SimInformer implements ClusterReader {
     }
   }
 
-  /** Applies one change (its object frozen) to the cache and its index, then tells every subscriber. */
+  /** Applies one change (its object frozen) to the cache and its index, then hands it, frozen, to every subscriber. */
   #apply(state: KindState, event: WatchEvent): void {
     state.lists.clear();
     const key = keyOf(event.object);
@@ -194,8 +194,9 @@ export class SimInformer implements ClusterReader {
       state.cache.set(key, event.object);
       if (newOwner !== undefined) bucketOf(state.byOwner, newOwner).set(key, event.object);
     }
-    const shared: WatchEvent = Object.freeze({ type: event.type, object: event.object });
-    this.#subscribers.notify(shared);
+    // Handed on as it is, read-only: a watch's events are frozen already, a relist's are the
+    // informer's own.
+    this.#subscribers.notify(Object.freeze(event));
   }
 }
 

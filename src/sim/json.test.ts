@@ -2,7 +2,32 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { jsonCopy, jsonEqual, mergePatch, mergePatchIsNoop, sameJsonText, shareEqualParts } from "./json.ts";
 import { isApiError } from "../engine/ports.ts";
-import type { JsonObject } from "../engine/ports.ts";
+import type { JsonObject, JsonValue } from "../engine/ports.ts";
+import { deepFreeze } from "../core/frozen.ts";
+import fc from "fast-check";
+
+/** Fixed seed: property tests are deterministic; raise numRuns locally to search harder. */
+const SEED = 7;
+
+/** A copy of a JSON value with every object's keys in reverse order. */
+function reversedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reversedKeys);
+  if (typeof value !== "object" || value === null) return value;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value).reverse()) Object.defineProperty(copy, key, { value: reversedKeys((value as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
+  return copy;
+}
+
+/** RFC 7386 over copies, the plain way: what `mergePatch` must equal as JSON text. */
+function referenceMergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return JSON.parse(JSON.stringify(patch)) as unknown;
+  const result = (typeof target === "object" && target !== null && !Array.isArray(target) ? JSON.parse(JSON.stringify(target)) : {}) as Record<string, unknown>;
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) Reflect.deleteProperty(result, key);
+    else Object.defineProperty(result, key, { value: referenceMergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value), enumerable: true, writable: true, configurable: true });
+  }
+  return result;
+}
 
 describe("mergePatch (RFC 7386)", () => {
   it("merges objects key by key, null removes a key, and arrays and scalars replace", () => {
@@ -19,6 +44,39 @@ describe("mergePatch (RFC 7386)", () => {
     assert.deepEqual(mergePatch({ a: [{ b: "c" }] }, { a: [1] }), { a: [1] });
     assert.deepEqual(mergePatch({ e: null }, { a: 1 }), { e: null, a: 1 });
     assert.deepEqual(mergePatch({ a: "foo" }, { a: { bb: { ccc: null } } }), { a: { bb: {} } });
+  });
+
+  it("shares every part that keeps its JSON text with the target, and freezes the copies it makes", () => {
+    const source: JsonObject = { a: { b: 1 }, list: [{ x: 1 }, { y: 2 }], reordered: { p: 1, q: 2 }, keep: "k" };
+    const target = deepFreeze(source);
+    assert.equal(mergePatch(target, { a: { b: 1 }, list: [{ x: 1 }, { y: 2 }], gone: null }), target, "nothing changes: the target itself");
+    const patched = mergePatch(target, { list: [{ x: 1 }, { y: 3 }], reordered: { q: 2, p: 1 } }) as JsonObject;
+    assert.equal(JSON.stringify(patched), '{"a":{"b":1},"list":[{"x":1},{"y":3}],"reordered":{"p":1,"q":2},"keep":"k"}');
+    assert.equal(patched["a"], target["a"]);
+    const [list, targetList] = [patched["list"] as JsonObject[], target["list"] as JsonObject[]];
+    assert.equal(list[0], targetList[0], "an equal element is the target's");
+    assert.ok(Object.isFrozen(list) && Object.isFrozen(list[1]), "copies are frozen");
+    const replaced = mergePatch(target, { reordered: [{ q: 2, p: 1 }] }) as JsonObject;
+    assert.deepEqual(replaced["reordered"], [{ q: 2, p: 1 }], "another key order is another text: copied");
+  });
+
+  it("equals the plain RFC 7386 merge as JSON text on random JSON, shares an unchanged target, and never mutates a frozen target", () => {
+    const json = fc.jsonValue({ maxDepth: 3 });
+    // Patches made from the target itself reach the sharing paths: equal parts, equal wholes, and
+    // equal values with their keys in another order (another text, so never shared).
+    const variants = (target: unknown) => [json, fc.constant(structuredClone(target)), fc.constant(reversedKeys(target)), fc.constant({ extra: target })];
+    const targetAndPatch = json.chain((target) => fc.tuple(fc.constant(target), fc.oneof(...variants(target))));
+    fc.assert(
+      fc.property(targetAndPatch, ([plainTarget, patch]) => {
+        const target = deepFreeze(structuredClone(plainTarget)) as JsonValue;
+        const text = JSON.stringify(target);
+        const merged = mergePatch(target, patch as JsonValue);
+        assert.equal(JSON.stringify(merged), JSON.stringify(referenceMergePatch(plainTarget, patch)));
+        assert.equal(JSON.stringify(target), text);
+        if (JSON.stringify(merged) === text && typeof target === "object" && target !== null && !Array.isArray(target)) assert.equal(merged, target, "an unchanged object target is returned itself");
+      }),
+      { seed: SEED, numRuns: 500 },
+    );
   });
 
   it("treats __proto__ as an ordinary key", () => {

@@ -158,37 +158,117 @@ export function sameJsonText(a: JsonValue | undefined, b: JsonValue | undefined,
 
 /**
  * RFC 7386 JSON merge patch: an object patch merges key by key, `null` removes a key, and any
- * other value (arrays included) replaces the target. Neither argument is modified. The objects
- * on the patch's paths are new and the patch's values are copied (and checked as JSON); the rest
- * of `target` is shared with the result, not copied — callers pass a target they do not mutate
- * (the server's frozen objects) or copy the result.
+ * other value (arrays included) replaces the target. Neither argument is modified. `target` must
+ * be JSON (the server's stored objects, or a value read from them); callers do not mutate it.
+ *
+ * The result shares with `target` every part that keeps its JSON text (same keys in the same
+ * order, same values): `target`'s untouched parts, and each part of a patch value that is the same
+ * JSON as `target`'s part at that place. A merge that changes nothing returns `target` itself, so
+ * a stored object's next version is its previous one wherever it did not change. The rest of the
+ * patch's values is copied (and checked as JSON); copies of plain JSON are deeply frozen, as a
+ * stored object's parts are. The objects a merge builds on the patch's paths are new, not frozen.
+ * An undefined patch (a property set to undefined) is refused as `jsonCopy` refuses it.
  */
-export function mergePatch(target: JsonValue | undefined, patch: JsonValue, depth = 0): JsonValue {
+export function mergePatch(target: JsonValue | undefined, patch: JsonValue | undefined, depth = 0): JsonValue {
   if (depth > MAX_DEPTH) throw new ApiError("Invalid", `merge patch nested deeper than ${MAX_DEPTH}`);
-  if (!isJsonObject(patch)) return jsonCopy(patch);
+  if (!isJsonObject(patch)) return sharedCopy(patch, target);
+  const base = isJsonObject(target) ? target : undefined;
   // Spread defines own data properties, so a key named "__proto__" stays data.
-  const result: JsonObject = isJsonObject(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
+  const result: JsonObject = base === undefined ? {} : { ...base };
+  let changed = false;
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
+    const old = Object.hasOwn(result, key) ? result[key] : undefined;
     if (value === null) {
       // `delete` on an own property is safe for every key, "__proto__" included.
-      Reflect.deleteProperty(result, key);
+      if (Reflect.deleteProperty(result, key) && old !== undefined) changed = true;
     } else {
-      setOwnKey(result, key, mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value, depth + 1));
+      const merged = mergePatch(old, value, depth + 1);
+      if (merged !== old) {
+        setOwnKey(result, key, merged);
+        changed = true;
+      }
     }
   }
-  return result;
+  return changed || base === undefined ? result : base;
+}
+
+/**
+ * `jsonCopy(value)` with its parts that are the same JSON text as `previous`'s part at the same
+ * place replaced by `previous`'s (all of it when the whole is), new parts frozen: what a merge
+ * patch stores for a non-object patch value over `previous`, a part of a JSON target.
+ */
+function sharedCopy(value: unknown, previous: JsonValue | undefined): JsonValue {
+  const copy = value === undefined ? NOT_PLAIN : copySharedJson(value, previous, 0);
+  // Anything else is jsonCopy's to copy or refuse, with its errors (undefined included: JSON.parse
+  // refuses what JSON.stringify makes of it). Its copy is neither shared nor frozen: the server
+  // shares and freezes what it stores anyway (`shareEqualParts`, `deepFreeze`).
+  return copy === NOT_PLAIN ? jsonCopy(value as JsonValue) : (copy as JsonValue);
+}
+
+/**
+ * The copy of `sharedCopy` for plain JSON, or NOT_PLAIN for anything `jsonCopy` would refuse or
+ * copy through `JSON.stringify`. A part that is `previous`'s own part at the same place is JSON
+ * already (the target's) and is kept as it is, unwalked.
+ */
+function copySharedJson(value: unknown, previous: JsonValue | undefined, depth: number): unknown {
+  if (value === previous) return previous;
+  if (value === null || value === undefined || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) return NOT_PLAIN;
+    // JSON has no negative zero: -0 is written as 0.
+    return value === 0 ? 0 : value;
+  }
+  if (typeof value !== "object" || depth >= MAX_DEPTH) return NOT_PLAIN;
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return NOT_PLAIN;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) {
+    if (prototype !== Array.prototype || Object.keys(value).length > value.length) return NOT_PLAIN;
+    return copySharedArray(value, Array.isArray(previous) ? previous : undefined, depth);
+  }
+  if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
+  const before = isJsonObject(previous) ? previous : undefined;
+  const beforeKeys = before === undefined ? [] : Object.keys(before);
+  const copy: JsonObject = {};
+  let same = before !== undefined;
+  let count = 0;
+  for (const key of Object.keys(value)) {
+    const old = before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined;
+    const child = copySharedJson((value as Record<string, unknown>)[key], old, depth + 1);
+    if (child === NOT_PLAIN) return NOT_PLAIN;
+    if (child === undefined) continue;
+    setOwnKey(copy, key, child as JsonValue);
+    if (child !== old || beforeKeys[count] !== key) same = false;
+    count++;
+  }
+  return same && count === beforeKeys.length ? before : Object.freeze(copy);
+}
+
+function copySharedArray(value: readonly unknown[], before: readonly JsonValue[] | undefined, depth: number): unknown {
+  const copy: JsonValue[] = new Array<JsonValue>(value.length);
+  let same = before?.length === value.length;
+  for (let index = 0; index < value.length; index++) {
+    const old = before?.[index];
+    const child = copySharedJson(value[index], old, depth + 1);
+    if (child === NOT_PLAIN) return NOT_PLAIN;
+    // JSON.stringify writes an undefined element (or a hole) as null.
+    copy[index] = child === undefined ? null : (child as JsonValue);
+    if (copy[index] !== old) same = false;
+  }
+  return same ? before : Object.freeze(copy);
 }
 
 /**
  * True when `mergePatch(target, patch)` would be `jsonEqual` to `target`: the patch changes
  * nothing. Decided without building the result or copying the patch's values.
  */
-export function mergePatchIsNoop(target: JsonValue | undefined, patch: JsonValue, depth = 0): boolean {
+export function mergePatchIsNoop(target: JsonValue | undefined, patch: JsonValue | undefined, depth = 0): boolean {
   if (depth > MAX_DEPTH) throw new ApiError("Invalid", `merge patch nested deeper than ${MAX_DEPTH}`);
   if (!isJsonObject(patch)) return jsonEqual(patch, target);
   // Merging an object patch into anything but an object makes an object: a change.
   if (!isJsonObject(target)) return false;
-  for (const [key, value] of Object.entries(patch)) {
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
     const old = Object.hasOwn(target, key) ? target[key] : undefined;
     const unchanged = value === null ? old === undefined : mergePatchIsNoop(old, value, depth + 1);
     if (!unchanged) return false;
@@ -241,7 +321,7 @@ function sharedPart(value: JsonValue, previous: JsonValue | undefined): JsonValu
 }
 
 /** Sets an own property; unlike assignment, a key named "__proto__" stays data. */
-function setOwnKey(object: JsonObject, key: string, value: JsonValue): void {
+export function setOwnKey(object: JsonObject, key: string, value: JsonValue): void {
   if (key === "__proto__") Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
   else object[key] = value;
 }

@@ -3,7 +3,8 @@
  * to every kind, and freezing (stored objects are immutable; the server replaces, never edits).
  */
 import { labelProblems } from "../engine/labels.ts";
-import type { Kind, KubeObject, ObjectMeta, ObjectRef, OwnerReference } from "../engine/ports.ts";
+import type { JsonObject, JsonValue, Kind, KubeObject, ObjectMeta, ObjectRef, OwnerReference } from "../engine/ports.ts";
+import { setOwnKey } from "./json.ts";
 
 /** The store key: kind, namespace ("" when cluster-scoped) and name. */
 export function keyOf(object: { kind: string; metadata: { name: string; namespace?: string | undefined } }): string {
@@ -25,18 +26,23 @@ export function isDeleting(object: KubeObject): boolean {
   return object.metadata.deletionTimestamp !== undefined;
 }
 
-const SERVER_FIELDS: ReadonlySet<string> = new Set<keyof ObjectMeta>([
+/** The metadata fields only the server may set, in the order it sets them on a stored object. */
+export const SERVER_FIELDS_IN_ORDER = [
   "uid",
   "resourceVersion",
   "generation",
   "creationTimestamp",
   "deletionTimestamp",
   "deletionGracePeriodSeconds",
-]);
+] as const satisfies readonly (keyof ObjectMeta)[];
+
+const SERVER_FIELDS: ReadonlySet<string> = new Set(SERVER_FIELDS_IN_ORDER);
 
 /** A copy of `object` without the metadata fields only the server may set. */
 export function withoutServerFields(object: KubeObject): KubeObject {
-  const metadata = Object.fromEntries(Object.entries(object.metadata).filter(([field]) => !SERVER_FIELDS.has(field)));
+  const source = object.metadata as unknown as JsonObject;
+  const metadata: JsonObject = {};
+  for (const field of Object.keys(source)) if (!SERVER_FIELDS.has(field)) setOwnKey(metadata, field, source[field] as JsonValue);
   return { ...object, metadata: metadata as unknown as ObjectMeta };
 }
 

@@ -147,8 +147,8 @@ export class WatchHub {
       this.#closeByServer(watcher, `more than ${this.#options.maxBacklog} undelivered events`);
       return;
     }
-    // Shared and frozen: consumers may keep what they receive, never mutate it.
-    const event: WatchEvent = { type, object };
+    // Frozen, as its object is: a consumer may keep it or hand it on as it is, never mutate it.
+    const event: WatchEvent = Object.freeze({ type, object });
     watcher.pendingEvents++;
     const last = watcher.pending.at(-1);
     if (last?.timer.dueMs === this.#clock.nowMs() + watcher.lagMs) {
