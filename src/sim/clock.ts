@@ -22,11 +22,30 @@ export const DEFAULT_EPOCH_MS = Date.UTC(2026, 0, 1);
 /** Bound on the clock's cache of formatted timestamps. */
 const MAX_FORMATTED_TIMESTAMPS = 4096;
 
-interface Entry {
+/**
+ * A timer's heap entry, which is also the handle `setTimer` returns (one object per timer, not an
+ * entry plus a handle and its closure). `onCancel` is the owning clock's live-count keeping.
+ */
+class Entry implements Timer {
   readonly dueMs: number;
   readonly seq: number;
   readonly callback: () => void;
-  live: boolean;
+  readonly #onCancel: () => void;
+  live = true;
+
+  constructor(dueMs: number, seq: number, callback: () => void, onCancel: () => void) {
+    this.dueMs = dueMs;
+    this.seq = seq;
+    this.callback = callback;
+    this.#onCancel = onCancel;
+  }
+
+  cancel(): boolean {
+    if (!this.live) return false;
+    this.live = false;
+    this.#onCancel();
+    return true;
+  }
 }
 
 export class VirtualClock implements Clock {
@@ -38,6 +57,10 @@ export class VirtualClock implements Clock {
   #nowMs: number;
   #seq = 0;
   #liveCount = 0;
+  /** What a live timer's `cancel` does to the clock: made once, shared by every entry. */
+  readonly #cancelled = (): void => {
+    this.#liveCount--;
+  };
   /**
    * Timestamps `rfc3339` formatted, keyed on the wall-clock instant cut to whole seconds, which is
    * all the text depends on: components format the same few instants (now, container starts)
@@ -84,20 +107,12 @@ export class VirtualClock implements Clock {
   setTimer(delayMs: number, callback: () => void): Timer {
     assertTimeMs(delayMs, "delayMs");
     if (this.#liveCount >= this.#maxTimers) throw new Error(`more than ${this.#maxTimers} live timers`);
-    const entry: Entry = { dueMs: this.#nowMs + delayMs, seq: this.#seq++, callback, live: true };
+    const entry = new Entry(this.#nowMs + delayMs, this.#seq++, callback, this.#cancelled);
     heapPush(this.#heap, entry);
     this.#liveCount++;
     // Cancelled timers stay in the heap until popped; rebuild before they outnumber live ones.
     if (this.#heap.length > 2 * this.#maxTimers) compact(this.#heap);
-    return {
-      dueMs: entry.dueMs,
-      cancel: () => {
-        if (!entry.live) return false;
-        entry.live = false;
-        this.#liveCount--;
-        return true;
-      },
-    };
+    return entry;
   }
 
   /** Number of timers set and neither fired nor cancelled. */

@@ -84,6 +84,11 @@ const MAX_SETTLE_HOOKS = 16;
 const MAX_SETTLE_ROUNDS = 1_000_000;
 /** Upper bound on timers fired by one run. */
 const MAX_TIMERS_PER_RUN = 10_000_000;
+/**
+ * A settled promise: awaiting it gives up exactly one microtask turn, as awaiting a new
+ * `Promise.resolve()` does, without making a promise per settle round.
+ */
+const RESOLVED: Promise<void> = Promise.resolve();
 
 export class SimCluster {
   readonly seed: number;
@@ -194,7 +199,7 @@ export class SimCluster {
     let last = this.#activity();
     for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
       if (quiet === 0) for (const hook of [...this.#settleHooks]) await hook();
-      await Promise.resolve();
+      await RESOLVED;
       const now = this.#activity();
       quiet = now === last ? quiet + 1 : 0;
       last = now;

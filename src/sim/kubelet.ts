@@ -16,7 +16,7 @@
  */
 import { LABEL_ROLE } from "../api/wellknown.ts";
 import { isApiError } from "../engine/ports.ts";
-import type { JsonObject, KubeObject, ObjectRef, Timer } from "../engine/ports.ts";
+import type { JsonObject, JsonValue, KubeObject, ObjectRef, Timer } from "../engine/ports.ts";
 import type { ApiServer } from "./apiserver.ts";
 import type { SimClient } from "./client.ts";
 import type { VirtualClock } from "./clock.ts";
@@ -80,6 +80,8 @@ interface PodRuntime {
   /** The pod's `tandem.dev/role` label ("" without one), for restart metrics. */
   readonly role: string;
   readonly podIP: string;
+  /** `status.podIPs` as reported: made once, never modified (patches hand it to the server, which copies it). */
+  readonly podIPs: JsonValue;
   readonly hostIP: string;
   readonly startTime: string;
   termination: Termination | undefined;
@@ -89,8 +91,29 @@ interface PodRuntime {
   statusVersion: number;
   /** The stored pod the last status write produced, and `statusVersion` when it was computed. */
   reported: { readonly pod: KubeObject; readonly statusVersion: number } | undefined;
-  /** The spec object the containers were last brought in line with (`#applySpec`). */
+  /**
+   * The spec object the containers were last brought in line with (`#applySpec`): each runs its
+   * image and has its next step set. Undefined again once that no longer holds (node lost).
+   */
   appliedSpec: JsonObject | undefined;
+  /** The status parts that come from the containers alone, as of `containerReport.statusVersion`. */
+  containerReport: ContainerReport | undefined;
+}
+
+/**
+ * What the reported status takes from the containers alone (and the pod's name, fixed for a
+ * runtime): valid while `statusVersion` is the runtime's, since every container change bumps it.
+ */
+interface ContainerReport {
+  readonly statusVersion: number;
+  readonly phase: string;
+  /** Made once, never modified (patches hand it to the server, which copies it). */
+  readonly containerStatuses: JsonValue;
+  /**
+   * A stored (frozen) `status.containerStatuses` found to be the same JSON text as
+   * `containerStatuses`: found so again by identity, without comparing. Safe because neither can change.
+   */
+  storedAsIs: JsonValue | undefined;
 }
 
 interface Timing {
@@ -204,13 +227,15 @@ export class SimKubelet {
     }
     if (isOwnEcho(runtime, pod)) return;
     if (isDeleting(pod)) this.#terminate(runtime, pod);
-    else if (runtime.termination === undefined) this.#applySpec(runtime, pod);
+    // The spec the containers follow already (the same object) has nothing new to apply.
+    else if (runtime.termination === undefined && pod.spec !== runtime.appliedSpec) this.#applySpec(runtime, pod);
     // Also when nothing changed here: a readiness-gate condition may have, and Ready follows it.
     this.#markDirty(runtime);
   }
 
   #admit(pod: KubeObject, node: string, uid: string): PodRuntime {
     const restartPolicy = pod.spec?.["restartPolicy"];
+    const podIP = this.#nextPodIP();
     const runtime: PodRuntime = {
       uid,
       ref: refOf(pod as KubeObject<"Pod">),
@@ -218,7 +243,8 @@ export class SimKubelet {
       containers: specContainers(pod).map(({ name, image }) => newContainer(name, image)),
       restartPolicy: typeof restartPolicy === "string" ? restartPolicy : "Always",
       role: pod.metadata.labels?.[LABEL_ROLE] ?? "",
-      podIP: this.#nextPodIP(),
+      podIP,
+      podIPs: [{ ip: podIP }],
       hostIP: this.#hostIP(node),
       startTime: this.#clock.nowRfc3339(),
       termination: undefined,
@@ -227,6 +253,7 @@ export class SimKubelet {
       statusVersion: 0,
       reported: undefined,
       appliedSpec: undefined,
+      containerReport: undefined,
     };
     this.#pods.set(uid, runtime);
     return runtime;
@@ -357,6 +384,8 @@ export class SimKubelet {
     }
     runtime.termination?.timer?.cancel();
     runtime.termination = undefined;
+    // Containers wait to be started again: the next look at the pod applies its spec anew.
+    runtime.appliedSpec = undefined;
     runtime.syncTimer?.cancel();
     runtime.syncTimer = undefined;
   }
@@ -431,29 +460,36 @@ export class SimKubelet {
    * store them again unchanged, so the stored result is the same as the whole status's.
    */
   #statusPatch(runtime: PodRuntime, pod: KubeObject): JsonObject | undefined {
-    const rfc3339 = (atMs: number): string => this.#clock.rfc3339(atMs);
-    const status: JsonObject = {
-      phase: podPhase(runtime.containers),
-      conditions: mergeConditions(conditionsOf(pod), kubeletConditions(pod, runtime.containers), this.#clock.nowRfc3339()),
-      containerStatuses: runtime.containers.map((container) => containerStatus(container, pod.metadata.name, rfc3339)),
-      hostIP: runtime.hostIP,
-      podIP: runtime.podIP,
-      podIPs: [{ ip: runtime.podIP }],
-      startTime: runtime.startTime,
-    };
+    const report = this.#containerReport(runtime);
     const current: JsonObject = pod.status ?? {};
     const changed: JsonObject = {};
-    let changes = false;
-    for (const [field, value] of Object.entries(status)) {
-      const stored = Object.hasOwn(current, field) ? current[field] : undefined;
-      // Only a non-object value replaces the stored one whole (an object would be merged into it).
-      if (!isJsonObject(value) && sameJsonText(stored, value)) continue;
-      changed[field] = value;
-      // As `mergePatchIsNoop(current, status)` decides it, field by field.
-      if (!mergePatchIsNoop(stored, value, 1)) changes = true;
-    }
+    // Field by field, in this order (the patch's); each is offered, whatever the others did.
+    const changes = [
+      offerField(changed, current, report, "phase", report.phase),
+      offerField(changed, current, report, "conditions", mergeConditions(conditionsOf(pod), kubeletConditions(pod, runtime.containers), this.#clock.nowRfc3339())),
+      offerField(changed, current, report, "containerStatuses", report.containerStatuses),
+      offerField(changed, current, report, "hostIP", runtime.hostIP),
+      offerField(changed, current, report, "podIP", runtime.podIP),
+      offerField(changed, current, report, "podIPs", runtime.podIPs),
+      offerField(changed, current, report, "startTime", runtime.startTime),
+    ].includes(true);
     if (!changes) return undefined;
     return { metadata: { uid: runtime.uid, resourceVersion: pod.metadata.resourceVersion ?? "" }, status: changed };
+  }
+
+  /** The runtime's container report, made anew only when a container changed since the last one. */
+  #containerReport(runtime: PodRuntime): ContainerReport {
+    const cached = runtime.containerReport;
+    if (cached?.statusVersion === runtime.statusVersion) return cached;
+    const rfc3339 = (atMs: number): string => this.#clock.rfc3339(atMs);
+    const report: ContainerReport = {
+      statusVersion: runtime.statusVersion,
+      phase: podPhase(runtime.containers),
+      containerStatuses: runtime.containers.map((container) => containerStatus(container, runtime.ref.name, rfc3339)),
+      storedAsIs: undefined,
+    };
+    runtime.containerReport = report;
+    return report;
   }
 
   /** Milliseconds until `image` is on `node`, starting its pull when it is neither there nor coming. */
@@ -504,6 +540,32 @@ export class SimKubelet {
     }
     return ip;
   }
+}
+
+/**
+ * Puts status `field` into `changed` unless the `current` status stores `value` as is; returns
+ * whether merging it would change the stored status (as `mergePatchIsNoop` decides it for the
+ * whole status). Fields stored as the same JSON text are left out: merging them would store them
+ * again unchanged. Only a non-object value replaces the stored one whole (an object would be
+ * merged into it), so only those are left out.
+ */
+function offerField(changed: JsonObject, current: JsonObject, report: ContainerReport, field: string, value: JsonValue): boolean {
+  const stored = Object.hasOwn(current, field) ? current[field] : undefined;
+  if (!isJsonObject(value) && isStoredAsIs(report, stored, value)) return false;
+  changed[field] = value;
+  return !mergePatchIsNoop(stored, value, 1);
+}
+
+/**
+ * True when the stored status field `stored` is the same JSON text as `value`, the one to report.
+ * The report's containerStatuses remembers the frozen stored value it was last found equal to.
+ */
+function isStoredAsIs(report: ContainerReport, stored: JsonValue | undefined, value: JsonValue): boolean {
+  if (value !== report.containerStatuses) return sameJsonText(stored, value);
+  if (stored !== undefined && stored === report.storedAsIs) return true;
+  if (!sameJsonText(stored, value)) return false;
+  if (Object.isFrozen(stored)) report.storedAsIs = stored;
+  return true;
 }
 
 /**

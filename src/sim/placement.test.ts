@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { JsonObject, KubeObject } from "../engine/ports.ts";
-import { freeCapacity, nodesOfPools, placeGang, podGpuRequest } from "./placement.ts";
+import { HeldGpuLedger, freeCapacity, nodesOfPools, placeGang, podGpuRequest } from "./placement.ts";
 import { aPod } from "./test-fixtures.ts";
 
 function gpuPod(name: string, gpus: number | string, extra: Record<string, unknown> = {}): KubeObject {
@@ -12,7 +12,7 @@ describe("node pools and GPU requests", () => {
   it("builds Ready nodes named after their pool with the pool's GPUs", () => {
     const nodes = nodesOfPools([{ name: "gpu", count: 2, gpus: 8 }, { name: "small", count: 1, gpus: 2 }]);
     assert.deepEqual(nodes.map((node) => node.metadata.name), ["gpu-0", "gpu-1", "small-0"]);
-    assert.deepEqual(freeCapacity(nodes, []), [
+    assert.deepEqual(freeCapacity(nodes, new Map()), [
       { name: "gpu-0", freeGpus: 8 },
       { name: "gpu-1", freeGpus: 8 },
       { name: "small-0", freeGpus: 2 },
@@ -44,7 +44,25 @@ describe("node pools and GPU requests", () => {
     terminating.metadata.deletionTimestamp = "2026-01-01T00:00:30Z";
     const finished = gpuPod("c", 8, { nodeName: "n-0" });
     finished.status = { phase: "Succeeded" };
-    assert.deepEqual(freeCapacity([ready, cordoned, notReady], [bound, terminating, finished, gpuPod("pending", 8)]), [{ name: "n-0", freeGpus: 3 }]);
+    const ledger = new HeldGpuLedger();
+    for (const pod of [bound, terminating, finished, gpuPod("pending", 8)]) ledger.change(undefined, pod);
+    assert.deepEqual(freeCapacity([ready, cordoned, notReady], ledger.byNode()), [{ name: "n-0", freeGpus: 3 }]);
+  });
+
+  it("keeps the GPUs held per node as pods are bound, finish and go", () => {
+    const ledger = new HeldGpuLedger();
+    const pending = gpuPod("a", 2);
+    const bound = gpuPod("a", 2, { nodeName: "n-0" });
+    const finished = { ...bound, status: { phase: "Failed" } };
+    ledger.change(undefined, pending);
+    assert.deepEqual([...ledger.byNode()], []);
+    ledger.change(pending, bound);
+    ledger.change(undefined, gpuPod("b", 3, { nodeName: "n-0" }));
+    assert.deepEqual([...ledger.byNode()], [["n-0", 5]]);
+    ledger.change(bound, finished);
+    assert.deepEqual([...ledger.byNode()], [["n-0", 3]]);
+    ledger.change(finished, undefined);
+    assert.deepEqual([...ledger.byNode()], [["n-0", 3]]);
   });
 });
 

@@ -99,15 +99,11 @@ export function isSchedulable(node: KubeObject): boolean {
 }
 
 /**
- * Free GPUs of each schedulable node, in name order: allocatable minus the requests of every pod
- * bound to it that has not finished. Terminating pods still hold their GPUs until they are gone.
+ * Free GPUs of each schedulable node, in name order: allocatable minus the GPUs the pods bound to
+ * it hold (`heldGpus`: every pod bound to it that has not finished; terminating pods still hold
+ * their GPUs until they are gone), as `HeldGpuLedger.byNode` sums them.
  */
-export function freeCapacity(nodes: readonly KubeObject[], pods: readonly KubeObject[]): NodeCapacity[] {
-  const usedGpus = new Map<string, number>();
-  for (const pod of pods) {
-    const held = heldGpus(pod);
-    if (held !== undefined) usedGpus.set(held.node, (usedGpus.get(held.node) ?? 0) + held.gpus);
-  }
+export function freeCapacity(nodes: readonly KubeObject[], usedGpus: ReadonlyMap<string, number>): NodeCapacity[] {
   return nodes
     .filter(isSchedulable)
     .map((node) => ({ name: node.metadata.name, freeGpus: allocatableGpus(node) - (usedGpus.get(node.metadata.name) ?? 0) }))
@@ -120,6 +116,36 @@ export function heldGpus(pod: KubeObject): { readonly node: string; readonly gpu
   const phase = pod.status?.["phase"];
   if (typeof nodeName !== "string" || phase === "Succeeded" || phase === "Failed") return undefined;
   return { node: nodeName, gpus: podGpuRequest(pod) ?? 0 };
+}
+
+/**
+ * GPUs held per node by a set of pods, kept up to date as the pods change (`change`), so reading
+ * them costs the changes since, not a pass over every pod. Pods passed in must not change
+ * afterwards (the server's frozen objects): what a pod added is taken off again when it changes.
+ */
+export class HeldGpuLedger {
+  /** Node name → GPUs held there (`heldGpus` summed); absent when none. */
+  readonly #gpusByNode = new Map<string, number>();
+
+  /** A pod changed from `before` to `after` (undefined: the pod did not exist / no longer does). */
+  change(before: KubeObject | undefined, after: KubeObject | undefined): void {
+    // The same spec and phase hold the same GPUs: most changes touch neither.
+    if (before?.spec === after?.spec && before?.status?.["phase"] === after?.status?.["phase"]) return;
+    this.#add(before === undefined ? undefined : heldGpus(before), -1);
+    this.#add(after === undefined ? undefined : heldGpus(after), 1);
+  }
+
+  /** GPUs held per node name, for `freeCapacity`; live, not a copy. */
+  byNode(): ReadonlyMap<string, number> {
+    return this.#gpusByNode;
+  }
+
+  #add(held: { readonly node: string; readonly gpus: number } | undefined, sign: 1 | -1): void {
+    if (held === undefined) return;
+    const gpus = (this.#gpusByNode.get(held.node) ?? 0) + sign * held.gpus;
+    if (gpus === 0) this.#gpusByNode.delete(held.node);
+    else this.#gpusByNode.set(held.node, gpus);
+  }
 }
 
 /** `free` (same nodes, same order) with `takenGpus` more GPUs in use per node name. */
@@ -151,38 +177,47 @@ export type GangPlacement =
  * `nodes` is not modified. `totalNodes` counts unschedulable nodes too, for the message.
  */
 export function placeGang(members: readonly Demand[], nodes: readonly NodeCapacity[], totalNodes: number): GangPlacement {
-  const free = new Map(nodes.map((node) => [node.name, node.freeGpus]));
+  // Free GPUs by index into `nodes` (names are unique): a scan per member, so an array, not a map.
+  const free = nodes.map((node) => node.freeGpus);
   const nodeByPod = new Map<string, string>();
   const ordered = [...members].sort((a, b) => (b.gpus ?? 0) - (a.gpus ?? 0) || compareStrings(a.pod, b.pod));
   for (const member of ordered) {
     const gpus = member.gpus;
     if (gpus === undefined) return { ok: false, reason: `pod ${member.pod} has a malformed ${GPU_RESOURCE} request` };
-    let best: string | undefined;
-    let bestFreeGpus = 0;
-    for (const [name, freeGpus] of free) {
-      if (freeGpus >= gpus && (best === undefined || freeGpus < bestFreeGpus)) {
-        best = name;
-        bestFreeGpus = freeGpus;
-      }
-    }
-    if (best === undefined) {
+    const best = tightestFit(free, gpus);
+    const bestNode = nodes[best];
+    if (bestNode === undefined) {
       return { ok: false, reason: unfitReason(member.pod, gpus, { size: members.length, placed: nodeByPod.size }, free, totalNodes) };
     }
-    free.set(best, bestFreeGpus - gpus);
-    nodeByPod.set(member.pod, best);
+    free[best] = (free[best] ?? 0) - gpus;
+    nodeByPod.set(member.pod, bestNode.name);
   }
   return { ok: true, nodeByPod };
+}
+
+/** The index of the fewest free GPUs that are at least `gpus` (the first such on ties), or -1. */
+function tightestFit(free: readonly number[], gpus: number): number {
+  let best = -1;
+  let bestFreeGpus = 0;
+  for (let index = 0; index < free.length; index++) {
+    const freeGpus = free[index] ?? 0;
+    if (freeGpus >= gpus && (best === -1 || freeGpus < bestFreeGpus)) {
+      best = index;
+      bestFreeGpus = freeGpus;
+    }
+  }
+  return best;
 }
 
 function unfitReason(
   pod: string,
   gpus: number,
   gang: { size: number; placed: number },
-  free: ReadonlyMap<string, number>,
+  free: readonly number[],
   totalNodes: number,
 ): string {
-  const mostFree = Math.max(0, ...free.values());
-  const unschedulable = totalNodes - free.size;
+  const mostFree = Math.max(0, ...free);
+  const unschedulable = totalNodes - free.length;
   const cordoned = unschedulable > 0 ? `, ${unschedulable} not schedulable (NotReady or cordoned)` : "";
   // The free count is what is left after the gang's larger members took their share.
   const after = gang.placed > 0 ? ` after placing ${gang.placed} of the gang's pods` : "";

@@ -16,10 +16,11 @@ export interface PodChange {
 
 export class PodChanges {
   /**
-   * Per stored key (namespace, name), the pod's change since the last `take`. Keyed by name, not
-   * uid: a pod re-created under its name is one change from the old object to the new.
+   * Per namespace, then name, the pod's change since the last `take`. Keyed by name, not uid: a
+   * pod re-created under its name is one change from the old object to the new. Two levels, not
+   * one joined key: no key string is built per commit.
    */
-  #pending = new Map<string, { before: Pod | undefined; after: Pod | undefined }>();
+  #pending = new Map<string, Map<string, { before: Pod | undefined; after: Pod | undefined }>>();
 
   /** Follows `server`'s pods from now; the pods stored now count as created. */
   constructor(server: Pick<ApiServer, "stored" | "onCommit">) {
@@ -37,12 +38,14 @@ export class PodChanges {
     const pending = this.#pending;
     if (pending.size === 0) return [];
     this.#pending = new Map();
-    // `namespace \0 name` keys sort as (namespace, name) do: names hold no NUL.
-    const keys = [...pending.keys()].sort();
     const changes: PodChange[] = [];
-    for (const key of keys) {
-      const change = pending.get(key);
-      if (change !== undefined && change.before !== change.after) changes.push(change);
+    for (const namespace of [...pending.keys()].sort(compareStrings)) {
+      const byName = pending.get(namespace);
+      if (byName === undefined) continue;
+      for (const name of [...byName.keys()].sort(compareStrings)) {
+        const change = byName.get(name);
+        if (change !== undefined && change.before !== change.after) changes.push(change);
+      }
     }
     return changes;
   }
@@ -50,15 +53,25 @@ export class PodChanges {
   #note(before: Pod | undefined, after: Pod | undefined): void {
     const pod = after ?? before;
     if (pod === undefined) return;
-    const key = `${pod.metadata.namespace ?? ""}\u0000${pod.metadata.name}`;
-    const change = this.#pending.get(key);
-    if (change === undefined) this.#pending.set(key, { before, after });
+    const namespace = pod.metadata.namespace ?? "";
+    let byName = this.#pending.get(namespace);
+    if (byName === undefined) {
+      byName = new Map();
+      this.#pending.set(namespace, byName);
+    }
+    const change = byName.get(pod.metadata.name);
+    if (change === undefined) byName.set(pod.metadata.name, { before, after });
     else change.after = after;
   }
 }
 
+/** What `compareStored` reads of an object: a Pod, or any stored object. */
+interface Named {
+  readonly metadata: { readonly namespace?: string | undefined; readonly name: string };
+}
+
 /** The API server's listing order (`ApiServer.stored`): namespace, then name. */
-export function compareStored(a: Pod, b: Pod): number {
+export function compareStored(a: Named, b: Named): number {
   return compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name);
 }
 

@@ -152,26 +152,37 @@ export interface DesiredCondition {
  * condition is present and True.
  */
 export function kubeletConditions(pod: KubeObject, containers: readonly ContainerRuntime[]): DesiredCondition[] {
-  return [{ type: "Initialized", status: "True" }, ...readiness(pod, containers), { type: "PodScheduled", status: "True" }];
+  const [containersReady, ready] = readiness(pod, containers);
+  return [INITIALIZED, containersReady, ready, POD_SCHEDULED];
 }
 
+const INITIALIZED: DesiredCondition = { type: "Initialized", status: "True" };
+const POD_SCHEDULED: DesiredCondition = { type: "PodScheduled", status: "True" };
+const COMPLETED: readonly [DesiredCondition, DesiredCondition] = [
+  { type: "ContainersReady", status: "False", reason: "PodCompleted" },
+  { type: "Ready", status: "False", reason: "PodCompleted" },
+];
+const CONTAINERS_READY: DesiredCondition = { type: "ContainersReady", status: "True" };
+const READY: DesiredCondition = { type: "Ready", status: "True" };
+
 /** ContainersReady and Ready, with Kubernetes' reasons. */
-function readiness(pod: KubeObject, containers: readonly ContainerRuntime[]): DesiredCondition[] {
-  if (podPhase(containers) === "Succeeded" || podPhase(containers) === "Failed") {
-    const done = { status: "False", reason: "PodCompleted" } as const;
-    return [{ type: "ContainersReady", ...done }, { type: "Ready", ...done }];
+function readiness(pod: KubeObject, containers: readonly ContainerRuntime[]): readonly [DesiredCondition, DesiredCondition] {
+  const phase = podPhase(containers);
+  if (phase === "Succeeded" || phase === "Failed") return COMPLETED;
+  let unready: string | undefined;
+  for (const container of containers) if (container.phase !== "running") unready = unready === undefined ? container.name : `${unready} ${container.name}`;
+  if (unready !== undefined) {
+    const message = `containers with unready status: [${unready}]`;
+    return [
+      { type: "ContainersReady", status: "False", reason: "ContainersNotReady", message },
+      { type: "Ready", status: "False", reason: "ContainersNotReady", message },
+    ];
   }
-  const unready = containers.filter((container) => container.phase !== "running").map((container) => container.name);
-  if (unready.length > 0) {
-    const notReady = { status: "False", reason: "ContainersNotReady", message: `containers with unready status: [${unready.join(" ")}]` } as const;
-    return [{ type: "ContainersReady", ...notReady }, { type: "Ready", ...notReady }];
-  }
-  const containersReady: DesiredCondition = { type: "ContainersReady", status: "True" };
   const gateProblems = readinessGates(pod).flatMap((gate) => gateProblem(pod, gate));
   if (gateProblems.length > 0) {
-    return [containersReady, { type: "Ready", status: "False", reason: "ReadinessGatesNotReady", message: gateProblems.join(", ") }];
+    return [CONTAINERS_READY, { type: "Ready", status: "False", reason: "ReadinessGatesNotReady", message: gateProblems.join(", ") }];
   }
-  return [containersReady, { type: "Ready", status: "True" }];
+  return [CONTAINERS_READY, READY];
 }
 
 function readinessGates(pod: KubeObject): string[] {
@@ -193,21 +204,25 @@ function gateProblem(pod: KubeObject, conditionType: string): string[] {
 export function conditionsOf(pod: KubeObject): readonly JsonObject[] {
   const conditions = pod.status?.["conditions"];
   if (!Array.isArray(conditions)) return [];
-  return conditions.every(isJsonObject) ? conditions : conditions.filter(isJsonObject);
+  // A loop, not `every`: this runs on every pod change (JSON arrays have no holes to skip).
+  for (const condition of conditions) if (!isJsonObject(condition)) return conditions.filter(isJsonObject);
+  return conditions as readonly JsonObject[];
 }
 
 /**
  * The pod's conditions with `desired` merged in: each replaces the condition of its type in place
  * (new types are appended), keeping its `lastTransitionTime` unless the status changes; other
- * conditions are kept untouched.
+ * conditions are kept untouched, and so is a condition already as desired (the same object, so
+ * comparing the result with the stored list finds it equal at once).
  */
 export function mergeConditions(existing: readonly JsonObject[], desired: readonly DesiredCondition[], nowRfc3339: string): JsonValue[] {
   // A new list; the existing condition objects are shared (only read), not copied.
   const merged: JsonObject[] = [...existing];
   for (const want of desired) {
-    const index = merged.findIndex((condition) => condition["type"] === want.type);
+    const index = indexOfType(merged, want.type);
     const old = index === -1 ? undefined : merged[index];
     const since = old !== undefined && old["status"] === want.status && typeof old["lastTransitionTime"] === "string" ? old["lastTransitionTime"] : nowRfc3339;
+    if (old !== undefined && isAsDesired(old, want, since)) continue;
     const next: JsonObject = { type: want.type, status: want.status, lastTransitionTime: since };
     if (want.reason !== undefined) next["reason"] = want.reason;
     if (want.message !== undefined) next["message"] = want.message;
@@ -217,7 +232,29 @@ export function mergeConditions(existing: readonly JsonObject[], desired: readon
   return merged;
 }
 
+/**
+ * True when `condition` (of `want`'s type) is the same JSON text as the condition `mergeConditions`
+ * would make of `want` with `since`: the same values, and the same keys in the same order.
+ */
+function isAsDesired(condition: JsonObject, want: DesiredCondition, since: string): boolean {
+  if (condition["status"] !== want.status || condition["lastTransitionTime"] !== since) return false;
+  if (condition["reason"] !== want.reason || condition["message"] !== want.message) return false;
+  const keys = Object.keys(condition);
+  if (keys[0] !== "type" || keys[1] !== "status" || keys[2] !== "lastTransitionTime") return false;
+  let next = 3;
+  if (want.reason !== undefined && keys[next++] !== "reason") return false;
+  if (want.message !== undefined && keys[next++] !== "message") return false;
+  return keys.length === next;
+}
+
+/** The index of the first condition of `type`, or -1. */
+function indexOfType(conditions: readonly JsonObject[], type: string): number {
+  for (let index = 0; index < conditions.length; index++) if (conditions[index]?.["type"] === type) return index;
+  return -1;
+}
+
 /** True when the pod's Ready condition is True. */
 export function isPodReady(pod: KubeObject): boolean {
-  return conditionsOf(pod).some((condition) => condition["type"] === "Ready" && condition["status"] === "True");
+  for (const condition of conditionsOf(pod)) if (condition["type"] === "Ready" && condition["status"] === "True") return true;
+  return false;
 }

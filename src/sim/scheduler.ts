@@ -23,10 +23,11 @@ import type { SimClient } from "./client.ts";
 import { isJsonObject } from "./json.ts";
 import { refOf } from "./objects.ts";
 import { conditionsOf, mergeConditions } from "./pod-status.ts";
-import { freeCapacity, heldGpus, lessTaken, placeGang, podGpuRequest } from "./placement.ts";
+import { HeldGpuLedger, freeCapacity, heldGpus, lessTaken, placeGang, podGpuRequest } from "./placement.ts";
 import type { Demand } from "./placement.ts";
 import type { WatchStream } from "./watch.ts";
 import { compareStrings } from "../core/maps.ts";
+import { compareStored } from "./pod-changes.ts";
 
 export interface SchedulerOptions {
   /** Delay from a change to the cycle it triggers (DESIGN §6 `timing.scheduleSeconds`). Default 1000. */
@@ -70,6 +71,14 @@ export class SimScheduler {
   readonly #schedulerNames: readonly string[];
   readonly #gangOf: (pod: KubeObject) => string | undefined;
   readonly #streams: WatchStream[] = [];
+  /** GPUs the stored pods hold per node, kept from the server's commit feed. */
+  readonly #heldGpus = new HeldGpuLedger();
+  /**
+   * The stored pods pending for this scheduler (`#isPending`) by uid, kept from the server's
+   * commit feed, so a cycle does not pass over every stored pod to find them. A commit never
+   * changes a stored pod's uid (a pod re-created under its name is a removal, then a creation).
+   */
+  readonly #pending = new Map<string, KubeObject>();
   /** Owner keys (`ownerKey`) of ModelServings with a gang policy, read at the start of each cycle. */
   #groupGangOwners: ReadonlySet<string> = new Set();
   #cyclePending = false;
@@ -81,6 +90,10 @@ export class SimScheduler {
     this.#cycleMs = options.cycleMs ?? 1_000;
     this.#schedulerNames = options.schedulerNames ?? ["default-scheduler"];
     this.#gangOf = options.gangOf ?? ((pod) => tandemGang(pod, this.#groupGangOwners.has(ownerKey(pod))));
+    for (const pod of server.stored("Pod")) this.#podChanged(undefined, pod);
+    server.onCommit("Pod", (before, after) => {
+      this.#podChanged(before, after);
+    });
   }
 
   /** Starts watching Pods and Nodes, and schedules a first cycle. */
@@ -103,10 +116,9 @@ export class SimScheduler {
   cycle(): void {
     this.#cycleCount++;
     this.#groupGangOwners = groupGangOwners(this.#server.stored("ModelServing"));
-    const pods = this.#server.stored("Pod");
     const nodes = this.#server.stored("Node");
-    let free = freeCapacity(nodes, pods);
-    for (const gang of this.#pendingGangs(pods)) {
+    let free = freeCapacity(nodes, this.#heldGpus.byNode());
+    for (const gang of this.#pendingGangs()) {
       const demands: Demand[] = gang.map((pod) => ({ pod: podKey(pod), gpus: podGpuRequest(pod) }));
       const placement = placeGang(demands, free, nodes.length);
       if (!placement.ok) {
@@ -161,12 +173,25 @@ export class SimScheduler {
     });
   }
 
-  /** Pending pods grouped into gangs, oldest gang first (by its oldest member, then key). */
-  #pendingGangs(pods: readonly KubeObject[]): KubeObject[][] {
+  /** A stored pod changed (`ApiServer.onCommit`): keeps the GPU ledger and the pending pods. */
+  #podChanged(before: KubeObject | undefined, after: KubeObject | undefined): void {
+    this.#heldGpus.change(before, after);
+    const uid = (after ?? before)?.metadata.uid ?? "";
+    if (after !== undefined && this.#isPending(after)) this.#pending.set(uid, after);
+    else this.#pending.delete(uid);
+  }
+
+  /**
+   * Pending pods grouped into gangs, oldest gang first (by its oldest member, then key); members
+   * in the server's stored order (namespace, then name).
+   */
+  #pendingGangs(): KubeObject[][] {
     const gangs = new Map<string, KubeObject[]>();
-    for (const pod of pods.filter((candidate) => this.#isPending(candidate))) {
-      const key = this.#gangOf(pod) ?? `pod:${podKey(pod)}`;
-      gangs.set(key, [...(gangs.get(key) ?? []), pod]);
+    for (const pod of [...this.#pending.values()].sort(compareStored)) {
+      const gangKey = this.#gangOf(pod) ?? `pod:${podKey(pod)}`;
+      const gang = gangs.get(gangKey);
+      if (gang === undefined) gangs.set(gangKey, [pod]);
+      else gang.push(pod);
     }
     const oldest = (gang: readonly KubeObject[]): string => gang.map((pod) => pod.metadata.creationTimestamp ?? "").sort()[0] ?? "";
     return [...gangs.entries()]
