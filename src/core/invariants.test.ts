@@ -85,6 +85,38 @@ describe("invariants", () => {
     assert.deepEqual(groupBudget(ms, surged, all([0, 1])), []);
   });
 
+  it("groupBudget is its rule over every group with capacity, whatever the counts and roles", () => {
+    // The rule read plainly: every group index with capacity that is available counts, surge groups included.
+    const rule = (spec: ModelServing, counts: ReadonlyMap<string, number>, judged: ReadonlySet<number>, maxUnavailable: number): string[] => {
+      const groups = new Set([...counts.keys()].map((key) => Number(key.split("/")[0])));
+      const available = [...groups].filter((group) => spec.spec.template.roles.every((role) => (counts.get(`${group}/${role.name}`) ?? 0) >= role.replicas));
+      const missing = [...judged].filter((group) => group < spec.spec.replicas && !available.includes(group)).sort((a, b) => a - b);
+      const unavailable = Math.min(missing.length, spec.spec.replicas - Math.min(spec.spec.replicas, available.length));
+      return unavailable <= maxUnavailable ? [] : [`m: ${unavailable} ServingGroup(s) unavailable (groups ${missing.join(", ")}) with maxUnavailable ${maxUnavailable}`];
+    };
+    const entry = { spec: { containers: [{ name: "c", image: "vllm:v1" }] } };
+    const shapes = [
+      [{ name: "decode", replicas: 2, entryTemplate: entry }],
+      [{ name: "decode", replicas: 1, entryTemplate: entry }, { name: "prefill", replicas: 0, entryTemplate: entry }],
+      [{ name: "prefill", replicas: 0, entryTemplate: entry }],
+    ];
+    let state = 7;
+    const next = (bound: number): number => ((state = (Math.imul(state, 1103515245) + 12345) >>> 0) >>> 16) % bound;
+    for (const [shape, roles] of shapes.entries()) {
+      for (const maxUnavailable of [1, 2, 3]) {
+        const spec = modelServing({ replicas: 4, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable } }, template: { roles } });
+        for (let round = 0; round < 50; round++) {
+          // Counts over groups 0..5 (4 and 5 are surge groups), some roles absent, some not in the spec, more or less dense.
+          const counts = new Map<string, number>();
+          const density = next(4);
+          for (let group = 0; group < 6; group++) for (const role of ["decode", "prefill", "gone"]) if (next(4) < density) counts.set(`${group}/${role}`, next(3) + 1);
+          const judged = new Set([0, 1, 2, 3, 4].filter(() => next(4) > 0));
+          assert.deepEqual(groupBudget(spec, counts, judged), rule(spec, counts, judged, maxUnavailable), `shape ${shape} round ${round}`);
+        }
+      }
+    }
+  });
+
   it("surgeBound: live, non-draining units beyond replicas + maxSurge", () => {
     const placed = placedPods(ms, [pod(0, 2), pod(2, 0), pod(0, 3, { draining: true })]);
     assert.deepEqual(surgeBound(ms, placed), ["m: decode-2 of group 0 exists beyond replicas + maxSurge = 2", "m: group 2 exists beyond replicas + maxSurge = 2"]);

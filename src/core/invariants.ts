@@ -151,19 +151,31 @@ function sameWhenSerialized(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item: unknown, index) => sameWhenSerialized(inArray(item), inArray(b[index])));
+    for (let index = 0; index < a.length; index++) if (!sameWhenSerialized(inArray(a[index]), inArray(b[index]))) return false;
+    return true;
   }
   if (isObject(a) && isObject(b)) {
-    const keys = Object.keys(a).filter((key) => keptInObject(a[key]));
-    if (keys.length !== Object.keys(b).filter((key) => keptInObject(b[key])).length) return false;
-    return keys.every((key) => Object.hasOwn(b, key) && keptInObject(b[key]) && sameWhenSerialized(a[key], b[key]));
+    if (keptKeyCount(a) !== keptKeyCount(b)) return false;
+    for (const key of Object.keys(a)) {
+      if (keptInObject(a[key]) && !(Object.hasOwn(b, key) && keptInObject(b[key]) && sameWhenSerialized(a[key], b[key]))) return false;
+    }
+    return true;
   }
   if (isObject(a) || isObject(b)) return false;
+  // Two different strings never write the same JSON text (the common case: no text to build).
+  if (typeof a === "string" && typeof b === "string") return false;
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null;
+}
+
+/** How many of `object`'s own keys JSON writes. */
+function keptKeyCount(object: Record<string, unknown>): number {
+  let count = 0;
+  for (const key of Object.keys(object)) if (keptInObject(object[key])) count += 1;
+  return count;
 }
 
 /** JSON leaves out of objects what it cannot write. */
@@ -245,6 +257,16 @@ export function groupAvailable(ms: ModelServing, group: number, counts: Availabl
   return ms.spec.template.roles.every((role) => (counts.get(countKey(group, role.name)) ?? 0) >= role.replicas);
 }
 
+/**
+ * Whether `groupBudget` counts `group` as available: it has capacity (`groupsWithCapacity`) and is
+ * `groupAvailable`. An available group has the count key of each role with desired instances, so
+ * only a spec without one needs the keys read.
+ */
+function isCountedAvailable(ms: ModelServing, group: number, counts: AvailableCounts): boolean {
+  if (!groupAvailable(ms, group, counts)) return false;
+  return ms.spec.template.roles.some((role) => role.replicas >= 1) || groupsWithCapacity(counts).includes(group);
+}
+
 /** Groups with at least one available instance of some role, ascending. */
 function groupsWithCapacity(counts: AvailableCounts): number[] {
   return [...new Set([...counts.keys()].map((key) => Number(key.slice(0, key.indexOf("/")))))].sort((a, b) => a - b);
@@ -262,9 +284,11 @@ function groupsWithCapacity(counts: AvailableCounts): number[] {
  */
 export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>): string[] {
   const budget = resolveGroupBudget(ms.spec);
-  const available = new Set(groupsWithCapacity(counts).filter((group) => groupAvailable(ms, group, counts)));
-  const missing = [...judged].filter((group) => group < ms.spec.replicas && !available.has(group)).sort((a, b) => a - b);
-  const unavailable = Math.min(missing.length, ms.spec.replicas - Math.min(ms.spec.replicas, available.size));
+  const missing = [...judged].filter((group) => group < ms.spec.replicas && !isCountedAvailable(ms, group, counts)).sort((a, b) => a - b);
+  // No more groups than the missing ones are unavailable: within the budget, the available groups need no count.
+  if (missing.length <= budget.maxUnavailable) return [];
+  const available = groupsWithCapacity(counts).filter((group) => groupAvailable(ms, group, counts)).length;
+  const unavailable = Math.min(missing.length, ms.spec.replicas - Math.min(ms.spec.replicas, available));
   if (unavailable <= budget.maxUnavailable) return [];
   return [`${ms.metadata.name}: ${unavailable} ServingGroup(s) unavailable (groups ${missing.join(", ")}) with maxUnavailable ${budget.maxUnavailable}`];
 }
@@ -276,11 +300,13 @@ export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: R
  */
 export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<string>): string[] {
   const violations: string[] = [];
+  if (judged.size === 0) return violations;
+  // Each role's floor once, not per group.
+  const floors = ms.spec.template.roles.map((role) => ({ role, floor: role.replicas - resolveRoleBudget(role).maxUnavailable }));
   for (let group = 0; group < ms.spec.replicas; group++) {
-    for (const role of ms.spec.template.roles) {
+    for (const { role, floor } of floors) {
       const key = countKey(group, role.name);
       if (!judged.has(key)) continue;
-      const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
       const available = counts.get(key) ?? 0;
       if (available < floor) violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than ${floor} (replicas ${role.replicas} − maxUnavailable)`);
     }
@@ -427,7 +453,7 @@ export function availablePendingFor(ms: ModelServing, counts: AvailableCounts, l
 export function rolloutPending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName, limit?: number): string[] {
   const byUnit = podsByInstance(placed);
   return rolloutPendingFrom(ms, revisions, {
-    surgeAndDrain: () => placed.flatMap((entry) => surgeOrDrainReason(ms, entry) ?? []),
+    surgeAndDrain: (limit) => placed.flatMap((entry) => surgeOrDrainReason(ms, entry) ?? []).slice(0, limit),
     instanceReason: (where, update) => instanceRolloutReason(ms, where, byUnit.get(unitKey(where.group, where.role.name, where.instance)) ?? [], update),
   }, limit);
 }
@@ -450,8 +476,8 @@ export interface UpdateOfRole {
  * kept up to date as pods change (the simulator's checker), giving the same answers.
  */
 export interface RolloutEvidence {
-  /** `surgeOrDrainReason` of every placed pod that has one, in the pods' stored order. */
-  surgeAndDrain(): readonly string[];
+  /** `surgeOrDrainReason` of every placed pod that has one, in the pods' stored order: the first `limit`. */
+  surgeAndDrain(limit: number): readonly string[];
   /** `instanceRolloutReason` of the instance with its placed pods (stored order). */
   instanceReason(where: InstanceOf, update: UpdateOfRole): string | undefined;
 }
@@ -466,7 +492,7 @@ export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName,
   if (status.observedGeneration !== generation) return [`${ms.metadata.name}: status.observedGeneration ${status.observedGeneration ?? "absent"} is not generation ${generation}`];
   const update = status.updateRevision === undefined ? undefined : revisions.get(status.updateRevision);
   if (update === undefined) return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
-  const reasons = evidence.surgeAndDrain().slice(0, limit);
+  const reasons = [...evidence.surgeAndDrain(limit)];
   if (reasons.length < limit) reasons.push(...unitsPending(ms, update, evidence, limit - reasons.length));
   return limitedTo(reasons, limit);
 }

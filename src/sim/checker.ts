@@ -67,18 +67,27 @@ export interface CheckerOptions {
 
 /** What the checker remembers about one ModelServing (by uid). */
 interface Memory {
-  /** `<shape>|<group>` of groups that were available, `<shape>|<group>/<role>` of role pairs. */
-  readonly established: Set<string>;
+  /** Per shape (`<role>:<replicas>,…` of the spec's roles), the units that were available under it. */
+  readonly established: Map<string, EstablishedUnits>;
   /** Grows whenever `established` changes. */
   version: number;
+  /**
+   * Every group in `established` is below this: the largest `spec.replicas` seen since groups
+   * were last forgotten (a group is established only below the replicas of its time).
+   */
+  groupBound: number;
   /** The index version and shape `established` was last brought up to date with. */
   establishedAt: { index: SubjectIndex; version: number; shape: string } | undefined;
   /** The budget violations last computed, and for which index version and memory version. */
   budgets: { index: SubjectIndex; version: number; memory: number; group: string[]; role: string[] } | undefined;
-  /** `established` read as judged groups and role pairs, for which memory version and shape. */
-  judged: { memory: number; shape: string; groups: Set<number>; roles: Set<string> } | undefined;
   /** unitKey → the instance and the role hash it had when first seen below a partition. */
   readonly partitioned: Map<string, PartitionedUnit>;
+}
+
+/** Units established under one shape: the groups that were available, the role pairs (`countKey`) that had their desired count. */
+interface EstablishedUnits {
+  readonly groups: Set<number>;
+  readonly roles: Set<string>;
 }
 
 interface Tally {
@@ -333,7 +342,7 @@ export class InvariantChecker {
     const uid = ms.metadata.uid ?? "";
     let memory = this.#memory.get(uid);
     if (memory === undefined) {
-      memory = { established: new Set(), version: 0, establishedAt: undefined, budgets: undefined, judged: undefined, partitioned: new Map() };
+      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, budgets: undefined, partitioned: new Map() };
       this.#memory.set(uid, memory);
     }
     return memory;
@@ -341,7 +350,8 @@ export class InvariantChecker {
 
   #tally(name: InvariantName, messages: readonly string[]): void {
     const tally = this.#tallies.get(name);
-    if (tally === undefined) return;
+    // Nothing reported now nor at the previous check (the usual case): no onset, nothing to remember.
+    if (tally === undefined || (messages.length === 0 && tally.previous.size === 0)) return;
     const current = new Set(messages);
     for (const message of current) {
       if (tally.previous.has(message)) continue;
@@ -380,20 +390,13 @@ function budgetViolations(memory: Memory, shape: string, index: SubjectIndex): {
   if (cached !== undefined && cached.index === index && cached.version === index.version && cached.memory === memory.version) return cached;
   const { ms } = index;
   const counts = index.counts();
-  const judged = judgedUnits(memory, shape);
+  const judged = memory.established.get(shape) ?? NOTHING_ESTABLISHED;
   const budgets = { index, version: index.version, memory: memory.version, group: groupBudget(ms, counts, judged.groups), role: roleBudget(ms, counts, judged.roles) };
   memory.budgets = budgets;
   return budgets;
 }
 
-/** The groups and role pairs established under `shape` (read again when the memory changed). */
-function judgedUnits(memory: Memory, shape: string): { groups: Set<number>; roles: Set<string> } {
-  const cached = memory.judged;
-  if (cached !== undefined && cached.memory === memory.version && cached.shape === shape) return cached;
-  const judged = { memory: memory.version, shape, groups: establishedGroups(memory, shape), roles: establishedRoles(memory, shape) };
-  memory.judged = judged;
-  return judged;
-}
+const NOTHING_ESTABLISHED: EstablishedUnits = { groups: new Set(), roles: new Set() };
 
 /**
  * Records the groups and role pairs available now under `shape`; forgets groups scaled away.
@@ -406,35 +409,46 @@ function establish(memory: Memory, shape: string, index: SubjectIndex): void {
   memory.establishedAt = { index, version: index.version, shape };
   const { ms } = index;
   const counts: AvailableCounts = index.counts();
-  const size = memory.established.size;
-  for (const key of [...memory.established]) {
-    const group = Number(key.slice(key.indexOf("|") + 1).split("/")[0]);
-    if (group >= ms.spec.replicas) memory.established.delete(key);
-  }
-  let changed = memory.established.size !== size;
+  const forgot = forgetGroupsFrom(memory, ms.spec.replicas);
+  const units = getOrCreate(memory.established, shape, (): EstablishedUnits => ({ groups: new Set(), roles: new Set() }));
+  const size = units.groups.size + units.roles.size;
+  if (!allEstablished(units, ms)) addAvailable(units, ms, counts);
+  if (forgot || units.groups.size + units.roles.size !== size) memory.version += 1;
+}
+
+/**
+ * Whether `units` hold every group below `spec.replicas` and every role pair of them: they hold no
+ * others (groups at or above are forgotten first, role names are the shape's), so then nothing
+ * can be added.
+ */
+function allEstablished(units: EstablishedUnits, ms: ModelServing): boolean {
+  return units.groups.size === ms.spec.replicas && units.roles.size === ms.spec.replicas * ms.spec.template.roles.length;
+}
+
+/** Adds to `units` the groups available now (`groupAvailable`) and the role pairs with their desired count. */
+function addAvailable(units: EstablishedUnits, ms: ModelServing, counts: AvailableCounts): void {
   for (let group = 0; group < ms.spec.replicas; group++) {
-    changed = addNew(memory.established, groupAvailable(ms, group, counts) ? `${shape}|${group}` : undefined) || changed;
+    let available = true;
     for (const role of ms.spec.template.roles) {
       const key = countKey(group, role.name);
-      changed = addNew(memory.established, (counts.get(key) ?? 0) >= role.replicas ? `${shape}|${key}` : undefined) || changed;
+      if ((counts.get(key) ?? 0) >= role.replicas) units.roles.add(key);
+      else available = false;
     }
+    if (available) units.groups.add(group);
   }
-  if (changed) memory.version += 1;
 }
 
-/** Adds `key` (when defined) to `set`; whether it was new. */
-function addNew(set: Set<string>, key: string | undefined): boolean {
-  if (key === undefined || set.has(key)) return false;
-  set.add(key);
-  return true;
-}
-
-function establishedGroups(memory: Memory, shape: string): Set<number> {
-  const prefix = `${shape}|`;
-  return new Set([...memory.established].filter((key) => key.startsWith(prefix) && !key.includes("/", prefix.length)).map((key) => Number(key.slice(prefix.length))));
-}
-
-function establishedRoles(memory: Memory, shape: string): Set<string> {
-  const prefix = `${shape}|`;
-  return new Set([...memory.established].filter((key) => key.startsWith(prefix) && key.includes("/", prefix.length)).map((key) => key.slice(prefix.length)));
+/** Forgets the established groups and role pairs at or above group `replicas` (scaled away); whether there were any. */
+function forgetGroupsFrom(memory: Memory, replicas: number): boolean {
+  if (replicas >= memory.groupBound) {
+    memory.groupBound = replicas;
+    return false;
+  }
+  memory.groupBound = replicas;
+  let forgot = false;
+  for (const { groups, roles } of memory.established.values()) {
+    for (const group of groups) if (group >= replicas) forgot = groups.delete(group) || forgot;
+    for (const key of roles) if (Number(key.slice(0, key.indexOf("/"))) >= replicas) forgot = roles.delete(key) || forgot;
+  }
+  return forgot;
 }

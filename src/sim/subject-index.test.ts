@@ -42,12 +42,18 @@ function modelServing(image: string, replicas: number, partition: number, update
 const owner = { name: "m", namespace: "default", uid: "u-1" };
 const rev1: Revision = { name: "m-rev1", data: revisionData(modelServing("vllm:v1", 2, 0)) };
 const rev2: Revision = { name: "m-rev2", data: revisionData(modelServing("vllm:v2", 2, 0)) };
+/** Builds the pods `rev2` builds: a pod moved between the two changes its revision label only. */
+const rev2Renamed: Revision = { name: "m-rev2b", data: rev2.data };
 
 /** What a pod of the simulated universe looks like now. */
 interface PodState {
   revision: Revision;
   ready: boolean;
   draining: boolean;
+  /** An in-place update to its revision is past its patch (the spec check then reads the annotation). */
+  patched: boolean;
+  /** Someone else changed its role hash label (only that label). */
+  rehashed: boolean;
   terminating: boolean;
   bound: boolean;
   /** A second pod under another name claims the same identity: a duplicate. */
@@ -63,7 +69,12 @@ function podOf(slot: string, state: PodState, impostor = false): Pod {
   if (built === undefined) throw new Error(`no pod for ${slot}`);
   built.metadata.uid = `uid-${slot}-${state.generation}${impostor ? "-impostor" : ""}`;
   if (impostor) built.metadata.name = `m-impostor-${group}-${role}-${instance}-${index}`;
-  if (state.draining) built.metadata.annotations = { "tandem.dev/draining": "2026-01-01T00:00:00Z" };
+  if (state.rehashed) built.metadata.labels = { ...built.metadata.labels, "tandem.dev/role-hash": "rehashed" };
+  const annotations = {
+    ...(state.draining ? { "tandem.dev/draining": "2026-01-01T00:00:00Z" } : {}),
+    ...(state.patched ? { "tandem.dev/inplace": JSON.stringify({ from: rev1.name, to: state.revision.name, phase: "Patched", containerIDs: {} }) } : {}),
+  };
+  if (Object.keys(annotations).length > 0) built.metadata.annotations = annotations;
   if (state.terminating) built.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
   if (state.bound) built.spec.nodeName = "gpu-0";
   if (state.orphan) built.metadata.ownerReferences = [];
@@ -124,25 +135,50 @@ function listing(pods: ReadonlyMap<string, Pod>): Pod[] {
 function step(rng: Prng, states: Map<string, PodState>, pods: Map<string, Pod>): void {
   const slot = SLOTS[rng.int(0, SLOTS.length)] ?? "";
   const state = states.get(slot);
-  const choice = rng.int(0, 9);
+  const choice = rng.int(0, 13);
   if (state === undefined || choice === 0) {
     const revision = rng.int(0, 2) === 0 ? rev1 : rev2;
-    states.set(slot, { revision, ready: false, draining: false, terminating: false, bound: false, impostor: rng.int(0, 6) === 0, orphan: false, generation: (state?.generation ?? 0) + 1 });
+    states.set(slot, { revision, ready: false, draining: false, patched: false, rehashed: false, terminating: false, bound: false, impostor: rng.int(0, 6) === 0, orphan: false, generation: (state?.generation ?? 0) + 1 });
   } else if (choice === 1) {
     states.delete(slot);
     pods.delete(slot);
     pods.delete(`${slot}!`);
     return;
   } else {
-    const flip = (["ready", "draining", "terminating", "bound", "ready", "orphan"] as const)[choice - 2];
+    const flip = (["ready", "draining", "terminating", "bound", "ready", "orphan", "patched", "rehashed", "impostor"] as const)[choice - 2];
     if (flip !== undefined) state[flip] = !state[flip];
-    else state.revision = state.revision === rev1 ? rev2 : rev1;
+    else if (choice === 11) state.revision = state.revision === rev1 ? rev2 : rev1;
+    else state.revision = state.revision === rev2 ? rev2Renamed : rev2;
   }
   const next = states.get(slot);
   if (next === undefined) return;
   pods.set(slot, podOf(slot, next));
   if (next.impostor) pods.set(`${slot}!`, podOf(slot, next, true));
   else pods.delete(`${slot}!`);
+}
+
+/** A pod settled: its object now, what `revisionMismatch` read of it then, and the revisions then. */
+interface SettledParts {
+  readonly pod: Pod;
+  readonly place: string;
+  readonly spec: Pod["spec"];
+  readonly revisionLabel: string | undefined;
+  readonly inPlace: string | undefined;
+  readonly revisions: RevisionsByName;
+}
+
+function settledParts({ pod, id }: PlacedPod, revisions: RevisionsByName): SettledParts {
+  const place = `${id.group}/${id.role}/${id.instance}/${id.index}`;
+  return { pod, place, spec: pod.spec, revisionLabel: pod.metadata.labels?.["tandem.dev/revision"], inPlace: pod.metadata.annotations?.["tandem.dev/inplace"], revisions };
+}
+
+/**
+ * A settled pod stays settled while its object is the same, or while each new version has the very
+ * parts its spec check read when it was settled and the revisions are the same.
+ */
+function stillSettled(was: SettledParts | undefined, now: SettledParts): boolean {
+  if (was === undefined) return false;
+  return was.pod === now.pod || (was.place === now.place && was.spec === now.spec && was.revisionLabel === now.revisionLabel && was.inPlace === now.inPlace && was.revisions === now.revisions);
 }
 
 /** A limit no list reaches: every reason, uncapped. */
@@ -163,12 +199,14 @@ describe("SubjectIndex and IdentityClaims", () => {
       let ms = modelServing("vllm:v2", 3, 0);
       let revisions: RevisionsByName = new Map([[rev1.name, rev1]]);
       const index = new SubjectIndex(ms, revisions, []);
-      let seen = new Set<Pod>();
+      let settled = new Map<string, SettledParts>();
       let lastPlaced: PlacedPod[] = [];
       for (let round = 0; round < 500; round++) {
         for (let count = rng.int(1, 4); count > 0; count--) step(rng, states, pods);
-        if (round === 100) revisions = new Map([[rev1.name, rev1], [rev2.name, rev2]]);
+        if (round === 100) revisions = new Map([[rev1.name, rev1], [rev2.name, rev2], [rev2Renamed.name, rev2Renamed]]);
         if (round === 200) ms = modelServing("vllm:v2", 2, 1);
+        // Revisions read again (another map of the same revisions): what was settled under the old one is checked again.
+        if (round === 250 || round === 450) revisions = new Map(revisions);
         if (round === 300) ms = modelServing("vllm:v2", 3, 0);
         // The update revision changes alone: answers cached per instance must follow it.
         if (round === 350) ms = modelServing("vllm:v2", 3, 0, "m-rev1");
@@ -182,7 +220,11 @@ describe("SubjectIndex and IdentityClaims", () => {
         index.settled(lastPlaced);
         index.observe(ms, revisions);
         const placed = placedPods(ms, stored);
-        assert.deepEqual(claims.violations(() => stored), noDuplicatePods(stored));
+        // The claims are counted exactly: the stored pods are listed when, and only when, two pods claim one identity.
+        let listed = false;
+        const duplicates = noDuplicatePods(stored);
+        assert.deepEqual(claims.violations(() => ((listed = true), stored)), duplicates);
+        assert.equal(listed, duplicates.length > 0);
         assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
         assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
         assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed));
@@ -195,15 +237,57 @@ describe("SubjectIndex and IdentityClaims", () => {
         assert.deepEqual(index.rolloutPending(EVERY_REASON), rollout);
         assert.deepEqual(index.rolloutPending(), rolloutPending(ms, placed, revisions));
         assert.deepEqual(index.rolloutPending(1), rollout.slice(0, 1), "a limit of 1: the first reason, none exactly when none is left");
-        // Unverified: the pod objects not settled yet, in stored order.
+        // Unverified: the pods not settled as they are, nor in a version the spec check judges
+        // alike under the same revisions; in stored order.
         const unverified = index.unverified();
-        assert.deepEqual(unverified, placed.filter((entry) => !seen.has(entry.pod)));
+        assert.deepEqual(unverified, placed.filter((entry) => !stillSettled(settled.get(entry.pod.metadata.uid ?? ""), settledParts(entry, revisions))));
         index.settled(unverified);
-        seen = new Set(placed.map((entry) => entry.pod));
+        const verified = new Set(unverified.map((entry) => entry.pod));
+        settled = new Map(placed.map((entry) => {
+          const was = settled.get(entry.pod.metadata.uid ?? "");
+          return [entry.pod.metadata.uid ?? "", verified.has(entry.pod) || was === undefined ? settledParts(entry, revisions) : { ...was, pod: entry.pod }];
+        }));
         lastPlaced = placed;
       }
     });
   }
+
+  it("IdentityClaims counts each claim exactly across versions that keep it and ones that drop it", () => {
+    const pods = new PodStore();
+    const changes = new PodChanges(pods);
+    const claims = new IdentityClaims();
+    /** How many identities are claimed twice, checking that the stored pods are listed only then. */
+    const duplicated = (): number => {
+      for (const change of changes.take()) claims.apply(change);
+      const stored = listing(pods);
+      const duplicates = noDuplicatePods(stored);
+      let listed = false;
+      assert.deepEqual(claims.violations(() => ((listed = true), stored)), duplicates);
+      assert.equal(listed, duplicates.length > 0);
+      return duplicates.length;
+    };
+    const slot = "0/decode/0/0";
+    const state: PodState = { revision: rev1, ready: false, draining: false, patched: false, rehashed: false, terminating: false, bound: false, impostor: false, orphan: false, generation: 1 };
+    pods.set(slot, podOf(slot, state));
+    pods.set(`${slot}!`, podOf(slot, state, true));
+    assert.equal(duplicated(), 1);
+    // Each step changes the pod only, in one way; the impostor keeps claiming the identity.
+    const steps: [Partial<PodState>, number][] = [
+      [{ ready: true }, 1],
+      [{ terminating: true }, 0],
+      [{ ready: false }, 0],
+      [{ terminating: false }, 1],
+      [{ bound: true }, 1],
+      [{ draining: true }, 1],
+    ];
+    for (const [change, expected] of steps) {
+      Object.assign(state, change);
+      pods.set(slot, podOf(slot, state));
+      assert.equal(duplicated(), expected, JSON.stringify(change));
+    }
+    pods.delete(`${slot}!`);
+    assert.equal(duplicated(), 0);
+  });
 
   it("the two revisions build the decode role differently (its role hash tells them apart)", () => {
     assert.notEqual(roleHash(rev1.data, "decode"), roleHash(rev2.data, "decode"));

@@ -9,11 +9,15 @@
  * Every answer is the named predicate of `src/core/invariants.ts` applied per pod or per instance
  * (the same pieces the whole-set functions are made of), so it equals the whole-set function over
  * the server's stored pods. Where a whole-set function needs pods in stored order, the index keeps
- * the few pods concerned in the order the server lists them: by namespace, then name.
+ * the few pods concerned in the order the server lists them: by namespace, then name. A pod's new
+ * version costs what it changed: what was derived from parts it shares with the previous version
+ * (the store shares every unchanged part) is kept.
  */
 import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
-import { availablePendingFor, claimedIdentity, countKey, inPartition, instanceAvailable, instanceRolloutReason, noDuplicatePods, partitionedUnits, placePod, rolloutPendingFrom, surgeBound, surgeLimits, surgeOrDrainReason, surgeViolation } from "../core/invariants.ts";
+import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
+import { isPodReady, isTerminating } from "../core/health.ts";
+import { availablePendingFor, claimedIdentity, countKey, inPartition, instanceAvailable, instanceRolloutReason, isDraining, noDuplicatePods, partitionedUnits, placePod, rolloutPendingFrom, surgeBound, surgeLimits, surgeOrDrainReason, surgeViolation } from "../core/invariants.ts";
 import type { AvailableCounts, InstanceOf, PartitionedUnit, PlacedPod, RevisionsByName, SurgeLimits, UpdateOfRole } from "../core/invariants.ts";
 import { getOrCreate } from "../core/maps.ts";
 import { compareStored } from "./pod-changes.ts";
@@ -23,21 +27,26 @@ import type { PodChange } from "./pod-changes.ts";
 export class IdentityClaims {
   readonly #claims = new Map<string, number>();
   /**
-   * By pod uid, the claim of the pod's last counted object when that object is frozen (stored
-   * objects are: its claim cannot change). A string-keyed map, pruned as pods go, because it is
-   * read and written at every pod change.
+   * By pod uid, the claim of a frozen version of the pod (stored objects are deep-frozen: its
+   * claim cannot change) that a later version sharing its claim parts claims too. A string-keyed
+   * map, pruned as pods go, because it is read at most pod changes.
    */
   readonly #claimOf = new Map<string, { readonly pod: Pod; readonly claim: string | undefined }>();
   /** Identities claimed by more than one live pod. */
   #duplicated = 0;
 
   apply({ before, after }: PodChange): void {
-    const known = before === undefined ? undefined : this.#claimOf.get(before.metadata.uid ?? "");
-    const was = before === undefined ? undefined : known?.pod === before ? known.claim : claimedIdentity(before);
-    // A new version that shares every part the claim reads claims what the old one did.
-    const now = after === undefined ? undefined : before !== undefined && sameClaimParts(before, after) ? was : claimedIdentity(after);
-    if (before !== undefined) this.#claimOf.delete(before.metadata.uid ?? "");
-    if (after !== undefined && Object.isFrozen(after)) this.#claimOf.set(after.metadata.uid ?? "", { pod: after, claim: now });
+    const sameUid = before !== undefined && after !== undefined && before.metadata.uid === after.metadata.uid;
+    // A new version with the very parts the claim reads claims what the old one did, and what is
+    // remembered of the pod still holds for it: nothing changes (most changes are status writes).
+    if (sameUid && sameClaimParts(before, after)) return;
+    const was = before === undefined ? undefined : this.#claimOfPod(before);
+    const now = after === undefined ? undefined : claimedIdentity(after);
+    if (before !== undefined && !sameUid) this.#claimOf.delete(before.metadata.uid ?? "");
+    if (after !== undefined) {
+      if (Object.isFrozen(after)) this.#claimOf.set(after.metadata.uid ?? "", { pod: after, claim: now });
+      else this.#claimOf.delete(after.metadata.uid ?? "");
+    }
     if (was === now) return;
     this.#count(was, -1);
     this.#count(now, 1);
@@ -50,6 +59,12 @@ export class IdentityClaims {
   violations(storedPods: () => readonly Pod[]): string[] {
     // Without a doubly claimed identity there is nothing to report; else the predicate says what.
     return this.#duplicated === 0 ? [] : noDuplicatePods(storedPods());
+  }
+
+  /** The claim of `pod`, a version of a counted pod: the remembered one when it shares the claim parts. */
+  #claimOfPod(pod: Pod): string | undefined {
+    const known = this.#claimOf.get(pod.metadata.uid ?? "");
+    return known !== undefined && sameClaimParts(known.pod, pod) ? known.claim : claimedIdentity(pod);
   }
 
   #count(key: string | undefined, delta: number): void {
@@ -91,6 +106,13 @@ interface Entry {
   readonly unit: Unit;
   surge: string | undefined;
   surgeOrDrain: string | undefined;
+  /** `isPodReady` of the pod's stored object now. */
+  ready: boolean;
+  /**
+   * The pod object found to match its revision (`settled`) and the revisions it was found under;
+   * undefined while unverified.
+   */
+  settled: { readonly pod: Pod; readonly revisions: RevisionsByName } | undefined;
 }
 
 /**
@@ -110,12 +132,15 @@ export class SubjectIndex {
   readonly #surging = new StoredOrder();
   readonly #surgingOrDraining = new StoredOrder();
   readonly #partitioned = new StoredOrder();
-  /** The `surgeOrDrainReason`s of `#surgingOrDraining` in stored order, until one changes. */
-  #surgeOrDrainReasons: string[] | undefined;
   /** Units whose pods changed since their last evaluation (evaluated before any answer). */
   readonly #dirty = new Set<Unit>();
-  /** Pods whose spec has not been found to match its revision (`settled` removes them). */
-  readonly #unverified = new StoredOrder();
+  /**
+   * Pods whose spec is not known to match its revision: added when a pod's new version may be
+   * judged otherwise than its settled one (see `#replace`); `settled` removes them. Unordered:
+   * nearly every pod version passes at the check after it is stored, so the few left are put in
+   * stored order when read rather than kept in it at every change.
+   */
+  readonly #unverified = new Set<Entry>();
   #version = 0;
 
   /** `pods`: the stored pods now; later changes come through `podChanged`. */
@@ -148,6 +173,7 @@ export class SubjectIndex {
     if (sameSpec && revisions === this.#context.revisions) return;
     const specJson = JSON.stringify(ms.spec);
     if (specJson === this.#context.specJson && revisions === this.#context.revisions) return;
+    if (revisions !== this.#context.revisions) this.#unsettleChanged();
     this.#context = contextOf(ms, revisions, specJson);
     this.#rederive();
   }
@@ -179,16 +205,27 @@ export class SubjectIndex {
     return partitionedUnits(this.#ms, this.#partitioned.placed());
   }
 
-  /** Pods not yet found to match their revision, in stored order. */
+  /**
+   * Pods not known to match their revision, in stored order: those not settled since they were
+   * placed, and those whose stored version changed in what `revisionMismatch` reads (the spec
+   * object, the labels and annotation naming the revision) or whose revisions changed since.
+   */
   unverified(): PlacedPod[] {
-    return this.#unverified.placed();
+    return [...this.#unverified].sort((a, b) => compareStored(a.placed.pod, b.placed.pod)).map((entry) => entry.placed);
   }
 
-  /** These pods (stored objects now) need no more `podsMatchTheirRevision` check. */
+  /**
+   * These pods (stored objects now) were found to match their revisions, the index's revisions
+   * now: they need no more `podsMatchTheirRevision` check while they, or new versions the check
+   * would judge alike under the same revisions (see `#replace`), are stored.
+   */
   settled(pods: readonly PlacedPod[]): void {
     for (const { pod } of pods) {
       const entry = this.#entries.get(pod.metadata.uid ?? "");
-      if (entry?.placed.pod === pod) this.#unverified.delete(entry);
+      // A pod object already settled keeps the revisions it was first found to match under.
+      if (entry?.placed.pod !== pod || entry.settled?.pod === pod) continue;
+      this.#unverified.delete(entry);
+      entry.settled = { pod, revisions: this.#context.revisions };
     }
   }
 
@@ -201,7 +238,8 @@ export class SubjectIndex {
   rolloutPending(limit?: number): string[] {
     this.#flush();
     return rolloutPendingFrom(this.#ms, this.#context.revisions, {
-      surgeAndDrain: () => (this.#surgeOrDrainReasons ??= this.#surgingOrDraining.entries().flatMap((entry) => entry.surgeOrDrain ?? [])),
+      // Its members are the pods with a reason, in stored order: the first `limit` are the answer.
+      surgeAndDrain: (limit) => this.#surgingOrDraining.entries().slice(0, limit).flatMap((entry) => entry.surgeOrDrain ?? []),
       instanceReason: (where, update) => this.#instanceReason(where, update),
     }, limit);
   }
@@ -230,29 +268,39 @@ export class SubjectIndex {
   #add(placed: PlacedPod): void {
     const unit = this.#unitOf(placed.id);
     unit.pods.splice(storedIndex(unit.pods, (each) => each.pod, placed.pod), 0, placed);
-    const entry: Entry = { placed, unit, surge: undefined, surgeOrDrain: undefined };
+    const entry: Entry = { placed, unit, surge: undefined, surgeOrDrain: undefined, ready: isPodReady(placed.pod), settled: undefined };
     this.#entries.set(placed.pod.metadata.uid ?? "", entry);
     this.#unverified.add(entry);
     this.#judge(entry);
     this.#dirty.add(unit);
   }
 
-  /** A new stored version of the pod of `entry`, in the same instance: same uid and name, so same places. */
+  /**
+   * A new stored version of the pod of `entry`, in the same instance: same uid and name, so same
+   * places. What the index derived from the previous version is derived again only when the new
+   * one differs in what it is derived from (most versions are status writes that change nothing
+   * of it): the spec match when `revisionMismatch` would read other parts or other revisions, the
+   * per-pod verdicts, the unit's answers.
+   */
   #replace(entry: Entry, placed: PlacedPod): void {
     const { unit } = entry;
+    const before = entry.placed.pod;
     unit.pods[unit.pods.indexOf(entry.placed)] = placed;
     entry.placed = placed;
-    this.#unverified.add(entry);
-    this.#judge(entry);
-    this.#dirty.add(unit);
+    if (entry.settled?.revisions !== this.#context.revisions || !sameSpecParts(before, placed.pod)) this.#unsettle(entry);
+    if (!sameVerdictParts(before, placed.pod)) this.#judge(entry);
+    // Readiness is read again only when what it is read from changed (conditions are rewritten less often than status).
+    const ready = before.status?.conditions === placed.pod.status?.conditions && isTerminating(before) === isTerminating(placed.pod) ? entry.ready : isPodReady(placed.pod);
+    if (ready !== entry.ready || !sameUnitParts(before, placed.pod)) this.#dirty.add(unit);
+    entry.ready = ready;
   }
 
   #remove(pod: Pod): void {
     const entry = this.#entries.get(pod.metadata.uid ?? "");
     if (entry === undefined) return;
     this.#entries.delete(pod.metadata.uid ?? "");
-    for (const subset of [this.#surging, this.#surgingOrDraining, this.#partitioned, this.#unverified]) subset.delete(entry);
-    if (entry.surgeOrDrain !== undefined) this.#surgeOrDrainReasons = undefined;
+    for (const subset of [this.#surging, this.#surgingOrDraining, this.#partitioned]) subset.delete(entry);
+    this.#unverified.delete(entry);
     const { unit, placed } = entry;
     unit.pods.splice(unit.pods.indexOf(placed), 1);
     this.#dirty.add(unit);
@@ -260,9 +308,7 @@ export class SubjectIndex {
 
   /** The per-pod verdicts of `entry` under the current context. */
   #judge(entry: Entry): void {
-    const surgeOrDrain = surgeOrDrainReason(this.#ms, entry.placed);
-    if (surgeOrDrain !== entry.surgeOrDrain) this.#surgeOrDrainReasons = undefined;
-    entry.surgeOrDrain = surgeOrDrain;
+    entry.surgeOrDrain = surgeOrDrainReason(this.#ms, entry.placed);
     entry.surge = surgeViolation(this.#context.surge, entry.placed);
     this.#surging.toggle(entry, entry.surge !== undefined);
     this.#surgingOrDraining.toggle(entry, entry.surgeOrDrain !== undefined);
@@ -298,6 +344,20 @@ export class SubjectIndex {
     if (count === 0) this.#counts.delete(key);
     else this.#counts.set(key, count);
     this.#version += 1;
+  }
+
+  /** `entry`'s pod is to be checked against its revision again. */
+  #unsettle(entry: Entry): void {
+    entry.settled = undefined;
+    this.#unverified.add(entry);
+  }
+
+  /**
+   * The revisions change: pods kept settled in a new version because it was judged alike under
+   * the old revisions are checked again (a pod whose settled object is unchanged stays settled).
+   */
+  #unsettleChanged(): void {
+    for (const entry of this.#entries.values()) if (entry.settled !== undefined && entry.settled.pod !== entry.placed.pod) this.#unsettle(entry);
   }
 
   /** Everything derived from the context, again (the spec or the revisions changed). */
@@ -341,6 +401,37 @@ function samePlaceParts(before: Pod, after: Pod): boolean {
     before.metadata.labels === after.metadata.labels &&
     before.metadata.ownerReferences === after.metadata.ownerReferences
   );
+}
+
+/**
+ * Whether two versions of one pod in one place get the same `revisionMismatch` verdict under the
+ * same revisions: it reads the place and, of the pod, the spec and the revision it names
+ * (`specRevisionName`: the revision label and the in-place progress annotation).
+ */
+function sameSpecParts(before: Pod, after: Pod): boolean {
+  return (
+    before.spec === after.spec &&
+    before.metadata.labels?.[LABEL_REVISION] === after.metadata.labels?.[LABEL_REVISION] &&
+    before.metadata.annotations?.[ANNOTATION_IN_PLACE] === after.metadata.annotations?.[ANNOTATION_IN_PLACE]
+  );
+}
+
+/**
+ * Whether two versions of one pod in one place get the same per-pod verdicts (`#judge`): those
+ * read the place, the name and, of the pod, only whether it is live and whether it is draining.
+ */
+function sameVerdictParts(before: Pod, after: Pod): boolean {
+  return isTerminating(before) === isTerminating(after) && isDraining(before) === isDraining(after);
+}
+
+/**
+ * Whether two versions of one pod in one place, equally ready, leave its unit's answers as they
+ * were: `instanceAvailable` reads of each pod its place, liveness, readiness, draining and
+ * revision label, `instanceRolloutReason` that and its name and role hash label.
+ */
+function sameUnitParts(before: Pod, after: Pod): boolean {
+  const labels = before.metadata.labels === after.metadata.labels || (before.metadata.labels?.[LABEL_REVISION] === after.metadata.labels?.[LABEL_REVISION] && before.metadata.labels?.[LABEL_ROLE_HASH] === after.metadata.labels?.[LABEL_ROLE_HASH]);
+  return labels && sameVerdictParts(before, after);
 }
 
 /** Two versions of one pod (same uid) in the same instance as the same worker. */
