@@ -106,6 +106,20 @@ describe("RoleRollingUpdate", () => {
     assert.ok(sawSurge);
     assert.ok(![...cluster.pods.keys()].some((name) => name.includes("decode-2")));
   });
+
+  it("a new update while Ready surge instances run the last one: they are not counted as capacity (regression: every decode instance of a group went at once)", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    // Plan until the v2 surge instance serves beside the v1 one, then switch to v3 at once.
+    for (let round = 0; available(cluster, 0, "decode") < 2; round++) {
+      assert.ok(round < 10, "the v2 surge instance never became available");
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+    }
+    setDecodeImage(cluster, "vllm:v3");
+    run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "decode capacity dropped below replicas − maxUnavailable"));
+    assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3", "llm-0-decode-0-1=vllm:v3"]);
+  });
 });
 
 describe("surge", () => {

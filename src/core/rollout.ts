@@ -220,7 +220,7 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const surgeByGroup = new Map<number, Map<string, number>>();
   const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroup.get(group)?.get(role.name) ?? 0) };
   // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts.
-  const probe = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge });
+  const probe = surgeAtUpdate(scratch, layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge }));
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
   let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
   for (const group of range(spec.replicas).reverse()) {
@@ -240,6 +240,26 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
     }
   }
   return surge;
+}
+
+/**
+ * `layout` with every surge ordinal of every group recorded at the update revision, as this plan
+ * leaves each surge instance it keeps (`planRoleSurge`; those it does not keep are scaled down).
+ * A Ready surge instance of an earlier rollout then is what it is about to be: replaced when the
+ * update builds its role otherwise, so never capacity that lets the last old instance go.
+ */
+function surgeAtUpdate(scratch: Scratch, layout: Layout): Layout {
+  const { model, revisions } = scratch;
+  const records = new Map(layout.units.map((record) => [recordKey(record), record]));
+  for (let group = 0; group < model.ms.spec.replicas; group++) {
+    for (const role of model.ms.spec.template.roles) {
+      for (let instance = role.replicas; instance < layout.instances(group, role); instance++) {
+        const record: UnitRecord = { group, role: role.name, instance, revision: revisions.update.name };
+        records.set(recordKey(record), record);
+      }
+    }
+  }
+  return { ...layout, units: [...records.values()] };
 }
 
 /** Start permits of the coordinated roles of one group (an empty map without coordination). */
