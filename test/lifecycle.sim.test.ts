@@ -151,4 +151,23 @@ describe("lifecycle in the simulator", () => {
     assert.deepEqual(cluster.server.stored("Pod").map((pod) => pod.metadata.name).sort(), [...groupPods(0, 2), ...groupPods(1, 2)].sort());
     assert.equal(cluster.events().filter((event) => event.type === "PodCreated").length, 8, "no pod created twice");
   });
+
+  it("a new update while surge instances of the last one serve (after a scale-up mid-rollout) keeps every budget (regression, seed 2)", async () => {
+    const roles = (image: string) => [
+      { name: "prefill", replicas: 2, entryTemplate: gpu("vllm:v1") },
+      { name: "decode", replicas: 1, maxUnavailable: 0, maxSurge: 1, workerReplicas: 1, entryTemplate: gpu(image), workerTemplate: gpu(image) },
+    ];
+    const wait = (what: string) => ({ wait: { for: what, timeoutSeconds: 1200 } });
+    const replicas = (count: number) => ({ patch: { name: "m", merge: { spec: { replicas: count } } } });
+    const image = (tag: string) => ({ patch: { name: "m", merge: { spec: { template: { roles: roles(tag) } } } } });
+    const spec = { replicas: 4, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } }, template: { roles: roles("vllm:v1") } };
+    // RolloutComplete is seen before the controller promotes the update revision, so the scale-up
+    // to 5 lands mid-rollout: the new groups surge, and v3 arrives while those surge instances serve.
+    const steps = [{ apply: modelServing(spec) }, wait("Available"), replicas(2), wait("Available"), image("vllm:v2"), wait("RolloutComplete"), replicas(5), wait("Available"), image("vllm:v3"), wait("RolloutComplete")];
+    const parsed = parseScenario({ name: "surge-across-updates", seed: 2, cluster: { nodes: [{ name: "gpu", count: 4, gpus: 8 }] }, steps });
+    assert.ok(parsed.ok, JSON.stringify(parsed.ok ? [] : parsed.problems));
+    const report = await runScenario(parsed.scenario);
+    assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+    assert.equal(report.verdict, "pass");
+  });
 });

@@ -53,6 +53,8 @@ interface Scratch {
   readonly blocked: string[];
   readonly ineligible: Ineligible[];
   readonly unreadable: UnreadableUses;
+  /** Record keys of surge instances kept at their revision this plan (`holdSurge`). */
+  readonly held: Set<string>;
 }
 
 function recordKey(record: { group: number; role?: string | undefined; instance?: number | undefined }): string {
@@ -62,7 +64,7 @@ function recordKey(record: { group: number; role?: string | undefined; instance?
 /** Decides the layout for this plan from the stored one. */
 export function planRollout(states: InstanceStates, base: Layout, unreadable: UnreadableUses): RolloutDecision {
   const { model, revisions } = states;
-  const scratch: Scratch = { model, revisions, states, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable };
+  const scratch: Scratch = { model, revisions, states, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable, held: new Set() };
   const strategy = model.ms.spec.rolloutStrategy;
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
@@ -220,7 +222,9 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const surgeByGroup = new Map<number, Map<string, number>>();
   const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroup.get(group)?.get(role.name) ?? 0) };
   // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts.
-  const probe = surgeAtUpdate(scratch, layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge }));
+  const stored = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge });
+  holdSurge(scratch, stored, resolve);
+  const probe = surgeAtUpdate(scratch, stored);
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
   let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
   for (const group of range(spec.replicas).reverse()) {
@@ -244,9 +248,10 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
 
 /**
  * `layout` with every surge ordinal of every group recorded at the update revision, as this plan
- * leaves each surge instance it keeps (`planRoleSurge`; those it does not keep are scaled down).
- * A Ready surge instance of an earlier rollout then is what it is about to be: replaced when the
- * update builds its role otherwise, so never capacity that lets the last old instance go.
+ * leaves each surge instance it keeps (`planRoleSurge`; those it does not keep are scaled down),
+ * held ones excepted (`holdSurge`). A Ready surge instance of an earlier rollout then is what it is
+ * about to be: replaced when the update builds its role otherwise, so never capacity that lets
+ * the last old instance go.
  */
 function surgeAtUpdate(scratch: Scratch, layout: Layout): Layout {
   const { model, revisions } = scratch;
@@ -255,11 +260,45 @@ function surgeAtUpdate(scratch: Scratch, layout: Layout): Layout {
     for (const role of model.ms.spec.template.roles) {
       for (let instance = role.replicas; instance < layout.instances(group, role); instance++) {
         const record: UnitRecord = { group, role: role.name, instance, revision: revisions.update.name };
-        records.set(recordKey(record), record);
+        const key = recordKey(record);
+        if (!scratch.held.has(key)) records.set(key, record);
       }
     }
   }
   return { ...layout, units: [...records.values()] };
+}
+
+/**
+ * Holds (in `scratch.held`) the surge instances that serve at a role spec other than the update's
+ * while their role in their group has fewer available desired instances than its floor (replicas −
+ * maxUnavailable): as many as the floor needs, lowest ordinal first. Moving such an instance to
+ * the update revision would replace capacity the role cannot spare; held, it keeps its revision
+ * and serves until the desired instances are back. `layout` has the stored records.
+ */
+function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof resolver>): void {
+  const { model } = scratch;
+  for (const [group, roles] of model.tree) {
+    if (group >= model.ms.spec.replicas) continue;
+    const surgeRoles = model.ms.spec.template.roles.filter((role) => [...(roles.get(role.name)?.keys() ?? [])].some((instance) => instance >= role.replicas));
+    if (surgeRoles.length === 0) continue;
+    const states = desiredInstanceStates(scratch.states, layout, resolve, group);
+    for (const role of surgeRoles) {
+      const mine = states.filter((state) => state.role === role.name);
+      const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
+      const needed = floor - mine.filter((state) => state.instance < role.replicas && state.available).length;
+      const outdated = mine.filter((state) => state.instance >= role.replicas && state.available && !state.atUpdate);
+      for (const state of outdated.slice(0, Math.max(0, needed))) scratch.held.add(recordKey(state));
+    }
+  }
+}
+
+/** How many surge ordinals of `role` in `group` must stay for the held ones among them. */
+function heldSurgeCount(scratch: Scratch, group: number, role: Role): number {
+  let count = 0;
+  for (let instance = role.replicas; scratch.held.size > 0 && instance < role.replicas + resolveRoleBudget(role).maxSurge; instance++) {
+    if (scratch.held.has(recordKey({ group, role: role.name, instance }))) count = instance + 1 - role.replicas;
+  }
+  return count;
 }
 
 /** Start permits of the coordinated roles of one group (an empty map without coordination). */
@@ -373,8 +412,12 @@ function planRoleSurge(
   const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
   const outdated = eligible.filter((state) => !state.atUpdate).length;
   const wanted = surgeCount({ paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved: eligible.some(isStarved) });
-  const surge = wanted <= existing ? wanted : existing + grant(wanted - existing);
-  for (const instance of range(surge)) permit(scratch, { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name });
+  // A held instance stays however few are wanted: it carries the role's floor.
+  const surge = Math.max(wanted <= existing ? wanted : existing + grant(wanted - existing), heldSurgeCount(scratch, group, role));
+  for (const instance of range(surge)) {
+    const record: UnitRecord = { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name };
+    if (!scratch.held.has(recordKey(record))) permit(scratch, record);
+  }
   return surge;
 }
 
