@@ -170,4 +170,25 @@ describe("lifecycle in the simulator", () => {
     assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
     assert.equal(report.verdict, "pass");
   });
+
+  it("more workers per decode instance and one more group in one update: every instance is rebuilt whole, once (regression: an endless rebuild, seeds 2-4)", async () => {
+    const roles = (image: string, workers: number) => [
+      { name: "prefill", replicas: 2, entryTemplate: gpu("vllm:v1") },
+      { name: "decode", replicas: 1, maxUnavailable: 0, maxSurge: 1, workerReplicas: workers, entryTemplate: gpu(image), workerTemplate: gpu(image) },
+    ];
+    const spec = { replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } }, template: { roles: roles("vllm:v1", 1) } };
+    // The old instance's pods terminate at different times: pods created beside them started while
+    // others were missing, which read as broken and was rebuilt, forever.
+    const steps = [{ apply: modelServing(spec) }, { wait: { for: "Available", timeoutSeconds: 1200 } }, { patch: { name: "m", merge: { spec: { replicas: 4, template: { roles: roles("vllm:v2", 2) } } } } }, { wait: { for: "RolloutComplete", timeoutSeconds: 1200 } }];
+    for (const seed of [2, 3, 4]) {
+      const parsed = parseScenario({ name: "more-workers", seed, cluster: { nodes: [{ name: "gpu", count: 4, gpus: 8 }] }, steps });
+      assert.ok(parsed.ok, JSON.stringify(parsed.ok ? [] : parsed.problems));
+      const report = await runScenario(parsed.scenario);
+      assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
+      // Created at v1, then once at v2: never a third time.
+      const creations = new Map<string, number>();
+      for (const event of report.events) if (event.type === "PodCreated") creations.set(event.pod, (creations.get(event.pod) ?? 0) + 1);
+      assert.deepEqual([...creations].filter(([, count]) => count > 2), [], `seed ${seed}: pods created more than twice`);
+    }
+  });
 });

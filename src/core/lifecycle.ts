@@ -221,7 +221,10 @@ function describeFailure(context: Context, state: InstanceState): string {
  */
 function createAbsent(context: Context, state: InstanceState): void {
   const { model, work } = context;
-  if (state.health.absent.length === 0) return;
+  // An instance whose every pod is going (replaced, or rebuilt by recovery) is created whole once
+  // they are gone: pods created beside terminating ones would start while the others are missing,
+  // which is a broken instance, rebuilt again, and so on.
+  if (state.health.absent.length === 0 || (state.health.live.length === 0 && state.health.terminating.length > 0)) return;
   const revision = state.running ?? state.target;
   if (state.health.live.length === 0 && state.health.terminating.length === 0) {
     work.actions.push({ type: "RecordEvent", eventType: "Normal", reason: "CreateInstance", message: `creating ${instanceId(state.role, state.instance)} of group ${state.group} at revision ${revision.name}` });

@@ -190,6 +190,17 @@ describe("plan: recovery", () => {
     assert.deepEqual(deletedPods(late.actions), ["llm-0-prefill-0-0"]);
   });
 
+  it("an instance whose every pod is terminating is created whole once they are gone, never beside them", () => {
+    const cluster = idealCluster(manifest());
+    converge(cluster, NOW);
+    // The worker is gone already; the entry still terminates (a slower node): nothing is created.
+    cluster.pods.delete("llm-1-decode-0-1");
+    cluster.pods.get("llm-1-decode-0-0")!.metadata.deletionTimestamp = "2026-11-30T01:00:00Z";
+    assert.deepEqual(createdPods(plan(observe(cluster), NOW).actions), []);
+    cluster.pods.delete("llm-1-decode-0-0");
+    assert.deepEqual(createdPods(plan(observe(cluster), NOW).actions), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
+  });
+
   it("a partially created instance whose pods are all pending is completed, not rebuilt", () => {
     const cluster = idealCluster(manifest());
     const first = plan(observe(cluster), NOW);
