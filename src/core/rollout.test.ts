@@ -107,33 +107,31 @@ describe("RoleRollingUpdate", () => {
     assert.ok(![...cluster.pods.keys()].some((name) => name.includes("decode-2")));
   });
 
-  it("a new update while Ready surge instances run the last one: they are not counted as capacity (regression: every decode instance of a group went at once)", () => {
+  /**
+   * One decode instance (maxUnavailable 0, maxSurge 1) in one group: starts the v2 update, plans
+   * until `reached` holds, then switches to v3 at once and runs to the end, checking after every
+   * plan that a decode instance serves.
+   */
+  function updateAgainWhen(reached: (cluster: IdealCluster) => boolean, what: string): void {
     const cluster = idealCluster(pdManifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    // Plan until the v2 surge instance serves beside the v1 one, then switch to v3 at once.
-    for (let round = 0; available(cluster, 0, "decode") < 2; round++) {
-      assert.ok(round < 10, "the v2 surge instance never became available");
+    for (let round = 0; !reached(cluster); round++) {
+      assert.ok(round < 10, `never reached: ${what}`);
       apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
     }
     setDecodeImage(cluster, "vllm:v3");
     run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "decode capacity dropped below replicas − maxUnavailable"));
     assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3", "llm-0-decode-0-1=vllm:v3"]);
+  }
+
+  it("a new update while Ready surge instances run the last one: they are not counted as capacity (regression: every decode instance of a group went at once)", () => {
+    updateAgainWhen((cluster) => available(cluster, 0, "decode") === 2, "the v2 surge instance serves beside the v1 one");
   });
 
   it("a new update while the role's only serving instance is a surge one of the last update: it is held at its revision until the desired one serves", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
-    run(cluster);
-    setDecodeImage(cluster, "vllm:v2");
-    // Plan until the desired instance is being rebuilt at v2 and only the v2 surge instance serves.
-    const rebuilding = () => cluster.pods.get("llm-0-decode-0-0")?.spec.containers[0]?.image === "vllm:v2" && available(cluster, 0, "decode") === 1;
-    for (let round = 0; !rebuilding(); round++) {
-      assert.ok(round < 10, "the desired decode instance was never rebuilt beside a serving surge instance");
-      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
-    }
-    setDecodeImage(cluster, "vllm:v3");
-    run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "the last serving decode instance was replaced"));
-    assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3", "llm-0-decode-0-1=vllm:v3"]);
+    const rebuilding = (cluster: IdealCluster) => cluster.pods.get("llm-0-decode-0-0")?.spec.containers[0]?.image === "vllm:v2" && available(cluster, 0, "decode") === 1;
+    updateAgainWhen(rebuilding, "the desired instance is rebuilt at v2 and only the v2 surge instance serves");
   });
 });
 
