@@ -84,9 +84,11 @@ export function planDrain(
   // Only entries that took traffic need the router's ack: a pod whose gate never opened has no
   // request on it. The gate reason "Draining" (set above) remembers that it was serving.
   const entries = live.filter((view) => view.id.index === 0 && (view.facts.serving || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON));
-  const deadlines = entries.map((view) => (view.facts.drainingSinceMs ?? nowMs) + drainTimeoutSeconds * 1000);
-  const waiting = entries.filter((view, index) => drainTimeoutSeconds > 0 && !isDrained(view.pod) && nowMs < (deadlines[index] ?? nowMs));
-  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...deadlines), drained: false };
+  const deadlineMs = (view: PodView): number => (view.facts.drainingSinceMs ?? nowMs) + drainTimeoutSeconds * 1000;
+  const waiting = entries.filter((view) => drainTimeoutSeconds > 0 && !isDrained(view.pod) && nowMs < deadlineMs(view));
+  // The next deadline of an entry still waiting: one already past (an entry marked earlier, or
+  // acked) is no reason to look again, and a recheck in the past would plan again at once, forever.
+  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...waiting.map(deadlineMs)), drained: false };
   const timedOut = entries.filter((view) => drainTimeoutSeconds > 0 && !isDrained(view.pod));
   if (timedOut.length > 0) {
     actions.push({

@@ -135,6 +135,18 @@ describe("plan: scaling", () => {
     assert.deepEqual(deletedPods(acked.actions), ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
   });
 
+  it("looks again at the next deadline of an entry still draining, never at one already past (regression: a plan every instant)", () => {
+    const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
+    converge(cluster, NOW);
+    cluster.modelServing.spec.replicas = 1;
+    apply(cluster, plan(observe(cluster), NOW).actions);
+    // Marked 90 s ago (timed out); the decode entry was marked now and waits for its ack.
+    cluster.pods.get("llm-1-prefill-0-0")!.metadata.annotations!["tandem.dev/draining"] = "2026-11-30T00:58:30Z";
+    const next = plan(observe(cluster), NOW + 1_000);
+    assert.ok(!types(next.actions).includes("DeletePod"));
+    assert.equal(next.requeueAfterMs, 59_000);
+  });
+
   it("deletes after the drain timeout with a DrainTimeout event, and cancels a drain no longer needed", () => {
     const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
     converge(cluster, NOW);
