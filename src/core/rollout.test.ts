@@ -183,6 +183,36 @@ describe("ServingGroupRollingUpdate", () => {
   });
 });
 
+describe("strategy switched mid-rollout", () => {
+  /** Starts v2 under `from`, plans once (records written), then switches to `to` with `change` and runs to the end. */
+  function switchMidRollout(from: Record<string, any>, to: Record<string, any>, change: (cluster: IdealCluster) => void): IdealCluster {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: from }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    apply(cluster, plan(observe(cluster), NOW).actions);
+    assert.ok((cluster.modelServing.status.units ?? []).length > 0, "the first plan wrote no record");
+    cluster.modelServing.spec.rolloutStrategy = to;
+    change(cluster);
+    run(cluster);
+    const { status } = cluster.modelServing;
+    assert.equal(status.currentRevision, status.updateRevision);
+    assert.equal(status.units, undefined, "records are left after promotion");
+    return cluster;
+  }
+
+  it("group records of ServingGroupRollingUpdate never outlive a RoleRollingUpdate that changes the instances (regression: pods rolled back)", () => {
+    const cluster = switchMidRollout({ type: "ServingGroupRollingUpdate" }, { type: "RoleRollingUpdate" }, (c) => {
+      c.modelServing.spec.template.roles[1].workerReplicas = 2;
+    });
+    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).length === 3 * 2 * 3, "every decode instance has its entry and 2 workers");
+  });
+
+  it("instance records of RoleRollingUpdate do not shadow a ServingGroupRollingUpdate group permit (regression: the rollout never finished)", () => {
+    const cluster = switchMidRollout({ type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } }, { type: "ServingGroupRollingUpdate" }, (c) => setDecodeImage(c, "vllm:v3"));
+    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v3")));
+  });
+});
+
 describe("partition", () => {
   it("the seed's example: partition 2 keeps groups 0 and 1 on v1, even after losing every pod", () => {
     const cluster = idealCluster(pdManifest({ rolloutStrategy: { rollingUpdateConfiguration: { partition: 2 } } }));

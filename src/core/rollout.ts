@@ -69,7 +69,9 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
   const currentName = promoted ? revisions.update.name : base.currentName;
-  const units = compact(scratch, currentName, surge);
+  // Promotion drops every record in the same write (docs/design/rollout.md): a record left from
+  // another strategy or revision would otherwise shadow the new current revision.
+  const units = promoted ? [] : compact(scratch, currentName, surge);
   const layout: Layout = { groups: surge.groups, instances: surge.instances, units, currentName };
   const recordsChanged = currentName !== base.currentName || !sameRecords(units, base.units);
   return { layout, recordsChanged, waiting: scratch.waiting, blocked: scratch.blocked, ineligible: scratch.ineligible };
@@ -96,11 +98,15 @@ function layoutWith(scratch: Scratch, base: Layout, surge: Surge): Layout {
  * Records `record`. A record equal field by field to the one already there (most surge permits,
  * re-granted every plan) keeps that object, so `sameRecords` need not serialize it. Equal fields
  * serialize alike: stored records are parsed in the schema's key order, and permits are built in it.
+ * A group record replaces the group's instance records (left by a RoleRollingUpdate before the
+ * strategy changed): an instance record wins over its group's, so it would hold the unit back.
  */
 function permit(scratch: Scratch, record: UnitRecord): void {
   const key = recordKey(record);
   const existing = scratch.records.get(key);
   if (existing === undefined || existing.revision !== record.revision || existing.role !== record.role || existing.instance !== record.instance) scratch.records.set(key, record);
+  if (record.role !== undefined) return;
+  for (const [other, kept] of scratch.records) if (kept.group === record.group && kept.role !== undefined) scratch.records.delete(other);
 }
 
 /**
