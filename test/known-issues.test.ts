@@ -28,8 +28,8 @@ const ISSUES: Readonly<Record<string, string>> = {
     "partitionHolds: a partition raised while permits are in flight is not honoured; group 0 ends on an intermediate revision with status Converged (semantics to decide: cancel unstarted permits below the partition, or exempt them in the checker)",
   "C2-partition-raised-inflight-inplace.json": "partitionHolds: as C1, in place (a pod only draining is still patched)",
   "C3-partition-raised-inflight-rr.json": "partitionHolds: as C1, under RoleRollingUpdate",
-  "D1-checker-partition-memory-surge.json":
-    "checker: partitionHolds remembers a surge instance after it was scaled away and flags the desired instance later created at the current revision (checker.ts partition memory); the same run shows a surge below the group partition scaled down while it carries the floor",
+  "A5-surge-below-group-partition-floor.json":
+    "roleBudget: a surge instance in a group below the group partition (raised mid-rollout) is scaled down while it carries the role's floor (rollout.ts: planRoleRollout and holdSurge skip groups below the partition)",
   "E1-checker-budget-lowered-midflight.json": "checker: lowering the group maxUnavailable mid-rollout is judged at that instant against disruptions already in flight",
   "E2-checker-role-budget-lowered-midflight.json": "checker: as E1, for a role's maxUnavailable",
   "E3-checker-strategy-switch-inplace-to-rr.json": "checker: as E1, at a strategy switch (InPlaceUpdate → RoleRollingUpdate)",

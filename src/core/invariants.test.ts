@@ -124,7 +124,8 @@ describe("invariants", () => {
 
   it("partitionedUnits: instances below the group or (RoleRollingUpdate) role partition", () => {
     const partitioned = modelServing({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { partition: 1 } } });
-    const { units } = partitionedUnits(partitioned, placedPods(partitioned, [pod(0, 0), pod(0, 1), pod(1, 0)]));
+    // decode-2 of group 0 is a surge instance (replicas 2): temporary, never held by a partition.
+    const { units } = partitionedUnits(partitioned, placedPods(partitioned, [pod(0, 0), pod(0, 1), pod(0, 2), pod(1, 0)]));
     assert.deepEqual([...units.keys()], ["0/decode-0", "0/decode-1"]);
   });
 

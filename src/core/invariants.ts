@@ -359,14 +359,16 @@ export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): str
 // partitionHolds (the checker remembers each unit's role hash across time)
 
 /**
- * Whether instance `(group, role, instance)` is below a partition: its group is below the group
- * partition or (RoleRollingUpdate, as in the core's rollout) its ordinal is below its role's.
+ * Whether instance `(group, role, instance)` is below a partition: a desired instance (a surge one
+ * is temporary, built at the update revision, and never what a partition holds) whose group is
+ * below the group partition or (RoleRollingUpdate, as in the core's rollout) whose ordinal is
+ * below its role's.
  */
 export function belowPartition(ms: ModelServing, group: number, role: string, instance: number): boolean {
-  if (group < resolveGroupBudget(ms.spec).partition) return true;
-  if (ms.spec.rolloutStrategy.type !== "RoleRollingUpdate") return false;
   const spec = ms.spec.template.roles.find((candidate) => candidate.name === role);
-  return spec !== undefined && instance < resolveRoleBudget(spec).partition;
+  if (spec === undefined || instance >= spec.replicas) return false;
+  if (group < resolveGroupBudget(ms.spec).partition) return true;
+  return ms.spec.rolloutStrategy.type === "RoleRollingUpdate" && instance < resolveRoleBudget(spec).partition;
 }
 
 /** A live instance below a partition and the role hash its pods carry. */
