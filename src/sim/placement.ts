@@ -111,7 +111,7 @@ export function freeCapacity(nodes: readonly KubeObject[], usedGpus: ReadonlyMap
 }
 
 /** The node whose GPUs `pod` holds and how many, or undefined when it holds none (not bound, or finished). */
-export function heldGpus(pod: KubeObject): { readonly node: string; readonly gpus: number } | undefined {
+function heldGpus(pod: KubeObject): { readonly node: string; readonly gpus: number } | undefined {
   const nodeName = pod.spec?.["nodeName"];
   const phase = pod.status?.["phase"];
   if (typeof nodeName !== "string" || phase === "Succeeded" || phase === "Failed") return undefined;
@@ -146,11 +146,6 @@ export class HeldGpuLedger {
     if (gpus === 0) this.#gpusByNode.delete(held.node);
     else this.#gpusByNode.set(held.node, gpus);
   }
-}
-
-/** `free` (same nodes, same order) with `takenGpus` more GPUs in use per node name. */
-export function lessTaken(free: readonly NodeCapacity[], takenGpus: ReadonlyMap<string, number>): NodeCapacity[] {
-  return free.map((node) => ({ name: node.name, freeGpus: node.freeGpus - (takenGpus.get(node.name) ?? 0) }));
 }
 
 function allocatableGpus(node: KubeObject): number {

@@ -23,7 +23,7 @@ import type { SimClient } from "./client.ts";
 import { isJsonObject } from "./json.ts";
 import { refOf } from "./objects.ts";
 import { conditionsOf, mergeConditions } from "./pod-status.ts";
-import { HeldGpuLedger, freeCapacity, heldGpus, lessTaken, placeGang, podGpuRequest } from "./placement.ts";
+import { HeldGpuLedger, freeCapacity, placeGang, podGpuRequest } from "./placement.ts";
 import type { Demand } from "./placement.ts";
 import type { WatchStream } from "./watch.ts";
 import { compareStrings } from "../core/maps.ts";
@@ -129,24 +129,10 @@ export class SimScheduler {
         const nodeName = placement.nodeByPod.get(podKey(pod));
         if (nodeName !== undefined) this.#bind(pod, nodeName);
       }
-      // Later gangs see this one's GPUs as taken.
-      free = lessTaken(free, this.#takenBy(gang));
+      // Later gangs see this one's GPUs as taken: bindings commit at once, and the ledger follows
+      // every commit.
+      free = freeCapacity(nodes, this.#heldGpus.byNode());
     }
-  }
-
-  /**
-   * GPUs per node that `gang`'s pods hold now, as stored. They were pending (holding none), and
-   * binding them is the only change to the store since `free` was computed (bindings commit at
-   * once; what follows from them runs later), so this is all that `freeCapacity` would count anew.
-   */
-  #takenBy(gang: readonly KubeObject[]): Map<string, number> {
-    const takenGpus = new Map<string, number>();
-    for (const pod of gang) {
-      const stored = this.#server.peek(refOf(pod));
-      const held = stored === undefined ? undefined : heldGpus(stored);
-      if (held !== undefined) takenGpus.set(held.node, (takenGpus.get(held.node) ?? 0) + held.gpus);
-    }
-    return takenGpus;
   }
 
   #watch(kind: "Pod" | "Node"): void {
