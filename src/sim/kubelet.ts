@@ -109,11 +109,6 @@ interface ContainerReport {
   readonly phase: string;
   /** Made once, never modified (patches hand it to the server, which copies it). */
   readonly containerStatuses: JsonValue;
-  /**
-   * A stored (frozen) `status.containerStatuses` found to be the same JSON text as
-   * `containerStatuses`: found so again by identity, without comparing. Safe because neither can change.
-   */
-  storedAsIs: JsonValue | undefined;
 }
 
 interface Timing {
@@ -465,13 +460,13 @@ export class SimKubelet {
     const changed: JsonObject = {};
     // Field by field, in this order (the patch's); each is offered, whatever the others did.
     const changes = [
-      offerField(changed, current, report, "phase", report.phase),
-      offerField(changed, current, report, "conditions", mergeConditions(conditionsOf(pod), kubeletConditions(pod, runtime.containers), this.#clock.nowRfc3339())),
-      offerField(changed, current, report, "containerStatuses", report.containerStatuses),
-      offerField(changed, current, report, "hostIP", runtime.hostIP),
-      offerField(changed, current, report, "podIP", runtime.podIP),
-      offerField(changed, current, report, "podIPs", runtime.podIPs),
-      offerField(changed, current, report, "startTime", runtime.startTime),
+      offerField(changed, current, "phase", report.phase),
+      offerField(changed, current, "conditions", mergeConditions(conditionsOf(pod), kubeletConditions(pod, runtime.containers), this.#clock.nowRfc3339())),
+      offerField(changed, current, "containerStatuses", report.containerStatuses),
+      offerField(changed, current, "hostIP", runtime.hostIP),
+      offerField(changed, current, "podIP", runtime.podIP),
+      offerField(changed, current, "podIPs", runtime.podIPs),
+      offerField(changed, current, "startTime", runtime.startTime),
     ].includes(true);
     if (!changes) return undefined;
     return { metadata: { uid: runtime.uid, resourceVersion: pod.metadata.resourceVersion ?? "" }, status: changed };
@@ -486,7 +481,6 @@ export class SimKubelet {
       statusVersion: runtime.statusVersion,
       phase: podPhase(runtime.containers),
       containerStatuses: runtime.containers.map((container) => containerStatus(container, runtime.ref.name, rfc3339)),
-      storedAsIs: undefined,
     };
     runtime.containerReport = report;
     return report;
@@ -549,23 +543,11 @@ export class SimKubelet {
  * again unchanged. Only a non-object value replaces the stored one whole (an object would be
  * merged into it), so only those are left out.
  */
-function offerField(changed: JsonObject, current: JsonObject, report: ContainerReport, field: string, value: JsonValue): boolean {
+function offerField(changed: JsonObject, current: JsonObject, field: string, value: JsonValue): boolean {
   const stored = Object.hasOwn(current, field) ? current[field] : undefined;
-  if (!isJsonObject(value) && isStoredAsIs(report, stored, value)) return false;
+  if (!isJsonObject(value) && sameJsonText(stored, value)) return false;
   changed[field] = value;
   return !mergePatchIsNoop(stored, value, 1);
-}
-
-/**
- * True when the stored status field `stored` is the same JSON text as `value`, the one to report.
- * The report's containerStatuses remembers the frozen stored value it was last found equal to.
- */
-function isStoredAsIs(report: ContainerReport, stored: JsonValue | undefined, value: JsonValue): boolean {
-  if (value !== report.containerStatuses) return sameJsonText(stored, value);
-  if (stored !== undefined && stored === report.storedAsIs) return true;
-  if (!sameJsonText(stored, value)) return false;
-  if (Object.isFrozen(stored)) report.storedAsIs = stored;
-  return true;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { Pod } from "../api/kube.ts";
 import type { ApiServer } from "./apiserver.ts";
-import { compareStrings } from "../core/maps.ts";
+import { compareStrings, getOrCreate } from "../core/maps.ts";
 
 /** A pod's stored object before and after: `before` undefined when created, `after` when gone. */
 export interface PodChange {
@@ -54,11 +54,7 @@ export class PodChanges {
     const pod = after ?? before;
     if (pod === undefined) return;
     const namespace = pod.metadata.namespace ?? "";
-    let byName = this.#pending.get(namespace);
-    if (byName === undefined) {
-      byName = new Map();
-      this.#pending.set(namespace, byName);
-    }
+    const byName = getOrCreate(this.#pending, namespace, () => new Map<string, { before: Pod | undefined; after: Pod | undefined }>());
     const change = byName.get(pod.metadata.name);
     if (change === undefined) byName.set(pod.metadata.name, { before, after });
     else change.after = after;
