@@ -300,8 +300,10 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
 
 /** How many surge ordinals of `role` in `group` must stay for the held ones among them. */
 function heldSurgeCount(scratch: Scratch, group: number, role: Role): number {
+  if (scratch.held.size === 0) return 0;
   let count = 0;
-  for (let instance = role.replicas; scratch.held.size > 0 && instance < role.replicas + resolveRoleBudget(role).maxSurge; instance++) {
+  const end = role.replicas + resolveRoleBudget(role).maxSurge;
+  for (let instance = role.replicas; instance < end; instance++) {
     if (scratch.held.has(recordKey({ group, role: role.name, instance }))) count = instance + 1 - role.replicas;
   }
   return count;
