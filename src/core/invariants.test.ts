@@ -3,7 +3,22 @@ import { describe, it } from "node:test";
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
-import { availableCounts, availablePending, groupBudget, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, podsMatchTheirRevision, roleBudget, rolloutPending, sameComparedSpec, surgeBound } from "./invariants.ts";
+import {
+  availableCounts,
+  availablePending,
+  disruptionsUnderWay,
+  groupBudget,
+  noDuplicatePods,
+  partitionedUnits,
+  placedPods,
+  podsByInstance,
+  podsMatchTheirRevision,
+  roleBudget,
+  rolloutPending,
+  sameComparedSpec,
+  stillUnderWay,
+  surgeBound,
+} from "./invariants.ts";
 import { buildPod } from "./pods.ts";
 import type { Revision } from "./pods.ts";
 import { revisionData } from "./revision/projection.ts";
@@ -83,6 +98,35 @@ describe("invariants", () => {
     assert.deepEqual(roleBudget(ms, counts, new Set(["0/decode", "1/decode"])), ["m: group 0 role decode: 0 available instance(s), fewer than 1 (replicas 2 − maxUnavailable)"]);
     const surged = availableCounts(ms, podsByInstance(placedPods(ms, [pod(0, 0, { draining: true }), pod(0, 1), pod(0, 2), pod(1, 0), pod(1, 1)])), revisions);
     assert.deepEqual(groupBudget(ms, surged, all([0, 1])), []);
+  });
+
+  it("after a budget change, the budgets tolerate the disruptions under way then, and no new one", () => {
+    const three = modelServing({ replicas: 3 });
+    const judged = { groups: all([0, 1, 2]), roles: new Set(["0/decode", "1/decode", "2/decode"]) };
+    const before = new Map([["0/decode", 0], ["1/decode", 0], ["2/decode", 2]]);
+    assert.deepEqual(groupBudget(three, before, judged.groups), ["m: 2 ServingGroup(s) unavailable (groups 0, 1) with maxUnavailable 1"]);
+    const underWay = disruptionsUnderWay(three, before, judged);
+    assert.deepEqual([...underWay.groups], [0, 1]);
+    assert.deepEqual(groupBudget(three, before, judged.groups, underWay), []);
+    assert.equal(stillUnderWay(three, before, underWay), underWay, "nothing recovered: the same record");
+    // Group 0 recovers and group 2 goes in its place: group 1 is still tolerated, group 2 is new.
+    const moved = new Map([["0/decode", 2], ["1/decode", 0], ["2/decode", 0]]);
+    const later = stillUnderWay(three, moved, underWay);
+    assert.deepEqual([...later.groups], [1]);
+    assert.deepEqual(groupBudget(three, moved, judged.groups, later), ["m: 2 ServingGroup(s) unavailable (groups 1, 2) with maxUnavailable 1"]);
+
+    // A role floor of 2 (maxUnavailable 0): a pair below it keeps the most instances it has had since.
+    const strict = modelServing({ template: { roles: [{ name: "decode", replicas: 2, maxUnavailable: 0, maxSurge: 1, entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } } }] } });
+    const roles = new Set(["0/decode", "1/decode"]);
+    const low = new Map([["0/decode", 0], ["1/decode", 2]]);
+    const atChange = disruptionsUnderWay(strict, low, { groups: all([0, 1]), roles });
+    assert.deepEqual([...atChange.roleFloors], [["0/decode", 0]]);
+    assert.deepEqual(roleBudget(strict, low, roles, atChange), []);
+    const oneBack = stillUnderWay(strict, new Map([["0/decode", 1], ["1/decode", 2]]), atChange);
+    assert.deepEqual([...oneBack.roleFloors], [["0/decode", 1]]);
+    assert.deepEqual(roleBudget(strict, low, roles, oneBack), ["m: group 0 role decode: 0 available instance(s), fewer than the 1 available since the budget changed (floor 2)"]);
+    assert.deepEqual([...stillUnderWay(strict, new Map([["0/decode", 2], ["1/decode", 2]]), oneBack).roleFloors], [], "at its floor: no longer under way");
+    assert.deepEqual(roleBudget(strict, low, roles), ["m: group 0 role decode: 0 available instance(s), fewer than 2 (replicas 2 − maxUnavailable)"]);
   });
 
   it("groupBudget is its rule over every group with capacity, whatever the counts and roles", () => {

@@ -276,39 +276,112 @@ function groupsWithCapacity(counts: AvailableCounts): number[] {
 // Budgets (judged by the checker only while a rollout is under way, see src/sim/checker.ts)
 
 /**
+ * Disruptions already under way when the budgets a ModelServing is judged against changed (a
+ * lower `maxUnavailable`, a strategy switch that starts judging `roleBudget`, a scale that lowers
+ * a percentage): the controller cannot undo them, so `groupBudget` and `roleBudget` tolerate them
+ * until they recover, while no new disruption may start beyond the new budget.
+ */
+export interface UnderWay {
+  /** Groups unavailable at the change and not available since. */
+  readonly groups: ReadonlySet<number>;
+  /** `countKey` → for a role pair below its floor at the change, the most instances available since. */
+  readonly roleFloors: ReadonlyMap<string, number>;
+}
+
+export const NOTHING_UNDER_WAY: UnderWay = { groups: new Set(), roleFloors: new Map() };
+
+/** The judged groups below `replicas` that `groupBudget` counts as unavailable, ascending. */
+function missingGroups(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>): number[] {
+  return [...judged].filter((group) => group < ms.spec.replicas && !isCountedAvailable(ms, group, counts)).sort((a, b) => a - b);
+}
+
+/** Each role's floor, `replicas − maxUnavailable`, by role name. */
+function roleFloors(ms: ModelServing): Map<string, number> {
+  return new Map(ms.spec.template.roles.map((role) => [role.name, roleFloor(role)]));
+}
+
+/** The available instances a role keeps in each group during a rollout: `replicas − maxUnavailable`. */
+export function roleFloor(role: Role): number {
+  return role.replicas - resolveRoleBudget(role).maxUnavailable;
+}
+
+/**
+ * What the budgets of `ms` would count as disrupted now, over the judged groups and role pairs:
+ * recorded when those budgets change (see `UnderWay`).
+ */
+export function disruptionsUnderWay(ms: ModelServing, counts: AvailableCounts, judged: { readonly groups: ReadonlySet<number>; readonly roles: ReadonlySet<string> }): UnderWay {
+  const floors = roleFloors(ms);
+  const belowFloor = new Map<string, number>();
+  for (const key of judged.roles) {
+    const available = counts.get(key) ?? 0;
+    const floor = floors.get(key.slice(key.indexOf("/") + 1));
+    if (floor !== undefined && available < floor && Number(key.slice(0, key.indexOf("/"))) < ms.spec.replicas) belowFloor.set(key, available);
+  }
+  return { groups: new Set(missingGroups(ms, counts, judged.groups)), roleFloors: belowFloor };
+}
+
+/**
+ * `underWay` after the counts moved: a group that is available again leaves; a role pair keeps
+ * the most instances available since (a recovered instance may not be disrupted again) and leaves
+ * once it reaches its floor. Returns `underWay` itself when nothing changed.
+ */
+export function stillUnderWay(ms: ModelServing, counts: AvailableCounts, underWay: UnderWay): UnderWay {
+  const missing = new Set(missingGroups(ms, counts, underWay.groups));
+  const floors = roleFloors(ms);
+  const roleFloorsNow = new Map<string, number>();
+  let changed = missing.size !== underWay.groups.size;
+  for (const [key, most] of underWay.roleFloors) {
+    const available = Math.max(most, counts.get(key) ?? 0);
+    const floor = floors.get(key.slice(key.indexOf("/") + 1)) ?? 0;
+    if (available < floor) roleFloorsNow.set(key, available);
+    changed ||= available !== most || available >= floor;
+  }
+  return changed ? { groups: missing, roleFloors: roleFloorsNow } : underWay;
+}
+
+/**
  * groupBudget (DESIGN §2.2): at most the group `maxUnavailable` of the desired groups are
  * disrupted. Available groups are counted over every group index, surge groups included (new
  * capacity replaces old), so the rule is `replicas − min(replicas, available groups) ≤
  * maxUnavailable`. Only groups in `judged` (groups that had been available; never one still being
- * created) count as unavailable.
+ * created) count as unavailable. Groups still `underWay` since the budget changed raise the limit
+ * to their number, no further.
  */
-export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>): string[] {
+export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>, underWay: UnderWay = NOTHING_UNDER_WAY): string[] {
   const budget = resolveGroupBudget(ms.spec);
-  const missing = [...judged].filter((group) => group < ms.spec.replicas && !isCountedAvailable(ms, group, counts)).sort((a, b) => a - b);
+  const missing = missingGroups(ms, counts, judged);
+  const limit = Math.max(budget.maxUnavailable, missing.filter((group) => underWay.groups.has(group)).length);
   // No more groups than the missing ones are unavailable: within the budget, the available groups need no count.
-  if (missing.length <= budget.maxUnavailable) return [];
+  if (missing.length <= limit) return [];
   const available = groupsWithCapacity(counts).filter((group) => groupAvailable(ms, group, counts)).length;
   const unavailable = Math.min(missing.length, ms.spec.replicas - Math.min(ms.spec.replicas, available));
-  if (unavailable <= budget.maxUnavailable) return [];
-  return [`${ms.metadata.name}: ${unavailable} ServingGroup(s) unavailable (groups ${missing.join(", ")}) with maxUnavailable ${budget.maxUnavailable}`];
+  if (unavailable <= limit) return [];
+  const tolerated = limit > budget.maxUnavailable ? ` (${limit} already under way when the budget changed)` : "";
+  return [`${ms.metadata.name}: ${unavailable} ServingGroup(s) unavailable (groups ${missing.join(", ")}) with maxUnavailable ${budget.maxUnavailable}${tolerated}`];
 }
 
 /**
  * roleBudget (DESIGN §2.2): in each group, each role keeps at least `replicas − maxUnavailable`
  * available instances (surge instances count). Only `(group, role)` pairs in `judged` (that had
- * reached their desired available count) are judged.
+ * reached their desired available count) are judged. A pair still `underWay` since the budget
+ * changed keeps at least the most instances it has had available since.
  */
-export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<string>): string[] {
+export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<string>, underWay: UnderWay = NOTHING_UNDER_WAY): string[] {
   const violations: string[] = [];
   if (judged.size === 0) return violations;
   // Each role's floor once, not per group.
-  const floors = ms.spec.template.roles.map((role) => ({ role, floor: role.replicas - resolveRoleBudget(role).maxUnavailable }));
+  const floors = ms.spec.template.roles.map((role) => ({ role, floor: roleFloor(role) }));
   for (let group = 0; group < ms.spec.replicas; group++) {
     for (const { role, floor } of floors) {
       const key = countKey(group, role.name);
       if (!judged.has(key)) continue;
       const available = counts.get(key) ?? 0;
-      if (available < floor) violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than ${floor} (replicas ${role.replicas} − maxUnavailable)`);
+      const since = underWay.roleFloors.get(key);
+      if (since !== undefined && since < floor) {
+        if (available < since) violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than the ${since} available since the budget changed (floor ${floor})`);
+      } else if (available < floor) {
+        violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than ${floor} (replicas ${role.replicas} − maxUnavailable)`);
+      }
     }
   }
   return violations;

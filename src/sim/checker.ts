@@ -16,7 +16,10 @@
  * - `roleBudget` under RoleRollingUpdate only: the group strategies replace whole groups, so
  *   their disruption is counted by `groupBudget`;
  * - only over units that had been available for the current shape (role replica counts): a group
- *   or role still being created or scaled up is not "disrupted".
+ *   or role still being created or scaled up is not "disrupted";
+ * - from what was under way when the budgets themselves changed (`budgetKey`: a lower
+ *   maxUnavailable, a switch to RoleRollingUpdate): the disruptions then are tolerated until they
+ *   recover (`UnderWay`, `trackUnderWay`), any new one is judged against the new budget.
  *
  * `surgeBound` is judged only when the stored status is for the current generation (the
  * controller has seen the spec it is held to).
@@ -36,8 +39,23 @@
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
-import { INVARIANT_NAMES, belowPartition, countKey, groupAvailable, groupBudget, revisionMismatch, roleBudget, sameComparedSpec, specRevisionName } from "../core/invariants.ts";
-import type { AvailableCounts, InvariantName, PartitionedUnit, PlacedPod, RevisionsByName } from "../core/invariants.ts";
+import { resolveGroupBudget } from "../api/budgets.ts";
+import {
+  INVARIANT_NAMES,
+  NOTHING_UNDER_WAY,
+  belowPartition,
+  countKey,
+  disruptionsUnderWay,
+  groupAvailable,
+  groupBudget,
+  revisionMismatch,
+  roleBudget,
+  roleFloor,
+  sameComparedSpec,
+  specRevisionName,
+  stillUnderWay,
+} from "../core/invariants.ts";
+import type { AvailableCounts, InvariantName, PartitionedUnit, PlacedPod, RevisionsByName, UnderWay } from "../core/invariants.ts";
 import type { Revision } from "../core/pods.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
 import type { KubeObject } from "../engine/ports.ts";
@@ -78,6 +96,11 @@ interface Memory {
   groupBound: number;
   /** The index version and shape `established` was last brought up to date with. */
   establishedAt: { index: SubjectIndex; version: number; shape: string } | undefined;
+  /**
+   * The budgets judged at the last check (`budgetKey`), the disruptions under way since they last
+   * changed, and the ModelServing and index version that was computed for.
+   */
+  underWay: { key: string; ms: ModelServing; index: SubjectIndex; version: number; value: UnderWay } | undefined;
   /** The budget violations last computed, and for which index version and memory version. */
   budgets: { index: SubjectIndex; version: number; memory: number; group: string[]; role: string[] } | undefined;
   /** unitKey → the instance and the role hash it had when first seen below a partition. */
@@ -190,6 +213,7 @@ export class InvariantChecker {
     const memory = this.#memoryOf(ms);
     const shape = ms.spec.template.roles.map((role) => `${role.name}:${role.replicas}`).join(",");
     const rollingOut = ms.status?.currentRevision !== undefined && ms.status.currentRevision !== ms.status.updateRevision;
+    trackUnderWay(memory, shape, index);
     if (rollingOut && !this.#faultOpen) {
       const budgets = budgetViolations(memory, shape, index);
       add("groupBudget", budgets.group);
@@ -342,7 +366,7 @@ export class InvariantChecker {
     const uid = ms.metadata.uid ?? "";
     let memory = this.#memory.get(uid);
     if (memory === undefined) {
-      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, budgets: undefined, partitioned: new Map() };
+      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, underWay: undefined, budgets: undefined, partitioned: new Map() };
       this.#memory.set(uid, memory);
     }
     return memory;
@@ -391,12 +415,43 @@ function budgetViolations(memory: Memory, shape: string, index: SubjectIndex): {
   const { ms } = index;
   const counts = index.counts();
   const judged = memory.established.get(shape) ?? NOTHING_ESTABLISHED;
-  const budgets = { index, version: index.version, memory: memory.version, group: groupBudget(ms, counts, judged.groups), role: roleBudget(ms, counts, judged.roles) };
+  const underWay = memory.underWay?.value ?? NOTHING_UNDER_WAY;
+  const budgets = { index, version: index.version, memory: memory.version, group: groupBudget(ms, counts, judged.groups, underWay), role: roleBudget(ms, counts, judged.roles, underWay) };
   memory.budgets = budgets;
   return budgets;
 }
 
 const NOTHING_ESTABLISHED: EstablishedUnits = { groups: new Set(), roles: new Set() };
+
+/**
+ * What the budgets of `ms` are, as far as the checker judges them: the strategy (`roleBudget` is
+ * judged under RoleRollingUpdate only), the group `maxUnavailable` and each role's floor, all
+ * resolved. Two specs with the same key judge the same counts alike.
+ */
+function budgetKey(ms: ModelServing): string {
+  const floors = ms.spec.template.roles.map((role) => `${role.name}:${roleFloor(role)}`);
+  return `${ms.spec.rolloutStrategy.type} ${resolveGroupBudget(ms.spec).maxUnavailable} ${floors.join(",")}`;
+}
+
+/**
+ * Brings `memory.underWay` up to date: at the first check that sees other budgets than the
+ * previous one, the disruptions under way then (over the units established under `shape`) are
+ * recorded — the controller cannot undo them, and the new budgets tolerate them until they
+ * recover (`UnderWay`); at later checks they shrink as units recover. Budgets cached from other
+ * under-way disruptions are invalidated through `memory.version`.
+ */
+function trackUnderWay(memory: Memory, shape: string, index: SubjectIndex): void {
+  const { ms } = index;
+  const last = memory.underWay;
+  if (last !== undefined && last.ms === ms && last.index === index && last.version === index.version) return;
+  const key = budgetKey(ms);
+  const counts = index.counts();
+  let value = NOTHING_UNDER_WAY;
+  if (last !== undefined && last.key !== key) value = disruptionsUnderWay(ms, counts, memory.established.get(shape) ?? NOTHING_ESTABLISHED);
+  else if (last !== undefined) value = stillUnderWay(ms, counts, last.value);
+  if (value !== (last?.value ?? NOTHING_UNDER_WAY)) memory.version += 1;
+  memory.underWay = { key, ms, index, version: index.version, value };
+}
 
 /**
  * Records the groups and role pairs available now under `shape`; forgets groups scaled away.
