@@ -257,16 +257,6 @@ export function groupAvailable(ms: ModelServing, group: number, counts: Availabl
   return ms.spec.template.roles.every((role) => (counts.get(countKey(group, role.name)) ?? 0) >= role.replicas);
 }
 
-/**
- * Whether `groupBudget` counts `group` as available: it has capacity (`groupsWithCapacity`) and is
- * `groupAvailable`. An available group has the count key of each role with desired instances, so
- * only a spec without one needs the keys read.
- */
-function isCountedAvailable(ms: ModelServing, group: number, counts: AvailableCounts): boolean {
-  if (!groupAvailable(ms, group, counts)) return false;
-  return ms.spec.template.roles.some((role) => role.replicas >= 1) || groupsWithCapacity(counts).includes(group);
-}
-
 /** Groups with at least one available instance of some role, ascending. */
 function groupsWithCapacity(counts: AvailableCounts): number[] {
   return [...new Set([...counts.keys()].map((key) => Number(key.slice(0, key.indexOf("/")))))].sort((a, b) => a - b);
@@ -290,9 +280,15 @@ export interface UnderWay {
 
 export const NOTHING_UNDER_WAY: UnderWay = { groups: new Set(), roleFloors: new Map() };
 
-/** The judged groups below `replicas` that `groupBudget` counts as unavailable, ascending. */
+/**
+ * The judged groups below `replicas` that `groupBudget` counts as unavailable, ascending: not
+ * `groupAvailable`, or without capacity (`groupsWithCapacity`). An available group has the count
+ * key of each role with desired instances, so only a spec without one needs the keys read.
+ */
 function missingGroups(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>): number[] {
-  return [...judged].filter((group) => group < ms.spec.replicas && !isCountedAvailable(ms, group, counts)).sort((a, b) => a - b);
+  const withCapacity = ms.spec.template.roles.some((role) => role.replicas >= 1) ? undefined : new Set(groupsWithCapacity(counts));
+  const counted = (group: number) => groupAvailable(ms, group, counts) && (withCapacity?.has(group) ?? true);
+  return [...judged].filter((group) => group < ms.spec.replicas && !counted(group)).sort((a, b) => a - b);
 }
 
 /** Each role's floor, `replicas − maxUnavailable`, by role name. */

@@ -288,10 +288,12 @@ export class SubjectIndex {
     unit.pods[unit.pods.indexOf(entry.placed)] = placed;
     entry.placed = placed;
     if (entry.settled?.revisions !== this.#context.revisions || !sameSpecParts(before, placed.pod)) this.#unsettle(entry);
-    if (!sameVerdictParts(before, placed.pod)) this.#judge(entry);
+    const sameVerdicts = sameVerdictParts(before, placed.pod);
+    if (!sameVerdicts) this.#judge(entry);
     // Readiness is read again only when what it is read from changed (conditions are rewritten less often than status).
     const ready = before.status?.conditions === placed.pod.status?.conditions && isTerminating(before) === isTerminating(placed.pod) ? entry.ready : isPodReady(placed.pod);
-    if (ready !== entry.ready || !sameUnitParts(before, placed.pod)) this.#dirty.add(unit);
+    // The unit's answers read of each pod its readiness, the verdict parts and two labels.
+    if (ready !== entry.ready || !sameVerdicts || !sameUnitLabels(before, placed.pod)) this.#dirty.add(unit);
     entry.ready = ready;
   }
 
@@ -425,13 +427,14 @@ function sameVerdictParts(before: Pod, after: Pod): boolean {
 }
 
 /**
- * Whether two versions of one pod in one place, equally ready, leave its unit's answers as they
- * were: `instanceAvailable` reads of each pod its place, liveness, readiness, draining and
- * revision label, `instanceRolloutReason` that and its name and role hash label.
+ * Whether two versions of one pod in one place, equally ready and with the same verdict parts
+ * (`sameVerdictParts`), leave its unit's answers as they were: `instanceAvailable` reads of each
+ * pod its place, liveness, readiness, draining and revision label, `instanceRolloutReason` that
+ * and its name and role hash label.
  */
-function sameUnitParts(before: Pod, after: Pod): boolean {
-  const labels = before.metadata.labels === after.metadata.labels || (before.metadata.labels?.[LABEL_REVISION] === after.metadata.labels?.[LABEL_REVISION] && before.metadata.labels?.[LABEL_ROLE_HASH] === after.metadata.labels?.[LABEL_ROLE_HASH]);
-  return labels && sameVerdictParts(before, after);
+function sameUnitLabels(before: Pod, after: Pod): boolean {
+  if (before.metadata.labels === after.metadata.labels) return true;
+  return before.metadata.labels?.[LABEL_REVISION] === after.metadata.labels?.[LABEL_REVISION] && before.metadata.labels?.[LABEL_ROLE_HASH] === after.metadata.labels?.[LABEL_ROLE_HASH];
 }
 
 /** Two versions of one pod (same uid) in the same instance as the same worker. */
