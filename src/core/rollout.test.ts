@@ -133,6 +133,37 @@ describe("RoleRollingUpdate", () => {
     const rebuilding = (cluster: IdealCluster) => cluster.pods.get("llm-0-decode-0-0")?.spec.containers[0]?.image === "vllm:v2" && available(cluster, 0, "decode") === 1;
     updateAgainWhen(rebuilding, "the desired instance is rebuilt at v2 and only the v2 surge instance serves");
   });
+  it("a new update while groups serve only through surge instances of the last one: they are held, so no more groups go down than the group budget allows", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    // Plan until at least two groups serve decode only through their v2 surge instance (the desired one gone or starting).
+    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
+    const carried = (group: number) => ready(`llm-${group}-decode-1-0`) && !ready(`llm-${group}-decode-0-0`);
+    for (let round = 0; [0, 1, 2].filter(carried).length < 2; round++) {
+      assert.ok(round < 10, "two groups were never carried by their surge instances at once");
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+    }
+    setDecodeImage(cluster, "vllm:v3");
+    run(cluster, () => assert.ok([0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1, "more groups went down than the group budget allows"));
+    assert.deepEqual(images(cluster, "llm-2-decode"), ["llm-2-decode-0-0=vllm:v3", "llm-2-decode-0-1=vllm:v3"]);
+  });
+
+  it("a group partition raised over a group whose only serving instance is a held surge one: the surge instance stays until the desired one serves", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    // Plan until group 0 serves decode only through its v2 surge instance (the desired one gone or starting).
+    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
+    for (let round = 0; !(ready("llm-0-decode-1-0") && !ready("llm-0-decode-0-0")); round++) {
+      assert.ok(round < 10, "group 0 never served through its surge instance alone");
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+    }
+    setDecodeImage(cluster, "vllm:v3");
+    cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = { partition: 1 };
+    run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "group 0's last serving decode instance went"));
+    assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v2", "llm-0-decode-0-1=vllm:v2"], "below the partition: rebuilt at its recorded revision, the surge instance gone");
+  });
 });
 
 describe("surge", () => {

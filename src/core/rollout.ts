@@ -234,7 +234,10 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
   let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
   for (const group of range(spec.replicas).reverse()) {
-    if (group < groupBudget.partition) continue;
+    if (group < groupBudget.partition) {
+      keepHeldSurge(scratch, group, surgeByGroup);
+      continue;
+    }
     const states = before[group] ?? [];
     const permits = coordinationPermits(scratch, states);
     let groupDisrupted = !groupAvailable(states, spec.template.roles);
@@ -276,10 +279,14 @@ function surgeAtUpdate(scratch: Scratch, layout: Layout): Layout {
 
 /**
  * Holds (in `scratch.held`) the surge instances that serve at a role spec other than the update's
- * while their role in their group has fewer available desired instances than its floor (replicas −
- * maxUnavailable): as many as the floor needs, lowest ordinal first. Moving such an instance to
- * the update revision would replace capacity the role cannot spare; held, it keeps its revision
- * and serves until the desired instances are back. `layout` has the stored records.
+ * while their role in their group has fewer available desired instances than it must keep: as
+ * many as it needs, lowest ordinal first. Moving such an instance to the update revision would
+ * replace capacity the group cannot spare; held, it keeps its revision and serves until the
+ * desired instances are back. A role must keep its floor (replicas − maxUnavailable); in a group
+ * that is available now, surge included, each role keeps its desired count: the group budget
+ * counts surge capacity, and letting it go would disrupt the group unbudgeted (the desired
+ * instances it stands in for are unavailable, so their own moves cost no budget).
+ * `layout` has the stored records.
  */
 function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof resolver>): void {
   const { model } = scratch;
@@ -288,13 +295,26 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
     const surgeRoles = model.ms.spec.template.roles.filter((role) => [...(roles.get(role.name)?.keys() ?? [])].some((instance) => instance >= role.replicas));
     if (surgeRoles.length === 0) continue;
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
+    const serving = groupAvailable(states, model.ms.spec.template.roles);
     for (const role of surgeRoles) {
       const mine = states.filter((state) => state.role === role.name);
-      const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
+      const floor = serving ? role.replicas : role.replicas - resolveRoleBudget(role).maxUnavailable;
       const needed = floor - mine.filter((state) => state.instance < role.replicas && state.available).length;
       const outdated = mine.filter((state) => state.instance >= role.replicas && state.available && !state.atUpdate);
       for (const state of outdated.slice(0, Math.max(0, needed))) scratch.held.add(recordKey(state));
     }
+  }
+}
+
+/**
+ * In a group below the group partition (nothing moves there), keeps the surge ordinals its held
+ * surge instances need (`holdSurge`): they carry a role while its desired instances recover; any
+ * other surge instance there is scaled down.
+ */
+function keepHeldSurge(scratch: Scratch, group: number, surgeByGroup: Map<number, Map<string, number>>): void {
+  for (const role of scratch.model.ms.spec.template.roles) {
+    const held = heldSurgeCount(scratch, group, role);
+    if (held > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, held);
   }
 }
 

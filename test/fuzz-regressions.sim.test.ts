@@ -1,9 +1,14 @@
 /**
- * Budgets changed mid-rollout (found by the scenario fuzz, 2026-11-30): a lower group or role
- * `maxUnavailable`, or a switch from InPlaceUpdate to RoleRollingUpdate, while disruptions are
- * under way. The controller cannot undo those; the checker tolerates them until they recover
- * (`UnderWay` in src/core/invariants.ts) and still catches any new disruption beyond the new budget.
- * Before the checker knew this, each scenario here failed at the instant of the change.
+ * Scenarios a randomized scenario fuzz found failing in the simulator (2026-11-30), now fixed:
+ * each runs to completion with every invariant held. Before its fix, each failed.
+ *
+ * - Budgets changed mid-rollout (a lower group or role `maxUnavailable`, a switch from
+ *   InPlaceUpdate to RoleRollingUpdate) while disruptions are under way: the controller cannot
+ *   undo those; the checker tolerates them until they recover (`UnderWay` in
+ *   src/core/invariants.ts) and still catches any new disruption beyond the new budget.
+ * - A new update while groups serve only through surge instances of the previous one: those are
+ *   held at their revision (`holdSurge` in src/core/rollout.ts) instead of being replaced in every
+ *   group at once, also in a group the group partition has just covered (`keepHeldSurge`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -15,7 +20,7 @@ import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 import type { Scenario } from "../src/sim/scenario.ts";
 
-const DIR = join(import.meta.dirname, "budget-change");
+const DIR = join(import.meta.dirname, "fuzz-regressions");
 
 function load(file: string): Scenario {
   const parsed = parseScenario(JSON.parse(readFileSync(join(DIR, file), "utf8")) as unknown);
@@ -28,9 +33,12 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "role-budget-lowered.json": "a role's maxUnavailable lowered while its instances are being replaced",
   "inplace-to-role-rolling.json": "InPlaceUpdate → RoleRollingUpdate while an in-place restart is under way",
   "inplace-to-role-rolling-scale-up.json": "as above, with two more groups in the same change",
+  "surge-carries-groups-new-update.json": "v3 while every group serves decode only through its v2 surge instance (group maxUnavailable 2, 4 groups)",
+  "surge-carries-groups-new-update-workers.json": "as above, then a workerReplicas change while the v3 surge serves",
+  "held-surge-below-group-partition.json": "a group partition raised over a group whose decode serves only through a held surge instance",
 };
 
-describe("budgets changed mid-rollout", () => {
+describe("fuzz-found scenarios, fixed", () => {
   for (const [file, what] of Object.entries(SCENARIOS)) {
     it(`${what}: the rollout completes and every invariant holds (${file})`, async () => {
       const report = await runScenario(load(file), { seed: 1 });
