@@ -80,6 +80,20 @@ describe("ApiServer: create, get, list", () => {
     assert.deepEqual(node.status, { capacity: { "nvidia.com/gpu": "8" } });
     assert.deepEqual(server.list("Namespace").items.map((item) => item.metadata.name), ["default", "kube-system"]);
   });
+
+  it("lists every kind in (namespace, name) order, objects of one name in the order they were created", async () => {
+    const { client, server } = setup();
+    await client.create(pod("m"));
+    await client.create(modelServing("m"));
+    await client.create(pod("a"));
+    await client.patch({ kind: "Pod", namespace: "default", name: "m" }, { metadata: { labels: { x: "1" } } });
+    const listed = () => server.stored().filter((object) => object.metadata.namespace === "default").map((object) => `${object.kind}/${object.metadata.name}`);
+    assert.deepEqual(listed(), ["Pod/a", "Pod/m", "ModelServing/m"]);
+    assert.equal(server.stored().find((object) => object.kind === "Pod" && object.metadata.name === "m")?.metadata.labels?.["x"], "1", "the current version");
+    await client.delete({ kind: "Pod", namespace: "default", name: "m" }, { gracePeriodSeconds: 0 });
+    await client.create(pod("m"));
+    assert.deepEqual(listed(), ["Pod/a", "ModelServing/m", "Pod/m"]);
+  });
 });
 
 describe("ApiServer: updates", () => {

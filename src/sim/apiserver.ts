@@ -34,7 +34,7 @@ import { isJsonObject, jsonCopy, jsonEqual, mergePatch, shareEqualParts, trusted
 import { STRATEGIES } from "./kinds.ts";
 import { conditionsOf, mergeConditions } from "./pod-status.ts";
 import { deepFreeze } from "../core/frozen.ts";
-import { SERVER_FIELDS_IN_ORDER, admissionProblem, isDeleting, keyOf, refOf, storeKey, withoutServerFields } from "./objects.ts";
+import { SERVER_FIELDS_IN_ORDER, admissionProblem, isDeleting, keyOf, refOf, withoutServerFields } from "./objects.ts";
 import type { Prng } from "./prng.ts";
 import { SimClient } from "./client.ts";
 import { SortedStore } from "./sorted-store.ts";
@@ -93,9 +93,14 @@ export class ApiServer {
   readonly #watches: WatchHub;
   readonly #gc: GarbageCollector;
   readonly #uidRng: Prng;
-  readonly #objects = new Map<string, KubeObject>();
-  /** The same objects per kind, in (namespace, name) order: `stored(kind)` without a sort. */
+  /** Stored objects per kind, in (namespace, name) order: lookups, and `stored(kind)` without a sort. */
   readonly #byKind = new Map<Kind, SortedStore>();
+  /**
+   * Every stored object's key (`keyOf`), in the order the objects were created: the order of
+   * `stored()` among objects of the same namespace and name. Each value is the version first
+   * stored, which names the object; the current one is its kind's store's.
+   */
+  readonly #creationOrder = new Map<string, KubeObject>();
   /** Write counts by client, kind and verb: nested maps, so counting a write builds no key. */
   readonly #writeCounts = new Map<string, Map<Kind, Map<WriteVerb, WriteCount>>>();
   readonly #commitListeners = new Map<Kind, CommitListener[]>();
@@ -149,7 +154,7 @@ export class ApiServer {
   peek(ref: ObjectRef): KubeObject | undefined {
     if (!isKind(ref.kind)) return undefined;
     const namespace = KINDS[ref.kind].namespaced ? ref.namespace : undefined;
-    return this.#objects.get(storeKey(ref.kind, namespace, ref.name));
+    return this.#lookup(ref.kind, namespace, ref.name);
   }
 
   /** Objects of `kind` matching the options, sorted by namespace then name. */
@@ -172,13 +177,14 @@ export class ApiServer {
 
   /** Creates `object`. Throws AlreadyExists, NotFound (namespace), Invalid. */
   create(object: KubeObject): KubeObject {
-    const sent = withoutServerFields(checkedShape(object));
+    // A frozen copy, given a new top level and metadata: the only parts a creation changes.
+    const sent = withoutServerFields(checkedShape(object, true));
     const kind = checkedKind(sent);
     this.#checkNamespace(kind, sent);
     const problem = admissionProblem(sent);
     if (problem !== undefined) throw new ApiError("Invalid", `${kind} ${sent.metadata.name}: ${problem}`);
-    if (this.#objects.has(keyOf(sent))) throw new ApiError("AlreadyExists", `${kind} "${sent.metadata.name}" already exists`);
-    if (this.#objects.size >= this.#maxObjects) throw new ApiError("ServerError", `more than ${this.#maxObjects} objects stored`);
+    if (this.#lookup(kind, sent.metadata.namespace, sent.metadata.name) !== undefined) throw new ApiError("AlreadyExists", `${kind} "${sent.metadata.name}" already exists`);
+    if (this.#creationOrder.size >= this.#maxObjects) throw new ApiError("ServerError", `more than ${this.#maxObjects} objects stored`);
     const strategy = STRATEGIES[kind];
     const status = strategy.statusSubresource ? strategy.initialStatus(sent.status) : sent.status;
     const created: KubeObject = {
@@ -340,7 +346,7 @@ export class ApiServer {
 
   /** True when an object of `kind` named `name` in `namespace` has `uid`. */
   exists(kind: Kind, namespace: string | undefined, name: string, uid: string): boolean {
-    return this.#objects.get(storeKey(kind, namespace, name))?.metadata.uid === uid;
+    return this.#lookup(kind, namespace, name)?.metadata.uid === uid;
   }
 
   /** Replaces the ownerReferences of a stored object (the garbage collector dropping dangling ones). */
@@ -379,13 +385,12 @@ export class ApiServer {
 
   /**
    * `#replace` for a status write of `status` over `existing`: only the status can differ, so only
-   * it is shared and compared.
+   * it is compared. `status` is a merge patch's result over `existing.status`, which shares every
+   * part that keeps its JSON text already: nothing is left to share.
    */
   #replaceStatus(existing: KubeObject, status: JsonValue | undefined): KubeObject {
-    const next = withStatus(existing, status);
-    shareEqualParts(next as unknown as JsonObject, existing as unknown as JsonObject, "metadata");
-    if (jsonEqual(next.status, existing.status)) return existing;
-    return this.#commitChange(existing, next);
+    if (jsonEqual(status, existing.status)) return existing;
+    return this.#commitChange(existing, withStatus(existing, status));
   }
 
   /** Commits `next`, which differs from `existing` (see `#replace`). */
@@ -464,7 +469,7 @@ export class ApiServer {
     const ref = refOf(object);
     const uid = object.metadata.uid;
     this.clock.setTimer((object.metadata.deletionGracePeriodSeconds ?? 0) * 1000, () => {
-      const current = this.#objects.get(keyOf(object));
+      const current = this.#lookup(object.kind, object.metadata.namespace, object.metadata.name);
       // The object may be gone, re-created under the same name, or already shortened to 0.
       if (current === undefined || current.metadata.uid !== uid || !isDeleting(current)) return;
       this.delete(ref, { uid, gracePeriodSeconds: 0 });
@@ -487,26 +492,21 @@ export class ApiServer {
     this.#resourceVersionText = String(this.#resourceVersion);
     object.metadata.resourceVersion = this.#resourceVersionText;
     const stored = deepFreeze(object);
-    const key = keyOf(stored);
-    const replaced = this.#objects.get(key);
     const after = type === "DELETED" ? undefined : stored;
-    if (after === undefined) {
-      this.#objects.delete(key);
-      this.#byKind.get(stored.kind)?.delete(key);
-    } else {
-      this.#objects.set(key, stored);
-      this.#storeOf(stored.kind).set(key, stored);
-    }
+    // Only a creation or a removal changes which objects exist (a new key string costs a hash).
+    if (type === "ADDED") this.#creationOrder.set(keyOf(stored), stored);
+    if (type === "DELETED") this.#creationOrder.delete(keyOf(stored));
+    const replaced = after === undefined ? this.#byKind.get(stored.kind)?.delete(stored.metadata.namespace, stored.metadata.name) : this.#storeOf(stored.kind).set(stored);
     this.#gc.noteCommitted(replaced, after);
     for (const listener of this.#commitListeners.get(stored.kind) ?? []) listener(replaced, after);
-    this.#watches.publish(stored.kind, type === "MODIFIED" && replaced !== undefined ? { type, object: stored, previous: replaced } : { type, object: stored });
+    this.#watches.publish(stored.kind, type, stored, type === "MODIFIED" ? replaced : undefined);
     return stored;
   }
 
   #mustGet(ref: ObjectRef): KubeObject {
     if (!isKind(ref.kind)) throw new ApiError("Invalid", `unknown kind "${String(ref.kind)}"`);
     const namespace = KINDS[ref.kind].namespaced ? ref.namespace : undefined;
-    const object = this.#objects.get(storeKey(ref.kind, namespace, ref.name));
+    const object = this.#lookup(ref.kind, namespace, ref.name);
     if (object === undefined) {
       throw new ApiError("NotFound", `${ref.kind} "${ref.name}"${namespace === undefined ? "" : ` in namespace "${namespace}"`} not found`);
     }
@@ -522,9 +522,15 @@ export class ApiServer {
     return store;
   }
 
+  /** The stored object of `kind` named `name` in `namespace` (undefined when cluster-scoped), or undefined. */
+  #lookup(kind: Kind, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.#byKind.get(kind)?.get(namespace, name);
+  }
+
   #stored(kind?: Kind): readonly KubeObject[] {
     if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? NO_OBJECTS;
-    return [...this.#objects.values()].sort((a, b) => compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name));
+    const current = [...this.#creationOrder.values()].map((first) => this.#lookup(first.kind, first.metadata.namespace, first.metadata.name) ?? first);
+    return current.sort((a, b) => compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name));
   }
 
   #checkNamespace(kind: Kind, object: KubeObject): void {
@@ -537,14 +543,15 @@ export class ApiServer {
     if (namespace === undefined || namespace === "") {
       throw new ApiError("Invalid", `${kind} "${object.metadata.name}": metadata.namespace is required`);
     }
-    if (!this.#objects.has(storeKey("Namespace", undefined, namespace))) {
+    if (this.#lookup("Namespace", undefined, namespace) === undefined) {
       throw new ApiError("NotFound", `namespace "${namespace}" not found`);
     }
   }
 
   /** A random version-4 UUID from the server's own stream. */
   #newUid(): string {
-    const hex = [0, 1, 2, 3].map(() => this.#uidRng.nextUint32().toString(16).padStart(8, "0")).join("");
+    let hex = "";
+    for (let word = 0; word < 4; word++) hex += this.#uidRng.nextUint32().toString(16).padStart(8, "0");
     const variant = ((parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
   }
@@ -628,9 +635,9 @@ function newFinalizerProblem(existing: KubeObject, next: KubeObject): string | u
   return `metadata.finalizers: no new finalizers can be added while the object is being deleted (${added.join(", ")})`;
 }
 
-/** A copy of what a client sent, if it has the shape of an object with a name. */
-function checkedShape(sent: unknown): KubeObject {
-  const object = jsonCopy(sent);
+/** A copy of what a client sent (deeply frozen with `freeze`), if it has the shape of an object with a name. */
+function checkedShape(sent: unknown, freeze = false): KubeObject {
+  const object = jsonCopy(sent, freeze);
   if (!isJsonObject(object) || !isJsonObject(object["metadata"]) || typeof object["metadata"]["name"] !== "string") {
     throw new ApiError("Invalid", "an object needs metadata.name");
   }

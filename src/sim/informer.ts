@@ -27,7 +27,7 @@ import type { LabelSelector } from "../engine/labels.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { SimClient } from "./client.ts";
 import { deepFreeze } from "../core/frozen.ts";
-import { keyOf, storeKey } from "./objects.ts";
+import { keyOf } from "./objects.ts";
 import { SortedStore } from "./sorted-store.ts";
 import type { WatchStream } from "./watch.ts";
 
@@ -45,7 +45,7 @@ export interface InformerOptions {
 const MAX_SUBSCRIBERS = 64;
 
 interface KindState {
-  /** Every cached object, by store key, in (namespace, name) order. */
+  /** Every cached object, by namespace and name, in that order. */
   readonly cache: SortedStore;
   /** Cached objects by their `tandem.dev/modelserving` label value. */
   readonly byOwner: Map<string, SortedStore>;
@@ -94,7 +94,7 @@ export class SimInformer implements ClusterReader {
 
   /** The cached object (shared and frozen: see the module comment), or undefined. */
   get<K extends Kind>(kind: K, namespace: string | undefined, name: string): KubeObject<K> | undefined {
-    return this.#state(kind).cache.get(storeKey(kind, namespace, name)) as KubeObject<K> | undefined;
+    return this.#state(kind).cache.get(namespace, name) as KubeObject<K> | undefined;
   }
 
   /** Cached objects matching `options`, in (namespace, name) order; a fresh array of shared, frozen objects. */
@@ -168,35 +168,34 @@ export class SimInformer implements ClusterReader {
   #replace(state: KindState, items: readonly KubeObject[]): void {
     const fresh = new Map(items.map((object) => [keyOf(object), object]));
     for (const old of state.cache.values()) {
-      if (!fresh.has(keyOf(old))) this.#apply(state, { type: "DELETED", object: old });
+      if (!fresh.has(keyOf(old))) this.#apply(state, Object.freeze({ type: "DELETED", object: old }));
     }
-    for (const [key, object] of fresh) {
-      const old = state.cache.get(key);
-      if (old === undefined) this.#apply(state, { type: "ADDED", object });
-      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion) this.#apply(state, { type: "MODIFIED", object });
+    for (const object of fresh.values()) {
+      const old = state.cache.get(object.metadata.namespace, object.metadata.name);
+      if (old === undefined) this.#apply(state, Object.freeze({ type: "ADDED", object }));
+      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion) this.#apply(state, Object.freeze({ type: "MODIFIED", object }));
     }
   }
 
-  /** Applies one change (its object frozen) to the cache and its index, then hands it, frozen, to every subscriber. */
+  /**
+   * Applies one change to the cache and its index, then hands it to every subscriber as it is:
+   * `event` and its object are frozen (a watch's events are; a relist's are frozen where made).
+   */
   #apply(state: KindState, event: WatchEvent): void {
-    state.lists.clear();
-    const key = keyOf(event.object);
-    const oldOwner = ownerOf(state.cache.get(key));
-    const newOwner = event.type === "DELETED" ? undefined : ownerOf(event.object);
+    // Most changes come with no list kept since the last one: nothing to drop.
+    if (state.lists.size > 0) state.lists.clear();
+    const { namespace, name } = event.object.metadata;
+    const removed = event.type === "DELETED";
+    const old = removed ? state.cache.delete(namespace, name) : state.cache.set(event.object);
+    const oldOwner = ownerOf(old);
+    const newOwner = removed ? undefined : ownerOf(event.object);
     if (oldOwner !== undefined && oldOwner !== newOwner) {
       const bucket = state.byOwner.get(oldOwner);
-      bucket?.delete(key);
+      bucket?.delete(namespace, name);
       if (bucket?.size === 0) state.byOwner.delete(oldOwner);
     }
-    if (event.type === "DELETED") {
-      state.cache.delete(key);
-    } else {
-      state.cache.set(key, event.object);
-      if (newOwner !== undefined) bucketOf(state.byOwner, newOwner).set(key, event.object);
-    }
-    // Handed on as it is, read-only: a watch's events are frozen already, a relist's are the
-    // informer's own.
-    this.#subscribers.notify(Object.freeze(event));
+    if (newOwner !== undefined) bucketOf(state.byOwner, newOwner).set(event.object);
+    this.#subscribers.notify(event);
   }
 }
 

@@ -18,6 +18,25 @@ function reversedKeys(value: unknown): unknown {
   return copy;
 }
 
+/** True when `value` and everything reachable from it is frozen. */
+function isDeepFrozen(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return true;
+  return Object.isFrozen(value) && Object.values(value).every(isDeepFrozen);
+}
+
+/** The first thing JSON cannot carry in `value`, walking own entries depth first, as a refusal names it. */
+function firstProblem(value: unknown, depth: number, path: string): string | undefined {
+  if (depth > 64) return `${path}: nested deeper than 64`;
+  if (value === null || value === undefined || typeof value === "string" || typeof value === "boolean") return undefined;
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : `${path}: ${value} is not a JSON number`;
+  if (typeof value !== "object") return `${path}: a ${typeof value} is not JSON`;
+  for (const [key, child] of Object.entries(value)) {
+    const problem = firstProblem(child, depth + 1, `${path}.${key}`);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
+}
+
 /** RFC 7386 over copies, the plain way: what `mergePatch` must equal as JSON text. */
 function referenceMergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return JSON.parse(JSON.stringify(patch)) as unknown;
@@ -73,6 +92,7 @@ describe("mergePatch (RFC 7386)", () => {
         const merged = mergePatch(target, patch as JsonValue);
         assert.equal(JSON.stringify(merged), JSON.stringify(referenceMergePatch(plainTarget, patch)));
         assert.equal(JSON.stringify(target), text);
+        assert.ok(isDeepFrozen(merged), "a merge into a frozen target is deeply frozen");
         if (JSON.stringify(merged) === text && typeof target === "object" && target !== null && !Array.isArray(target)) assert.equal(merged, target, "an unchanged object target is returned itself");
       }),
       { seed: SEED, numRuns: 500 },
@@ -121,6 +141,30 @@ describe("jsonCopy's plain walk", () => {
 
   it("names the path of the first value JSON cannot carry", () => {
     assert.throws(() => jsonCopy({ a: [1, { b: Number.POSITIVE_INFINITY }] }), /object\.a\.1\.b: Infinity is not a JSON number/);
+  });
+
+  it("copies as JSON.stringify and JSON.parse do, or refuses the first value JSON cannot carry, on random values", () => {
+    const leaves = [fc.string(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constant(() => 1), fc.bigInt(), fc.date()];
+    const values = fc.anything({ maxDepth: 3, values: leaves, withNullPrototype: true, withSparseArray: true, withMap: true, withBoxedValues: true });
+    fc.assert(
+      fc.property(values, fc.boolean(), (value, freeze) => {
+        const problem = firstProblem(value, 0, "object");
+        const text = problem === undefined ? JSON.stringify(value) : undefined;
+        if (problem !== undefined) {
+          assert.throws(() => jsonCopy(value, freeze), (error) => isApiError(error, "Invalid") && error.message === `Invalid: ${problem}`);
+          // A merge patch refuses such a value as a copy does, unless it merges it key by key.
+          const mergedWhole = typeof value !== "object" || value === null || Array.isArray(value);
+          if (mergedWhole) assert.throws(() => mergePatch({}, { key: value } as never), (error) => isApiError(error, "Invalid") && error.message === `Invalid: ${problem}`);
+        } else if (text === undefined) {
+          assert.throws(() => jsonCopy(value, freeze), SyntaxError);
+        } else {
+          const copy = jsonCopy(value, freeze);
+          assert.equal(JSON.stringify(copy), text);
+          assert.equal(isDeepFrozen(copy), freeze || typeof copy !== "object" || copy === null);
+        }
+      }),
+      { seed: SEED, numRuns: 500 },
+    );
   });
 });
 

@@ -4,6 +4,7 @@
  */
 import { ApiError } from "../engine/ports.ts";
 import type { JsonObject, JsonValue } from "../engine/ports.ts";
+import { deepFreeze } from "../core/frozen.ts";
 
 /** Nesting deeper than this is refused, keeping every recursion here bounded. */
 const MAX_DEPTH = 64;
@@ -11,18 +12,22 @@ const MAX_DEPTH = 64;
 /**
  * A deep copy with JSON semantics: `undefined` properties vanish, as they would on the wire.
  * Throws ApiError(Invalid) for values JSON cannot carry (functions, NaN, cycles, too deep).
+ * With `freeze`, the copy is deeply frozen, as what the server stores is.
  *
- * One walk checks and copies plain objects and arrays (the shape every request has); a value
- * holding anything else (a class instance, a `toJSON` method, extra array properties) is checked
+ * One walk copies plain JSON (the shape every request has); a value holding anything else (a
+ * class instance, a `toJSON` method, extra array properties, or what JSON cannot carry) is checked
  * and copied the long way, through `JSON.stringify`, so the result and the error are the same.
  */
-export function jsonCopy<T>(value: T): T {
+export function jsonCopy<T>(value: T, freeze = false): T {
   // JSON.stringify(undefined) is undefined, which JSON.parse refuses: the same SyntaxError as ever.
   if (value === undefined) return JSON.parse(JSON.stringify(value)) as T;
-  const copy = copyPlainJson(value, 0, []);
+  const copy = copyPlainJson(value, undefined, freeze, 0);
   if (copy !== NOT_PLAIN) return copy as T;
+  // Everything the walk passed before it stopped is JSON, so assertJson, walking in the same
+  // order, throws for the problem the walk stopped at, if that was one.
   assertJson(value, 0, "object");
-  return JSON.parse(JSON.stringify(value)) as T;
+  const parsed = JSON.parse(JSON.stringify(value)) as T;
+  return freeze ? deepFreeze(parsed) : parsed;
 }
 
 /**
@@ -33,58 +38,100 @@ export function trustedCopy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
 
-/** `copyPlainJson`'s answer for a value it leaves to `JSON.stringify`. */
+/** `copyPlainJson`'s answer for a value it leaves to `jsonCopy`'s long way. */
 const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
 
 /**
- * `JSON.parse(JSON.stringify(value))` for plain objects and arrays, checking as `assertJson` does
- * and in the same order, so the first problem found is the same one. `keys` is the path from the
- * root, joined only when a problem is reported. Returns NOT_PLAIN on a value it does not handle.
+ * `JSON.parse(JSON.stringify(value))` for plain JSON: plain objects and arrays of strings,
+ * booleans, null and finite numbers, `undefined` properties dropped. Returns NOT_PLAIN, in the
+ * walk's order (`assertJson`'s), at anything else: a value JSON cannot carry, nesting beyond
+ * MAX_DEPTH (where a cycle would be), or one `JSON.stringify` writes its own way (a `toJSON`
+ * method, a class instance, extra array properties).
+ *
+ * Each part of the copy that is the same JSON text as `previous`'s part at the same place is
+ * `previous`'s part (the whole is `previous` when all of it is); a part that is `previous`'s own
+ * is JSON already (a stored object's) and is kept unwalked. No copy is made of a part until it is
+ * found to differ. With `freeze`, the parts the copy makes are frozen.
  */
-function copyPlainJson(value: unknown, depth: number, keys: string[]): unknown {
-  if (depth > MAX_DEPTH) throw new ApiError("Invalid", `${pathOf(keys)}: nested deeper than ${MAX_DEPTH}`);
+function copyPlainJson(value: unknown, previous: JsonValue | undefined, freeze: boolean, depth: number): unknown {
+  if (value === previous) return previous;
   if (value === null || value === undefined || typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") {
-    if (!Number.isFinite(value)) throw new ApiError("Invalid", `${pathOf(keys)}: ${value} is not a JSON number`);
+    if (!Number.isFinite(value)) return NOT_PLAIN;
     // JSON has no negative zero: -0 is written as 0.
     return value === 0 ? 0 : value;
   }
-  if (typeof value !== "object") throw new ApiError("Invalid", `${pathOf(keys)}: a ${typeof value} is not JSON`);
+  if (typeof value !== "object" || depth >= MAX_DEPTH) return NOT_PLAIN;
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") return NOT_PLAIN;
   const prototype: unknown = Object.getPrototypeOf(value);
-  if (Array.isArray(value)) return prototype === Array.prototype ? copyPlainArray(value, depth, keys) : NOT_PLAIN;
+  if (Array.isArray(value)) {
+    if (prototype !== Array.prototype) return NOT_PLAIN;
+    return copyPlainArray(value, Array.isArray(previous) ? previous : undefined, freeze, depth);
+  }
   if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
-  const copy: Record<string, unknown> = {};
+  return copyPlainObject(value as Record<string, unknown>, isJsonObject(previous) ? previous : undefined, freeze, depth);
+}
+
+function copyPlainObject(value: Record<string, unknown>, before: JsonObject | undefined, freeze: boolean, depth: number): unknown {
+  const beforeKeys = before === undefined ? NO_KEYS : Object.keys(before);
+  // Undefined while the copy so far is `before`'s first `count` keys, each with `before`'s value.
+  let copy: JsonObject | undefined = before === undefined ? {} : undefined;
+  let count = 0;
   for (const key of Object.keys(value)) {
-    keys.push(key);
-    const child = copyPlainJson((value as Record<string, unknown>)[key], depth + 1, keys);
-    keys.pop();
+    // `before` is JSON: a key in the same place is its own.
+    const old = beforeKeys[count] === key ? (before as JsonObject)[key] : before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined;
+    const child = copyPlainJson(value[key], old, freeze, depth + 1);
     if (child === NOT_PLAIN) return NOT_PLAIN;
     if (child === undefined) continue;
+    if (copy === undefined && (child !== old || beforeKeys[count] !== key)) copy = prefixOf(before as JsonObject, beforeKeys, count);
     // As JSON.parse does, "__proto__" becomes an ordinary own key.
-    setOwnKey(copy as JsonObject, key, child as JsonValue);
+    if (copy !== undefined) setOwnKey(copy, key, child as JsonValue);
+    count++;
   }
-  return copy;
+  if (copy === undefined) {
+    if (count === beforeKeys.length) return before;
+    copy = prefixOf(before as JsonObject, beforeKeys, count);
+  }
+  return freeze ? Object.freeze(copy) : copy;
 }
 
-function copyPlainArray(value: readonly unknown[], depth: number, keys: string[]): unknown {
+function copyPlainArray(value: readonly unknown[], before: readonly JsonValue[] | undefined, freeze: boolean, depth: number): unknown {
   // Properties besides the indices are checked by assertJson but not written by JSON.stringify.
   if (Object.keys(value).length > value.length) return NOT_PLAIN;
-  const copy: unknown[] = new Array<unknown>(value.length);
+  // Undefined while the copy so far is `before`'s first elements; elements share with `before`'s
+  // at the same index even when the lengths differ.
+  let copy: JsonValue[] | undefined = before?.length === value.length ? undefined : [];
   for (let index = 0; index < value.length; index++) {
-    keys.push(String(index));
-    const child = copyPlainJson(value[index], depth + 1, keys);
-    keys.pop();
+    const old = before?.[index];
+    const child = copyPlainJson(value[index], old, freeze, depth + 1);
     if (child === NOT_PLAIN) return NOT_PLAIN;
     // JSON.stringify writes an undefined element (or a hole) as null.
-    copy[index] = child === undefined ? null : child;
+    const element = child === undefined ? null : (child as JsonValue);
+    if (copy === undefined && element !== old) copy = prefixOfArray(before as readonly JsonValue[], index);
+    copy?.push(element);
   }
-  return copy;
+  if (copy === undefined) return before;
+  return freeze ? Object.freeze(copy) : copy;
 }
 
-function pathOf(keys: readonly string[]): string {
-  return ["object", ...keys].join(".");
+/** A new object with the first `count` of `keys` of `object`, in order. */
+function prefixOf(object: JsonObject, keys: readonly string[], count: number): JsonObject {
+  const prefix: JsonObject = {};
+  for (let index = 0; index < count; index++) {
+    const key = keys[index] as string;
+    setOwnKey(prefix, key, object[key] as JsonValue);
+  }
+  return prefix;
 }
+
+/** `array.slice(0, count)`, which is slow on a frozen array. */
+function prefixOfArray(array: readonly JsonValue[], count: number): JsonValue[] {
+  const prefix: JsonValue[] = [];
+  for (let index = 0; index < count; index++) prefix.push(array[index] as JsonValue);
+  return prefix;
+}
+
+const NO_KEYS: readonly string[] = Object.freeze([]);
 
 function assertJson(value: unknown, depth: number, path: string): void {
   if (depth > MAX_DEPTH) throw new ApiError("Invalid", `${path}: nested deeper than ${MAX_DEPTH}`);
@@ -165,32 +212,40 @@ export function sameJsonText(a: JsonValue | undefined, b: JsonValue | undefined,
  * order, same values): `target`'s untouched parts, and each part of a patch value that is the same
  * JSON as `target`'s part at that place. A merge that changes nothing returns `target` itself, so
  * a stored object's next version is its previous one wherever it did not change. The rest of the
- * patch's values is copied (and checked as JSON); copies of plain JSON are deeply frozen, as a
- * stored object's parts are. The objects a merge builds on the patch's paths are new, not frozen.
- * An undefined patch (a property set to undefined) is refused as `jsonCopy` refuses it.
+ * patch's values is copied (and checked as JSON). What a merge makes is frozen, so the result of
+ * a merge into a deeply frozen target (a stored object) is deeply frozen too: the server stores it
+ * without another walk. An undefined patch (a property set to undefined) is refused as `jsonCopy`
+ * refuses it.
  */
 export function mergePatch(target: JsonValue | undefined, patch: JsonValue | undefined, depth = 0): JsonValue {
   if (depth > MAX_DEPTH) throw new ApiError("Invalid", `merge patch nested deeper than ${MAX_DEPTH}`);
   if (!isJsonObject(patch)) return sharedCopy(patch, target);
   const base = isJsonObject(target) ? target : undefined;
-  // Spread defines own data properties, so a key named "__proto__" stays data.
-  const result: JsonObject = base === undefined ? {} : { ...base };
+  // Made (from `base`) once a key changes: a merge that changes nothing allocates nothing.
+  let result: JsonObject | undefined = base === undefined ? {} : undefined;
   let changed = false;
   for (const key of Object.keys(patch)) {
     const value = patch[key];
-    const old = Object.hasOwn(result, key) ? result[key] : undefined;
+    // A patch names each key once, so `result` still holds `base`'s value under it.
+    const owned = base !== undefined && Object.hasOwn(base, key);
+    const old = owned ? base[key] : undefined;
     if (value === null) {
+      if (!owned) continue;
+      result ??= { ...base };
       // `delete` on an own property is safe for every key, "__proto__" included.
-      if (Reflect.deleteProperty(result, key) && old !== undefined) changed = true;
+      Reflect.deleteProperty(result, key);
+      if (old !== undefined) changed = true;
     } else {
       const merged = mergePatch(old, value, depth + 1);
       if (merged !== old) {
+        // Spread defines own data properties, so a key named "__proto__" stays data.
+        result ??= { ...base };
         setOwnKey(result, key, merged);
         changed = true;
       }
     }
   }
-  return changed || base === undefined ? result : base;
+  return changed || base === undefined ? Object.freeze(result as JsonObject) : base;
 }
 
 /**
@@ -199,63 +254,10 @@ export function mergePatch(target: JsonValue | undefined, patch: JsonValue | und
  * patch stores for a non-object patch value over `previous`, a part of a JSON target.
  */
 function sharedCopy(value: unknown, previous: JsonValue | undefined): JsonValue {
-  const copy = value === undefined ? NOT_PLAIN : copySharedJson(value, previous, 0);
+  const copy = value === undefined ? NOT_PLAIN : copyPlainJson(value, previous, true, 0);
   // Anything else is jsonCopy's to copy or refuse, with its errors (undefined included: JSON.parse
-  // refuses what JSON.stringify makes of it). Its copy is neither shared nor frozen: the server
-  // shares and freezes what it stores anyway (`shareEqualParts`, `deepFreeze`).
-  return copy === NOT_PLAIN ? jsonCopy(value as JsonValue) : (copy as JsonValue);
-}
-
-/**
- * The copy of `sharedCopy` for plain JSON, or NOT_PLAIN for anything `jsonCopy` would refuse or
- * copy through `JSON.stringify`. A part that is `previous`'s own part at the same place is JSON
- * already (the target's) and is kept as it is, unwalked.
- */
-function copySharedJson(value: unknown, previous: JsonValue | undefined, depth: number): unknown {
-  if (value === previous) return previous;
-  if (value === null || value === undefined || typeof value === "string" || typeof value === "boolean") return value;
-  if (typeof value === "number") {
-    if (!Number.isFinite(value)) return NOT_PLAIN;
-    // JSON has no negative zero: -0 is written as 0.
-    return value === 0 ? 0 : value;
-  }
-  if (typeof value !== "object" || depth >= MAX_DEPTH) return NOT_PLAIN;
-  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return NOT_PLAIN;
-  const prototype: unknown = Object.getPrototypeOf(value);
-  if (Array.isArray(value)) {
-    if (prototype !== Array.prototype || Object.keys(value).length > value.length) return NOT_PLAIN;
-    return copySharedArray(value, Array.isArray(previous) ? previous : undefined, depth);
-  }
-  if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
-  const before = isJsonObject(previous) ? previous : undefined;
-  const beforeKeys = before === undefined ? [] : Object.keys(before);
-  const copy: JsonObject = {};
-  let same = before !== undefined;
-  let count = 0;
-  for (const key of Object.keys(value)) {
-    const old = before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined;
-    const child = copySharedJson((value as Record<string, unknown>)[key], old, depth + 1);
-    if (child === NOT_PLAIN) return NOT_PLAIN;
-    if (child === undefined) continue;
-    setOwnKey(copy, key, child as JsonValue);
-    if (child !== old || beforeKeys[count] !== key) same = false;
-    count++;
-  }
-  return same && count === beforeKeys.length ? before : Object.freeze(copy);
-}
-
-function copySharedArray(value: readonly unknown[], before: readonly JsonValue[] | undefined, depth: number): unknown {
-  const copy: JsonValue[] = new Array<JsonValue>(value.length);
-  let same = before?.length === value.length;
-  for (let index = 0; index < value.length; index++) {
-    const old = before?.[index];
-    const child = copySharedJson(value[index], old, depth + 1);
-    if (child === NOT_PLAIN) return NOT_PLAIN;
-    // JSON.stringify writes an undefined element (or a hole) as null.
-    copy[index] = child === undefined ? null : (child as JsonValue);
-    if (copy[index] !== old) same = false;
-  }
-  return same ? before : Object.freeze(copy);
+  // refuses what JSON.stringify makes of it). Its copy is not shared (no request needs it to be).
+  return copy === NOT_PLAIN ? jsonCopy(value as JsonValue, true) : (copy as JsonValue);
 }
 
 /**

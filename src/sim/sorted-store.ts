@@ -1,8 +1,12 @@
 /**
- * A keyed set of objects kept in (namespace, name) order as they change, so reading them in that
- * order costs no sort: the API server's per-kind store and the informer's caches. Insertion and
- * removal are a binary search and one splice; replacing an object under the same key keeps its
- * place. Objects are stored as given (callers store frozen objects).
+ * A set of objects keyed by (namespace, name), kept in that order as they change, so reading them
+ * in order costs no sort: the API server's per-kind stores and the informer's caches. Insertion
+ * and removal are a binary search and one splice; replacing an object under the same key keeps
+ * its place. Objects are stored as given (callers store frozen objects).
+ *
+ * Lookups go by namespace, then name, through the objects' own strings: no key string is built
+ * per lookup (a new string is hashed anew each time, which costs more than the lookups it keys).
+ * A cluster-scoped object's namespace is "" here, as it is absent on the object.
  */
 import type { KubeObject } from "../engine/ports.ts";
 
@@ -14,7 +18,8 @@ interface Entry {
 }
 
 export class SortedStore {
-  readonly #byKey = new Map<string, Entry>();
+  /** Entries by namespace ("" for none), then name. */
+  readonly #byNamespace = new Map<string, Map<string, Entry>>();
   /** Every entry, ascending by `sortKey`. */
   readonly #sorted: Entry[] = [];
   /**
@@ -25,35 +30,44 @@ export class SortedStore {
   #values: readonly KubeObject[] | undefined;
 
   get size(): number {
-    return this.#byKey.size;
+    return this.#sorted.length;
   }
 
-  get(key: string): KubeObject | undefined {
-    return this.#byKey.get(key)?.object;
+  get(namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.#byNamespace.get(namespace ?? "")?.get(name)?.object;
   }
 
-  /** Stores `object` under `key` (unique per namespace and name), replacing what was there. */
-  set(key: string, object: KubeObject): void {
+  /** Stores `object` under its namespace and name, replacing what was there; returns the object it replaced, if any. */
+  set(object: KubeObject): KubeObject | undefined {
     this.#values = undefined;
-    const old = this.#byKey.get(key);
-    if (old !== undefined) {
-      old.object = object;
-      return;
+    const namespace = object.metadata.namespace ?? "";
+    let byName = this.#byNamespace.get(namespace);
+    if (byName === undefined) {
+      byName = new Map();
+      this.#byNamespace.set(namespace, byName);
     }
-    const entry: Entry = { sortKey: sortKeyOf(object), object };
-    this.#byKey.set(key, entry);
+    const old = byName.get(object.metadata.name);
+    if (old !== undefined) {
+      const replaced = old.object;
+      old.object = object;
+      return replaced;
+    }
+    const entry: Entry = { sortKey: `${namespace}\u0000${object.metadata.name}`, object };
+    byName.set(object.metadata.name, entry);
     this.#sorted.splice(lowerBound(this.#sorted, entry.sortKey), 0, entry);
+    return undefined;
   }
 
-  /** Removes the object under `key`; returns whether there was one. */
-  delete(key: string): boolean {
-    const old = this.#byKey.get(key);
-    if (old === undefined) return false;
+  /** Removes the object under `namespace` and `name`; returns it, or undefined when there was none. */
+  delete(namespace: string | undefined, name: string): KubeObject | undefined {
+    const byName = this.#byNamespace.get(namespace ?? "");
+    const old = byName?.get(name);
+    if (byName === undefined || old === undefined) return undefined;
     this.#values = undefined;
-    this.#byKey.delete(key);
+    byName.delete(name);
     const index = lowerBound(this.#sorted, old.sortKey);
     if (this.#sorted[index] === old) this.#sorted.splice(index, 1);
-    return true;
+    return old.object;
   }
 
   /** Every object in (namespace, name) order, in a frozen array shared until the store changes. */
@@ -66,10 +80,6 @@ export class SortedStore {
   forEach(visit: (object: KubeObject) => void): void {
     for (const entry of this.#sorted) visit(entry.object);
   }
-}
-
-function sortKeyOf(object: KubeObject): string {
-  return `${object.metadata.namespace ?? ""}\u0000${object.metadata.name}`;
 }
 
 /** The index of the first entry of ascending `entries` whose sortKey is not below `sortKey`. */

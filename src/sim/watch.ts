@@ -44,13 +44,6 @@ export interface WatchStream {
   isOpen(): boolean;
 }
 
-/** A committed change. `previous` is the state before a MODIFIED change. */
-export interface Change {
-  readonly type: WatchEventType;
-  readonly object: KubeObject;
-  readonly previous?: KubeObject;
-}
-
 export interface WatchHubOptions {
   defaultLagMs: number;
   /** Undelivered events per stream before the server closes it. */
@@ -63,6 +56,8 @@ interface Watcher {
   readonly kind: Kind;
   readonly namespace: string | undefined;
   readonly selector: LabelSelector;
+  /** No namespace and an empty selector: every change of the kind, as it is. */
+  readonly unfiltered: boolean;
   readonly lagMs: number;
   readonly handlers: WatchHandlers;
   /** Undelivered events by delivery instant, oldest first. */
@@ -83,8 +78,12 @@ export class WatchHub {
   readonly #options: WatchHubOptions;
   /** Open streams, oldest first. */
   readonly #watchers: Watcher[] = [];
-  /** The same streams per kind, oldest first: what `publish` visits. */
-  readonly #watchersByKind = new Map<Kind, Watcher[]>();
+  /**
+   * The same streams per kind, oldest first: what `publish` visits. Each array is replaced, never
+   * edited, when a stream opens or closes, so `publish` goes through it as it was when it began
+   * while a stream too far behind is closed.
+   */
+  readonly #watchersByKind = new Map<Kind, readonly Watcher[]>();
 
   constructor(clock: Clock, options: WatchHubOptions) {
     this.#clock = clock;
@@ -94,10 +93,12 @@ export class WatchHub {
   /** Opens a stream of changes committed from now on. Throws ApiError(Invalid) for a bad selector. */
   open(kind: Kind, options: WatchOptions, handlers: WatchHandlers): WatchStream {
     if (this.#watchers.length >= this.#options.maxStreams) throw new Error(`more than ${this.#options.maxStreams} open watch streams`);
+    const selector = parseSelector(options.labelSelector ?? "");
     const watcher: Watcher = {
       kind,
       namespace: options.namespace,
-      selector: parseSelector(options.labelSelector ?? ""),
+      selector,
+      unfiltered: options.namespace === undefined && selector.requirements.length === 0,
       lagMs: options.lagMs ?? this.#options.defaultLagMs,
       handlers,
       pending: [],
@@ -105,9 +106,7 @@ export class WatchHub {
       open: true,
     };
     this.#watchers.push(watcher);
-    const ofKind = this.#watchersByKind.get(kind);
-    if (ofKind === undefined) this.#watchersByKind.set(kind, [watcher]);
-    else ofKind.push(watcher);
+    this.#watchersByKind.set(kind, [...(this.#watchersByKind.get(kind) ?? []), watcher]);
     return {
       stop: () => {
         this.#close(watcher);
@@ -122,16 +121,22 @@ export class WatchHub {
   }
 
   /**
-   * Queues `change` on every open stream it concerns. `change.object` must be deeply frozen (the
-   * server's stored object): it is delivered as is, to every stream.
+   * Queues a committed change on every open stream it concerns: `object` as stored, `previous` the
+   * state before a MODIFIED change. `object` must be deeply frozen (the server's stored object): it
+   * is delivered as is, to every stream, in one frozen event per way a stream sees the change.
    */
-  publish(kind: Kind, change: Change): void {
+  publish(kind: Kind, type: WatchEventType, object: KubeObject, previous?: KubeObject): void {
     const ofKind = this.#watchersByKind.get(kind);
     if (ofKind === undefined) return;
-    // A copy: a stream too far behind is closed (and removed) while the others are visited.
-    for (const watcher of [...ofKind]) {
-      const type = eventTypeFor(watcher, change);
-      if (type !== undefined) this.#enqueue(watcher, type, change.object);
+    const nowMs = this.#clock.nowMs();
+    // The event as committed, which every unfiltered stream (and most others) sees.
+    let asCommitted: WatchEvent | undefined;
+    for (const watcher of ofKind) {
+      const seenAs = eventTypeFor(watcher, type, object, previous);
+      if (seenAs === undefined) continue;
+      // Frozen, as its object is: a consumer may keep it or hand it on as it is, never mutate it.
+      const event = seenAs === type ? (asCommitted ??= Object.freeze({ type, object })) : Object.freeze({ type: seenAs, object });
+      this.#enqueue(watcher, event, nowMs);
     }
   }
 
@@ -142,16 +147,15 @@ export class WatchHub {
     return dropped.length;
   }
 
-  #enqueue(watcher: Watcher, type: WatchEventType, object: KubeObject): void {
+  /** Queues `event`, published at `nowMs`, for delivery `watcher.lagMs` later. */
+  #enqueue(watcher: Watcher, event: WatchEvent, nowMs: number): void {
     if (watcher.pendingEvents >= this.#options.maxBacklog) {
       this.#closeByServer(watcher, `more than ${this.#options.maxBacklog} undelivered events`);
       return;
     }
-    // Frozen, as its object is: a consumer may keep it or hand it on as it is, never mutate it.
-    const event: WatchEvent = Object.freeze({ type, object });
     watcher.pendingEvents++;
-    const last = watcher.pending.at(-1);
-    if (last?.timer.dueMs === this.#clock.nowMs() + watcher.lagMs) {
+    const last = watcher.pending[watcher.pending.length - 1];
+    if (last?.timer.dueMs === nowMs + watcher.lagMs) {
       last.events.push(event);
       return;
     }
@@ -197,22 +201,22 @@ export class WatchHub {
     watcher.pending.length = 0;
     watcher.pendingEvents = 0;
     this.#watchers.splice(this.#watchers.indexOf(watcher), 1);
-    const ofKind = this.#watchersByKind.get(watcher.kind) ?? [];
-    ofKind.splice(ofKind.indexOf(watcher), 1);
+    this.#watchersByKind.set(watcher.kind, (this.#watchersByKind.get(watcher.kind) ?? []).filter((other) => other !== watcher));
   }
 }
 
-/** How `change` appears on a stream with `watcher`'s filter, or undefined when it does not. */
-function eventTypeFor(watcher: Watcher, change: Change): WatchEventType | undefined {
-  const now = selected(watcher, change.object);
-  if (change.type !== "MODIFIED") return now ? change.type : undefined;
-  const before = change.previous !== undefined && selected(watcher, change.previous);
+/** How a change of `type` to `object` from `previous` appears on a stream with `watcher`'s filter, or undefined when it does not. */
+function eventTypeFor(watcher: Watcher, type: WatchEventType, object: KubeObject, previous: KubeObject | undefined): WatchEventType | undefined {
+  const now = selected(watcher, object);
+  if (type !== "MODIFIED") return now ? type : undefined;
+  const before = previous !== undefined && selected(watcher, previous);
   if (before && now) return "MODIFIED";
   if (now) return "ADDED";
   return before ? "DELETED" : undefined;
 }
 
 function selected(watcher: Watcher, object: KubeObject): boolean {
+  if (watcher.unfiltered) return true;
   if (watcher.namespace !== undefined && object.metadata.namespace !== watcher.namespace) return false;
   return matchesSelector(watcher.selector, object.metadata.labels);
 }
