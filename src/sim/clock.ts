@@ -220,17 +220,18 @@ function before(a: Entry, b: Entry): boolean {
   return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.seq < b.seq);
 }
 
+/** Adds `entry`: the entries above it that come after it move down one level each, then it takes the hole. */
 function heapPush(heap: Entry[], entry: Entry): void {
+  let i = heap.length;
   heap.push(entry);
-  let i = heap.length - 1;
   while (i > 0) {
     const parent = (i - 1) >> 1;
     const above = at(heap, parent);
     if (!before(entry, above)) break;
     heap[i] = above;
-    heap[parent] = entry;
     i = parent;
   }
+  heap[i] = entry;
 }
 
 function heapPop(heap: Entry[]): void {
@@ -240,20 +241,28 @@ function heapPop(heap: Entry[]): void {
   siftDown(heap, 0);
 }
 
+/** Moves the entry at `start` down: the earlier of its children moves up into its place until neither comes before it. */
 function siftDown(heap: Entry[], start: number): void {
+  const moving = at(heap, start);
   let i = start;
   // Each step moves one level down, so the loop ends within log2(heap.length) steps.
   for (;;) {
     const left = 2 * i + 1;
-    let smallest = i;
-    if (left < heap.length && before(at(heap, left), at(heap, smallest))) smallest = left;
-    if (left + 1 < heap.length && before(at(heap, left + 1), at(heap, smallest))) smallest = left + 1;
-    if (smallest === i) return;
-    const moved = at(heap, i);
-    heap[i] = at(heap, smallest);
-    heap[smallest] = moved;
-    i = smallest;
+    if (left >= heap.length) break;
+    let child = left;
+    let earliest = at(heap, left);
+    if (left + 1 < heap.length) {
+      const right = at(heap, left + 1);
+      if (before(right, earliest)) {
+        child = left + 1;
+        earliest = right;
+      }
+    }
+    if (!before(earliest, moving)) break;
+    heap[i] = earliest;
+    i = child;
   }
+  heap[i] = moving;
 }
 
 /** Rebuilds the heap without cancelled entries (Floyd's bottom-up heap construction). */

@@ -105,6 +105,8 @@ export class SimCluster {
   readonly #chaos: SimClient;
   readonly #quietRounds: number;
   readonly #settleHooks: (() => Promise<void>)[] = [];
+  /** The last resourceVersion text `#resourceVersionNumber` parsed, and its number. */
+  #parsedVersion = { text: "", number: 0 };
 
   /** Builds and starts every component; nodes exist, nothing else does. */
   constructor(options: SimClusterOptions = {}) {
@@ -241,7 +243,14 @@ export class SimCluster {
 
   /** A number that grows whenever a request, commit or timer happens. */
   #activity(): number {
-    return this.server.requestCount() + Number(this.server.resourceVersion()) + this.clock.setCount();
+    return this.server.requestCount() + this.#resourceVersionNumber() + this.clock.setCount();
+  }
+
+  /** The server's resourceVersion as a number, parsed again only when its text changed: settling reads it every round. */
+  #resourceVersionNumber(): number {
+    const text = this.server.resourceVersion();
+    if (text !== this.#parsedVersion.text) this.#parsedVersion = { text, number: Number(text) };
+    return this.#parsedVersion.number;
   }
 
   // -------------------------------------------------------------------------------------------

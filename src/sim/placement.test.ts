@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import type { JsonObject, KubeObject } from "../engine/ports.ts";
 import { HeldGpuLedger, freeCapacity, nodesOfPools, placeGang, podGpuRequest } from "./placement.ts";
 import { aPod } from "./test-fixtures.ts";
+import { deepFreeze } from "../core/frozen.ts";
 
 function gpuPod(name: string, gpus: number | string, extra: Record<string, unknown> = {}): KubeObject {
   return aPod(name, {}, { containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": gpus } } }], ...(extra as object) });
@@ -63,6 +64,18 @@ describe("node pools and GPU requests", () => {
     assert.deepEqual([...ledger.byNode()], [["n-0", 3]]);
     ledger.change(finished, undefined);
     assert.deepEqual([...ledger.byNode()], [["n-0", 3]]);
+  });
+
+  it("reads a frozen node list's free capacity from the current usage, and a changed list's anew", () => {
+    const [first, second] = nodesOfPools([{ name: "n", count: 2, gpus: 8 }]);
+    assert.ok(first && second);
+    const nodes = deepFreeze([first, second]);
+    const used = new Map([["n-1", 3]]);
+    assert.deepEqual(freeCapacity(nodes, used), [{ name: "n-0", freeGpus: 8 }, { name: "n-1", freeGpus: 5 }]);
+    used.set("n-0", 8);
+    assert.deepEqual(freeCapacity(nodes, used), [{ name: "n-0", freeGpus: 0 }, { name: "n-1", freeGpus: 5 }], "usage is read each time");
+    const cordoned = deepFreeze([first, { ...second, spec: { unschedulable: true } }]);
+    assert.deepEqual(freeCapacity(cordoned, used), [{ name: "n-0", freeGpus: 0 }]);
   });
 });
 

@@ -6,6 +6,7 @@
 import type { JsonObject, JsonValue, KubeObject } from "../engine/ports.ts";
 import { isJsonObject } from "./json.ts";
 import { compareStrings } from "../core/maps.ts";
+import { onFrozen } from "../core/frozen.ts";
 
 export const GPU_RESOURCE = "nvidia.com/gpu";
 /** The label a simulated node carries naming its pool. */
@@ -42,7 +43,9 @@ export function nodesOfPools(pools: readonly NodePool[]): KubeObject<"Node">[] {
 export function podGpuRequest(pod: KubeObject): number | undefined {
   const spec = pod.spec;
   if (spec === undefined || !Object.isFrozen(spec)) return computedGpuRequest(pod);
-  if (gpuRequestBySpec.has(spec)) return gpuRequestBySpec.get(spec);
+  const cached = gpuRequestBySpec.get(spec);
+  // One lookup when the request is a number; `has` only tells a remembered malformed one apart.
+  if (cached !== undefined || gpuRequestBySpec.has(spec)) return cached;
   const gpus = computedGpuRequest(pod);
   gpuRequestBySpec.set(spec, gpus);
   return gpus;
@@ -104,10 +107,30 @@ export function isSchedulable(node: KubeObject): boolean {
  * their GPUs until they are gone), as `HeldGpuLedger.byNode` sums them.
  */
 export function freeCapacity(nodes: readonly KubeObject[], usedGpus: ReadonlyMap<string, number>): NodeCapacity[] {
-  return nodes
-    .filter(isSchedulable)
-    .map((node) => ({ name: node.metadata.name, freeGpus: allocatableGpus(node) - (usedGpus.get(node.metadata.name) ?? 0) }))
-    .sort((a, b) => compareStrings(a.name, b.name));
+  return schedulableNodes(nodes).map((node) => ({ name: node.name, freeGpus: node.allocatableGpus - (usedGpus.get(node.name) ?? 0) }));
+}
+
+/** A schedulable node's name and allocatable GPUs. */
+interface SchedulableNode {
+  readonly name: string;
+  readonly allocatableGpus: number;
+}
+
+/**
+ * `schedulableNodes` by node list, for frozen lists only (the server's `stored` array of its
+ * deep-frozen nodes, shared until a node changes): such a list cannot change, so neither can the
+ * result. A scheduler cycle reads it once per gang, and nodes rarely change.
+ */
+const schedulableByNodes = new WeakMap<object, readonly SchedulableNode[]>();
+
+/** The schedulable nodes (`isSchedulable`) of `nodes` with their allocatable GPUs, in name order. */
+function schedulableNodes(nodes: readonly KubeObject[]): readonly SchedulableNode[] {
+  return onFrozen(schedulableByNodes, nodes, (list) =>
+    list
+      .filter(isSchedulable)
+      .map((node) => ({ name: node.metadata.name, allocatableGpus: allocatableGpus(node) }))
+      .sort((a, b) => compareStrings(a.name, b.name)),
+  );
 }
 
 /** The node whose GPUs `pod` holds and how many, or undefined when it holds none (not bound, or finished). */

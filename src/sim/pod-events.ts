@@ -36,9 +36,10 @@ export interface PodEventLogOptions {
   maxEvents?: number;
 }
 
+/** Updated in place as the pod changes: one per pod, not one per event. */
 interface Known {
-  readonly pod: KubeObject;
-  readonly ready: boolean;
+  pod: KubeObject;
+  ready: boolean;
 }
 
 export class PodEventLog {
@@ -84,11 +85,17 @@ export class PodEventLog {
 
   #seen(pod: KubeObject): void {
     const uid = pod.metadata.uid ?? "";
-    const before = this.#known.get(uid);
-    const ready = isPodReady(pod);
-    this.#known.set(uid, { pod, ready });
-    if (before === undefined) this.#record("PodCreated", pod);
-    if (ready !== (before?.ready ?? false)) this.#record(ready ? "PodReady" : "PodNotReady", pod);
+    const known = this.#known.get(uid);
+    const wasReady = known?.ready ?? false;
+    const ready = known !== undefined && haveSameConditions(known.pod, pod) ? wasReady : isPodReady(pod);
+    if (known === undefined) {
+      this.#known.set(uid, { pod, ready });
+      this.#record("PodCreated", pod);
+    } else {
+      known.pod = pod;
+      known.ready = ready;
+    }
+    if (ready !== wasReady) this.#record(ready ? "PodReady" : "PodNotReady", pod);
   }
 
   #gone(uid: string): void {
@@ -116,4 +123,10 @@ export class PodEventLog {
     if (revision !== undefined) event.revision = revision;
     this.#events.push(event);
   }
+}
+
+/** True when both pods hold the same frozen conditions list: readiness, read from it alone, is then the same. */
+function haveSameConditions(a: KubeObject, b: KubeObject): boolean {
+  const conditions = b.status?.["conditions"];
+  return conditions === a.status?.["conditions"] && Object.isFrozen(conditions);
 }

@@ -179,10 +179,11 @@ export class SimScheduler {
       if (gang === undefined) gangs.set(gangKey, [pod]);
       else gang.push(pod);
     }
-    const oldest = (gang: readonly KubeObject[]): string => gang.map((pod) => pod.metadata.creationTimestamp ?? "").sort()[0] ?? "";
+    // Each gang's oldest creation time, found once, not once per comparison.
     return [...gangs.entries()]
-      .sort(([keyA, a], [keyB, b]) => compareStrings(oldest(a), oldest(b)) || compareStrings(keyA, keyB))
-      .map(([, gang]) => gang);
+      .map(([key, gang]) => ({ key, gang, oldest: gang.map((pod) => pod.metadata.creationTimestamp ?? "").sort()[0] ?? "" }))
+      .sort((a, b) => compareStrings(a.oldest, b.oldest) || compareStrings(a.key, b.key))
+      .map(({ gang }) => gang);
   }
 
   #isPending(pod: KubeObject): boolean {
