@@ -12,9 +12,9 @@
  *
  * A drain that is no longer needed is cancelled: annotations removed, gate restored.
  */
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, SERVING_GATE } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
 import type { Action, DeleteReason } from "./actions.ts";
-import { isDrained, podCondition } from "./health.ts";
+import { DRAIN_MARKS, isDrained, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
 
 /** The serving gate's reason while the controller drains the pod. */
@@ -22,8 +22,16 @@ export const DRAINING_REASON = "Draining";
 
 /** RFC 3339 with second precision, as the drain annotation stores it. */
 export function rfc3339(nowMs: number): string {
-  return new Date(Math.floor(nowMs / 1000) * 1000).toISOString().replace(".000Z", "Z");
+  const second = Math.floor(nowMs / 1000);
+  if (second !== lastFormatted.second) lastFormatted = { second, text: new Date(second * 1000).toISOString().replace(".000Z", "Z") };
+  return lastFormatted.text;
 }
+
+/**
+ * The last second `rfc3339` formatted, and its text: a plan stamps many writes with its one `nowMs`.
+ * Keyed on the number itself, so it can only ever return the text of that second.
+ */
+let lastFormatted: { readonly second: number; readonly text: string } = { second: Number.NaN, text: "" };
 
 /** Sets the pod's serving gate, conditional on the resourceVersion the plan saw. */
 export function setServing(view: PodView, status: "True" | "False", reason: string, nowMs: number): Action {
@@ -35,6 +43,9 @@ export function setServing(view: PodView, status: "True" | "False", reason: stri
     condition: { type: SERVING_GATE, status, reason, lastTransitionTime: rfc3339(nowMs) },
   };
 }
+
+/** No action, shared: cancelDrain and openGate are asked for every live pod on most plans. */
+const NO_ACTIONS: readonly Action[] = Object.freeze([]);
 
 /** The outcome of one step of a planned deletion. */
 export interface DrainStep {
@@ -101,26 +112,22 @@ export function planDrain(
   return { actions, recheckAtMs: undefined, drained: true };
 }
 
-/** The annotations a drain or an in-place update leaves on a pod. */
-export const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE];
-
 /**
  * Undoes a drain that is no longer needed: annotations removed (an in-place update's progress mark
  * too), gate restored when ready.
  */
-export function cancelDrain(view: PodView, nowMs: number): Action[] {
-  const annotations = view.pod.metadata.annotations;
-  // A pod without annotations carries no mark (the common case: nothing to build).
-  if (annotations === undefined || view.facts.terminating) return [];
+export function cancelDrain(view: PodView, nowMs: number): readonly Action[] {
+  // A pod without a mark (the common case) has nothing to undo.
+  if (!view.facts.marked || view.facts.terminating) return NO_ACTIONS;
+  const annotations = view.pod.metadata.annotations ?? {};
   const present = DRAIN_MARKS.filter((key) => annotations[key] !== undefined);
-  if (present.length === 0) return [];
   const gate = view.facts.containersReady && !view.facts.serving ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
   return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])) }];
 }
 
 /** Opens the gate of a pod whose containers are ready and that is not draining. */
-export function openGate(view: PodView, nowMs: number): Action[] {
+export function openGate(view: PodView, nowMs: number): readonly Action[] {
   const { facts } = view;
-  if (facts.terminating || facts.drainingSinceMs !== undefined || facts.serving || !facts.containersReady) return [];
+  if (facts.terminating || facts.drainingSinceMs !== undefined || facts.serving || !facts.containersReady) return NO_ACTIONS;
   return [setServing(view, "True", "ContainersReady", nowMs)];
 }

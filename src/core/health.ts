@@ -4,7 +4,7 @@
  * Pure; time is an argument.
  */
 import type { Pod, PodCondition } from "../api/kube.ts";
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, SERVING_GATE } from "../api/wellknown.ts";
 import type { InstancePods, PodView } from "./model.ts";
 
 export function podCondition(pod: Pod, type: string): PodCondition | undefined {
@@ -37,6 +37,9 @@ function drainingSinceMs(pod: Pod): number | undefined {
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? 0 : ms;
 }
+
+/** The annotations a drain or an in-place update leaves on a pod. */
+export const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE];
 
 export function isDrained(pod: Pod): boolean {
   return pod.metadata.annotations?.[ANNOTATION_DRAINED] === "true";
@@ -73,6 +76,8 @@ export interface PodFacts {
   readonly restarted: boolean;
   /** When ContainersReady last changed; NaN when unknown. */
   readonly containersReadySinceMs: number;
+  /** Some annotation of `DRAIN_MARKS` is present (no in-place progress can be read without one). */
+  readonly marked: boolean;
 }
 
 /** Reads every fact of `pod`. */
@@ -89,6 +94,7 @@ export function podFacts(pod: Pod): PodFacts {
     phaseFailed: pod.status?.phase === "Failed",
     restarted: hasRestarted(pod),
     containersReadySinceMs: since === undefined ? Number.NaN : Date.parse(since),
+    marked: DRAIN_MARKS.some((key) => pod.metadata.annotations?.[key] !== undefined),
   };
 }
 
@@ -101,12 +107,16 @@ export type FailureVerdict = { readonly failed: true } | { readonly failed: fals
  * ContainersReady condition's lastTransitionTime (observable, so it survives a controller restart).
  */
 export function podFailure(facts: PodFacts, restartGracePeriodSeconds: number, nowMs: number): FailureVerdict {
-  if (facts.phaseFailed) return { failed: true };
-  if (!facts.restarted || facts.containersReady) return { failed: false };
-  if (Number.isNaN(facts.containersReadySinceMs)) return { failed: true };
+  if (facts.phaseFailed) return FAILED;
+  if (!facts.restarted || facts.containersReady) return NOT_FAILED;
+  if (Number.isNaN(facts.containersReadySinceMs)) return FAILED;
   const dueMs = facts.containersReadySinceMs + restartGracePeriodSeconds * 1000;
-  return nowMs >= dueMs ? { failed: true } : { failed: false, recheckAtMs: dueMs };
+  return nowMs >= dueMs ? FAILED : { failed: false, recheckAtMs: dueMs };
 }
+
+/** The verdicts without a time, shared: planning asks for every live pod on every plan. */
+const FAILED: FailureVerdict = Object.freeze({ failed: true });
+const NOT_FAILED: FailureVerdict = Object.freeze({ failed: false });
 
 /** Some container of the pod has restarted. */
 function hasRestarted(pod: Pod): boolean {
@@ -127,23 +137,47 @@ export interface InstanceHealth {
   readonly complete: boolean;
   /** Complete and every pod Ready. */
   readonly ready: boolean;
+  /** Some live pod is being drained (it has a drain mark with its start time). */
+  readonly draining: boolean;
+  /** Some live pod carries a drain or in-place mark (`PodFacts.marked`). */
+  readonly marked: boolean;
+  /** Some live pod is Pending because the scheduler cannot place it. */
+  readonly unschedulable: boolean;
 }
 
-/** Sorts an instance's pods against `expectedPods` (1 + workerReplicas). */
+/** Sorts an instance's pods against `expectedPods` (1 + workerReplicas), in one pass over them. */
 export function instanceHealth(pods: InstancePods | undefined, expectedPods: number): InstanceHealth {
   const live: PodView[] = [];
   const terminating: PodView[] = [];
-  for (const view of pods?.values() ?? []) (view.facts.terminating ? terminating : live).push(view);
-  const absent: number[] = [];
-  let complete = true;
-  for (let index = 0; index < expectedPods; index++) {
-    // The tree keys each pod by its own index, so this is the pod at `index`, if any.
-    const view = pods?.get(index);
-    if (view === undefined) absent.push(index);
-    if (view === undefined || view.facts.terminating) complete = false;
+  const extra: PodView[] = [];
+  // Pods at expected indices: all of them, and the live ones.
+  let expectedPresent = 0;
+  let expectedLive = 0;
+  let allReady = true;
+  let draining = false;
+  let marked = false;
+  let unschedulable = false;
+  // The tree keys each pod by its own index (distinct non-negative integers).
+  for (const [index, view] of pods ?? []) {
+    const { facts } = view;
+    if (index < expectedPods) expectedPresent += 1;
+    if (facts.terminating) {
+      terminating.push(view);
+      continue;
+    }
+    live.push(view);
+    if (index < expectedPods) expectedLive += 1;
+    else extra.push(view);
+    if (!facts.ready) allReady = false;
+    if (facts.drainingSinceMs !== undefined) draining = true;
+    if (facts.marked) marked = true;
+    if (facts.unschedulable) unschedulable = true;
   }
-  const extra = live.filter((view) => view.id.index >= expectedPods);
-  return { live, terminating, absent, extra, complete, ready: complete && live.every((view) => view.facts.ready) };
+  const absent: number[] = [];
+  // Usually every expected index has a pod: then none is searched for.
+  if (expectedPresent < expectedPods) for (let index = 0; index < expectedPods; index++) if (pods?.has(index) !== true) absent.push(index);
+  const complete = expectedLive === expectedPods;
+  return { live, terminating, absent, extra, complete, ready: complete && allReady, draining, marked, unschedulable };
 }
 
 /** `[0, 1, …, count − 1]` for an integer `count`; empty when `count` ≤ 0. */

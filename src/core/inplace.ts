@@ -25,7 +25,8 @@
 import type { ContainerStatus, Pod } from "../api/kube.ts";
 import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
-import { DRAIN_MARKS, planDrain, setServing } from "./drain.ts";
+import { planDrain, setServing } from "./drain.ts";
+import { DRAIN_MARKS } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import type { Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";

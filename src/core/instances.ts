@@ -116,6 +116,8 @@ interface MemoizedState {
   readonly unresolved: readonly string[];
 }
 
+const NONE_UNRESOLVED: readonly string[] = Object.freeze([]);
+
 /** An empty memo of instance states for one plan of `model` with `revisions`. */
 export function instanceStates(model: Model, revisions: Revisions): InstanceStates {
   return { model, revisions, memo: new Map(), records: new WeakMap() };
@@ -147,14 +149,16 @@ function instanceState(
     }
   }
   if (memoized === undefined) {
-    const unresolved: string[] = [];
+    let unresolved: string[] | undefined;
     const lookup = (name: string): Revision | undefined => {
       const found = states.revisions.lookup(name);
       if (found.ok) return found.revision;
-      unresolved.push(name);
+      (unresolved ??= []).push(name);
       return undefined;
     };
-    memoized = { recorded, currentName, state: computeState(states, currentName, recorded, lookup, at), unresolved };
+    const state = computeState(states, currentName, recorded, lookup, at);
+    // Revisions are almost always readable: no array is kept per state for none.
+    memoized = { recorded, currentName, state, unresolved: unresolved ?? NONE_UNRESOLVED };
     computed.push(memoized);
   }
   for (const name of memoized.unresolved) resolve(name, `${instanceId(role, instance)} of group ${group}`);
@@ -197,9 +201,8 @@ function computeState(
   if (liveView !== undefined && running === undefined) return undefined;
   const health = instanceHealth(pods, expectedPods(running ?? target, role));
   const replacing = running !== undefined && !sameSpec(model, running, target, role);
-  const draining = health.live.some((view) => view.facts.drainingSinceMs !== undefined);
   const atUpdate = !replacing && sameSpec(model, running ?? target, revisions.update, role);
-  return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !draining && !replacing, targetsUpdate: sameSpec(model, target, revisions.update, role), atUpdate };
+  return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !health.draining && !replacing, targetsUpdate: sameSpec(model, target, revisions.update, role), atUpdate };
 }
 
 /** Every desired instance of `group` under `layout`, in spec role order then ordinal. */

@@ -78,8 +78,10 @@ function deleteUnneededServices(context: Context, desired: ReadonlySet<string>):
   const { model, work } = context;
   let namesWithPods: ReadonlySet<string> | undefined;
   for (const [name, { service, instance }] of model.services) {
+    // The name first: most Services are desired, and their objects need not be read.
+    if (desired.has(name)) continue;
     const uid = service.metadata.uid;
-    if (uid === undefined || desired.has(name)) continue;
+    if (uid === undefined) continue;
     const hasPods = instance === undefined ? (namesWithPods ??= serviceNamesWithPods(model)).has(name) : model.tree.get(instance.group)?.get(instance.role)?.has(instance.instance) === true;
     if (!hasPods) work.actions.push({ type: "DeleteService", name, uid });
   }
@@ -149,14 +151,18 @@ function isBroken(context: Context, state: InstanceState): boolean {
 
 function failedPods(context: Context, pods: readonly PodView[]): PodView[] {
   const graceSeconds = context.model.ms.spec.template.restartGracePeriodSeconds;
-  return pods.filter((view) => {
+  const failed: PodView[] = [];
+  // A loop, not `filter`: asked for every desired instance on every plan.
+  for (const view of pods) {
     // Restarts onto a new image in place are judged by the in-place verification (a bad image
     // stalls the update; it is not recovered by recreating the pod).
-    if (isInPlaceRestart(view.pod)) return false;
+    // Only a marked pod can carry in-place progress.
+    if (view.facts.marked && isInPlaceRestart(view.pod)) continue;
     const verdict = podFailure(view.facts, graceSeconds, context.nowMs);
-    if (!verdict.failed) recheckAt(context.work, verdict.recheckAtMs);
-    return verdict.failed;
-  });
+    if (verdict.failed) failed.push(view);
+    else recheckAt(context.work, verdict.recheckAtMs);
+  }
+  return failed;
 }
 
 function planInstance(context: Context, state: InstanceState): void {
@@ -165,7 +171,8 @@ function planInstance(context: Context, state: InstanceState): void {
   const inPlace = isInPlace(context);
   // Images patched in place by an update the user switched away from: the user asked for pods to
   // be replaced, so they are.
-  const abandoned = !inPlace && health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
+  // Only a marked pod can carry in-place progress (most instances have none: nothing to parse).
+  const abandoned = !inPlace && health.marked && health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
   if ((state.replacing && !inPlace) || abandoned) {
     const why = abandoned && !state.replacing ? "in-place update abandoned" : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
     const step = planDrainedDeletion(health.live, model.ms.spec.drain.timeoutSeconds, "Update", `${instanceLabel(state)} (${why})`, nowMs);
@@ -190,7 +197,11 @@ function planInstance(context: Context, state: InstanceState): void {
     recheckAt(work, step.recheckAtMs);
     return;
   }
-  for (const view of health.live) work.actions.push(...cancelDrain(view, nowMs), ...openGate(view, nowMs));
+  for (const view of health.live) {
+    const cancel = cancelDrain(view, nowMs);
+    const open = openGate(view, nowMs);
+    if (cancel.length + open.length > 0) work.actions.push(...cancel, ...open);
+  }
 }
 
 /** How messages and unreadable-revision reports name the instance; built only when one is written. */

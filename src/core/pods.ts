@@ -65,7 +65,9 @@ export function buildPod(owner: NamespacedOwner, revision: Revision, id: PodIden
 }
 
 function buildPodSpec(template: RevisionPodTemplate, schedulerName: string, env: readonly { name: string; value: string }[]): Pod["spec"] {
-  const spec = structuredClone(template.spec) as Pod["spec"];
+  // A shallow copy, not a deep one: every part set below is built new, and the parts left as they
+  // are (resources, volumes, …) are shared with the revision data, which nothing writes to.
+  const spec = { ...template.spec } as Pod["spec"];
   spec.containers = spec.containers.map((container) => withEnv(container, env));
   if (spec.initContainers !== undefined) spec.initContainers = spec.initContainers.map((container) => withEnv(container, env));
   spec.schedulerName = schedulerName;

@@ -167,7 +167,7 @@ function movable(scratch: Scratch, outdated: readonly number[], resolve: ReturnT
 
 /** A live pod of the unit is Pending because the scheduler cannot place it. */
 function isStarved(state: InstanceState): boolean {
-  return state.health.live.some((view) => view.facts.unschedulable);
+  return state.health.unschedulable;
 }
 
 /** What decides how many surge units exist at one level (groups, or one role in one group). */
@@ -292,7 +292,7 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
   const { model } = scratch;
   for (const [group, roles] of model.tree) {
     if (group >= model.ms.spec.replicas) continue;
-    const surgeRoles = model.ms.spec.template.roles.filter((role) => [...(roles.get(role.name)?.keys() ?? [])].some((instance) => instance >= role.replicas));
+    const surgeRoles = model.ms.spec.template.roles.filter((role) => hasOrdinalFrom(roles.get(role.name), role.replicas));
     if (surgeRoles.length === 0) continue;
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
     const serving = groupAvailable(states, model.ms.spec.template.roles);
@@ -316,6 +316,12 @@ function keepHeldSurge(scratch: Scratch, group: number, surgeByGroup: Map<number
     const held = heldSurgeCount(scratch, group, role);
     if (held > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, held);
   }
+}
+
+/** Some instance in `instances` has an ordinal of at least `from`; read without copying the keys (asked per role of every group). */
+function hasOrdinalFrom(instances: ReadonlyMap<number, unknown> | undefined, from: number): boolean {
+  for (const instance of instances?.keys() ?? []) if (instance >= from) return true;
+  return false;
 }
 
 /** How many surge ordinals of `role` in `group` must stay for the held ones among them. */
@@ -434,12 +440,21 @@ function planRoleSurge(
   const maxSurge = resolveRoleBudget(role).maxSurge;
   let existing = 0;
   for (const instance of model.tree.get(group)?.get(role.name)?.keys() ?? []) existing = Math.max(existing, instance + 1 - role.replicas);
-  const unfinished = eligible.filter((state) => !state.available || !state.atUpdate).length;
-  const unpermitted = eligible.filter((state) => !state.targetsUpdate).length;
-  const availableBase = states.filter((state) => state.instance < role.replicas && state.available).length;
+  // Counted in one pass each, not a filter per count: this runs for every role of every group.
+  let unfinished = 0;
+  let unpermitted = 0;
+  let outdated = 0;
+  let starved = false;
+  for (const state of eligible) {
+    if (!state.available || !state.atUpdate) unfinished += 1;
+    if (!state.targetsUpdate) unpermitted += 1;
+    if (!state.atUpdate) outdated += 1;
+    if (isStarved(state)) starved = true;
+  }
+  let availableBase = 0;
+  for (const state of states) if (state.instance < role.replicas && state.available) availableBase += 1;
   const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
-  const outdated = eligible.filter((state) => !state.atUpdate).length;
-  const wanted = surgeCount({ paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved: eligible.some(isStarved) });
+  const wanted = surgeCount({ paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved });
   // A held instance stays however few are wanted: it carries the role's floor.
   const surge = Math.max(wanted <= existing ? wanted : existing + grant(wanted - existing), heldSurgeCount(scratch, group, role));
   for (const instance of range(surge)) {

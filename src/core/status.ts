@@ -114,7 +114,7 @@ function groupVerdicts(model: Model, desired: readonly InstanceState[]): GroupVe
         if (!isUpdated(state)) updated = false;
       }
       if (state.health.ready) readyByRole.set(state.role, (readyByRole.get(state.role) ?? 0) + 1);
-      if (state.health.live.some((view) => view.facts.drainingSinceMs !== undefined)) disrupted = true;
+      if (state.health.draining) disrupted = true;
     }
     return { ready: roles.every((role) => (readyByRole.get(role.name) ?? 0) >= role.replicas), updated: updated && base === baseCount, disrupted };
   });
