@@ -9,6 +9,9 @@
  * - A new update while groups serve only through surge instances of the previous one: those are
  *   held at their revision (`holdSurge` in src/core/rollout.ts) instead of being replaced in every
  *   group at once, also in a group the group partition has just covered (`keepHeldSurge`).
+ * - Surge scaled down while it carries capacity: existing surge stays as far as the role's floor
+ *   needs it (`surgeCount`), and scaling it down below the role's desired count is a disruption
+ *   that needs the group budget (`planRoleSurge`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -36,6 +39,8 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "surge-carries-groups-new-update.json": "v3 while every group serves decode only through its v2 surge instance (group maxUnavailable 2, 4 groups)",
   "surge-carries-groups-new-update-workers.json": "as above, then a workerReplicas change while the v3 surge serves",
   "held-surge-below-group-partition.json": "a group partition raised over a group whose decode serves only through a held surge instance",
+  "surge-kept-for-floor-below-role-partition.json": "a role partition raised while the desired instances below it recover and a surge instance carries the floor",
+  "starved-surge-drop-needs-group-budget.json": "a tight cluster: a surge instance freed for a starved replacement would take its group down while another group is disrupted",
 };
 
 describe("fuzz-found scenarios, fixed", () => {

@@ -4,6 +4,8 @@ import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import { applyRevision } from "./revision/apply.ts";
 import { plan } from "./plan.ts";
+import { surgeCount } from "./rollout.ts";
+import type { SurgeInputs } from "./rollout.ts";
 import { apply, idealCluster, observe } from "../../test/ideal-cluster.ts";
 import type { IdealCluster } from "../../test/ideal-cluster.ts";
 
@@ -167,6 +169,24 @@ describe("RoleRollingUpdate", () => {
 });
 
 describe("surge", () => {
+  it("surgeCount: up to maxSurge while units are unfinished; existing surge kept as far as the floor needs it; starved, only that", () => {
+    // One role of 3 with floor 2 and one surge instance Ready; each row changes some inputs.
+    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false };
+    const table: [Partial<SurgeInputs>, number, string][] = [
+      [{}, 1, "an unfinished unit"],
+      [{ unfinished: 0, outdated: 0 }, 0, "all updated and available: surge goes"],
+      [{ unfinished: 0, outdated: 0, availableBase: 1 }, 1, "nothing eligible unfinished, desired below the floor (below a partition): kept"],
+      [{ unfinished: 0, availableBase: 1, existing: 0 }, 0, "never a new surge instance for the floor alone"],
+      [{ starved: true }, 0, "starved with the floor met: freed for the replacement"],
+      [{ starved: true, availableBase: 1 }, 1, "starved below the floor: kept"],
+      [{ starved: true, unpermitted: 1 }, 1, "starved but an old unit has no permit yet: the usual count"],
+      [{ paused: true, unfinished: 3, existing: 0 }, 0, "paused: none added"],
+      [{ outdated: 0, existing: 0, unfinished: 2 }, 0, "creation or scale-up: never"],
+      [{ maxSurge: 2, unfinished: 3 }, 2, "at most maxSurge"],
+    ];
+    for (const [change, expected, why] of table) assert.equal(surgeCount({ ...base, ...change }), expected, why);
+  });
+
   it("never surges while creating from zero or scaling up (regression: the bench's decode surged at creation)", () => {
     for (const strategy of [{ type: "RoleRollingUpdate" }, { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } }]) {
       const cluster = idealCluster(pdManifest({ rolloutStrategy: strategy }, strategy.type === "RoleRollingUpdate" ? { maxUnavailable: 0, maxSurge: 1 } : {}));

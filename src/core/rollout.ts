@@ -171,7 +171,7 @@ function isStarved(state: InstanceState): boolean {
 }
 
 /** What decides how many surge units exist at one level (groups, or one role in one group). */
-interface SurgeInputs {
+export interface SurgeInputs {
   readonly paused: boolean;
   readonly existing: number;
   readonly maxSurge: number;
@@ -191,17 +191,20 @@ interface SurgeInputs {
 
 /**
  * Surge units exist while eligible units are unfinished (up to maxSurge), so capacity never drops
- * while replacements start. One exception breaks a deadlock: once every old unit has its permit
- * and a replacement cannot be scheduled, surge stays only as far as the availability floor needs
- * it — otherwise a surge unit would hold the very capacity (GPUs) the last replacement needs, and
- * the rollout would wait forever. Paused: existing surge stays, none is added.
+ * while replacements start, and existing ones stay as far as the availability floor needs them
+ * (the desired units below it may be ineligible: below a partition raised mid-rollout, rebuilt at
+ * their recorded revision). One exception breaks a deadlock: once every old unit has its permit
+ * and a replacement cannot be scheduled, surge stays only as far as the floor needs it — otherwise
+ * a surge unit would hold the very capacity (GPUs) the last replacement needs, and the rollout
+ * would wait forever. Paused: existing surge stays, none is added.
  */
 export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
   // No rollout (e.g. first creation, scale-up): never surge.
   if (inputs.outdated === 0 && inputs.existing === 0) return 0;
-  if (inputs.unpermitted > 0 || !inputs.starved) return Math.min(inputs.maxSurge, inputs.unfinished);
-  return Math.min(inputs.existing, inputs.maxSurge, Math.max(0, inputs.floor - inputs.availableBase));
+  const forFloor = Math.min(inputs.existing, inputs.maxSurge, Math.max(0, inputs.floor - inputs.availableBase));
+  if (inputs.unpermitted > 0 || !inputs.starved) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
+  return forFloor;
 }
 
 /** Every role of the group has at least its desired number of available instances. */
@@ -389,15 +392,18 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
   const eligible = states.filter((state) => state.instance >= budget.partition && state.instance < role.replicas);
   const outdated = eligible.filter((state) => !state.atUpdate);
   let quota = limits.permit?.quota ?? Number.POSITIVE_INFINITY;
-  const surge = planRoleSurge(scratch, group, role, states, eligible, limits.paused, (wanted) => {
+  const grant = (wanted: number) => {
     const granted = Math.min(wanted, quota);
     quota -= granted;
     return granted;
-  });
+  };
+  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt });
+  const { surge } = planned;
   if (limits.paused) return { surge, disruptedGroup: false };
-  let available = states.filter((state) => state.available).length;
+  // Surge instances scaled down now are no capacity to retire against.
+  let available = states.filter((state) => state.available && state.instance < role.replicas + surge).length;
   let retirable = limits.permit?.retireLimit ?? Number.POSITIVE_INFINITY;
-  let disruptedGroup = false;
+  let disruptedGroup = planned.disruptedGroup;
   // Not yet permitted: unavailable ones first (moving them costs no budget), then highest ordinal.
   const candidates = outdated.filter((state) => !state.targetsUpdate);
   for (const state of candidates.sort((a, b) => Number(a.available) - Number(b.available) || b.instance - a.instance)) {
@@ -425,17 +431,13 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
 
 /**
  * Surge instances of one role in one group (see `surgeCount`); new ones need a start (`grant`
- * returns how many of the wanted new ones may start). Returns the surge count.
+ * returns how many of the wanted new ones may start). Scaling surge down is a disruption when it
+ * takes the role below its desired count of available instances: then it needs the group budget
+ * (`mayDisrupt`), and without it the surge stays and the rollout waits (as when surge cannot be
+ * scheduled: budgets hold at every instant). Returns the surge count and whether scaling down
+ * disrupted the group.
  */
-function planRoleSurge(
-  scratch: Scratch,
-  group: number,
-  role: Role,
-  states: readonly InstanceState[],
-  eligible: readonly InstanceState[],
-  paused: boolean,
-  grant: (wanted: number) => number,
-): number {
+function planRoleSurge(scratch: Scratch, group: number, role: Role, states: readonly InstanceState[], eligible: readonly InstanceState[], limits: SurgeLimits): { surge: number; disruptedGroup: boolean } {
   const { model, revisions } = scratch;
   const maxSurge = resolveRoleBudget(role).maxSurge;
   let existing = 0;
@@ -454,14 +456,34 @@ function planRoleSurge(
   let availableBase = 0;
   for (const state of states) if (state.instance < role.replicas && state.available) availableBase += 1;
   const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
-  const wanted = surgeCount({ paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved });
+  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved });
+  let disruptedGroup = false;
+  if (wanted < existing && takesBelowDesired(role, states, wanted)) {
+    if (limits.mayDisrupt()) disruptedGroup = true;
+    else {
+      scratch.waiting.push(`group ${group} role ${role.name}: keeping ${existing} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`);
+      wanted = existing;
+    }
+  }
   // A held instance stays however few are wanted: it carries the role's floor.
-  const surge = Math.max(wanted <= existing ? wanted : existing + grant(wanted - existing), heldSurgeCount(scratch, group, role));
+  const surge = Math.max(wanted <= existing ? wanted : existing + limits.grant(wanted - existing), heldSurgeCount(scratch, group, role));
   for (const instance of range(surge)) {
     const record: UnitRecord = { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name };
     if (!scratch.held.has(recordKey(record))) permit(scratch, record);
   }
-  return surge;
+  return { surge, disruptedGroup };
+}
+
+interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt"> {
+  /** How many of `wanted` new surge instances may start now. */
+  readonly grant: (wanted: number) => number;
+}
+
+/** Whether keeping only `kept` surge ordinals takes `role` from its desired count of available instances to fewer. */
+function takesBelowDesired(role: Role, states: readonly InstanceState[], kept: number): boolean {
+  const available = states.filter((state) => state.available).length;
+  const after = states.filter((state) => state.available && state.instance < role.replicas + kept).length;
+  return available >= role.replicas && after < role.replicas;
 }
 
 /**
