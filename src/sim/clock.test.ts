@@ -1,6 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { VirtualClock } from "./clock.ts";
+import type { Timer } from "../engine/ports.ts";
+
+/** One step of a random timer workload: set a timer, cancel one, or run the clock forward. */
+type ClockOp = { set: number } | { cancel: number } | { run: number };
 
 describe("VirtualClock", () => {
   it("fires timers by due time, and timers due together in the order they were set", () => {
@@ -76,6 +81,42 @@ describe("VirtualClock", () => {
     clock.setTimer(1, () => undefined);
     assert.equal(clock.pendingCount(), 1);
     assert.equal(clock.nextDueMs(), 1);
+  });
+
+  it("fires exactly what a sorted list of live timers says, in (due time, order set) order, through sets, cancels and compaction", () => {
+    const op = fc.oneof(
+      fc.record({ set: fc.integer({ min: 0, max: 50 }) }),
+      fc.record({ cancel: fc.nat() }),
+      fc.record({ run: fc.integer({ min: 0, max: 20 }) }),
+    ) as fc.Arbitrary<ClockOp>;
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
+        const clock = new VirtualClock({ maxTimers: 60 });
+        const fired: number[] = [];
+        // The reference: live timers with their due time and the order they were set.
+        let live: { id: number; dueMs: number; timer: Timer }[] = [];
+        let nextId = 0;
+        for (const step of ops) {
+          if ("set" in step) {
+            if (clock.pendingCount() >= 60) continue;
+            const id = nextId++;
+            live.push({ id, dueMs: clock.nowMs() + step.set, timer: clock.setTimer(step.set, () => fired.push(id)) });
+          } else if ("cancel" in step) {
+            const [cancelled] = live.length === 0 ? [] : live.splice(step.cancel % live.length, 1);
+            cancelled?.timer.cancel();
+          } else {
+            const targetMs = clock.nowMs() + step.run;
+            const due = live.filter((entry) => entry.dueMs <= targetMs).sort((a, b) => a.dueMs - b.dueMs || a.id - b.id);
+            const before = fired.length;
+            clock.runUntil(targetMs);
+            assert.deepEqual(fired.slice(before), due.map((entry) => entry.id));
+            live = live.filter((entry) => entry.dueMs > targetMs);
+          }
+          assert.equal(clock.pendingCount(), live.length);
+        }
+      }),
+      { seed: 7, numRuns: 200 },
+    );
   });
 
   it("refuses to go back in time and rejects non-integer or negative durations", () => {
