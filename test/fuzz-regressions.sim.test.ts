@@ -8,7 +8,8 @@
  *   src/core/invariants.ts) and still catches any new disruption beyond the new budget.
  * - A new update while groups serve only through surge instances of the previous one: those are
  *   held at their revision (`holdSurge` in src/core/rollout.ts) instead of being replaced in every
- *   group at once, also in a group the group partition has just covered (`keepHeldSurge`).
+ *   group at once, also in a group the group partition has just covered, where the surge that
+ *   stands in for desired instances stays too (`keepSurgeBelowPartition`).
  * - Surge scaled down while it carries capacity: existing surge stays as far as the role's floor
  *   needs it (`surgeCount`), and scaling it down below the role's desired count is a disruption
  *   that needs the group budget (`planRoleSurge`).
@@ -39,6 +40,7 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "surge-carries-groups-new-update.json": "v3 while every group serves decode only through its v2 surge instance (group maxUnavailable 2, 4 groups)",
   "surge-carries-groups-new-update-workers.json": "as above, then a workerReplicas change while the v3 surge serves",
   "held-surge-below-group-partition.json": "a group partition raised over a group whose decode serves only through a held surge instance",
+  "group-partition-raised-over-surge-carried-groups.json": "a group partition raised (paused, then resumed) over three groups whose decode serves through surge instances mid-update",
   "surge-kept-for-floor-below-role-partition.json": "a role partition raised while the desired instances below it recover and a surge instance carries the floor",
   "starved-surge-drop-needs-group-budget.json": "a tight cluster: a surge instance freed for a starved replacement would take its group down while another group is disrupted",
 };

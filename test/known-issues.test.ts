@@ -20,8 +20,6 @@ const ISSUES: Readonly<Record<string, string>> = {
     "partitionHolds: a partition raised while permits are in flight is not honoured; group 0 ends on an intermediate revision with status Converged (semantics to decide: cancel unstarted permits below the partition, or exempt them in the checker)",
   "C2-partition-raised-inflight-inplace.json": "partitionHolds: as C1, in place (a pod only draining is still patched)",
   "C3-partition-raised-inflight-rr.json": "partitionHolds: as C1, under RoleRollingUpdate",
-  "C4-group-partition-raised-over-surge-carried-groups.json":
-    "groupBudget: a group partition raised (paused, then resumed) over groups mid-update: below the partition planRoleRollout keeps only held (outdated) surge, so at-update surge instances standing in for replaced desired ones go in every covered group at once (rollout.ts keepHeldSurge; also the C1 question of permits in flight)",
   "D2-strategy-switch-drops-role-surge-everywhere.json":
     "groupBudget: RoleRollingUpdate → InPlaceUpdate (the role's maxSurge back to its default 0) while role surge instances serve: they lie beyond the new bound and go in every group at once (as D1)",
   "D1-max-surge-removed-while-surge-carries-floor.json":

@@ -43,6 +43,11 @@ export function resolveRoleBudget(role: Role): ResolvedBudget {
   );
 }
 
+/** The available instances a role keeps in each group during a rollout: `replicas − maxUnavailable`. */
+export function roleFloor(role: Role): number {
+  return role.replicas - resolveRoleBudget(role).maxUnavailable;
+}
+
 function resolveBudget(
   config: { maxUnavailable: IntOrPercent; maxSurge: IntOrPercent; partition: IntOrPercent },
   total: number,

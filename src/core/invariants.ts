@@ -14,7 +14,7 @@
  */
 import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
-import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
+import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import { isPodReady, isTerminating } from "./health.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";
@@ -296,10 +296,6 @@ function roleFloors(ms: ModelServing): Map<string, number> {
   return new Map(ms.spec.template.roles.map((role) => [role.name, roleFloor(role)]));
 }
 
-/** The available instances a role keeps in each group during a rollout: `replicas − maxUnavailable`. */
-export function roleFloor(role: Role): number {
-  return role.replicas - resolveRoleBudget(role).maxUnavailable;
-}
 
 /**
  * What the budgets of `ms` would count as disrupted now, over the judged groups and role pairs:

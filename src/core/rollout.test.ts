@@ -151,6 +151,22 @@ describe("RoleRollingUpdate", () => {
     assert.deepEqual(images(cluster, "llm-2-decode"), ["llm-2-decode-0-0=vllm:v3", "llm-2-decode-0-1=vllm:v3"]);
   });
 
+  it("a group partition raised over groups that serve only through their surge instances: those stay until the desired ones serve", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    // Plan until groups 0 and 1 serve decode only through their v2 surge instance (the desired one gone or starting).
+    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
+    const carried = (group: number) => ready(`llm-${group}-decode-1-0`) && !ready(`llm-${group}-decode-0-0`);
+    for (let round = 0; !(carried(0) && carried(1)); round++) {
+      assert.ok(round < 10, "groups 0 and 1 were never carried by their surge instances at once");
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+    }
+    cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = { maxUnavailable: 1, partition: 2 };
+    run(cluster, () => assert.ok([0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1, "more groups went down than the group budget allows"));
+    for (const group of [0, 1]) assert.equal(cluster.pods.has(`llm-${group}-decode-1-0`), false, `group ${group}: the surge instance is gone once the desired one serves`);
+  });
+
   it("a group partition raised over a group whose only serving instance is a held surge one: the surge instance stays until the desired one serves", () => {
     const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
     run(cluster);

@@ -17,7 +17,7 @@
  *   scaled down (drained) when the rollout no longer needs them.
  */
 import type { ResolvedBudget } from "../api/budgets.ts";
-import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
+import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 import type { Role, UnitRecord } from "../api/schema.ts";
 import { range } from "./health.ts";
 import { compareStrings, getOrCreate } from "./maps.ts";
@@ -238,7 +238,7 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
   for (const group of range(spec.replicas).reverse()) {
     if (group < groupBudget.partition) {
-      keepHeldSurge(scratch, group, surgeByGroup);
+      keepSurgeBelowPartition(scratch, group, before[group] ?? [], surgeByGroup);
       continue;
     }
     const states = before[group] ?? [];
@@ -301,7 +301,7 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
     const serving = groupAvailable(states, model.ms.spec.template.roles);
     for (const role of surgeRoles) {
       const mine = states.filter((state) => state.role === role.name);
-      const floor = serving ? role.replicas : role.replicas - resolveRoleBudget(role).maxUnavailable;
+      const floor = serving ? role.replicas : roleFloor(role);
       const needed = floor - mine.filter((state) => state.instance < role.replicas && state.available).length;
       const outdated = mine.filter((state) => state.instance >= role.replicas && state.available && !state.atUpdate);
       for (const state of outdated.slice(0, Math.max(0, needed))) scratch.held.add(recordKey(state));
@@ -310,14 +310,27 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
 }
 
 /**
- * In a group below the group partition (nothing moves there), keeps the surge ordinals its held
- * surge instances need (`holdSurge`): they carry a role while its desired instances recover; any
- * other surge instance there is scaled down.
+ * In a group below the group partition (nothing moves there), keeps the surge ordinals its
+ * serving surge instances need: the held ones (`holdSurge`), and the lowest available ones that
+ * stand in for unavailable desired instances, as many as the role must keep — its desired count
+ * while the group is available, else its floor (the partition may have been raised over a group
+ * mid-update). They go once the desired instances are back; any other surge instance there is
+ * scaled down. `states` are the group's, surge ordinals included.
  */
-function keepHeldSurge(scratch: Scratch, group: number, surgeByGroup: Map<number, Map<string, number>>): void {
-  for (const role of scratch.model.ms.spec.template.roles) {
-    const held = heldSurgeCount(scratch, group, role);
-    if (held > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, held);
+function keepSurgeBelowPartition(scratch: Scratch, group: number, states: readonly InstanceState[], surgeByGroup: Map<number, Map<string, number>>): void {
+  const roles = scratch.model.ms.spec.template.roles;
+  const serving = groupAvailable(states, roles);
+  for (const role of roles) {
+    const mine = states.filter((state) => state.role === role.name);
+    let missing = (serving ? role.replicas : roleFloor(role)) - mine.filter((state) => state.instance < role.replicas && state.available).length;
+    let standingIn = 0;
+    for (const state of mine.filter((candidate) => candidate.instance >= role.replicas && candidate.available).sort((a, b) => a.instance - b.instance)) {
+      if (missing <= 0) break;
+      standingIn = state.instance + 1 - role.replicas;
+      missing -= 1;
+    }
+    const kept = Math.max(standingIn, heldSurgeCount(scratch, group, role));
+    if (kept > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, kept);
   }
 }
 
@@ -455,7 +468,7 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   }
   let availableBase = 0;
   for (const state of states) if (state.instance < role.replicas && state.available) availableBase += 1;
-  const floor = role.replicas - resolveRoleBudget(role).maxUnavailable;
+  const floor = roleFloor(role);
   let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved });
   let disruptedGroup = false;
   if (wanted < existing && takesBelowDesired(role, states, wanted)) {

@@ -39,7 +39,7 @@
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
-import { resolveGroupBudget } from "../api/budgets.ts";
+import { resolveGroupBudget, roleFloor } from "../api/budgets.ts";
 import {
   INVARIANT_NAMES,
   NOTHING_UNDER_WAY,
@@ -50,7 +50,6 @@ import {
   groupBudget,
   revisionMismatch,
   roleBudget,
-  roleFloor,
   sameComparedSpec,
   specRevisionName,
   stillUnderWay,
