@@ -6,7 +6,7 @@ import { applyRevision } from "./revision/apply.ts";
 import { plan } from "./plan.ts";
 import { surgeCount } from "./rollout.ts";
 import type { SurgeInputs } from "./rollout.ts";
-import { apply, idealCluster, observe } from "../../test/ideal-cluster.ts";
+import { apply, idealCluster, observe, readyPod } from "../../test/ideal-cluster.ts";
 import type { IdealCluster } from "../../test/ideal-cluster.ts";
 
 const NOW = Date.parse("2026-11-30T01:00:00Z");
@@ -149,6 +149,40 @@ describe("RoleRollingUpdate", () => {
     setDecodeImage(cluster, "vllm:v3");
     run(cluster, () => assert.ok([0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1, "more groups went down than the group budget allows"));
     assert.deepEqual(images(cluster, "llm-2-decode"), ["llm-2-decode-0-0=vllm:v3", "llm-2-decode-0-1=vllm:v3"]);
+  });
+
+  it("a held surge instance goes when the desired one it stands in for waits for its capacity and the group budget allows (no deadlock)", () => {
+    const cluster = idealCluster(manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
+      { name: "prefill", replicas: 1, entryTemplate: pod("vllm:v1") },
+      { name: "decode", replicas: 1, maxUnavailable: 1, maxSurge: 1, entryTemplate: pod("vllm:v1") },
+    ]));
+    run(cluster);
+    const setImage = (image: string) => {
+      cluster.modelServing.spec.template.roles[1].entryTemplate = pod(image);
+      cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    };
+    setImage("vllm:v2");
+    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
+    for (let round = 0; !(ready("llm-0-decode-1-0") && !ready("llm-0-decode-0-0")); round++) {
+      assert.ok(round < 10, "decode never served through its surge instance alone");
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+    }
+    setImage("vllm:v3");
+    // One spare GPU: while the surge pod lives, the new desired pod cannot be placed.
+    const starve = () => {
+      if (!cluster.pods.has("llm-0-decode-1-0")) return;
+      const desired = cluster.pods.get("llm-0-decode-0-0");
+      if (desired !== undefined && !isReady(desired)) cluster.pods.set(desired.metadata.name, { ...desired, status: { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", lastTransitionTime: "2026-11-30T00:00:00Z" }] } });
+    };
+    for (let round = 0; cluster.pods.has("llm-0-decode-1-0"); round++) {
+      assert.ok(round < 10, "the held surge instance never went: the desired instance waits for it forever");
+      starve();
+      apply(cluster, plan(observe(cluster), NOW + (100 + round) * 1000).actions);
+    }
+    // With the capacity back (a pod the test starved is placed now), the rollout completes.
+    for (const [name, found] of cluster.pods) if (found.status?.phase === "Pending") cluster.pods.set(name, readyPod(found, false));
+    run(cluster);
+    assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3"]);
   });
 
   it("a group partition raised over groups that serve only through their surge instances: those stay until the desired ones serve", () => {

@@ -13,8 +13,10 @@
  * - A unit that is already unavailable (failed, missing, starting) costs no budget to move, so a
  *   failed outdated unit above the partition is rebuilt new; below the partition, or when paused,
  *   it is rebuilt at its recorded revision (recovery is never an unbudgeted upgrade).
- * - Surge units get ordinals above the desired ones, exist while outdated units remain, and are
- *   scaled down (drained) when the rollout no longer needs them.
+ * - Surge units get ordinals above the desired ones, exist while outdated units remain or while
+ *   they carry capacity the budgets need (the role's floor; a group's availability, see
+ *   `holdSurge`), and are scaled down (drained) when the rollout no longer needs them; scaling
+ *   one down below a role's desired count is a disruption like any other.
  */
 import type { ResolvedBudget } from "../api/budgets.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
@@ -288,11 +290,14 @@ function surgeAtUpdate(scratch: Scratch, layout: Layout): Layout {
  * desired instances are back. A role must keep its floor (replicas − maxUnavailable); in a group
  * that is available now, surge included, each role keeps its desired count: the group budget
  * counts surge capacity, and letting it go would disrupt the group unbudgeted (the desired
- * instances it stands in for are unavailable, so their own moves cost no budget).
- * `layout` has the stored records.
+ * instances it stands in for are unavailable, so their own moves cost no budget). One exception,
+ * as in `surgeCount`: when a desired instance of the role waits for capacity (the surge may hold
+ * it), only the floor is held, if the group budget lets the group go (`SurgeRelease`); otherwise
+ * the rollout waits, and says why. `layout` has the stored records.
  */
 function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof resolver>): void {
   const { model } = scratch;
+  const release = new SurgeRelease(scratch, layout, resolve);
   for (const [group, roles] of model.tree) {
     if (group >= model.ms.spec.replicas) continue;
     const surgeRoles = model.ms.spec.template.roles.filter((role) => hasOrdinalFrom(roles.get(role.name), role.replicas));
@@ -301,11 +306,47 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
     const serving = groupAvailable(states, model.ms.spec.template.roles);
     for (const role of surgeRoles) {
       const mine = states.filter((state) => state.role === role.name);
-      const floor = serving ? role.replicas : roleFloor(role);
+      const starved = mine.some((state) => state.instance < role.replicas && isStarved(state));
+      const floor = serving && !(starved && release.grant(group, role)) ? role.replicas : roleFloor(role);
       const needed = floor - mine.filter((state) => state.instance < role.replicas && state.available).length;
       const outdated = mine.filter((state) => state.instance >= role.replicas && state.available && !state.atUpdate);
       for (const state of outdated.slice(0, Math.max(0, needed))) scratch.held.add(recordKey(state));
     }
+  }
+}
+
+/**
+ * The group budget for letting serving surge go so that starved desired instances get its
+ * capacity (`holdSurge`): a group whose surge goes becomes unavailable, so at most the group
+ * maxUnavailable less the groups unavailable now (surge counted, on the stored records) may, in
+ * the order asked, each once. A refusal is a waiting reason.
+ */
+class SurgeRelease {
+  readonly #scratch: Scratch;
+  readonly #layout: Layout;
+  readonly #resolve: ReturnType<typeof resolver>;
+  /** Groups still allowed; counted at the first question (most plans ask none). */
+  #left: number | undefined;
+  readonly #granted = new Set<number>();
+
+  constructor(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof resolver>) {
+    this.#scratch = scratch;
+    this.#layout = layout;
+    this.#resolve = resolve;
+  }
+
+  /** Whether `group`'s surge of `role` may go; a group once allowed stays allowed this plan. */
+  grant(group: number, role: Role): boolean {
+    if (this.#granted.has(group)) return true;
+    const { model } = this.#scratch;
+    this.#left ??= resolveGroupBudget(model.ms.spec).maxUnavailable - range(model.ms.spec.replicas).filter((other) => !groupAvailable(desiredInstanceStates(this.#scratch.states, this.#layout, this.#resolve, other), model.ms.spec.template.roles)).length;
+    if (this.#left <= 0) {
+      this.#scratch.waiting.push(`group ${group} role ${role.name}: surge instances serve while desired ones wait for capacity they may hold; letting them go would disrupt the group beyond the group maxUnavailable`);
+      return false;
+    }
+    this.#left -= 1;
+    this.#granted.add(group);
+    return true;
   }
 }
 
@@ -412,7 +453,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
   };
   const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt });
   const { surge } = planned;
-  if (limits.paused) return { surge, disruptedGroup: false };
+  if (limits.paused) return { surge, disruptedGroup: planned.disruptedGroup };
   // Surge instances scaled down now are no capacity to retire against.
   let available = states.filter((state) => state.available && state.instance < role.replicas + surge).length;
   let retirable = limits.permit?.retireLimit ?? Number.POSITIVE_INFINITY;
@@ -469,17 +510,19 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   let availableBase = 0;
   for (const state of states) if (state.instance < role.replicas && state.available) availableBase += 1;
   const floor = roleFloor(role);
+  // A held instance stays however few are wanted: it carries the role's floor.
+  const held = heldSurgeCount(scratch, group, role);
   let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved });
   let disruptedGroup = false;
-  if (wanted < existing && takesBelowDesired(role, states, wanted)) {
+  if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
     if (limits.mayDisrupt()) disruptedGroup = true;
     else {
-      scratch.waiting.push(`group ${group} role ${role.name}: keeping ${existing} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`);
-      wanted = existing;
+      // As few as keep the role at its desired count: never more than maxSurge, which `states` stop at.
+      while (wanted < existing && takesBelowDesired(role, states, wanted)) wanted += 1;
+      scratch.waiting.push(`group ${group} role ${role.name}: keeping ${wanted} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`);
     }
   }
-  // A held instance stays however few are wanted: it carries the role's floor.
-  const surge = Math.max(wanted <= existing ? wanted : existing + limits.grant(wanted - existing), heldSurgeCount(scratch, group, role));
+  const surge = Math.max(wanted <= existing ? wanted : existing + limits.grant(wanted - existing), held);
   for (const instance of range(surge)) {
     const record: UnitRecord = { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name };
     if (!scratch.held.has(recordKey(record))) permit(scratch, record);

@@ -17,9 +17,13 @@
  *   their disruption is counted by `groupBudget`;
  * - only over units that had been available for the current shape (role replica counts): a group
  *   or role still being created or scaled up is not "disrupted";
- * - from what was under way when the budgets themselves changed (`budgetKey`: a lower
- *   maxUnavailable, a switch to RoleRollingUpdate): the disruptions then are tolerated until they
- *   recover (`UnderWay`, `trackUnderWay`), any new one is judged against the new budget.
+ * - from what was under way when the budgets themselves changed (`budgetKey`: the strategy, the
+ *   group maxUnavailable or a role's floor, e.g. a lower maxUnavailable, a switch to
+ *   RoleRollingUpdate, a scale that lowers a percentage): the disruptions then are tolerated until
+ *   they recover (`UnderWay`, `trackUnderWay`), any new one is judged against the new budget. The
+ *   record is taken at the first check that sees the change; a controller that reacted in that
+ *   same instant would have its own disruptions counted as under way — not possible while the
+ *   informer lag is above zero, as it is in every scenario.
  *
  * `surgeBound` is judged only when the stored status is for the current generation (the
  * controller has seen the spec it is held to).
