@@ -62,6 +62,23 @@ function run(cluster: IdealCluster, check: (round: number) => void = () => undef
   throw new Error("no convergence");
 }
 
+/** Plans and applies, one virtual second apart from `fromMs`, until `reached` holds; fails after ten rounds naming `what`. */
+function planUntil(cluster: IdealCluster, reached: () => boolean, what: string, fromMs = NOW): void {
+  for (let round = 0; !reached(); round++) {
+    assert.ok(round < 10, `never reached: ${what}`);
+    apply(cluster, plan(observe(cluster), fromMs + round * 1000).actions);
+  }
+}
+
+/** `group`'s decode serves only through its first surge instance: the desired one is gone or starting. */
+function carriedBySurge(cluster: IdealCluster, group: number): boolean {
+  const ready = (name: string) => {
+    const found = cluster.pods.get(name);
+    return found !== undefined && isReady(found);
+  };
+  return ready(`llm-${group}-decode-1-0`) && !ready(`llm-${group}-decode-0-0`);
+}
+
 function setDecodeImage(cluster: IdealCluster, image: string): void {
   const decode = cluster.modelServing.spec.template.roles[1];
   decode.entryTemplate = pod(image);
@@ -118,10 +135,7 @@ describe("RoleRollingUpdate", () => {
     const cluster = idealCluster(pdManifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    for (let round = 0; !reached(cluster); round++) {
-      assert.ok(round < 10, `never reached: ${what}`);
-      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
-    }
+    planUntil(cluster, () => reached(cluster), what);
     setDecodeImage(cluster, "vllm:v3");
     run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "decode capacity dropped below replicas − maxUnavailable"));
     assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3", "llm-0-decode-0-1=vllm:v3"]);
@@ -139,13 +153,7 @@ describe("RoleRollingUpdate", () => {
     const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    // Plan until at least two groups serve decode only through their v2 surge instance (the desired one gone or starting).
-    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
-    const carried = (group: number) => ready(`llm-${group}-decode-1-0`) && !ready(`llm-${group}-decode-0-0`);
-    for (let round = 0; [0, 1, 2].filter(carried).length < 2; round++) {
-      assert.ok(round < 10, "two groups were never carried by their surge instances at once");
-      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
-    }
+    planUntil(cluster, () => [0, 1, 2].filter((group) => carriedBySurge(cluster, group)).length >= 2, "two groups served through their v2 surge instance alone at once");
     setDecodeImage(cluster, "vllm:v3");
     run(cluster, () => assert.ok([0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1, "more groups went down than the group budget allows"));
     assert.deepEqual(images(cluster, "llm-2-decode"), ["llm-2-decode-0-0=vllm:v3", "llm-2-decode-0-1=vllm:v3"]);
@@ -162,11 +170,7 @@ describe("RoleRollingUpdate", () => {
       cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
     };
     setImage("vllm:v2");
-    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
-    for (let round = 0; !(ready("llm-0-decode-1-0") && !ready("llm-0-decode-0-0")); round++) {
-      assert.ok(round < 10, "decode never served through its surge instance alone");
-      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
-    }
+    planUntil(cluster, () => carriedBySurge(cluster, 0), "decode served through its surge instance alone");
     setImage("vllm:v3");
     // One spare GPU: while the surge pod lives, the new desired pod cannot be placed.
     const starve = () => {
@@ -189,13 +193,7 @@ describe("RoleRollingUpdate", () => {
     const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    // Plan until groups 0 and 1 serve decode only through their v2 surge instance (the desired one gone or starting).
-    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
-    const carried = (group: number) => ready(`llm-${group}-decode-1-0`) && !ready(`llm-${group}-decode-0-0`);
-    for (let round = 0; !(carried(0) && carried(1)); round++) {
-      assert.ok(round < 10, "groups 0 and 1 were never carried by their surge instances at once");
-      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
-    }
+    planUntil(cluster, () => carriedBySurge(cluster, 0) && carriedBySurge(cluster, 1), "groups 0 and 1 served through their v2 surge instance alone at once");
     cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = { maxUnavailable: 1, partition: 2 };
     run(cluster, () => assert.ok([0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1, "more groups went down than the group budget allows"));
     for (const group of [0, 1]) assert.equal(cluster.pods.has(`llm-${group}-decode-1-0`), false, `group ${group}: the surge instance is gone once the desired one serves`);
@@ -205,12 +203,7 @@ describe("RoleRollingUpdate", () => {
     const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    // Plan until group 0 serves decode only through its v2 surge instance (the desired one gone or starting).
-    const ready = (name: string) => { const found = cluster.pods.get(name); return found !== undefined && isReady(found); };
-    for (let round = 0; !(ready("llm-0-decode-1-0") && !ready("llm-0-decode-0-0")); round++) {
-      assert.ok(round < 10, "group 0 never served through its surge instance alone");
-      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
-    }
+    planUntil(cluster, () => carriedBySurge(cluster, 0), "group 0 served through its v2 surge instance alone");
     setDecodeImage(cluster, "vllm:v3");
     cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = { partition: 1 };
     run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "group 0's last serving decode instance went"));
