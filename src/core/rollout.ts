@@ -306,10 +306,13 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
     const serving = groupAvailable(states, model.ms.spec.template.roles);
     for (const role of surgeRoles) {
       const mine = states.filter((state) => state.role === role.name);
-      const starved = mine.some((state) => state.instance < role.replicas && isStarved(state));
-      const floor = serving && !(starved && release.grant(group, role)) ? role.replicas : roleFloor(role);
-      const needed = floor - mine.filter((state) => state.instance < role.replicas && state.available).length;
       const outdated = mine.filter((state) => state.instance >= role.replicas && state.available && !state.atUpdate);
+      if (outdated.length === 0) continue;
+      const availableDesired = mine.filter((state) => state.instance < role.replicas && state.available).length;
+      const starved = mine.some((state) => state.instance < role.replicas && isStarved(state));
+      // The group's budget is asked only when holding the desired count is what keeps the surge.
+      const keepDesired = serving && availableDesired < role.replicas && !(starved && release.grant(group, role));
+      const needed = (keepDesired ? role.replicas : roleFloor(role)) - availableDesired;
       for (const state of outdated.slice(0, Math.max(0, needed))) scratch.held.add(recordKey(state));
     }
   }
@@ -339,7 +342,7 @@ class SurgeRelease {
   grant(group: number, role: Role): boolean {
     if (this.#granted.has(group)) return true;
     const { model } = this.#scratch;
-    this.#left ??= resolveGroupBudget(model.ms.spec).maxUnavailable - range(model.ms.spec.replicas).filter((other) => !groupAvailable(desiredInstanceStates(this.#scratch.states, this.#layout, this.#resolve, other), model.ms.spec.template.roles)).length;
+    this.#left ??= resolveGroupBudget(model.ms.spec).maxUnavailable - this.#unavailableNow();
     if (this.#left <= 0) {
       this.#scratch.waiting.push(`group ${group} role ${role.name}: surge instances serve while desired ones wait for capacity they may hold; letting them go would disrupt the group beyond the group maxUnavailable`);
       return false;
@@ -347,6 +350,13 @@ class SurgeRelease {
     this.#left -= 1;
     this.#granted.add(group);
     return true;
+  }
+
+  /** How many desired groups are unavailable now, surge counted (the stored records). */
+  #unavailableNow(): number {
+    const { model, states } = this.#scratch;
+    const roles = model.ms.spec.template.roles;
+    return range(model.ms.spec.replicas).filter((group) => !groupAvailable(desiredInstanceStates(states, this.#layout, this.#resolve, group), roles)).length;
   }
 }
 
