@@ -239,6 +239,12 @@ export function countKey(group: number, role: string): string {
   return `${group}/${role}`;
 }
 
+/** The group and role a `countKey` names. */
+export function ofCountKey(key: string): { group: number; role: string } {
+  const slash = key.indexOf("/");
+  return { group: Number(key.slice(0, slash)), role: key.slice(slash + 1) };
+}
+
 /** Counts available instances per group and role in one pass over the instances. */
 export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName): AvailableCounts {
   const roles = new Map(ms.spec.template.roles.map((role) => [role.name, role]));
@@ -259,7 +265,7 @@ export function groupAvailable(ms: ModelServing, group: number, counts: Availabl
 
 /** Groups with at least one available instance of some role, ascending. */
 function groupsWithCapacity(counts: AvailableCounts): number[] {
-  return [...new Set([...counts.keys()].map((key) => Number(key.slice(0, key.indexOf("/")))))].sort((a, b) => a - b);
+  return [...new Set([...counts.keys()].map((key) => ofCountKey(key).group))].sort((a, b) => a - b);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,7 +302,6 @@ function roleFloors(ms: ModelServing): Map<string, number> {
   return new Map(ms.spec.template.roles.map((role) => [role.name, roleFloor(role)]));
 }
 
-
 /**
  * What the budgets of `ms` would count as disrupted now, over the judged groups and role pairs:
  * recorded when those budgets change (see `UnderWay`).
@@ -305,9 +310,10 @@ export function disruptionsUnderWay(ms: ModelServing, counts: AvailableCounts, j
   const floors = roleFloors(ms);
   const belowFloor = new Map<string, number>();
   for (const key of judged.roles) {
+    const { group, role } = ofCountKey(key);
     const available = counts.get(key) ?? 0;
-    const floor = floors.get(key.slice(key.indexOf("/") + 1));
-    if (floor !== undefined && available < floor && Number(key.slice(0, key.indexOf("/"))) < ms.spec.replicas) belowFloor.set(key, available);
+    const floor = floors.get(role);
+    if (floor !== undefined && available < floor && group < ms.spec.replicas) belowFloor.set(key, available);
   }
   return { groups: new Set(missingGroups(ms, counts, judged.groups)), roleFloors: belowFloor };
 }
@@ -323,8 +329,10 @@ export function stillUnderWay(ms: ModelServing, counts: AvailableCounts, underWa
   const roleFloorsNow = new Map<string, number>();
   let changed = missing.size !== underWay.groups.size;
   for (const [key, most] of underWay.roleFloors) {
+    const { group, role } = ofCountKey(key);
     const available = Math.max(most, counts.get(key) ?? 0);
-    const floor = floors.get(key.slice(key.indexOf("/") + 1)) ?? 0;
+    // A pair of a group scaled away, or of a role gone, leaves too.
+    const floor = group < ms.spec.replicas ? (floors.get(role) ?? 0) : 0;
     if (available < floor) roleFloorsNow.set(key, available);
     changed ||= available !== most || available >= floor;
   }

@@ -52,6 +52,7 @@ import {
   disruptionsUnderWay,
   groupAvailable,
   groupBudget,
+  ofCountKey,
   revisionMismatch,
   roleBudget,
   sameComparedSpec,
@@ -506,7 +507,7 @@ function forgetGroupsFrom(memory: Memory, replicas: number): boolean {
   let forgot = false;
   for (const { groups, roles } of memory.established.values()) {
     for (const group of groups) if (group >= replicas) forgot = groups.delete(group) || forgot;
-    for (const key of roles) if (Number(key.slice(0, key.indexOf("/"))) >= replicas) forgot = roles.delete(key) || forgot;
+    for (const key of roles) if (ofCountKey(key).group >= replicas) forgot = roles.delete(key) || forgot;
   }
   return forgot;
 }
