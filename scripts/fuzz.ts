@@ -1,0 +1,63 @@
+/**
+ * `npm run fuzz -- [--from N] [--count N] [--seeds 1,2] [--out DIR]`: runs the random scenarios
+ * of generator seeds from..from+count-1 (src/sim/fuzz.ts), each at every scenario seed given, with
+ * every invariant checked. Prints one line per failing run (generator seed, scenario seed, the
+ * violated invariants with their first message, or the failed step) and writes each failing
+ * scenario to DIR (default .cache/fuzz) with its seed, so `tandem simulate DIR/fuzz-N.json`
+ * replays it. Exits 1 when any run failed. Expected failures are reported too: a rollout that
+ * waits for capacity it cannot get, InPlaceIneligible, a pod deletion that found no pod.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { fuzzScenario } from "../src/sim/fuzz.ts";
+import { runScenario } from "../src/sim/runner.ts";
+import { parseScenario } from "../src/sim/scenario.ts";
+
+interface Options {
+  readonly from: number;
+  readonly count: number;
+  readonly seeds: readonly number[];
+  readonly out: string;
+}
+
+function options(argv: readonly string[]): Options {
+  const { values } = parseArgs({ args: [...argv], options: { from: { type: "string", default: "1" }, count: { type: "string", default: "100" }, seeds: { type: "string", default: "1,2" }, out: { type: "string", default: ".cache/fuzz" } } });
+  const integer = (name: string, text: string): number => {
+    const value = Number(text);
+    if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name}: "${text}" is not a non-negative integer`);
+    return value;
+  };
+  return { from: integer("from", values.from), count: integer("count", values.count), seeds: values.seeds.split(",").map((text) => integer("seeds", text)), out: values.out };
+}
+
+/** Runs one generated scenario at one seed; the failure line, or undefined when it passed. */
+async function failure(generatorSeed: number, seed: number): Promise<string | undefined> {
+  const parsed = parseScenario(fuzzScenario(generatorSeed));
+  if (!parsed.ok) return `generator bug: ${JSON.stringify(parsed.problems)}`;
+  const report = await runScenario(parsed.scenario, { seed });
+  const violated = report.invariants.filter((result) => result.violations > 0).map((result) => `${result.name} at ${result.first?.t ?? "?"} s: ${result.first?.message ?? ""}`);
+  const failedStep = report.steps.find((step) => !step.ok);
+  if (violated.length === 0 && failedStep === undefined) return undefined;
+  return [...violated, ...(failedStep === undefined ? [] : [`step: ${failedStep.message}`])].join("; ");
+}
+
+async function main(): Promise<number> {
+  const { from, count, seeds, out } = options(process.argv.slice(2));
+  mkdirSync(out, { recursive: true });
+  let failed = 0;
+  for (let generatorSeed = from; generatorSeed < from + count; generatorSeed++) {
+    for (const seed of seeds) {
+      const message = await failure(generatorSeed, seed);
+      if (message === undefined) continue;
+      failed += 1;
+      const file = join(out, `fuzz-${generatorSeed}-seed-${seed}.json`);
+      writeFileSync(file, `${JSON.stringify({ ...fuzzScenario(generatorSeed), seed })}\n`);
+      console.log(`fuzz-${generatorSeed} seed ${seed}: ${message}\n  replay: tandem simulate ${file}`);
+    }
+  }
+  console.log(`${count * seeds.length} runs, ${failed} failed`);
+  return failed === 0 ? 0 : 1;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,187 @@
+/**
+ * Random scenarios for the scenario fuzz (`npm run fuzz`, scripts/fuzz.ts): one ModelServing of
+ * one or two roles (prefill; decode, perhaps with a worker), created, then changed two to five
+ * times — images, group and role replica counts, workers, budgets, the strategy, partitions,
+ * pause — with waits and a pod deletion now and then in between. The cluster fits the largest
+ * version with room for surge, or (three times in ten) fits it exactly. Every scenario ends
+ * waiting for RolloutComplete, then Available, so a rollout that never finishes fails too.
+ *
+ * Pure: the same `generatorSeed` gives the same scenario (named streams of `Prng`); the
+ * scenario's own seed is the runner's. Specs are kept valid (a role with maxUnavailable 0 gets a
+ * surge; a group strategy never has both group budgets at 0), so a scenario that fails to parse
+ * is a generator bug.
+ */
+import { Prng } from "./prng.ts";
+
+type Strategy = "RoleRollingUpdate" | "ServingGroupRollingUpdate" | "InPlaceUpdate";
+
+interface RoleState {
+  name: "prefill" | "decode";
+  replicas: number;
+  image: string;
+  workerReplicas: number;
+  maxUnavailable: number | undefined;
+  maxSurge: number | undefined;
+  partition: number | undefined;
+}
+
+/** What a version of the spec says, in the generator's terms. */
+interface SpecState {
+  replicas: number;
+  recoveryPolicy: string;
+  drainSeconds: number;
+  strategy: Strategy;
+  paused: boolean;
+  groupMaxUnavailable: number;
+  groupMaxSurge: number;
+  groupPartition: number;
+  roles: RoleState[];
+}
+
+const GPUS_PER_NODE = 4;
+const CHANGES = ["image", "image", "image", "imageBoth", "replicas", "roleReplicas", "workers", "budget", "strategy", "partition", "pause", "resume"] as const;
+
+/** The scenario of `generatorSeed`, as `parseScenario` takes it (named `fuzz-<seed>`). */
+export function fuzzScenario(generatorSeed: number): Record<string, unknown> {
+  const root = new Prng(generatorSeed);
+  const shape = root.fork("shape");
+  const state = initialState(shape);
+  const versions = [structuredClone(state)];
+  const steps: unknown[] = [{ apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) } }, waitFor("Available", 1200)];
+  const changes = root.fork("changes");
+  const image = { next: 1 };
+  for (let change = changes.int(2, 6); change > 0; change--) {
+    for (let edit = changes.int(1, 3); edit > 0; edit--) applyChange(state, changes, image);
+    keepValid(state);
+    if (changes.chance(1, 10)) state.paused = false;
+    steps.push(patchTo(state));
+    versions.push(structuredClone(state));
+    steps.push(...between(changes, state.paused));
+  }
+  if (state.paused) {
+    state.paused = false;
+    steps.push(patchTo(state));
+  }
+  steps.push(waitFor("RolloutComplete", 3600), waitFor("Available", 1800));
+  return { name: `fuzz-${generatorSeed}`, cluster: clusterFor(versions, root.fork("cluster")), steps };
+}
+
+function initialState(rng: Prng): SpecState {
+  const prefill: RoleState = { name: "prefill", replicas: rng.int(1, 3), image: "p:v1", workerReplicas: 0, maxUnavailable: rng.pick([undefined, 0, 1]), maxSurge: rng.pick([undefined, 1]), partition: undefined };
+  const decode: RoleState = { name: "decode", replicas: rng.int(1, 3), image: "d:v1", workerReplicas: rng.int(0, 2), maxUnavailable: rng.pick([undefined, 0, 1]), maxSurge: rng.pick([undefined, 0, 1]), partition: undefined };
+  const state: SpecState = {
+    replicas: rng.int(1, 5),
+    recoveryPolicy: rng.pick(["RoleRecreate", "ServingGroupRecreate", "RoleRecreate"]),
+    drainSeconds: rng.pick([0, 0, 5]),
+    strategy: rng.pick<Strategy>(["RoleRollingUpdate", "RoleRollingUpdate", "ServingGroupRollingUpdate", "InPlaceUpdate"]),
+    paused: false,
+    groupMaxUnavailable: rng.int(1, 3),
+    groupMaxSurge: rng.int(0, 2),
+    groupPartition: 0,
+    roles: rng.chance(3, 10) ? [decode] : [prefill, decode],
+  };
+  keepValid(state);
+  return state;
+}
+
+/** One random edit of `state`; `image` numbers new image tags. */
+function applyChange(state: SpecState, rng: Prng, image: { next: number }): void {
+  const role = rng.pick(state.roles);
+  switch (rng.pick(CHANGES)) {
+    case "image":
+      role.image = `${role.image.split(":")[0] ?? ""}:v${++image.next}`;
+      break;
+    case "imageBoth":
+      image.next += 1;
+      for (const each of state.roles) each.image = `${each.image.split(":")[0] ?? ""}:v${image.next}`;
+      break;
+    case "replicas":
+      state.replicas = rng.int(1, 6);
+      break;
+    case "roleReplicas":
+      role.replicas = rng.int(1, 4);
+      break;
+    case "workers":
+      // InPlaceUpdate refuses a workerReplicas change (by design): not worth generating.
+      if (state.strategy !== "InPlaceUpdate") role.workerReplicas = rng.int(0, 3);
+      break;
+    case "budget":
+      role.maxUnavailable = rng.pick([undefined, 0, 1, 2]);
+      role.maxSurge = rng.pick([undefined, 0, 1, 2]);
+      state.groupMaxSurge = rng.int(0, 3);
+      state.groupMaxUnavailable = rng.int(0, 3);
+      break;
+    case "strategy":
+      state.strategy = rng.pick<Strategy>(["RoleRollingUpdate", "ServingGroupRollingUpdate", "InPlaceUpdate"]);
+      break;
+    case "partition":
+      if (rng.chance(1, 2)) role.partition = rng.int(0, 3);
+      else state.groupPartition = rng.int(0, 4);
+      break;
+    case "pause":
+      state.paused = true;
+      break;
+    case "resume":
+      state.paused = false;
+      break;
+  }
+}
+
+/** The rules a valid spec follows (see the module comment), applied in place. */
+function keepValid(state: SpecState): void {
+  for (const role of state.roles) if ((role.maxUnavailable ?? 1) === 0 && (role.maxSurge ?? 0) === 0) role.maxSurge = 1;
+  if (state.strategy === "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0 && state.groupMaxSurge === 0) state.groupMaxSurge = 1;
+  if (state.strategy !== "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0) state.groupMaxUnavailable = 1;
+}
+
+/** What comes after a change: nothing, a wait of some seconds or for a condition, and now and then a pod deleted. */
+function between(rng: Prng, paused: boolean): unknown[] {
+  const steps: unknown[] = [];
+  const wait = rng.pick(["none", "none", "seconds", "seconds", "rollout", "available"] as const);
+  if (wait === "seconds") steps.push({ wait: { for: "Seconds", timeoutSeconds: rng.pick([1, 5, 20, 40, 90]) } });
+  else if (wait === "rollout" && !paused) steps.push(waitFor("RolloutComplete", 1800));
+  else if (wait === "available") steps.push(waitFor("Available", 1800));
+  if (rng.chance(1, 10)) steps.push({ deletePods: { selector: "tandem.dev/group=0", count: 1 } });
+  return steps;
+}
+
+function specOf(state: SpecState): Record<string, unknown> {
+  const byRole = state.strategy === "RoleRollingUpdate";
+  const rollingUpdateConfiguration = { maxUnavailable: state.groupMaxUnavailable, maxSurge: state.strategy === "ServingGroupRollingUpdate" ? state.groupMaxSurge : 0, partition: state.groupPartition };
+  return {
+    replicas: state.replicas,
+    recoveryPolicy: state.recoveryPolicy,
+    drain: { timeoutSeconds: state.drainSeconds },
+    rolloutStrategy: { type: state.strategy, paused: state.paused, rollingUpdateConfiguration },
+    template: { roles: state.roles.map((role) => roleOf(role, byRole)) },
+  };
+}
+
+/** A role as the spec has it; role budgets only under RoleRollingUpdate. */
+function roleOf(role: RoleState, byRole: boolean): Record<string, unknown> {
+  const container = (image: string) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] } });
+  const budgets = byRole ? { maxUnavailable: role.maxUnavailable, maxSurge: role.maxSurge, partition: role.partition } : {};
+  const defined = Object.fromEntries(Object.entries(budgets).filter(([, value]) => value !== undefined));
+  const workers = role.workerReplicas > 0 ? { workerTemplate: container(`${role.image}-w`) } : {};
+  return { name: role.name, replicas: role.replicas, entryTemplate: container(role.image), workerReplicas: role.workerReplicas, ...workers, ...defined };
+}
+
+/** The largest version's GPUs, plus as many again and 8 for surge unless tight; whole 4-GPU nodes. */
+function clusterFor(versions: readonly SpecState[], rng: Prng): Record<string, unknown> {
+  const needed = Math.max(...versions.map(gpusOf));
+  const total = rng.chance(3, 10) ? needed : 2 * needed + 8;
+  const timing = { scheduleSeconds: 1, pullSeconds: rng.pick([2, 10]), startSeconds: rng.pick([5, 20]), terminationSeconds: rng.pick([1, 5]) };
+  return { nodes: [{ name: "gpu", count: Math.max(1, Math.ceil(total / GPUS_PER_NODE)), gpus: GPUS_PER_NODE }], timing };
+}
+
+function gpusOf(state: SpecState): number {
+  return state.replicas * state.roles.reduce((sum, role) => sum + role.replicas * (1 + role.workerReplicas), 0);
+}
+
+function patchTo(state: SpecState): unknown {
+  return { patch: { name: "m", merge: { spec: specOf(state) } } };
+}
+
+function waitFor(condition: "Available" | "RolloutComplete", timeoutSeconds: number): unknown {
+  return { wait: { for: condition, timeoutSeconds } };
+}
