@@ -22,16 +22,8 @@ export const DRAINING_REASON = "Draining";
 
 /** RFC 3339 with second precision, as the drain annotation stores it. */
 export function rfc3339(nowMs: number): string {
-  const second = Math.floor(nowMs / 1000);
-  if (second !== lastFormatted.second) lastFormatted = { second, text: new Date(second * 1000).toISOString().replace(".000Z", "Z") };
-  return lastFormatted.text;
+  return new Date(Math.floor(nowMs / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
-
-/**
- * The last second `rfc3339` formatted, and its text: a plan stamps many writes with its one `nowMs`.
- * Keyed on the number itself, so it can only ever return the text of that second.
- */
-let lastFormatted: { readonly second: number; readonly text: string } = { second: Number.NaN, text: "" };
 
 /** Sets the pod's serving gate, conditional on the resourceVersion the plan saw. */
 export function setServing(view: PodView, status: "True" | "False", reason: string, nowMs: number): Action {

@@ -478,7 +478,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
     if (state.available) {
       const belowDesired = available - 1 < role.replicas;
       const groupOk = !belowDesired || disruptedGroup || limits.mayDisrupt();
-      if (available - 1 < role.replicas - budget.maxUnavailable || !groupOk) {
+      if (available - 1 < roleFloor(role) || !groupOk) {
         scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}`);
         break;
       }
