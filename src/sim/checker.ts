@@ -448,11 +448,11 @@ function trackUnderWay(memory: Memory, shape: string, index: SubjectIndex): void
   const { ms } = index;
   const last = memory.underWay;
   if (last !== undefined && last.ms === ms && last.index === index && last.version === index.version) return;
-  const key = budgetKey(ms);
-  const counts = index.counts();
+  // The key is the spec's: a new index version of the same ModelServing object keeps it.
+  const key = last?.ms === ms ? last.key : budgetKey(ms);
   let value = NOTHING_UNDER_WAY;
-  if (last !== undefined && last.key !== key) value = disruptionsUnderWay(ms, counts, memory.established.get(shape) ?? NOTHING_ESTABLISHED);
-  else if (last !== undefined) value = stillUnderWay(ms, counts, last.value);
+  if (last !== undefined && last.key !== key) value = disruptionsUnderWay(ms, index.counts(), memory.established.get(shape) ?? NOTHING_ESTABLISHED);
+  else if (last !== undefined && last.value !== NOTHING_UNDER_WAY) value = stillUnderWay(ms, index.counts(), last.value);
   if (value !== (last?.value ?? NOTHING_UNDER_WAY)) memory.version += 1;
   memory.underWay = { key, ms, index, version: index.version, value };
 }
