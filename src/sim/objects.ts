@@ -8,12 +8,7 @@ import { setOwnKey } from "./json.ts";
 
 /** The store key: kind, namespace ("" when cluster-scoped) and name. */
 export function keyOf(object: { kind: string; metadata: { name: string; namespace?: string | undefined } }): string {
-  return storeKey(object.kind, object.metadata.namespace, object.metadata.name);
-}
-
-/** `keyOf` from its parts. */
-export function storeKey(kind: string, namespace: string | undefined, name: string): string {
-  return `${kind}/${namespace ?? ""}/${name}`;
+  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
 }
 
 export function refOf<K extends Kind>(object: KubeObject<K>): ObjectRef<K> {

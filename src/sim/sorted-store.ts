@@ -9,6 +9,7 @@
  * A cluster-scoped object's namespace is "" here, as it is absent on the object.
  */
 import type { KubeObject } from "../engine/ports.ts";
+import { getOrCreate } from "../core/maps.ts";
 
 /** One stored object with its position key. Internal: `object` is replaced in place. */
 interface Entry {
@@ -41,11 +42,7 @@ export class SortedStore {
   set(object: KubeObject): KubeObject | undefined {
     this.#values = undefined;
     const namespace = object.metadata.namespace ?? "";
-    let byName = this.#byNamespace.get(namespace);
-    if (byName === undefined) {
-      byName = new Map();
-      this.#byNamespace.set(namespace, byName);
-    }
+    const byName = getOrCreate(this.#byNamespace, namespace, () => new Map<string, Entry>());
     const old = byName.get(object.metadata.name);
     if (old !== undefined) {
       const replaced = old.object;
