@@ -32,8 +32,8 @@ function options(argv: readonly string[]): Options {
 }
 
 /** Runs one generated scenario at one seed; the failure line, or undefined when it passed. */
-async function failure(generatorSeed: number, seed: number): Promise<string | undefined> {
-  const parsed = parseScenario(fuzzScenario(generatorSeed));
+async function failure(scenario: Record<string, unknown>, seed: number): Promise<string | undefined> {
+  const parsed = parseScenario(scenario);
   if (!parsed.ok) return `generator bug: ${JSON.stringify(parsed.problems)}`;
   const report = await runScenario(parsed.scenario, { seed });
   const violated = report.invariants.filter((result) => result.violations > 0).map((result) => `${result.name} at ${result.first?.t ?? "?"} s: ${result.first?.message ?? ""}`);
@@ -47,12 +47,13 @@ async function main(): Promise<number> {
   mkdirSync(out, { recursive: true });
   let failed = 0;
   for (let generatorSeed = from; generatorSeed < from + count; generatorSeed++) {
+    const scenario = fuzzScenario(generatorSeed);
     for (const seed of seeds) {
-      const message = await failure(generatorSeed, seed);
+      const message = await failure(scenario, seed);
       if (message === undefined) continue;
       failed += 1;
       const file = join(out, `fuzz-${generatorSeed}-seed-${seed}.json`);
-      writeFileSync(file, `${JSON.stringify({ ...fuzzScenario(generatorSeed), seed })}\n`);
+      writeFileSync(file, `${JSON.stringify({ ...scenario, seed })}\n`);
       console.log(`fuzz-${generatorSeed} seed ${seed}: ${message}\n  replay: tandem simulate ${file}`);
     }
   }

@@ -46,7 +46,7 @@ export function fuzzScenario(generatorSeed: number): Record<string, unknown> {
   const root = new Prng(generatorSeed);
   const shape = root.fork("shape");
   const state = initialState(shape);
-  const versions = [structuredClone(state)];
+  let neededGpus = gpusOf(state);
   const steps: unknown[] = [{ apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) } }, waitFor("Available", 1200)];
   const changes = root.fork("changes");
   const image = { next: 1 };
@@ -55,7 +55,7 @@ export function fuzzScenario(generatorSeed: number): Record<string, unknown> {
     keepValid(state);
     if (changes.chance(1, 10)) state.paused = false;
     steps.push(patchTo(state));
-    versions.push(structuredClone(state));
+    neededGpus = Math.max(neededGpus, gpusOf(state));
     steps.push(...between(changes, state.paused));
   }
   if (state.paused) {
@@ -63,7 +63,7 @@ export function fuzzScenario(generatorSeed: number): Record<string, unknown> {
     steps.push(patchTo(state));
   }
   steps.push(waitFor("RolloutComplete", 3600), waitFor("Available", 1800));
-  return { name: `fuzz-${generatorSeed}`, cluster: clusterFor(versions, root.fork("cluster")), steps };
+  return { name: `fuzz-${generatorSeed}`, cluster: clusterFor(neededGpus, root.fork("cluster")), steps };
 }
 
 function initialState(rng: Prng): SpecState {
@@ -166,9 +166,8 @@ function roleOf(role: RoleState, byRole: boolean): Record<string, unknown> {
   return { name: role.name, replicas: role.replicas, entryTemplate: container(role.image), workerReplicas: role.workerReplicas, ...workers, ...defined };
 }
 
-/** The largest version's GPUs, plus as many again and 8 for surge unless tight; whole 4-GPU nodes. */
-function clusterFor(versions: readonly SpecState[], rng: Prng): Record<string, unknown> {
-  const needed = Math.max(...versions.map(gpusOf));
+/** `needed` GPUs (the largest version's), plus as many again and 8 for surge unless tight; whole 4-GPU nodes. */
+function clusterFor(needed: number, rng: Prng): Record<string, unknown> {
   const total = rng.chance(3, 10) ? needed : 2 * needed + 8;
   const timing = { scheduleSeconds: 1, pullSeconds: rng.pick([2, 10]), startSeconds: rng.pick([5, 20]), terminationSeconds: rng.pick([1, 5]) };
   return { nodes: [{ name: "gpu", count: Math.max(1, Math.ceil(total / GPUS_PER_NODE)), gpus: GPUS_PER_NODE }], timing };
