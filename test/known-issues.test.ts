@@ -1,12 +1,13 @@
 /**
  * Controller and checker issues a scenario fuzz found in the simulator (2026-11-30) that are not
  * fixed yet: every scenario in known-issues/ fails today (an invariant violated, or a rollout that
- * never completes). They run as `todo` tests: reported with their diagnosis, never failing the
- * suite, so the reproductions stay with the code. When a fix lands, its scenario becomes an
- * ordinary test (and leaves this list); a todo that starts to pass is worth a look too.
+ * never completes), and each test here asserts that it still does, with its diagnosis in the
+ * test's name. So the reproductions stay with the code, and a fix cannot land unnoticed: when a
+ * scenario starts to pass, its test fails, and the scenario moves to fuzz-regressions/ (an
+ * ordinary test that it passes) and leaves this list.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runScenario } from "../src/sim/runner.ts";
@@ -34,14 +35,17 @@ const ISSUES: Readonly<Record<string, string>> = {
   "U6-undiagnosed-group-budget-fuzz-12235.json": "groupBudget at 66.4 s: 2 groups unavailable with maxUnavailable 1; not diagnosed (left by the 2026-11-30 fuzz after the surge fixes)",
 };
 
-describe("known issues (todo: each fails today)", () => {
+describe("known issues (each still fails)", () => {
+  it("lists every scenario in known-issues/", () => {
+    assert.deepEqual(readdirSync(DIR).filter((file) => file.endsWith(".json")).sort(), Object.keys(ISSUES).sort());
+  });
+
   for (const [file, diagnosis] of Object.entries(ISSUES)) {
-    it(file, { todo: diagnosis }, async () => {
+    it(`${file} — ${diagnosis}`, async () => {
       const parsed = parseScenario(JSON.parse(readFileSync(join(DIR, file), "utf8")) as unknown);
       assert.ok(parsed.ok, JSON.stringify(parsed.ok ? [] : parsed.problems));
       const report = await runScenario(parsed.scenario);
-      assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
-      assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
+      assert.equal(report.verdict, "fail", `${file} passes now: move it to test/fuzz-regressions/ (and its line here to fuzz-regressions.sim.test.ts)`);
     });
   }
 });
