@@ -96,11 +96,11 @@ export class ApiServer {
   /** Stored objects per kind, in (namespace, name) order: lookups, and `stored(kind)` without a sort. */
   readonly #byKind = new Map<Kind, SortedStore>();
   /**
-   * Every stored object's key (`keyOf`), in the order the objects were created: the order of
-   * `stored()` among objects of the same namespace and name. Each value is the version first
-   * stored, which names the object; the current one is its kind's store's.
+   * Every stored object's key (`keyOf`) → its kind, namespace and name, in the order the objects
+   * were created: the order of `stored()` among objects of the same namespace and name. The
+   * current version is its kind's store's.
    */
-  readonly #creationOrder = new Map<string, KubeObject>();
+  readonly #creationOrder = new Map<string, ObjectRef>();
   /** Write counts by client, kind and verb: nested maps, so counting a write builds no key. */
   readonly #writeCounts = new Map<string, Map<Kind, Map<WriteVerb, WriteCount>>>();
   readonly #commitListeners = new Map<Kind, CommitListener[]>();
@@ -494,7 +494,7 @@ export class ApiServer {
     const stored = deepFreeze(object);
     const after = type === "DELETED" ? undefined : stored;
     // Only a creation or a removal changes which objects exist (a new key string costs a hash).
-    if (type === "ADDED") this.#creationOrder.set(keyOf(stored), stored);
+    if (type === "ADDED") this.#creationOrder.set(keyOf(stored), refOf(stored));
     if (type === "DELETED") this.#creationOrder.delete(keyOf(stored));
     const replaced = after === undefined ? this.#byKind.get(stored.kind)?.delete(stored.metadata.namespace, stored.metadata.name) : this.#storeOf(stored.kind).set(stored);
     this.#gc.noteCommitted(replaced, after);
@@ -529,7 +529,7 @@ export class ApiServer {
 
   #stored(kind?: Kind): readonly KubeObject[] {
     if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? NO_OBJECTS;
-    const current = [...this.#creationOrder.values()].map((first) => this.#lookup(first.kind, first.metadata.namespace, first.metadata.name) ?? first);
+    const current = [...this.#creationOrder.values()].map((ref) => this.#mustGet(ref));
     return current.sort((a, b) => compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name));
   }
 
