@@ -68,16 +68,39 @@ function plainCopy(value: unknown, depth: number): unknown {
   return copy;
 }
 
-/** Structural equality; key order does not matter. */
-export function jsonEqual(a: JsonValue | undefined, b: JsonValue | undefined, depth = 0): boolean {
+/** Structural equality of JSON values; key order does not matter, `undefined` equals absent. */
+export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   if (depth > MAX_DEPTH) throw new Error(`jsonEqual: nested deeper than ${MAX_DEPTH}`);
   if (a === b) return true;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((item, i) => jsonEqual(item, b[i], depth + 1));
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return arraysEqual(a, b, depth);
+  const recordA = a as Record<string, unknown>;
+  const recordB = b as Record<string, unknown>;
+  const keysA = Object.keys(recordA);
+  // Counted before any comparison: objects with different numbers of defined keys differ.
+  if (definedCount(recordA, keysA) !== definedCount(recordB, Object.keys(recordB))) return false;
+  for (const key of keysA) {
+    const value = recordA[key];
+    if (value !== undefined && !jsonEqual(value, recordB[key], depth + 1)) return false;
   }
-  if (!isJsonObject(a) || !isJsonObject(b)) return false;
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key], depth + 1));
+  return true;
+}
+
+function arraysEqual(a: readonly unknown[], b: readonly unknown[], depth: number): boolean {
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index++) {
+    // A hole in `a` is skipped, as `every` skips it.
+    if (index in a && !jsonEqual(a[index], b[index], depth + 1)) return false;
+  }
+  return true;
+}
+
+/** How many of `record`'s `keys` hold a value other than undefined. */
+function definedCount(record: Record<string, unknown>, keys: readonly string[]): number {
+  let count = 0;
+  for (const key of keys) if (record[key] !== undefined) count++;
+  return count;
 }
 
 /**

@@ -1,10 +1,13 @@
 /**
  * JSON helpers for the simulated API server: copies that cut every reference into server state,
- * structural equality, and JSON merge patch (RFC 7386).
+ * structural equality (the engine's, re-exported for the simulator), and JSON merge patch (RFC 7386).
  */
 import { ApiError } from "../engine/ports.ts";
 import type { JsonObject, JsonValue } from "../engine/ports.ts";
 import { deepFreeze } from "../core/frozen.ts";
+import { isJsonObject, jsonEqual } from "../engine/json.ts";
+
+export { isJsonObject, jsonEqual };
 
 /** Nesting deeper than this is refused, keeping every recursion here bounded. */
 const MAX_DEPTH = 64;
@@ -142,45 +145,6 @@ function assertJson(value: unknown, depth: number, path: string): void {
   }
   if (typeof value !== "object") throw new ApiError("Invalid", `${path}: a ${typeof value} is not JSON`);
   for (const [key, child] of Object.entries(value)) assertJson(child, depth + 1, `${path}.${key}`);
-}
-
-export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Structural equality of JSON values; key order does not matter, `undefined` equals absent. */
-export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
-  if (depth > MAX_DEPTH) throw new Error(`jsonEqual: nested deeper than ${MAX_DEPTH}`);
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) return arraysEqual(a, b, depth);
-  const recordA = a as Record<string, unknown>;
-  const recordB = b as Record<string, unknown>;
-  const keysA = Object.keys(recordA);
-  // Counted before any comparison: objects with different numbers of defined keys differ.
-  if (definedCount(recordA, keysA) !== definedCount(recordB, Object.keys(recordB))) return false;
-  for (const key of keysA) {
-    const value = recordA[key];
-    if (value !== undefined && !jsonEqual(value, recordB[key], depth + 1)) return false;
-  }
-  return true;
-}
-
-function arraysEqual(a: readonly unknown[], b: readonly unknown[], depth: number): boolean {
-  if (a.length !== b.length) return false;
-  for (let index = 0; index < a.length; index++) {
-    // A hole in `a` is skipped, as `every` skips it.
-    if (index in a && !jsonEqual(a[index], b[index], depth + 1)) return false;
-  }
-  return true;
-}
-
-/** How many of `record`'s `keys` hold a value other than undefined. */
-function definedCount(record: Record<string, unknown>, keys: readonly string[]): number {
-  let count = 0;
-  for (const key of keys) if (record[key] !== undefined) count++;
-  return count;
 }
 
 /** True when `a` and `b` are the same JSON text: equal values, and object keys in the same order. */
