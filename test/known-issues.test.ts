@@ -25,12 +25,12 @@ const ISSUES: Readonly<Record<string, string>> = {
     "groupBudget: RoleRollingUpdate → InPlaceUpdate (the role's maxSurge back to its default 0) while role surge instances serve: they lie beyond the new bound and go in every group at once (as D1)",
   "D1-max-surge-removed-while-surge-carries-floor.json":
     "roleBudget and groupBudget (scenario seed 2): a role's maxSurge removed while its surge instances carry the floor; holdSurge sees only ordinals below replicas + maxSurge, so they are scaled down (semantics to decide: keep a held surge instance beyond the new maxSurge, which surgeBound would then have to allow, or accept the disruption as the user's)",
-  "U1-undiagnosed-group-budget-fuzz-10159.json": "groupBudget at 35.1 s (scenario seed 2): 2 groups unavailable with maxUnavailable 1; not diagnosed (left by the 2026-11-30 fuzz after the surge fixes)",
   "U2-undiagnosed-group-budget-fuzz-10177.json":
     "groupBudget at 36.7 s: 2 groups unavailable with maxUnavailable 1; first look: a switch from RoleRollingUpdate to ServingGroupRollingUpdate drops role surge instances in several groups at once while the group rollout starts (as D2)",
   "U3-undiagnosed-group-budget-fuzz-12105.json":
     "groupBudget at 112.6 s: 3 groups unavailable with maxUnavailable 1; first look: after a RoleRollingUpdate that changed prefill only, a switch to ServingGroupRollingUpdate drains the unchanged decode pods of every group at once (under a group strategy a pod's revision label must be the update revision, so RR's unchanged-role pods all look outdated)",
-  "U4-undiagnosed-group-budget-fuzz-12198.json": "groupBudget at 132.7 s: 3 groups unavailable with maxUnavailable 1; not diagnosed (left by the 2026-11-30 fuzz after the surge fixes)",
+  "U4-switch-rr-to-group-paused-drains-unchanged-role.json":
+    "groupBudget at 132.7 s (seeds 1 and 2): 3 groups unavailable with maxUnavailable 1; the cause of U3, while paused: after a RoleRollingUpdate of prefill only (promoted; decode pods keep their first revision's label), a switch to ServingGroupRollingUpdate makes every decode pod differ from the current revision as a whole (`sameSpec` in instances.ts), so the lifecycle replaces them in all groups at once, outside the rollout's permits and its pause (fuzz-12198)",
   "U5-undiagnosed-group-budget-fuzz-12200.json": "groupBudget at 105.4 s: 2 groups unavailable with maxUnavailable 1; not diagnosed (left by the 2026-11-30 fuzz after the surge fixes)",
   "U6-undiagnosed-group-budget-fuzz-12235.json": "groupBudget at 66.4 s: 2 groups unavailable with maxUnavailable 1; not diagnosed (left by the 2026-11-30 fuzz after the surge fixes)",
 };

@@ -245,13 +245,16 @@ export function ofCountKey(key: string): { group: number; role: string } {
   return { group: Number(key.slice(0, slash)), role: key.slice(slash + 1) };
 }
 
-/** Counts available instances per group and role in one pass over the instances. */
-export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName): AvailableCounts {
+/**
+ * Counts available instances per group and role in one pass over the instances; with `within`,
+ * only the instances inside those limits (`withinSurgeLimits`).
+ */
+export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName, within?: SurgeLimits): AvailableCounts {
   const roles = new Map(ms.spec.template.roles.map((role) => [role.name, role]));
   const counts = new Map<string, number>();
   for (const pods of byUnit.values()) {
     const id = pods[0]?.id;
-    if (id === undefined || !instanceAvailable(pods, roles.get(id.role), revisions)) continue;
+    if (id === undefined || (within !== undefined && !withinSurgeLimits(within, id)) || !instanceAvailable(pods, roles.get(id.role), revisions)) continue;
     const key = countKey(id.group, id.role);
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
@@ -416,6 +419,16 @@ export interface SurgeLimits {
 export function surgeLimits(ms: ModelServing): SurgeLimits {
   const instanceLimits = new Map(ms.spec.template.roles.map((role) => [role.name, role.replicas + resolveRoleBudget(role).maxSurge]));
   return { name: ms.metadata.name, groupLimit: ms.spec.replicas + resolveGroupBudget(ms.spec).maxSurge, instanceLimits };
+}
+
+/**
+ * Instance `(group, role, instance)` lies inside `limits`: capacity the spec lets the controller
+ * keep. An instance beyond them (above a role's new count after a scale-down, say) is scaled down
+ * whatever it serves.
+ */
+export function withinSurgeLimits(limits: SurgeLimits, { group, role, instance }: { group: number; role: string; instance: number }): boolean {
+  const limit = limits.instanceLimits.get(role);
+  return group < limits.groupLimit && limit !== undefined && instance < limit;
 }
 
 /** `surgeBound`'s verdict on one pod: its violation message, or undefined when it is within bounds. */

@@ -12,7 +12,9 @@
  * - only outside a fault window: `failNode`, `recoverNode` and `deletePods` open one, and it
  *   closes at the first instant no crashed node still holds a pod (`faultActive`: until then the
  *   failure has not fully shown) and every ModelServing has all its desired groups available
- *   again (failures the scenario injects are not the rollout's to budget);
+ *   again, counting only instances within the surge limits (failures the scenario injects are not
+ *   the rollout's to budget, and the controller may act on a view that does not show the fault
+ *   yet: an instance it is bound to scale down does not end one);
  * - `roleBudget` under RoleRollingUpdate only: the group strategies replace whole groups, so
  *   their disruption is counted by `groupBudget`;
  * - only over units that had been available for the current shape (role replica counts): a group
@@ -402,8 +404,14 @@ function sameIdentity(a: PlacedPod["id"], b: PlacedPod["id"]): boolean {
   return a.group === b.group && a.role === b.role && a.instance === b.instance && a.index === b.index;
 }
 
+/**
+ * Every desired group is available, counting only the capacity the spec lets the controller keep
+ * (`keptCounts`): a group that only an instance beyond the surge limits keeps available (above a
+ * role's count lowered in the instant of the fault) is still down, as the controller sees it once
+ * it has seen the fault, and loses that instance to the scale-down.
+ */
 function allGroupsAvailable({ ms, index }: Subject): boolean {
-  const counts = index.counts();
+  const counts = index.keptCounts();
   for (let group = 0; group < ms.spec.replicas; group++) if (!groupAvailable(ms, group, counts)) return false;
   return true;
 }

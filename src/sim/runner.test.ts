@@ -182,6 +182,29 @@ describe("scenario runner", () => {
     assert.match(budget?.first?.message ?? "", /^m: [23] ServingGroup\(s\) unavailable \(groups .*\) with maxUnavailable 1$/);
   });
 
+  it("does not charge the rollout with a pod deleted in the instant a scale-down leaves only a doomed instance standing in for it", async () => {
+    // Regression (test/fuzz-regressions/pod-deleted-during-scale-down.json): the controller sees the
+    // patch (3 → 2 instances, new image) before the deletion of server-0 in group 0 and moves group
+    // 2; group 0 looked available only through server-2, beyond the new count, and the fault window
+    // closed in the instant it opened.
+    const server = (image: string, replicas: number) => ({ name: "server", replicas, entryTemplate: container(image) });
+    const result = parseScenario({
+      name: "deleted-during-scale-down",
+      cluster: { nodes: [{ name: "gpu", count: 5, gpus: 4 }], timing: { scheduleSeconds: 1, pullSeconds: 10, startSeconds: 5, terminationSeconds: 5 } },
+      steps: [
+        { apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: { replicas: 3, drain: { timeoutSeconds: 5 }, template: { roles: [server("vllm:v1", 3)] } } } },
+        { wait: { for: "Available", timeoutSeconds: 600 } },
+        { deletePods: { selector: "tandem.dev/group=0", count: 1 } },
+        { patch: { name: "m", merge: { spec: { template: { roles: [server("vllm:v2", 2)] } } } } },
+        { wait: { for: "RolloutComplete", timeoutSeconds: 900 } },
+      ],
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.problems));
+    const report = await runScenario(result.scenario);
+    assert.deepEqual(report.invariants.filter((invariant) => invariant.violations > 0), []);
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps.at(-1)));
+  });
+
   it("catches a plan that builds pods unlike their revision", async () => {
     // Every pod is created with an image its revision does not declare.
     const rogue: PlanFunction = (observed, nowMs) => {

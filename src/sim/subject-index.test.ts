@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
-import { availableCounts, availablePending, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, rolloutPending, surgeBound } from "../core/invariants.ts";
+import { availableCounts, availablePending, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, rolloutPending, surgeBound, surgeLimits } from "../core/invariants.ts";
 import type { PlacedPod, RevisionsByName } from "../core/invariants.ts";
 import { buildPod } from "../core/pods.ts";
 import type { Revision } from "../core/pods.ts";
@@ -226,6 +226,7 @@ describe("SubjectIndex and IdentityClaims", () => {
         assert.deepEqual(claims.violations(() => ((listed = true), stored)), duplicates);
         assert.equal(listed, duplicates.length > 0);
         assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
+        assert.deepEqual(sortedEntries(index.keptCounts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions, surgeLimits(ms))));
         assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
         assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed));
         // Every reason, not only the first five that a report shows.

@@ -17,7 +17,7 @@ import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
 import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import { isPodReady, isTerminating } from "../core/health.ts";
-import { availablePendingFor, claimedIdentity, countKey, inPartition, instanceAvailable, instanceRolloutReason, isDraining, noDuplicatePods, partitionedUnits, placePod, rolloutPendingFrom, surgeBound, surgeLimits, surgeOrDrainReason, surgeViolation } from "../core/invariants.ts";
+import { availablePendingFor, claimedIdentity, countKey, inPartition, instanceAvailable, instanceRolloutReason, isDraining, noDuplicatePods, partitionedUnits, placePod, rolloutPendingFrom, surgeBound, surgeLimits, surgeOrDrainReason, surgeViolation, withinSurgeLimits } from "../core/invariants.ts";
 import type { AvailableCounts, InstanceOf, PartitionedUnit, PlacedPod, RevisionsByName, SurgeLimits, UpdateOfRole } from "../core/invariants.ts";
 import { getOrCreate } from "../core/maps.ts";
 import { compareStored } from "./pod-changes.ts";
@@ -193,6 +193,25 @@ export class SubjectIndex {
   counts(): AvailableCounts {
     this.#flush();
     return this.#counts;
+  }
+
+  /**
+   * `availableCounts` within the surge limits (`withinSurgeLimits`) of the pods now: a pass over
+   * the instances, asked only while a fault window is open.
+   */
+  keptCounts(): AvailableCounts {
+    this.#flush();
+    const counts = new Map<string, number>();
+    for (const roles of this.#units.values()) {
+      for (const instances of roles.values()) {
+        for (const unit of instances.values()) {
+          if (!unit.available || !withinSurgeLimits(this.#context.surge, unit)) continue;
+          const key = countKey(unit.group, unit.role);
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+      }
+    }
+    return counts;
   }
 
   /** `surgeBound` of the pods now. */
