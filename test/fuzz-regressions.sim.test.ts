@@ -9,7 +9,8 @@
  * - A new update while groups serve only through surge instances of the previous one: those are
  *   held at their revision (`holdSurge` in src/core/rollout.ts) instead of being replaced in every
  *   group at once, also in a group the group partition has just covered, where the surge that
- *   stands in for desired instances stays too (`keepSurgeBelowPartition`).
+ *   stands in for desired instances stays too (`keepSurgeBelowPartition`). Under a group strategy
+ *   the same for a surge group that stands in for groups being replaced (`holdSurgeGroups`).
  * - Surge scaled down while it carries capacity: existing surge stays as far as the role's floor
  *   needs it (`surgeCount`), and scaling it down below the role's desired count is a disruption
  *   that needs the group budget (`planRoleSurge`).
@@ -48,6 +49,8 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "surge-kept-for-floor-below-role-partition.json": "a role partition raised while the desired instances below it recover and a surge instance carries the floor",
   "starved-surge-drop-needs-group-budget.json": "a tight cluster: a surge instance freed for a starved replacement would take its group down while another group is disrupted",
   "pod-deleted-during-scale-down.json": "a pod of group 0 deleted in the instant decode is scaled from 3 to 2 with a new image, the controller seeing the patch first (scenario seed 2)",
+  "surge-group-carries-groups-new-update.json": "ServingGroupRollingUpdate: a new update while the last one's surge group stands in for two groups being replaced (group maxUnavailable 1, maxSurge 1)",
+  "surge-group-carries-group-max-unavailable-0.json": "as above with maxUnavailable 0 and 2 groups: the surge group stands in for group 0 being replaced",
 };
 
 describe("fuzz-found scenarios, fixed", () => {

@@ -275,6 +275,22 @@ describe("ServingGroupRollingUpdate", () => {
     assert.equal(progressing.reason, "RolloutWaiting");
     assert.match(progressing.message, /Unschedulable: 0\/4 nodes have 8 free nvidia.com\/gpu/);
   });
+
+  it("a new update while the surge group of the last one stands in for groups being replaced: it is held at its revision, so no more groups go down than the group budget allows", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 4, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 1 } } }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    const groupAvailable = (group: number) => available(cluster, group, "prefill") === 2 && available(cluster, group, "decode") === 2;
+    const down = () => [0, 1, 2, 3].filter((group) => !groupAvailable(group));
+    planUntil(cluster, () => groupAvailable(4) && down().length === 2, "two groups replaced while the v2 surge group serves");
+    setDecodeImage(cluster, "vllm:v3");
+    run(cluster, () => {
+      const capacity = [0, 1, 2, 3, 4].filter(groupAvailable).length;
+      assert.ok(capacity >= 3, `${capacity} groups available (surge included), fewer than replicas − maxUnavailable = 3`);
+    });
+    assert.ok(images(cluster, "llm-").every((i) => i.endsWith("vllm:v3") || i.includes("prefill")));
+    assert.equal(cluster.pods.has("llm-4-decode-0-0"), false, "the surge group is gone at the end");
+  });
 });
 
 describe("strategy switched mid-rollout", () => {

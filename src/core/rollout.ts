@@ -137,7 +137,8 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
   const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
   const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved });
-  for (const group of range(surgeGroups)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
+  const held = holdSurgeGroups((group) => statesOf(probe, group), roles, { from: replicas, to: replicas + surgeGroups, short: replicas - budget.maxUnavailable - availableBase });
+  for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
   if (paused || outdated.length === 0) return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
   const layout = layoutWith(scratch, base, { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas });
   const available = range(replicas + surgeGroups).filter((group) => groupAvailable(statesOf(layout, group), roles));
@@ -154,6 +155,27 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
     scratch.waiting.push(waitingMessage(available.length, replicas, budget, "ServingGroup(s)"));
   }
   return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
+}
+
+/**
+ * The surge groups kept at their revision this plan (no permit at the update revision): while the
+ * desired groups available fall `short` of the floor (replicas − maxUnavailable), the serving
+ * surge groups in [`from`, `to`) make up for it, lowest ordinal first, and those among them that
+ * run another revision than the update's are held. A new update arriving while the last one's
+ * surge group stands in for groups being replaced would otherwise replace that group too, and the
+ * group budget counts surge capacity: it would take one group more down than it allows. Held, it
+ * serves until enough desired groups are back; then it is replaced or scaled down.
+ */
+function holdSurgeGroups(statesOf: (group: number) => InstanceState[], roles: readonly Role[], surge: { from: number; to: number; short: number }): Set<number> {
+  const held = new Set<number>();
+  let short = surge.short;
+  for (let group = surge.from; group < surge.to && short > 0; group++) {
+    const states = statesOf(group);
+    if (!groupAvailable(states, roles)) continue;
+    short -= 1;
+    if (!states.every((state) => state.atUpdate)) held.add(group);
+  }
+  return held;
 }
 
 /** The outdated groups the strategy may move: all, except in place those it must refuse. */
