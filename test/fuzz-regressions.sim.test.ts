@@ -13,7 +13,14 @@
  *   the same for a surge group that stands in for groups being replaced (`holdSurgeGroups`).
  * - Surge scaled down while it carries capacity: existing surge stays as far as the role's floor
  *   needs it (`surgeCount`), and scaling it down below the role's desired count is a disruption
- *   that needs the group budget (`planRoleSurge`).
+ *   that needs the group budget (`planRoleSurge`) — also beyond a maxSurge lowered mid-rollout,
+ *   and under a group strategy switched to mid-rollout (`roleSurgeKept`); the checker tolerates
+ *   the surge pods beyond the new bound that were there at the change until they go, and no new
+ *   one (`trackSurgeKept` in src/sim/checker.ts).
+ * - A switch to a group strategy after a RoleRollingUpdate: pods of roles it left unchanged keep
+ *   their older revision label but run what the current revision builds; they are neither being
+ *   replaced nor outdated until a permit moves their group (`computeState` in
+ *   src/core/instances.ts), instead of being replaced in every group at once.
  * - A checker fix: a pod deleted in the instant a role is scaled down, while the controller's view
  *   does not show the deletion yet. The fault window closed at once because an instance above the
  *   new count (bound to go) kept the group available; it now counts only capacity within the
@@ -51,6 +58,13 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "pod-deleted-during-scale-down.json": "a pod of group 0 deleted in the instant decode is scaled from 3 to 2 with a new image, the controller seeing the patch first (scenario seed 2)",
   "surge-group-carries-groups-new-update.json": "ServingGroupRollingUpdate: a new update while the last one's surge group stands in for two groups being replaced (group maxUnavailable 1, maxSurge 1)",
   "surge-group-carries-group-max-unavailable-0.json": "as above with maxUnavailable 0 and 2 groups: the surge group stands in for group 0 being replaced",
+  "role-max-surge-removed-while-surge-carries-floor.json": "a role's maxSurge removed while its surge instances carry the floor (failed at scenario seed 2)",
+  "role-max-surge-removed-while-surge-carries-groups.json": "a role's maxSurge removed (its maxUnavailable raised from 0 to 2) while groups serve through its surge instances (the 2026-12-01 baseline's fuzz-10)",
+  "role-max-surge-lowered-while-surge-serves.json": "a role's maxSurge lowered from 2 to 1 (and the group maxUnavailable from 2 to 1) while its second surge instance serves",
+  "switch-to-inplace-while-role-surge-serves.json": "RoleRollingUpdate → InPlaceUpdate (the role's maxSurge back to 0) while role surge instances stand in for desired ones",
+  "switch-to-group-rolling-while-role-surge-serves.json": "RoleRollingUpdate → ServingGroupRollingUpdate with a new template while role surge instances stand in for desired ones",
+  "switch-to-group-rolling-after-prefill-only-update.json": "RoleRollingUpdate of prefill only, then ServingGroupRollingUpdate: the decode pods keep their older label",
+  "switch-to-group-rolling-paused-after-prefill-only-update.json": "as above, paused across the switch and resumed",
 };
 
 describe("fuzz-found scenarios, fixed", () => {
@@ -77,5 +91,19 @@ describe("fuzz-found scenarios, fixed", () => {
     const budget = report.invariants.find((result) => result.name === "groupBudget");
     assert.ok((budget?.violations ?? 0) > 0);
     assert.match(budget?.first?.message ?? "", /^m: 2 ServingGroup\(s\) unavailable \(groups \d, \d\) with maxUnavailable 1$/);
+  });
+
+  it("catches a controller that keeps surging with the maxSurge it had before the change", async () => {
+    // The controller is shown prefill maxSurge 1 throughout: after its removal it goes on creating
+    // surge instances, beyond those that were there at the change (which are tolerated).
+    const stale: PlanFunction = (observed, nowMs) => {
+      const stored = observed.modelServing as { spec: { template: { roles: Record<string, unknown>[] } } };
+      const roles = stored.spec.template.roles.map((role) => (role["name"] === "prefill" ? { ...role, maxSurge: 1 } : role));
+      return corePlan({ ...observed, modelServing: { ...stored, spec: { ...stored.spec, template: { ...stored.spec.template, roles } } } }, nowMs);
+    };
+    const report = await runScenario(load("role-max-surge-removed-while-surge-carries-floor.json"), { seed: 1, plan: stale });
+    const surge = report.invariants.find((result) => result.name === "surgeBound");
+    assert.ok((surge?.violations ?? 0) > 0, JSON.stringify(report.invariants));
+    assert.match(surge?.first?.message ?? "", /^m: prefill-3 of group \d exists beyond replicas \+ maxSurge = 3$/);
   });
 });

@@ -200,8 +200,13 @@ function computeState(
   const running = liveView?.revision === undefined ? undefined : lookup(liveView.revision);
   if (liveView !== undefined && running === undefined) return undefined;
   const health = instanceHealth(pods, expectedPods(running ?? target, role));
-  const replacing = running !== undefined && !sameSpec(model, running, target, role);
-  const atUpdate = !replacing && sameSpec(model, running ?? target, revisions.update, role);
+  // Pods left at an older label by a RoleRollingUpdate (their role unchanged since) run what the
+  // current revision builds for them: nothing asks to move them, so under a group strategy (which
+  // compares whole revisions) they are neither being replaced nor outdated against it. Only a
+  // record (a permit) moves them, within the budgets.
+  const runs = running !== undefined && recorded === undefined && running.name !== target.name && sameRoleSpec(running.data, target.data, role) ? target : running;
+  const replacing = runs !== undefined && !sameSpec(model, runs, target, role);
+  const atUpdate = !replacing && sameSpec(model, runs ?? target, revisions.update, role);
   return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !health.draining && !replacing, targetsUpdate: sameSpec(model, target, revisions.update, role), atUpdate };
 }
 

@@ -86,6 +86,18 @@ function setDecodeImage(cluster: IdealCluster, image: string): void {
   cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
 }
 
+/** RoleRollingUpdate of decode (1 instance, maxSurge 1) until at least two groups serve decode only through their v2 surge instance. */
+function carriedBySurgeInTwoGroups(): IdealCluster {
+  const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
+  run(cluster);
+  setDecodeImage(cluster, "vllm:v2");
+  planUntil(cluster, () => [0, 1, 2].filter((group) => carriedBySurge(cluster, group)).length >= 2, "two groups served through their v2 surge instance alone at once");
+  return cluster;
+}
+
+/** Groups with a role below its desired count of available instances (replicas 2 prefill, `decode` decode). */
+const disruptedGroups = (cluster: IdealCluster, decode = 2) => [0, 1, 2].filter((group) => available(cluster, group, "prefill") < 2 || available(cluster, group, "decode") < decode);
+
 describe("RoleRollingUpdate", () => {
   it("updates only decode, never touches prefill, and keeps each group's decode budget", () => {
     const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 3 } } }, { maxUnavailable: 1 }));
@@ -209,6 +221,14 @@ describe("RoleRollingUpdate", () => {
     run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "group 0's last serving decode instance went"));
     assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v2", "llm-0-decode-0-1=vllm:v2"], "below the partition: rebuilt at its recorded revision, the surge instance gone");
   });
+
+  it("a role's maxSurge removed while groups serve only through its surge instances: those stay beyond the new bound until the desired ones serve (regression: dropped in every group at once)", () => {
+    const cluster = carriedBySurgeInTwoGroups();
+    delete cluster.modelServing.spec.template.roles[1].maxSurge;
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    run(cluster, () => assert.ok(disruptedGroups(cluster, 1).length <= 1, `groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`));
+    assert.deepEqual(images(cluster, "llm-1-decode"), ["llm-1-decode-0-0=vllm:v2", "llm-1-decode-0-1=vllm:v2"], "the surge instance is gone at the end");
+  });
 });
 
 describe("surge", () => {
@@ -320,6 +340,37 @@ describe("strategy switched mid-rollout", () => {
   it("instance records of RoleRollingUpdate do not shadow a ServingGroupRollingUpdate group permit (regression: the rollout never finished)", () => {
     const cluster = switchMidRollout({ type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } }, { type: "ServingGroupRollingUpdate" }, (c) => setDecodeImage(c, "vllm:v3"));
     assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v3")));
+  });
+
+  it("after a RoleRollingUpdate that changed prefill only, a switch to a group strategy leaves the decode pods (older label, same role spec) alone until a permit moves them (regression: every group's decode was replaced at once)", () => {
+    for (const type of ["ServingGroupRollingUpdate", "InPlaceUpdate"]) {
+      const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+      run(cluster);
+      cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+      cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+      run(cluster);
+      const decodeUids = () => [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).map((p) => p.metadata.uid).sort();
+      const before = decodeUids();
+      cluster.modelServing.spec.rolloutStrategy = { type, rollingUpdateConfiguration: { maxUnavailable: 1 } };
+      run(cluster, () => assert.deepEqual(disruptedGroups(cluster), [], `${type}: a group was disrupted by the switch alone`));
+      assert.deepEqual(decodeUids(), before, `${type}: decode pods were replaced without a change`);
+      setDecodeImage(cluster, "vllm:v3");
+      run(cluster, () => assert.ok(disruptedGroups(cluster).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster).join(",")}`));
+      assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v3")));
+    }
+  });
+
+  it("a switch to a group strategy while groups serve only through role surge instances: those stay until the desired ones serve, and the group rollout keeps its budget (regression: dropped in every group at once)", () => {
+    for (const type of ["ServingGroupRollingUpdate", "InPlaceUpdate"]) {
+      const cluster = carriedBySurgeInTwoGroups();
+      cluster.modelServing.spec.rolloutStrategy = { type, rollingUpdateConfiguration: { maxUnavailable: 1 } };
+      // Role budgets apply only to RoleRollingUpdate: the spec drops them with the switch.
+      delete cluster.modelServing.spec.template.roles[1].maxSurge;
+      delete cluster.modelServing.spec.template.roles[1].maxUnavailable;
+      cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+      run(cluster, () => assert.ok(disruptedGroups(cluster, 1).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`));
+      assert.deepEqual(images(cluster, "llm-1-decode"), ["llm-1-decode-0-0=vllm:v2", "llm-1-decode-0-1=vllm:v2"], `${type}: the surge instance is gone at the end`);
+    }
   });
 });
 

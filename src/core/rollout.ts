@@ -139,8 +139,10 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved });
   const held = holdSurgeGroups((group) => statesOf(probe, group), roles, { from: replicas, to: replicas + surgeGroups, short: replicas - budget.maxUnavailable - availableBase });
   for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
-  if (paused || outdated.length === 0) return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
-  const layout = layoutWith(scratch, base, { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas });
+  const surge = (): Surge => ({ groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) });
+  if (paused || outdated.length === 0) return surge();
+  // Role surge instances a RoleRollingUpdate left count as the capacity they are (`roleSurgeKept`).
+  const layout = layoutWith(scratch, base, { groups: replicas + surgeGroups, instances: (group, role) => role.replicas + (group < replicas ? existingRoleSurge(model, group, role) : 0) });
   const available = range(replicas + surgeGroups).filter((group) => groupAvailable(statesOf(layout, group), roles));
   let spare = available.length - (replicas - budget.maxUnavailable);
   // Unavailable outdated groups first (moving them costs nothing), then from the highest ordinal.
@@ -154,7 +156,27 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   if (spare <= 0 && order.some((group) => available.includes(group) && scratch.records.get(`${group}`)?.revision !== revisions.update.name)) {
     scratch.waiting.push(waitingMessage(available.length, replicas, budget, "ServingGroup(s)"));
   }
-  return { groups: replicas + surgeGroups, instances: (_group, role) => role.replicas };
+  return surge();
+}
+
+/**
+ * Under a group strategy, the role surge instances a RoleRollingUpdate left (the strategy
+ * switched mid-rollout) that stay: in a desired group without a permit at the update revision,
+ * those that stand in for unavailable desired instances, as many as the role must keep
+ * (`keepSurgeBelowPartition`): scaling them down would disrupt the group unbudgeted. A permitted
+ * group is moved as a whole, its disruption budgeted, and keeps none. They keep their records
+ * (nothing re-records them), so they serve as they are until the desired instances are back.
+ */
+function roleSurgeKept(scratch: Scratch, base: Layout, resolve: ReturnType<typeof resolver>): (group: number, role: Role) => number {
+  const { model, revisions } = scratch;
+  const kept = new Map<number, Map<string, number>>();
+  const layout = layoutWith(scratch, base, { groups: model.ms.spec.replicas, instances: (group, role) => role.replicas + existingRoleSurge(model, group, role) });
+  for (const [group, roles] of model.tree) {
+    if (group >= model.ms.spec.replicas || scratch.records.get(`${group}`)?.revision === revisions.update.name) continue;
+    if (!model.ms.spec.template.roles.some((role) => hasOrdinalFrom(roles.get(role.name), role.replicas))) continue;
+    keepSurgeBelowPartition(scratch, group, desiredInstanceStates(scratch.states, layout, resolve, group), kept);
+  }
+  return (group, role) => role.replicas + (kept.get(group)?.get(role.name) ?? 0);
 }
 
 /**
@@ -226,7 +248,8 @@ export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
   // No rollout (e.g. first creation, scale-up): never surge.
   if (inputs.outdated === 0 && inputs.existing === 0) return 0;
-  const forFloor = Math.min(inputs.existing, inputs.maxSurge, Math.max(0, inputs.floor - inputs.availableBase));
+  // Not capped by maxSurge: surge left beyond a maxSurge lowered mid-rollout may carry the floor.
+  const forFloor = Math.min(inputs.existing, Math.max(0, inputs.floor - inputs.availableBase));
   if (inputs.unpermitted > 0 || !inputs.starved) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
   return forFloor;
 }
@@ -254,8 +277,9 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   // group → role → surge instances; asked for every role of every group by each later pass.
   const surgeByGroup = new Map<number, Map<string, number>>();
   const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroup.get(group)?.get(role.name) ?? 0) };
-  // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts.
-  const stored = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas + resolveRoleBudget(role).maxSurge });
+  // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts:
+  // those beyond a maxSurge lowered mid-rollout too, which may carry capacity the budgets need.
+  const stored = layoutWith(scratch, base, { groups: spec.replicas, instances: (group, role) => role.replicas + Math.max(resolveRoleBudget(role).maxSurge, existingRoleSurge(model, group, role)) });
   holdSurge(scratch, stored, resolve);
   const probe = surgeAtUpdate(scratch, stored);
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
@@ -413,11 +437,21 @@ function hasOrdinalFrom(instances: ReadonlyMap<number, unknown> | undefined, fro
   return false;
 }
 
-/** How many surge ordinals of `role` in `group` must stay for the held ones among them. */
+/**
+ * How many surge ordinals of `role` in `group` exist: one past the highest ordinal with pods,
+ * less the desired count (0 without surge).
+ */
+function existingRoleSurge(model: Model, group: number, role: Role): number {
+  let existing = 0;
+  for (const instance of model.tree.get(group)?.get(role.name)?.keys() ?? []) existing = Math.max(existing, instance + 1 - role.replicas);
+  return existing;
+}
+
+/** How many surge ordinals of `role` in `group` must stay for the held ones among them (beyond a lowered maxSurge too). */
 function heldSurgeCount(scratch: Scratch, group: number, role: Role): number {
   if (scratch.held.size === 0) return 0;
   let count = 0;
-  const end = role.replicas + resolveRoleBudget(role).maxSurge;
+  const end = role.replicas + Math.max(resolveRoleBudget(role).maxSurge, existingRoleSurge(scratch.model, group, role));
   for (let instance = role.replicas; instance < end; instance++) {
     if (scratch.held.has(recordKey({ group, role: role.name, instance }))) count = instance + 1 - role.replicas;
   }
@@ -526,8 +560,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
 function planRoleSurge(scratch: Scratch, group: number, role: Role, states: readonly InstanceState[], eligible: readonly InstanceState[], limits: SurgeLimits): { surge: number; disruptedGroup: boolean } {
   const { model, revisions } = scratch;
   const maxSurge = resolveRoleBudget(role).maxSurge;
-  let existing = 0;
-  for (const instance of model.tree.get(group)?.get(role.name)?.keys() ?? []) existing = Math.max(existing, instance + 1 - role.replicas);
+  const existing = existingRoleSurge(model, group, role);
   // Counted in one pass each, not a filter per count: this runs for every role of every group.
   let unfinished = 0;
   let unpermitted = 0;
@@ -549,7 +582,7 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
     if (limits.mayDisrupt()) disruptedGroup = true;
     else {
-      // As few as keep the role at its desired count: never more than maxSurge, which `states` stop at.
+      // As few as keep the role at its desired count: never more than exist, where `states` stop.
       while (wanted < existing && takesBelowDesired(role, states, wanted)) wanted += 1;
       scratch.waiting.push(`group ${group} role ${role.name}: keeping ${wanted} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`);
     }

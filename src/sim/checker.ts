@@ -28,7 +28,9 @@
  *   informer lag is above zero, as it is in every scenario.
  *
  * `surgeBound` is judged only when the stored status is for the current generation (the
- * controller has seen the spec it is held to).
+ * controller has seen the spec it is held to). The pods beyond the surge limits when those change
+ * (a lower maxSurge, a strategy switch) are tolerated until they go: surge that carries capacity
+ * goes only within the budgets (`trackSurgeKept`); any other pod beyond the limits is a violation.
  *
  * `partitionHolds` remembers, per instance below a partition, the role hash of its pods when first
  * seen there; a live pod of that instance with another hash while it is still below the partition
@@ -111,6 +113,11 @@ interface Memory {
   budgets: { index: SubjectIndex; version: number; memory: number; group: string[]; role: string[] } | undefined;
   /** unitKey → the instance and the role hash it had when first seen below a partition. */
   readonly partitioned: Map<string, PartitionedUnit>;
+  /**
+   * The surge limits judged at the last check (`surgeKey`), the ModelServing they were read
+   * from, and the uids of the pods beyond them when they last changed (`trackSurgeKept`).
+   */
+  surgeKept: { key: string; ms: ModelServing; uids: ReadonlySet<string> } | undefined;
 }
 
 /** Units established under one shape: the groups that were available, the role pairs (`countKey`) that had their desired count. */
@@ -229,7 +236,8 @@ export class InvariantChecker {
     establish(memory, shape, index);
     // Judged against the spec the controller has seen: right after a scale-down, the units above
     // the new count are still live until the controller has observed it and marked them.
-    if (ms.status?.observedGeneration === ms.metadata.generation) add("surgeBound", index.surgeBound());
+    trackSurgeKept(memory, index);
+    if (ms.status?.observedGeneration === ms.metadata.generation) add("surgeBound", index.surgeBound(memory.surgeKept?.uids));
     add("partitionHolds", this.#partitionViolations(memory, subject));
     if (this.#podSpecs) add("podsMatchTheirRevision", this.#podSpecViolations(subject));
   }
@@ -372,7 +380,7 @@ export class InvariantChecker {
     const uid = ms.metadata.uid ?? "";
     let memory = this.#memory.get(uid);
     if (memory === undefined) {
-      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, underWay: undefined, budgets: undefined, partitioned: new Map() };
+      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, underWay: undefined, budgets: undefined, partitioned: new Map(), surgeKept: undefined };
       this.#memory.set(uid, memory);
     }
     return memory;
@@ -463,6 +471,27 @@ function trackUnderWay(memory: Memory, shape: string, index: SubjectIndex): void
   else if (last !== undefined && last.value !== NOTHING_UNDER_WAY) value = stillUnderWay(ms, index.counts(), last.value);
   if (value !== (last?.value ?? NOTHING_UNDER_WAY)) memory.version += 1;
   memory.underWay = { key, ms, index, version: index.version, value };
+}
+
+/** The surge limits `surgeBound` judges `index`'s pods against, as a comparable string. */
+function surgeKey(index: SubjectIndex): string {
+  const limits = index.surgeLimits;
+  return `${limits.groupLimit} ${[...limits.instanceLimits].map(([role, limit]) => `${role}:${limit}`).join(",")}`;
+}
+
+/**
+ * Brings `memory.surgeKept` up to date: at the first check that sees other surge limits than the
+ * previous one (a lower maxSurge, a switch to a strategy without role surge), the pods beyond the
+ * new limits then are recorded. Surge that carries capacity the budgets need goes only within
+ * them (DESIGN §2.2), so it may outlast the change: those pods are tolerated until they go, like
+ * disruptions under way (`UnderWay`); any other pod beyond the limits is a violation.
+ */
+function trackSurgeKept(memory: Memory, index: SubjectIndex): void {
+  const last = memory.surgeKept;
+  if (last?.ms === index.ms) return;
+  const key = surgeKey(index);
+  const uids = last === undefined || last.key === key ? (last?.uids ?? new Set<string>()) : index.surgingUids();
+  memory.surgeKept = { key, ms: index.ms, uids };
 }
 
 /**

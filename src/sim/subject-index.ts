@@ -78,6 +78,8 @@ export class IdentityClaims {
   }
 }
 
+const NO_UIDS: ReadonlySet<string> = new Set();
+
 /** What the index derives from the ModelServing's spec and revisions; replaced when either changes. */
 interface Context {
   readonly specJson: string;
@@ -214,9 +216,21 @@ export class SubjectIndex {
     return counts;
   }
 
-  /** `surgeBound` of the pods now. */
-  surgeBound(): string[] {
-    return this.#surging.size === 0 ? [] : surgeBound(this.#ms, this.#surging.placed());
+  /** `surgeBound` of the pods now, those whose uid is in `tolerated` left out. */
+  surgeBound(tolerated: ReadonlySet<string> = NO_UIDS): string[] {
+    if (this.#surging.size === 0) return [];
+    const placed = this.#surging.placed();
+    return surgeBound(this.#ms, tolerated.size === 0 ? placed : placed.filter((entry) => !tolerated.has(entry.pod.metadata.uid ?? "")));
+  }
+
+  /** The uids of the pods `surgeBound` reports now (live, not draining, beyond the surge limits). */
+  surgingUids(): Set<string> {
+    return new Set(this.#surging.placed().map((entry) => entry.pod.metadata.uid ?? ""));
+  }
+
+  /** The surge limits the pods are judged against (`surgeLimits` of the spec). */
+  get surgeLimits(): SurgeLimits {
+    return this.#context.surge;
   }
 
   /** `partitionedUnits` of the pods now. */
