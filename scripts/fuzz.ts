@@ -5,7 +5,7 @@
  * violated invariants with their first message, or the failed step) and writes each failing
  * scenario to DIR (default .cache/fuzz) with its seed, so `tandem simulate DIR/fuzz-N.json`
  * replays it. Exits 1 when any run failed. Expected failures are reported too: a rollout that
- * waits for capacity it cannot get, InPlaceIneligible, a pod deletion that found no pod.
+ * waits for capacity it cannot get, InPlaceIneligible.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -25,6 +25,9 @@
  *   does not show the deletion yet. The fault window closed at once because an instance above the
  *   new count (bound to go) kept the group available; it now counts only capacity within the
  *   surge limits (`allGroupsAvailable` in src/sim/checker.ts).
+ * - Every replacement waiting for capacity below the floor while a surge unit still starts: only
+ *   surge that serves carries the floor (`surgeCount`), so the starting one is freed; kept, it took
+ *   the replacements' GPUs for good once Ready (a deadlock).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -65,6 +68,7 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "switch-to-group-rolling-while-role-surge-serves.json": "RoleRollingUpdate → ServingGroupRollingUpdate with a new template while role surge instances stand in for desired ones",
   "switch-to-group-rolling-after-prefill-only-update.json": "RoleRollingUpdate of prefill only, then ServingGroupRollingUpdate: the decode pods keep their older label",
   "switch-to-group-rolling-paused-after-prefill-only-update.json": "as above, paused across the switch and resumed",
+  "starved-replacements-free-starting-surge-group.json": "a tight cluster, InPlaceUpdate → ServingGroupRollingUpdate with maxSurge 1 after a pod deletion: both desired groups wait for the GPUs the surge group took while it still starts",
 };
 
 describe("fuzz-found scenarios, fixed", () => {

@@ -234,7 +234,7 @@ describe("RoleRollingUpdate", () => {
 describe("surge", () => {
   it("surgeCount: up to maxSurge while units are unfinished; existing surge kept as far as the floor needs it; starved, only that", () => {
     // One role of 3 with floor 2 and one surge instance Ready; each row changes some inputs.
-    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false };
+    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false, availableSurge: [0] };
     const table: [Partial<SurgeInputs>, number, string][] = [
       [{}, 1, "an unfinished unit"],
       [{ unfinished: 0, outdated: 0 }, 0, "all updated and available: surge goes"],
@@ -242,6 +242,11 @@ describe("surge", () => {
       [{ unfinished: 0, availableBase: 1, existing: 0 }, 0, "never a new surge instance for the floor alone"],
       [{ starved: true }, 0, "starved with the floor met: freed for the replacement"],
       [{ starved: true, availableBase: 1 }, 1, "starved below the floor: kept"],
+      [{ starved: true, availableBase: 1, availableSurge: [] }, 0, "starved below the floor, the surge unit still starting: freed, it carries nothing (fuzz-12: it would take the replacements' capacity for good)"],
+      [{ starved: true, availableBase: 0, existing: 2, maxSurge: 2, availableSurge: [1] }, 2, "starved below the floor: kept up to the one that serves"],
+      [{ availableBase: 1, availableSurge: [] }, 1, "not starved: a surge unit still starting stays"],
+      [{ unfinished: 0, outdated: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [0, 1] }, 2, "floor surge beyond a maxSurge lowered mid-rollout: kept"],
+      [{ starved: true, availableBase: 1, maxSurge: 0 }, 1, "starved below the floor, maxSurge lowered: the serving surge unit kept"],
       [{ starved: true, unpermitted: 1 }, 1, "starved but an old unit has no permit yet: the usual count"],
       [{ paused: true, unfinished: 3, existing: 0 }, 0, "paused: none added"],
       [{ outdated: 0, existing: 0, unfinished: 2 }, 0, "creation or scale-up: never"],
@@ -310,6 +315,44 @@ describe("ServingGroupRollingUpdate", () => {
     });
     assert.ok(images(cluster, "llm-").every((i) => i.endsWith("vllm:v3") || i.includes("prefill")));
     assert.equal(cluster.pods.has("llm-4-decode-0-0"), false, "the surge group is gone at the end");
+  });
+
+  it("every replacement waits for capacity below the floor while the surge group still starts: the surge group is freed, it carries nothing (fuzz-12: else, once Ready, it kept the GPUs for good)", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 1 } } }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    // Both groups lose a pod (faults): both are then replaced at v2, at no budget.
+    cluster.pods.delete("llm-0-decode-0-1");
+    cluster.pods.delete("llm-1-decode-0-1");
+    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/3 nodes are available" }] };
+    let sawSurge = false;
+    for (let round = 0; !sawSurge || cluster.pods.has("llm-2-prefill-0-0"); round++) {
+      assert.ok(round < 10, "the surge group, still starting, kept the capacity every replacement waits for");
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+      sawSurge ||= cluster.pods.has("llm-2-prefill-0-0");
+      // The surge group's pods are placed but not started yet; the replacements cannot be placed.
+      for (const p of cluster.pods.values()) {
+        if (p.metadata.name.startsWith("llm-2-")) p.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True" }] };
+        else if (p.metadata.labels?.["tandem.dev/revision"] === cluster.modelServing.status.updateRevision) p.status = unschedulable;
+      }
+    }
+  });
+
+  it("a new update while a surge group of the last one stands in for a desired group being rebuilt: it is held at its revision until the desired group serves (fuzz-32)", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    const rebuilt = () => [...cluster.pods.values()].filter((p) => p.metadata.name.startsWith("llm-1-") && p.spec.containers[0]?.image === "vllm:v2");
+    planUntil(cluster, () => rebuilt().length > 0, "group 1 rebuilt at v2 beside the v2 surge group");
+    // Group 1's v2 pods are still starting: only group 0 (v1) and the surge group 2 (v2) serve.
+    for (const p of rebuilt()) p.status = { phase: "Pending", conditions: [] };
+    setDecodeImage(cluster, "vllm:v3");
+    run(cluster, () => {
+      const serving = [0, 1, 2].filter((group) => available(cluster, group, "decode") === 2 && available(cluster, group, "prefill") === 2);
+      assert.ok(serving.length >= 2, `groups serving: ${serving.join(",")}; replicas 2 with maxUnavailable 0 must keep two`);
+    });
+    assert.ok(images(cluster, "llm-").filter((entry) => entry.includes("decode")).every((entry) => entry.endsWith("=vllm:v3")), "every desired group at v3");
+    assert.ok(![...cluster.pods.keys()].some((name) => name.startsWith("llm-2-")), "the surge group is gone");
   });
 });
 

@@ -136,7 +136,8 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const unpermitted = outdated.filter((group) => statesOf(probe, group).some((state) => !state.targetsUpdate)).length;
   const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
   const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
-  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved });
+  const availableSurge = range(existingSurge).filter((group) => groupAvailable(statesOf(probe, replicas + group), roles));
+  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, availableSurge });
   const held = holdSurgeGroups((group) => statesOf(probe, group), roles, { from: replicas, to: replicas + surgeGroups, short: replicas - budget.maxUnavailable - availableBase });
   for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
   const surge = (): Surge => ({ groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) });
@@ -233,6 +234,8 @@ export interface SurgeInputs {
   readonly floor: number;
   /** Some eligible unit waits for capacity (a pod the scheduler cannot place). */
   readonly starved: boolean;
+  /** The surge units available now, by surge ordinal (0 is the first surge unit), ascending. */
+  readonly availableSurge: readonly number[];
 }
 
 /**
@@ -240,18 +243,25 @@ export interface SurgeInputs {
  * while replacements start, and existing ones stay as far as the availability floor needs them
  * (the desired units below it may be ineligible: below a partition raised mid-rollout, rebuilt at
  * their recorded revision). One exception breaks a deadlock: once every old unit has its permit
- * and a replacement cannot be scheduled, surge stays only as far as the floor needs it — otherwise
- * a surge unit would hold the very capacity (GPUs) the last replacement needs, and the rollout
- * would wait forever. Paused: existing surge stays, none is added.
+ * and a replacement cannot be scheduled, surge stays only as far as the floor needs it, and only
+ * surge that serves now carries the floor — otherwise a surge unit would hold the very capacity
+ * (GPUs) the last replacement needs, and the rollout would wait forever. Paused: existing surge
+ * stays, none is added.
  */
 export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
   // No rollout (e.g. first creation, scale-up): never surge.
   if (inputs.outdated === 0 && inputs.existing === 0) return 0;
+  const missing = Math.max(0, inputs.floor - inputs.availableBase);
   // Not capped by maxSurge: surge left beyond a maxSurge lowered mid-rollout may carry the floor.
-  const forFloor = Math.min(inputs.existing, Math.max(0, inputs.floor - inputs.availableBase));
+  const forFloor = Math.min(inputs.existing, missing);
   if (inputs.unpermitted > 0 || !inputs.starved) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
-  return forFloor;
+  // Starved: a surge unit still starting carries nothing, and once Ready it would keep the capacity
+  // the replacements wait for as long as they wait, below the floor (a deadlock). Freeing it costs
+  // no budget; the ordinals up to the serving ones the floor needs stay.
+  const serving = inputs.availableSurge;
+  const kept = Math.min(serving.length, missing);
+  return kept === 0 ? 0 : (serving[kept - 1] ?? 0) + 1;
 }
 
 /** Every role of the group has at least its desired number of available instances. */
@@ -573,11 +583,16 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
     if (isStarved(state)) starved = true;
   }
   let availableBase = 0;
-  for (const state of states) if (state.instance < role.replicas && state.available) availableBase += 1;
+  // `states` come in ordinal order, so the surge ordinals do too.
+  const availableSurge: number[] = [];
+  for (const state of states) {
+    if (state.instance < role.replicas && state.available) availableBase += 1;
+    else if (state.available) availableSurge.push(state.instance - role.replicas);
+  }
   const floor = roleFloor(role);
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
-  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved });
+  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved, availableSurge });
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
     if (limits.mayDisrupt()) disruptedGroup = true;

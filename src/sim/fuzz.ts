@@ -134,14 +134,22 @@ function keepValid(state: SpecState): void {
   if (state.strategy !== "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0) state.groupMaxUnavailable = 1;
 }
 
-/** What comes after a change: nothing, a wait of some seconds or for a condition, and now and then a pod deleted. */
+/**
+ * What comes after a change: nothing, a wait of some seconds or for a condition, and now and then
+ * a pod deleted. A deletion always follows a wait for Available: mid-rollout, group 0 may have no
+ * pod that is not already being deleted (the group being replaced, maxUnavailable ≥ replicas),
+ * and the step would fail for want of a pod, not for anything the controller did.
+ */
 function between(rng: Prng, paused: boolean): unknown[] {
   const steps: unknown[] = [];
   const wait = rng.pick(["none", "none", "seconds", "seconds", "rollout", "available"] as const);
   if (wait === "seconds") steps.push({ wait: { for: "Seconds", timeoutSeconds: rng.pick([1, 5, 20, 40, 90]) } });
   else if (wait === "rollout" && !paused) steps.push(waitFor("RolloutComplete", 1800));
   else if (wait === "available") steps.push(waitFor("Available", 1800));
-  if (rng.chance(1, 10)) steps.push({ deletePods: { selector: "tandem.dev/group=0", count: 1 } });
+  if (rng.chance(1, 10)) {
+    if (wait !== "available") steps.push(waitFor("Available", 1800));
+    steps.push({ deletePods: { selector: "tandem.dev/group=0", count: 1 } });
+  }
   return steps;
 }
 
