@@ -28,6 +28,12 @@
  * - Every replacement waiting for capacity below the floor while a surge unit still starts: only
  *   surge that serves carries the floor (`surgeCount`), so the starting one is freed; kept, it took
  *   the replacements' GPUs for good once Ready (a deadlock).
+ * - A partition raised over units whose move is under way: a move that can still be undone (a
+ *   drain, pods deleted while others of the unit still run) is withdrawn, and the unit stays on
+ *   the revision it runs (`withdrawPermitsBelowPartition`); one that cannot (patched in place, a
+ *   group with an instance already rebuilt) finishes at its record, which the checker accepts for
+ *   a unit whose move was under way when the partition came, and it judges a pod patched in place
+ *   by the revision it runs, not by its label (`runningRoleHash`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -68,7 +74,12 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "switch-to-group-rolling-while-role-surge-serves.json": "RoleRollingUpdate → ServingGroupRollingUpdate with a new template while role surge instances stand in for desired ones",
   "switch-to-group-rolling-after-prefill-only-update.json": "RoleRollingUpdate of prefill only, then ServingGroupRollingUpdate: the decode pods keep their older label",
   "switch-to-group-rolling-paused-after-prefill-only-update.json": "as above, paused across the switch and resumed",
+  "switch-to-inplace-after-prefill-only-update.json": "RoleRollingUpdate of prefill only, a decode update, then InPlaceUpdate with pod deletions: the decode pods keep their older label (the new generator's fuzz-201)",
   "starved-replacements-free-starting-surge-group.json": "a tight cluster, InPlaceUpdate → ServingGroupRollingUpdate with maxSurge 1 after a pod deletion: both desired groups wait for the GPUs the surge group took while it still starts",
+  "partition-raised-over-draining-group.json": "a group partition raised (with a new update) over a group whose replacement is still draining",
+  "partition-raised-over-group-patched-in-place.json": "a group partition raised in place over a group already patched, not yet verified",
+  "role-partition-raised-over-draining-instance.json": "a role partition raised under RoleRollingUpdate over an instance whose replacement is still draining",
+  "partition-raised-over-group-moved-in-part.json": "a group partition raised (with router traffic) over a group whose prefill is already rebuilt at the update revision while its decode still drains (hand-made, not fuzz-found)",
 };
 
 describe("fuzz-found scenarios, fixed", () => {
@@ -80,6 +91,21 @@ describe("fuzz-found scenarios, fixed", () => {
       assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
     });
   }
+
+  it("catches a controller blind to a partition raised mid-rollout: the group ends on neither the revision it ran nor the one its record named then", async () => {
+    // The controller is shown partition 0 throughout: group 0, whose move to v2 was under way when
+    // the partition came (with v3), is moved on to v3.
+    const blind: PlanFunction = (observed, nowMs) => {
+      const stored = observed.modelServing as { spec: { rolloutStrategy: { rollingUpdateConfiguration: Record<string, unknown> } } };
+      const strategy = stored.spec.rolloutStrategy;
+      const spec = { ...stored.spec, rolloutStrategy: { ...strategy, rollingUpdateConfiguration: { ...strategy.rollingUpdateConfiguration, partition: 0 } } };
+      return corePlan({ ...observed, modelServing: { ...stored, spec } }, nowMs);
+    };
+    const report = await runScenario(load("partition-raised-over-draining-group.json"), { seed: 1, plan: blind });
+    const partition = report.invariants.find((result) => result.name === "partitionHolds");
+    assert.ok((partition?.violations ?? 0) > 0);
+    assert.match(partition?.first?.message ?? "", /^m 0\/decode-0 is below the partition and ran role hash \w+ \(or, finishing the move under way when the partition came, \w+\), now \w+$/);
+  });
 
   it("catches a controller that keeps planning with the budget it had before the change", async () => {
     // The controller is shown maxUnavailable 2 throughout: after the change to 1 it goes on

@@ -7,7 +7,7 @@
  * ordinary test that it passes) and leaves this list.
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runScenario } from "../src/sim/runner.ts";
@@ -17,15 +17,13 @@ const DIR = join(import.meta.dirname, "known-issues");
 
 /** Scenario file → what goes wrong and where the cause probably is. */
 const ISSUES: Readonly<Record<string, string>> = {
-  "C1-partition-raised-inflight-intermediate-revision.json":
-    "partitionHolds: a partition raised while permits are in flight is not honoured; group 0 ends on an intermediate revision with status Converged (semantics to decide: cancel unstarted permits below the partition, or exempt them in the checker)",
-  "C2-partition-raised-inflight-inplace.json": "partitionHolds: as C1, in place (a pod only draining is still patched)",
-  "C3-partition-raised-inflight-rr.json": "partitionHolds: as C1, under RoleRollingUpdate",
 };
 
 describe("known issues (each still fails)", () => {
   it("lists every scenario in known-issues/", () => {
-    assert.deepEqual(readdirSync(DIR).filter((file) => file.endsWith(".json")).sort(), Object.keys(ISSUES).sort());
+    // Git keeps no empty directory: without open issues there is none.
+    const files = existsSync(DIR) ? readdirSync(DIR).filter((file) => file.endsWith(".json")) : [];
+    assert.deepEqual(files.sort(), Object.keys(ISSUES).sort());
   });
 
   for (const [file, diagnosis] of Object.entries(ISSUES)) {

@@ -206,6 +206,43 @@ describe("InPlaceUpdate: the sequence", () => {
   });
 });
 
+describe("InPlaceUpdate: a partition raised mid-update", () => {
+  function raisePartition(cluster: IdealCluster): void {
+    cluster.modelServing.spec.rolloutStrategy = { type: "InPlaceUpdate", rollingUpdateConfiguration: { partition: 3 } };
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+  }
+  const decodeImages = (cluster: IdealCluster) => [0, 1, 2].map((group) => image(cluster.pods.get(`llm-${group}-decode-0-0`)!));
+
+  it("over a group still draining: nothing is patched, the drain and progress marks go and the gate opens (regression: it was patched)", () => {
+    const cluster = converged();
+    const v1 = cluster.modelServing.status.currentRevision;
+    setDecode(cluster, "vllm:v2");
+    // No router ack: group 2 stays in its drain.
+    run(cluster, { rounds: 2, router: false });
+    assert.deepEqual(groupsInFlight(cluster), [2]);
+    raisePartition(cluster);
+    run(cluster, { startMs: NOW + 2000, router: false, each: (actions) => assert.ok(!actions.some((action) => action.type === "PatchPodImages"), "nothing is patched below the partition") });
+    assert.deepEqual(groupsInFlight(cluster), []);
+    assert.deepEqual(decodeImages(cluster), ["vllm:v1", "vllm:v1", "vllm:v1"]);
+    assert.ok([...cluster.pods.values()].every((pod) => pod.metadata.labels?.["tandem.dev/revision"] === v1));
+    assert.equal(cluster.modelServing.status.units, undefined);
+  });
+
+  it("over a group already patched: it finishes at the update revision (patching back would be a second restart)", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2");
+    // Mark, then patch once the router has acked.
+    run(cluster, { rounds: 2 });
+    assert.ok([...cluster.pods.values()].some((pod) => readProgress(pod)?.phase === "Patched"));
+    raisePartition(cluster);
+    run(cluster, { startMs: NOW + 2000 });
+    const v2 = cluster.modelServing.status.updateRevision;
+    assert.deepEqual(groupsInFlight(cluster), []);
+    assert.deepEqual(decodeImages(cluster), ["vllm:v1", "vllm:v1", "vllm:v2"]);
+    assert.equal(cluster.pods.get("llm-2-decode-0-0")?.metadata.labels?.["tandem.dev/revision"], v2);
+  });
+});
+
 describe("InPlaceUpdate: a restarted controller", () => {
   it("continues from the observed pods alone, even when a plan was cut off halfway", () => {
     const cluster = converged();

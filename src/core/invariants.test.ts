@@ -169,8 +169,26 @@ describe("invariants", () => {
   it("partitionedUnits: instances below the group or (RoleRollingUpdate) role partition", () => {
     const partitioned = modelServing({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { partition: 1 } } });
     // decode-2 of group 0 is a surge instance (replicas 2): temporary, never held by a partition.
-    const { units } = partitionedUnits(partitioned, placedPods(partitioned, [pod(0, 0), pod(0, 1), pod(0, 2), pod(1, 0)]));
+    const { units } = partitionedUnits(partitioned, placedPods(partitioned, [pod(0, 0), pod(0, 1), pod(0, 2), pod(1, 0)]), revisions);
     assert.deepEqual([...units.keys()], ["0/decode-0", "0/decode-1"]);
+  });
+
+  it("partitionedUnits: a pod patched in place runs its target's role spec, though its labels follow only at the finish", () => {
+    const roles = (image: string) => ({ roles: [{ name: "decode", replicas: 2, entryTemplate: { spec: { containers: [{ name: "c", image }] } } }] });
+    const partitioned = modelServing({ rolloutStrategy: { type: "InPlaceUpdate", rollingUpdateConfiguration: { partition: 1 } }, template: roles("vllm:v1") });
+    const v2 = { name: "m-rev2", data: revisionData(modelServing({ template: roles("vllm:v2") })) };
+    const both = new Map([...revisions, [v2.name, v2]]);
+    const progress = (phase: string) => JSON.stringify({ from: revision.name, to: v2.name, phase, containerIDs: { c: "" } });
+    const marked = (phase: string) => {
+      const built = pod(0, 0);
+      built.metadata.annotations = { "tandem.dev/inplace": progress(phase), "tandem.dev/draining": "2026-01-01T00:00:00Z" };
+      return built;
+    };
+    const hashOf = (p: Pod) => partitionedUnits(partitioned, placedPods(partitioned, [p]), both).units.get("0/decode-0")?.hash;
+    const v1Hash = pod(0, 0).metadata.labels?.["tandem.dev/role-hash"];
+    assert.equal(hashOf(marked("Draining")), v1Hash, "only draining: it still runs its label's revision");
+    assert.notEqual(hashOf(marked("Patched")), v1Hash);
+    assert.equal(hashOf(marked("Patched")), hashOf(marked("Stalled")));
   });
 
   it("availablePending and rolloutPending say what is missing", () => {

@@ -15,7 +15,7 @@
 import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
-import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import { isPodReady, isTerminating } from "./health.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";
 import { readProgress } from "./inplace.ts";
@@ -463,25 +463,42 @@ export interface PartitionedUnit {
   readonly role: string;
   readonly instance: number;
   readonly hash: string;
+  /** Every live pod of it is Ready, serving (not draining) and not moving in place: no move is under way. */
+  readonly settled: boolean;
 }
 
 /**
- * Every live instance below a partition with its pods' role hash, by `unitKey`; instances whose
- * live pods disagree are listed in `mixed` (a violation of partitionHolds by itself).
+ * Every live instance below a partition with the role hash of what its pods run (`runningRoleHash`),
+ * by `unitKey`; instances whose live pods disagree are listed in `mixed` (a violation of
+ * partitionHolds by itself).
  */
-export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[]): { units: Map<string, PartitionedUnit>; mixed: string[] } {
+export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
   const units = new Map<string, PartitionedUnit>();
   const mixed: string[] = [];
   for (const entry of placed) {
     if (!inPartition(ms, entry)) continue;
     const { pod, id } = entry;
     const key = unitKey(id.group, id.role, id.instance);
-    const hash = pod.metadata.labels?.[LABEL_ROLE_HASH] ?? "";
+    const hash = runningRoleHash(pod, id.role, revisions);
+    const settled = isPodReady(pod) && !isDraining(pod) && pod.metadata.annotations?.[ANNOTATION_IN_PLACE] === undefined;
     const known = units.get(key);
     if (known !== undefined && known.hash !== hash) mixed.push(`${ms.metadata.name} ${key}: pods of role hashes ${known.hash} and ${hash}`);
-    else units.set(key, { group: id.group, role: id.role, instance: id.instance, hash });
+    else if (known === undefined || (known.settled && !settled)) units.set(key, { group: id.group, role: id.role, instance: id.instance, hash, settled });
   }
   return { units, mixed };
+}
+
+/**
+ * The role hash of the role spec a pod runs: its label, except past an in-place patch, where the
+ * spec already is the target's and the label follows only at the finish (`specRevisionName`); an
+ * unknown target leaves the label.
+ */
+function runningRoleHash(pod: Pod, role: string, revisions: RevisionsByName): string {
+  const label = pod.metadata.labels?.[LABEL_ROLE_HASH] ?? "";
+  const name = specRevisionName(pod);
+  if (name === pod.metadata.labels?.[LABEL_REVISION]) return label;
+  const revision = revisions.get(name);
+  return (revision === undefined ? undefined : roleHash(revision.data, role)) ?? label;
 }
 
 /** The pod counts in `partitionedUnits`: it is live and its instance is below a partition. */

@@ -449,6 +449,85 @@ describe("partition", () => {
   });
 });
 
+describe("partition raised mid-rollout (StatefulSet semantics: read at every pass)", () => {
+  const DRAIN = { timeoutSeconds: 60 };
+  const uids = (cluster: IdealCluster) => [...cluster.pods.values()].map((p) => `${p.metadata.name}=${p.metadata.uid ?? ""}`).sort();
+  const draining = (cluster: IdealCluster) => [...cluster.pods.values()].filter((p) => p.metadata.annotations?.["tandem.dev/draining"] !== undefined).map((p) => p.metadata.name);
+  const revisionOf = (cluster: IdealCluster, name: string) => cluster.pods.get(name)?.metadata.labels?.["tandem.dev/revision"];
+
+  /** Plans and applies once at `atMs`: the update's first permits are recorded and their drains begin. */
+  function startUpdate(cluster: IdealCluster, atMs: number): void {
+    setDecodeImage(cluster, "vllm:v2");
+    apply(cluster, plan(observe(cluster), atMs).actions);
+  }
+
+  function raise(cluster: IdealCluster, change: (spec: Record<string, any>) => void): void {
+    change(cluster.modelServing.spec);
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+  }
+
+  it("over a group whose replacement is only draining: the permit is withdrawn and the drain cancelled; the group keeps its pods (regression: it was replaced at the update revision)", () => {
+    const cluster = idealCluster(pdManifest({ drain: DRAIN }));
+    run(cluster);
+    const v1 = cluster.modelServing.status.currentRevision;
+    const before = uids(cluster);
+    startUpdate(cluster, NOW);
+    assert.deepEqual(cluster.modelServing.status.units, [{ group: 2, revision: cluster.modelServing.status.updateRevision }]);
+    assert.ok(draining(cluster).length > 0 && draining(cluster).every((name) => name.startsWith("llm-2-")));
+    raise(cluster, (spec) => (spec.rolloutStrategy = { rollingUpdateConfiguration: { partition: 3 } }));
+    // Within the drain timeout: nothing has been deleted yet.
+    run(cluster, () => assert.deepEqual(uids(cluster), before, "no pod is deleted"));
+    assert.deepEqual(draining(cluster), []);
+    assert.equal(cluster.modelServing.status.units, undefined, "the withdrawn permit leaves no record");
+    assert.ok([0, 1, 2].every((group) => revisionOf(cluster, `llm-${group}-decode-0-0`) === v1));
+    assert.ok([0, 1, 2].every((group) => available(cluster, group, "decode") === 2 && available(cluster, group, "prefill") === 2));
+  });
+
+  it("over a group some of whose instances are already deleted: the group goes back whole, those rebuilt at the revision the others run", () => {
+    const cluster = idealCluster(pdManifest({ drain: DRAIN }));
+    run(cluster);
+    const v1 = cluster.modelServing.status.currentRevision;
+    startUpdate(cluster, NOW);
+    // The prefill drains ended first (their router acks came in): deleted and gone.
+    for (const name of [...cluster.pods.keys()]) if (name.startsWith("llm-2-prefill-")) cluster.pods.delete(name);
+    raise(cluster, (spec) => (spec.rolloutStrategy = { rollingUpdateConfiguration: { partition: 3 } }));
+    run(cluster);
+    assert.deepEqual(draining(cluster), []);
+    assert.ok([...cluster.pods.values()].every((p) => p.metadata.labels?.["tandem.dev/revision"] === v1));
+    assert.ok(available(cluster, 2, "prefill") === 2 && available(cluster, 2, "decode") === 2);
+  });
+
+  it("over a group whose pods are gone: it is rebuilt at its record, the update revision", () => {
+    const cluster = idealCluster(pdManifest({ drain: DRAIN }));
+    run(cluster);
+    startUpdate(cluster, NOW);
+    const v2 = cluster.modelServing.status.updateRevision;
+    for (const name of [...cluster.pods.keys()]) if (name.startsWith("llm-2-")) cluster.pods.delete(name);
+    raise(cluster, (spec) => (spec.rolloutStrategy = { rollingUpdateConfiguration: { partition: 3 } }));
+    run(cluster);
+    assert.equal(revisionOf(cluster, "llm-2-decode-0-0"), v2);
+    assert.equal(revisionOf(cluster, "llm-2-prefill-0-0"), v2);
+  });
+
+  it("RoleRollingUpdate, over an instance being drained: it keeps its pods; instances above the role partition still move", () => {
+    const cluster = idealCluster(pdManifest({ drain: DRAIN, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 3 } } }, { maxUnavailable: 2 }));
+    run(cluster);
+    const v1 = cluster.modelServing.status.currentRevision;
+    const keeps = uids(cluster).filter((entry) => entry.includes("decode-0-"));
+    startUpdate(cluster, NOW);
+    assert.ok(draining(cluster).some((name) => name.includes("decode-0-")), "decode-0 is being drained");
+    raise(cluster, (spec) => (spec.template.roles[1].partition = 1));
+    // Past the drain timeout of the decode-1 instances, which still move.
+    for (let second = 1; second <= 90; second++) {
+      apply(cluster, plan(observe(cluster), NOW + second * 1000).actions);
+      assert.deepEqual(uids(cluster).filter((entry) => entry.includes("decode-0-")), keeps, "no decode-0 pod is deleted");
+    }
+    const v2 = cluster.modelServing.status.updateRevision;
+    assert.ok([0, 1, 2].every((group) => revisionOf(cluster, `llm-${group}-decode-0-0`) === v1 && revisionOf(cluster, `llm-${group}-decode-1-0`) === v2));
+    assert.deepEqual(draining(cluster), []);
+  });
+});
+
 describe("rollback", () => {
   it("scale to 6 during an update, then roll back: 6 groups remain, on the old template", () => {
     const cluster = idealCluster(pdManifest());

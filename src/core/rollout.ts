@@ -27,10 +27,12 @@ import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./in
 import { desiredInstanceStates, resolver } from "./instances.ts";
 import type { Permit, RoleProgress } from "./coordination.ts";
 import type { Ineligible } from "./inplace.ts";
-import { groupIneligibility } from "./inplace.ts";
+import { groupIneligibility, readProgress } from "./inplace.ts";
 import { startPermits } from "./coordination.ts";
 import type { Model } from "./model.ts";
+import type { Revision } from "./pods.ts";
 import type { Revisions } from "./revisions.ts";
+import { sameRoleSpec } from "./role-hash.ts";
 
 /** The rollout's decision for this plan. */
 export interface RolloutDecision {
@@ -68,6 +70,7 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
   const { model, revisions } = states;
   const scratch: Scratch = { model, revisions, states, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable, held: new Set() };
   const strategy = model.ms.spec.rolloutStrategy;
+  withdrawPermitsBelowPartition(scratch, base);
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
   const currentName = promoted ? revisions.update.name : base.currentName;
@@ -85,6 +88,68 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
  */
 function sameRecords(a: readonly UnitRecord[], b: readonly UnitRecord[]): boolean {
   return a.length === b.length && a.every((record, index) => record === b[index] || JSON.stringify(record) === JSON.stringify(b[index]));
+}
+
+/**
+ * Withdraws the permits a partition raised mid-rollout now covers (DESIGN §2.4, StatefulSet
+ * semantics: the partition is read at every pass, and a move below it that has not begun does not
+ * begin). A unit below a partition whose record names another revision than its live pods run goes
+ * back to the revision they run; a drain begun for the move is then cancelled (DESIGN §3.4), and
+ * a pod of it already deleted is rebuilt at that revision. Moves that can no longer be undone
+ * finish at their record: a unit with no live pod (nothing shows what it ran; it is rebuilt at
+ * its record, as recovery would, §2.5), one with a pod patched in place (`patchedInPlace`:
+ * patching back would be a second restart), and, under the group strategies, where the unit is the
+ * group, a group with an instance already at the record (moving it back would be a second move).
+ */
+function withdrawPermitsBelowPartition(scratch: Scratch, base: Layout): void {
+  const spec = scratch.model.ms.spec;
+  const groupPartition = Math.min(resolveGroupBudget(spec).partition, spec.replicas);
+  const byRole = spec.rolloutStrategy.type === "RoleRollingUpdate";
+  const rolePartitions = byRole && spec.template.roles.some((role) => resolveRoleBudget(role).partition > 0);
+  // Most plans have no record or no partition: nothing to look at.
+  if (scratch.records.size === 0 || (groupPartition === 0 && !rolePartitions)) return;
+  const resolve = resolver(scratch.revisions, scratch.unreadable);
+  const layout = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas });
+  for (const group of range(rolePartitions ? spec.replicas : groupPartition)) {
+    const states = desiredInstanceStates(scratch.states, layout, resolve, group);
+    if (!byRole) withdrawGroupPermit(scratch, group, states);
+    else for (const state of states) if (group < groupPartition || belowRolePartition(scratch, state)) withdrawInstancePermit(scratch, state);
+  }
+}
+
+function belowRolePartition(scratch: Scratch, state: InstanceState): boolean {
+  const role = scratch.model.roles.get(state.role);
+  return role !== undefined && state.instance < resolveRoleBudget(role).partition;
+}
+
+/** RoleRollingUpdate: the instance goes back to the revision its live pods run, if it may. */
+function withdrawInstancePermit(scratch: Scratch, state: InstanceState): void {
+  if (!state.replacing || state.running === undefined) return;
+  scratch.records.set(recordKey(state), { group: state.group, role: state.role, instance: state.instance, revision: state.running.name });
+}
+
+/** The group strategies: the group goes back to the revision its live pods run, if it may. */
+function withdrawGroupPermit(scratch: Scratch, group: number, states: readonly InstanceState[]): void {
+  const back = new Map<string, Revision>();
+  const atRecord: InstanceState[] = [];
+  for (const state of states) {
+    if (state.running === undefined) continue;
+    if (patchedInPlace(state)) return;
+    if (state.replacing) back.set(state.running.name, state.running);
+    else atRecord.push(state);
+  }
+  const [revision] = back.values();
+  if (back.size !== 1 || revision === undefined) return;
+  // An instance already at the group's record: the group has moved in part. In place, one whose
+  // role spec did not change was only relabelled, and is relabelled back as freely.
+  const inPlace = scratch.model.ms.spec.rolloutStrategy.type === "InPlaceUpdate";
+  if (atRecord.some((state) => !inPlace || state.running === undefined || !sameRoleSpec(state.running.data, revision.data, state.role))) return;
+  permit(scratch, { group, revision: revision.name });
+}
+
+/** A live pod of the instance has had its images patched in place (progress past `Draining`). */
+function patchedInPlace(state: InstanceState): boolean {
+  return state.health.marked && state.health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
 }
 
 interface Surge {

@@ -32,9 +32,13 @@
  * (a lower maxSurge, a strategy switch) are tolerated until they go: surge that carries capacity
  * goes only within the budgets (`trackSurgeKept`); any other pod beyond the limits is a violation.
  *
- * `partitionHolds` remembers, per instance below a partition, the role hash of its pods when first
- * seen there; a live pod of that instance with another hash while it is still below the partition
- * is a violation (pods gone do not erase the memory: recovery must rebuild the same revision).
+ * `partitionHolds` remembers, per instance below a partition, the role hash of what its pods run
+ * when first seen there (their label; past an in-place patch, the target's, which the label
+ * follows only at the finish); a live pod of that instance with another hash while it is still
+ * below the partition is a violation (pods gone do not erase the memory: recovery must rebuild the
+ * same revision). One exception: an instance whose stored record named another revision at that
+ * first sight (a move under way as the partition came) may also finish that move; once it
+ * settles (every live pod Ready, serving, not moving in place), only the hash it settled on holds.
  *
  * Violations are counted by onset: a message that was not reported at the previous check.
  *
@@ -72,6 +76,9 @@ import { PodChanges } from "./pod-changes.ts";
 import type { PodChange } from "./pod-changes.ts";
 import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
 import { getOrCreate } from "../core/maps.ts";
+import { roleHash } from "../core/role-hash.ts";
+import { recordedRevisions } from "../core/units.ts";
+import type { RecordedRevision } from "../core/units.ts";
 
 /** One invariant's line in the report. */
 export interface InvariantResult {
@@ -111,13 +118,38 @@ interface Memory {
   underWay: { key: string; ms: ModelServing; index: SubjectIndex; version: number; value: UnderWay } | undefined;
   /** The budget violations last computed, and for which index version and memory version. */
   budgets: { index: SubjectIndex; version: number; memory: number; group: string[]; role: string[] } | undefined;
-  /** unitKey → the instance and the role hash it had when first seen below a partition. */
-  readonly partitioned: Map<string, PartitionedUnit>;
+  /** unitKey → the instance and the role hashes it may run while below a partition (`PartitionMemory`). */
+  readonly partitioned: Map<string, PartitionMemory>;
   /**
    * The surge limits judged at the last check (`surgeKey`), the ModelServing they were read
    * from, and the uids of the pods beyond them when they last changed (`trackSurgeKept`).
    */
   surgeKept: { key: string; ms: ModelServing; uids: ReadonlySet<string> } | undefined;
+}
+
+/**
+ * What `partitionHolds` remembers of an instance below a partition: the role hash it ran when first
+ * seen there and, when its record named another revision then (a move under way as the partition
+ * came), that revision's too: the move may finish (docs/design/rollout.md, "Partition raised
+ * mid-rollout"). Narrowed to the one hash the instance settles on.
+ */
+interface PartitionMemory {
+  readonly unit: PartitionedUnit;
+  readonly hashes: readonly string[];
+}
+
+/**
+ * The role hashes an instance first seen below a partition may run there (`PartitionMemory`): the
+ * one it runs, and, unless it is settled (no move has begun), the one of the revision its record
+ * names (else the current revision) when that differs. `recorded` reads the stored records, which
+ * are those of the instant the partition came.
+ */
+function partitionHashes(ms: ModelServing, unit: PartitionedUnit, recorded: RecordedRevision, revisions: RevisionsByName): string[] {
+  if (unit.settled) return [unit.hash];
+  const name = recorded(unit.group, unit.role, unit.instance) ?? ms.status?.currentRevision;
+  const revision = name === undefined ? undefined : revisions.get(name);
+  const target = revision === undefined ? undefined : roleHash(revision.data, unit.role);
+  return target === undefined || target === unit.hash ? [unit.hash] : [unit.hash, target];
 }
 
 /** Units established under one shape: the groups that were available, the role pairs (`countKey`) that had their desired count. */
@@ -243,16 +275,22 @@ export class InvariantChecker {
   }
 
   #partitionViolations(memory: Memory, subject: Subject): string[] {
-    const { ms } = subject;
-    const { units, mixed } = subject.index.partitionedUnits();
+    const { ms, index } = subject;
+    const { units, mixed } = index.partitionedUnits();
     const violations = [...mixed];
+    let recorded: RecordedRevision | undefined;
     for (const [key, unit] of units) {
       const had = memory.partitioned.get(key);
-      if (had === undefined) memory.partitioned.set(key, unit);
-      else if (had.hash !== unit.hash) violations.push(`${ms.metadata.name} ${key} is below the partition and ran role hash ${had.hash}, now ${unit.hash}`);
+      if (had === undefined) {
+        recorded ??= recordedRevisions(ms.status?.units ?? []);
+        memory.partitioned.set(key, { unit, hashes: partitionHashes(ms, unit, recorded, index.revisions) });
+      } else if (!had.hashes.includes(unit.hash)) {
+        const finishing = had.hashes[1] === undefined ? "" : ` (or, finishing the move under way when the partition came, ${had.hashes[1]})`;
+        violations.push(`${ms.metadata.name} ${key} is below the partition and ran role hash ${had.hashes[0] ?? ""}${finishing}, now ${unit.hash}`);
+      } else if (unit.settled && had.hashes.length > 1) memory.partitioned.set(key, { unit, hashes: [unit.hash] });
     }
     // Units the partition no longer covers are forgotten; units without pods are remembered.
-    for (const [key, unit] of [...memory.partitioned]) if (!belowPartition(ms, unit.group, unit.role, unit.instance)) memory.partitioned.delete(key);
+    for (const [key, { unit }] of [...memory.partitioned]) if (!belowPartition(ms, unit.group, unit.role, unit.instance)) memory.partitioned.delete(key);
     return violations;
   }
 

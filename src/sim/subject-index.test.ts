@@ -228,7 +228,7 @@ describe("SubjectIndex and IdentityClaims", () => {
         assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
         assert.deepEqual(sortedEntries(index.keptCounts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions, surgeLimits(ms))));
         assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
-        assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed));
+        assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed, revisions));
         // Every reason, not only the first five that a report shows.
         const available = availablePending(ms, placed, revisions, EVERY_REASON);
         assert.deepEqual(index.availablePending(EVERY_REASON), available);

@@ -235,7 +235,7 @@ export class SubjectIndex {
 
   /** `partitionedUnits` of the pods now. */
   partitionedUnits(): { units: Map<string, PartitionedUnit>; mixed: string[] } {
-    return partitionedUnits(this.#ms, this.#partitioned.placed());
+    return partitionedUnits(this.#ms, this.#partitioned.placed(), this.#context.revisions);
   }
 
   /**
