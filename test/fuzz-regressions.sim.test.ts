@@ -53,6 +53,16 @@ function load(file: string): Scenario {
   return parsed.scenario;
 }
 
+/** The core plan shown `change` over the stored group rollingUpdateConfiguration: a controller with a stale or wrong view. */
+function showingGroupConfig(change: Record<string, unknown>): PlanFunction {
+  return (observed, nowMs) => {
+    const stored = observed.modelServing as { spec: { rolloutStrategy: { rollingUpdateConfiguration: Record<string, unknown> } } };
+    const strategy = stored.spec.rolloutStrategy;
+    const spec = { ...stored.spec, rolloutStrategy: { ...strategy, rollingUpdateConfiguration: { ...strategy.rollingUpdateConfiguration, ...change } } };
+    return corePlan({ ...observed, modelServing: { ...stored, spec } }, nowMs);
+  };
+}
+
 const SCENARIOS: Readonly<Record<string, string>> = {
   "group-budget-lowered.json": "the group maxUnavailable lowered from 2 to 1 while two groups are being replaced",
   "role-budget-lowered.json": "a role's maxUnavailable lowered while its instances are being replaced",
@@ -95,13 +105,7 @@ describe("fuzz-found scenarios, fixed", () => {
   it("catches a controller blind to a partition raised mid-rollout: the group ends on neither the revision it ran nor the one its record named then", async () => {
     // The controller is shown partition 0 throughout: group 0, whose move to v2 was under way when
     // the partition came (with v3), is moved on to v3.
-    const blind: PlanFunction = (observed, nowMs) => {
-      const stored = observed.modelServing as { spec: { rolloutStrategy: { rollingUpdateConfiguration: Record<string, unknown> } } };
-      const strategy = stored.spec.rolloutStrategy;
-      const spec = { ...stored.spec, rolloutStrategy: { ...strategy, rollingUpdateConfiguration: { ...strategy.rollingUpdateConfiguration, partition: 0 } } };
-      return corePlan({ ...observed, modelServing: { ...stored, spec } }, nowMs);
-    };
-    const report = await runScenario(load("partition-raised-over-draining-group.json"), { seed: 1, plan: blind });
+    const report = await runScenario(load("partition-raised-over-draining-group.json"), { seed: 1, plan: showingGroupConfig({ partition: 0 }) });
     const partition = report.invariants.find((result) => result.name === "partitionHolds");
     assert.ok((partition?.violations ?? 0) > 0);
     assert.match(partition?.first?.message ?? "", /^m 0\/decode-0 is below the partition and ran role hash \w+ \(or, finishing the move under way when the partition came, \w+\), now \w+$/);
@@ -110,13 +114,7 @@ describe("fuzz-found scenarios, fixed", () => {
   it("catches a controller that keeps planning with the budget it had before the change", async () => {
     // The controller is shown maxUnavailable 2 throughout: after the change to 1 it goes on
     // replacing two groups at a time, beyond what was under way at the change.
-    const stale: PlanFunction = (observed, nowMs) => {
-      const stored = observed.modelServing as { spec: { rolloutStrategy: { rollingUpdateConfiguration: Record<string, unknown> } } };
-      const strategy = stored.spec.rolloutStrategy;
-      const spec = { ...stored.spec, rolloutStrategy: { ...strategy, rollingUpdateConfiguration: { ...strategy.rollingUpdateConfiguration, maxUnavailable: 2 } } };
-      return corePlan({ ...observed, modelServing: { ...stored, spec } }, nowMs);
-    };
-    const report = await runScenario(load("group-budget-lowered.json"), { seed: 1, plan: stale });
+    const report = await runScenario(load("group-budget-lowered.json"), { seed: 1, plan: showingGroupConfig({ maxUnavailable: 2 }) });
     assert.equal(report.verdict, "fail");
     const budget = report.invariants.find((result) => result.name === "groupBudget");
     assert.ok((budget?.violations ?? 0) > 0);
