@@ -102,6 +102,15 @@ describe("fuzz-found scenarios, fixed", () => {
     });
   }
 
+  it("paces a rollout by its 5 s drain timeout, not the 30 s resync: the controller's clock gives timers due times it can compare with now", async () => {
+    // Regression: due times counted from virtual 0 and now from the epoch, so the work queue never
+    // saw a requeue as sooner than one already pending, and each drain ended at the next resync.
+    const report = await runScenario(load("role-partition-raised-over-draining-instance.json"));
+    const deletedAtSeconds = [...new Set(report.events.filter((event) => event.type === "PodDeleted").map((event) => event.t))];
+    const gapsSeconds = deletedAtSeconds.slice(1).map((t, index) => t - (deletedAtSeconds[index] ?? t));
+    assert.ok(gapsSeconds.length >= 4 && gapsSeconds.every((gap) => gap < 20), `seconds between deletions: ${gapsSeconds.join(", ")}`);
+  });
+
   it("catches a controller blind to a partition raised mid-rollout: the group ends on neither the revision it ran nor the one its record named then", async () => {
     // The controller is shown partition 0 throughout: group 0, whose move to v2 was under way when
     // the partition came (with v3), is moved on to v3.

@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Controller } from "../src/engine/controller.ts";
 import { SimCluster } from "../src/sim/cluster.ts";
-import { DEFAULT_EPOCH_MS } from "../src/sim/clock.ts";
 import type { PodRecord, Report } from "../src/sim/report.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
@@ -138,8 +137,7 @@ describe("lifecycle in the simulator", () => {
     for (const [error, numerator] of [["Conflict", 1], ["ServerError", 1], ["Timeout", 1]] as const) {
       cluster.server.faults.failWithChance({ client: "controller" }, numerator, 9, { error, stream: `chaos-${error}` });
     }
-    const clock = { nowMs: () => DEFAULT_EPOCH_MS + cluster.clock.nowMs(), setTimer: (delayMs: number, callback: () => void) => cluster.clock.setTimer(delayMs, callback) };
-    const controller = new Controller({ reader: cluster.reader(), writer: cluster.writer(), clock, recorder: cluster.recorder(), rng: cluster.rng("controller") });
+    const controller = new Controller({ reader: cluster.reader(), writer: cluster.writer(), clock: cluster.clock.onEpoch(), recorder: cluster.recorder(), rng: cluster.rng("controller") });
     controller.start();
     cluster.onSettle(() => controller.idle());
     const ms = modelServing();

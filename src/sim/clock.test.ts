@@ -149,4 +149,21 @@ describe("VirtualClock", () => {
     assert.equal(clock.nowRfc3339(), "2026-01-01T00:01:01Z");
     assert.equal(clock.parseRfc3339("2026-01-01T00:01:01Z"), 61_000);
   });
+
+  it("onEpoch: now and every timer's due time count from 1970, so they compare (a sooner requeue must be seen as sooner)", () => {
+    const epochMs = Date.UTC(2026, 0, 1);
+    const clock = new VirtualClock({ epochMs });
+    clock.advance(5_000);
+    const controllerClock = clock.onEpoch();
+    assert.equal(controllerClock.nowMs(), epochMs + 5_000);
+    const fired: string[] = [];
+    const later = controllerClock.setTimer(30_000, () => fired.push("later"));
+    const sooner = controllerClock.setTimer(5_000, () => fired.push("sooner"));
+    assert.equal(later.dueMs, controllerClock.nowMs() + 30_000);
+    assert.ok(sooner.dueMs < later.dueMs);
+    assert.equal(later.cancel(), true);
+    clock.advance(60_000);
+    assert.deepEqual(fired, ["sooner"]);
+    assert.equal(later.cancel(), false);
+  });
 });

@@ -104,6 +104,23 @@ export class VirtualClock implements Clock {
     return wallMs - this.#epochMs;
   }
 
+  /**
+   * This clock on the wall-clock epoch it renders timestamps in, as the controller's `Clock`:
+   * `nowMs` and every timer's `dueMs` count milliseconds since 1970, as production's clock does, so
+   * they compare with each other (the work queue keeps the sooner of two requeues by `dueMs`) and
+   * with the timestamps the simulated components write. The bare clock counts from virtual 0.
+   */
+  onEpoch(): Clock {
+    const epochMs = this.#epochMs;
+    return {
+      nowMs: () => epochMs + this.#nowMs,
+      setTimer: (delayMs, callback) => {
+        const timer = this.setTimer(delayMs, callback);
+        return { dueMs: epochMs + timer.dueMs, cancel: () => timer.cancel() };
+      },
+    };
+  }
+
   setTimer(delayMs: number, callback: () => void): Timer {
     assertTimeMs(delayMs, "delayMs");
     if (this.#liveCount >= this.#maxTimers) throw new Error(`more than ${this.#maxTimers} live timers`);

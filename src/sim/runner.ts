@@ -28,7 +28,6 @@ import { rollback } from "../engine/rollout-commands.ts";
 import type { PlanFunction } from "../engine/reconciler.ts";
 import { parseModelServing } from "../api/parse.ts";
 import { InvariantChecker } from "./checker.ts";
-import { DEFAULT_EPOCH_MS } from "./clock.ts";
 import { SimCluster } from "./cluster.ts";
 import type { SimInformer } from "./informer.ts";
 import { mergePatch } from "./json.ts";
@@ -98,8 +97,8 @@ class ScenarioRun {
   #controllerStarts = 0;
   /**
    * The controller's Clock: the virtual clock on the epoch the simulator renders its timestamps
-   * in (`DEFAULT_EPOCH_MS`). The core compares `nowMs` with timestamps others wrote (the kubelet's
-   * condition times, the API server's), so both must count from the same epoch; the bare
+   * in (`VirtualClock.onEpoch`). The core compares `nowMs` with timestamps others wrote (the
+   * kubelet's condition times, the API server's), so both must count from the same epoch; the bare
    * `VirtualClock.nowMs()` counts from virtual 0 (1970 when rendered by the core).
    */
   readonly #controllerClock: Clock;
@@ -112,8 +111,7 @@ class ScenarioRun {
     this.#minReconcileIntervalMs = options.minReconcileIntervalMs ?? 0;
     const { nodes, timing, images, router } = scenario.cluster;
     this.#cluster = new SimCluster({ seed: this.#seed, ...(nodes === undefined ? {} : { nodes }), ...(timing === undefined ? {} : { timing }), ...(images === undefined ? {} : { images }) });
-    const clock = this.#cluster.clock;
-    this.#controllerClock = { nowMs: () => DEFAULT_EPOCH_MS + clock.nowMs(), setTimer: (delayMs, callback) => clock.setTimer(delayMs, callback) };
+    this.#controllerClock = this.#cluster.clock.onEpoch();
     this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods() });
     this.#startController();
     this.#router = router === undefined ? undefined : attachRouter(this.#cluster, router);
