@@ -125,13 +125,15 @@ export function isApiError(error: unknown, ...reasons: ApiErrorReason[]): error 
 
 /** A scheduled callback. `cancel` returns false when the timer already fired or was cancelled. */
 export interface Timer {
+  /** When it fires, on its clock's `nowMs` scale (the work queue compares the two). */
   readonly dueMs: number;
   cancel(): boolean;
 }
 
 /**
- * Time, in integer milliseconds since an implementation-defined epoch (virtual time in the
- * simulator, wall time in production). `nowMs` never decreases.
+ * Time, in integer milliseconds since the Unix epoch (virtual time on a fixed epoch in the
+ * simulator, `VirtualClock.onEpoch`; wall time in production): the core compares `nowMs` with
+ * timestamps the API server and kubelets write. `nowMs` never decreases.
  */
 export interface Clock {
   nowMs(): number;
