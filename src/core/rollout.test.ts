@@ -201,6 +201,24 @@ describe("RoleRollingUpdate", () => {
     assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3"]);
   });
 
+  it("the last replacement waits for capacity while a serving surge instance carries the floor: the surge stays and the rollout says why and how to unblock it (fuzz-208)", () => {
+    const cluster = idealCluster(manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [{ name: "prefill", replicas: 1, maxUnavailable: 0, maxSurge: 1, entryTemplate: pod("vllm:v1") }]));
+    run(cluster);
+    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    // The capacity the old desired pod frees goes elsewhere (another pending pod in a full cluster).
+    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" }] };
+    for (let round = 0; round < 10; round++) {
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+      const desired = cluster.pods.get("llm-0-prefill-0-0");
+      if (desired?.spec.containers[0]?.image === "vllm:v2" && !isReady(desired)) desired.status = unschedulable;
+    }
+    assert.deepEqual(images(cluster, "llm-0-prefill"), ["llm-0-prefill-0-0=vllm:v2", "llm-0-prefill-1-0=vllm:v2"], "the serving surge instance stays: it carries the floor");
+    const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+    assert.equal(progressing.reason, "RolloutWaiting");
+    assert.match(progressing.message, /group 0 role prefill: .*surge.*add capacity or raise maxUnavailable/);
+  });
+
   it("a group partition raised over groups that serve only through their surge instances: those stay until the desired ones serve", () => {
     const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
     run(cluster);
@@ -336,6 +354,23 @@ describe("ServingGroupRollingUpdate", () => {
         else if (p.metadata.labels?.["tandem.dev/revision"] === cluster.modelServing.status.updateRevision) p.status = unschedulable;
       }
     }
+  });
+
+  it("the last replacement group waits for capacity while the serving surge group carries the floor: the surge group stays and the rollout says why and how to unblock it", () => {
+    const cluster = idealCluster(pdManifest({ replicas: 1, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" }] };
+    for (let round = 0; round < 15; round++) {
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+      // Group 0's rebuilt pods cannot be placed: the capacity went elsewhere.
+      for (const p of cluster.pods.values()) if (p.metadata.name.startsWith("llm-0-") && p.metadata.labels?.["tandem.dev/revision"] === cluster.modelServing.status.updateRevision && !isReady(p)) p.status = unschedulable;
+    }
+    assert.ok(cluster.pods.has("llm-1-decode-0-0") && isReady(cluster.pods.get("llm-1-decode-0-0") as Pod), "the serving surge group stays: it carries the floor");
+    assert.ok(!isReady(cluster.pods.get("llm-0-decode-0-0") as Pod), "group 0 was rebuilt and waits for capacity");
+    const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+    assert.equal(progressing.reason, "RolloutWaiting");
+    assert.match(progressing.message, /0 of 1 desired ServingGroup\(s\) available .*surge ServingGroup\(s\).*add capacity or raise maxUnavailable/);
   });
 
   it("a new update while a surge group of the last one stands in for a desired group being rebuilt: it is held at its revision until the desired group serves (fuzz-32)", () => {

@@ -203,6 +203,9 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
   const availableSurge = range(existingSurge).filter((group) => groupAvailable(statesOf(probe, replicas + group), roles));
   const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, availableSurge });
+  // Below the floor, desired groups below a partition raised mid-rollout may starve too: any desired group counts.
+  const floorStarved = !paused && unpermitted === 0 && surgeGroups > 0 && availableBase < replicas - budget.maxUnavailable && range(replicas).some((group) => statesOf(probe, group).some(isStarved));
+  if (floorStarved) scratch.waiting.push(starvedMessage(availableBase, replicas, budget, "ServingGroup(s)", surgeGroups));
   const held = holdSurgeGroups((group) => statesOf(probe, group), roles, { from: replicas, to: replicas + surgeGroups, short: replicas - budget.maxUnavailable - availableBase });
   for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
   const surge = (): Surge => ({ groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) });
@@ -341,6 +344,17 @@ function groupAvailable(states: readonly InstanceState[], roles: readonly Role[]
 function waitingMessage(available: number, desired: number, budget: ResolvedBudget, unit: string): string {
   const surge = budget.maxSurge > 0 ? ` or for surge capacity (maxSurge ${budget.maxSurge})` : "";
   return `${available} of ${desired} ${unit} available with maxUnavailable ${budget.maxUnavailable}: waiting for updated units to become Ready${surge}`;
+}
+
+/**
+ * Why a rollout waits when desired units starve below the floor while serving surge carries it
+ * (`surgeCount`'s starved case, docs/design/rollout.md "Left open"; or units below a partition
+ * rebuilt at their record): freeing the surge would break the budget, so only more capacity or a
+ * larger maxUnavailable ends the wait. Without it the condition only listed the pending pods, as
+ * if the wait would end by itself.
+ */
+function starvedMessage(availableBase: number, desired: number, budget: ResolvedBudget, unit: string, surge: number): string {
+  return `${availableBase} of ${desired} desired ${unit} available with maxUnavailable ${budget.maxUnavailable}: the rest wait for capacity while ${surge} surge ${unit} carry the floor, and scaling those down would break the budget; add capacity or raise maxUnavailable`;
 }
 
 /** RoleRollingUpdate: instances of changed roles, role budgets within each group, group disruption budget. */
@@ -650,14 +664,18 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   let availableBase = 0;
   // `states` come in ordinal order, so the surge ordinals do too.
   const availableSurge: number[] = [];
+  // Any desired instance, below the partition too (`starvedMessage`).
+  let starvedDesired = false;
   for (const state of states) {
     if (state.instance < role.replicas && state.available) availableBase += 1;
     else if (state.available) availableSurge.push(state.instance - role.replicas);
+    if (state.instance < role.replicas && isStarved(state)) starvedDesired = true;
   }
   const floor = roleFloor(role);
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
   let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved, availableSurge });
+  if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0) scratch.waiting.push(`group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`);
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
     if (limits.mayDisrupt()) disruptedGroup = true;
