@@ -34,6 +34,12 @@
  *   group with an instance already rebuilt) finishes at its record, which the checker accepts for
  *   a unit whose move was under way when the partition came, and it judges a pod patched in place
  *   by the revision it runs, not by its label (`runningRoleHash`).
+ * - Surge for the floor counts only surge that serves: a group above a lowered replicas that
+ *   serves nothing under the new shape (its roles scaled up) is scaled down, not rebuilt and built
+ *   up beyond the bound (`surgeCount`).
+ * - A switch to ServingGroupRollingUpdate alone after a RoleRollingUpdate: pods of roles it left
+ *   unchanged are relabelled at the revision they run (`relabelUnchanged` in src/core/lifecycle.ts);
+ *   with their older label the rollout never looked complete.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -89,6 +95,8 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "partition-raised-over-draining-group.json": "a group partition raised (with a new update) over a group whose replacement is still draining",
   "partition-raised-over-group-patched-in-place.json": "a group partition raised in place over a group already patched, not yet verified",
   "role-partition-raised-over-draining-instance.json": "a role partition raised under RoleRollingUpdate over an instance whose replacement is still draining",
+  "group-above-lowered-replicas-scaled-up-in-place.json": "InPlaceUpdate, 4 groups, a pod deleted, then in one instant a new image, replicas 3 and decode scaled from 1 to 3: group 3, serving nothing under the new shape, is scaled down, not built up beyond replicas (the 2026-12-01 generator's fuzz-390)",
+  "switch-to-group-rolling-alone-after-decode-only-update.json": "RoleRollingUpdate of decode only (workers), prefill scaled up, then a switch to ServingGroupRollingUpdate alone: the prefill pods, at an older label with the same role spec, are relabelled (fuzz-409)",
   "partition-raised-over-group-moved-in-part.json": "a group partition raised (with router traffic) over a group whose prefill is already rebuilt at the update revision while its decode still drains (hand-made, not fuzz-found)",
 };
 

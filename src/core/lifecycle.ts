@@ -5,6 +5,7 @@
  * `recoveryPolicy`. Which units exist and at which revision is decided elsewhere (the layout, by
  * the rollout); this module only executes it. Pure: appends actions to a `Work` accumulator.
  */
+import { LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
 import { cancelDrain, openGate, planDrainedDeletion } from "./drain.ts";
 import { podFailure, range } from "./health.ts";
@@ -16,6 +17,7 @@ import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inp
 import type { InstancePods, Model, PodView } from "./model.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
+import { roleHash, sameRevisionData } from "./role-hash.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -201,6 +203,27 @@ function planInstance(context: Context, state: InstanceState): void {
     const cancel = cancelDrain(view, nowMs);
     const open = openGate(view, nowMs);
     if (cancel.length + open.length > 0) work.actions.push(...cancel, ...open);
+  }
+  relabelUnchanged(context, state);
+}
+
+/**
+ * Under ServingGroupRollingUpdate, relabels at the instance's target the live pods that run what
+ * it builds under an older revision label (a role a RoleRollingUpdate left unchanged before the
+ * switch; `computeState` counts them as running the target). The group strategy compares whole
+ * revisions, so the label must say what the pod runs: left, a rollout with nothing to move would
+ * never show its pods at the update revision. A label write, never a restart. (Under
+ * RoleRollingUpdate such labels are what the strategy leaves; in place, `planInPlace` relabels.)
+ */
+function relabelUnchanged(context: Context, state: InstanceState): void {
+  const { running, target } = state;
+  if (running === undefined || state.replacing || context.model.ms.spec.rolloutStrategy.type !== "ServingGroupRollingUpdate") return;
+  // An equal revision under another name (re-hashed by a newer controller) is left alone, as ever.
+  if (running.name === target.name || sameRevisionData(running.data, target.data)) return;
+  const hash = roleHash(target.data, state.role);
+  const labels = { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) };
+  for (const view of state.health.live) {
+    if (view.revision !== target.name) context.work.actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: {}, labels });
   }
 }
 

@@ -264,6 +264,8 @@ describe("surge", () => {
       [{ starved: true, availableBase: 0, existing: 2, maxSurge: 2, availableSurge: [1] }, 2, "starved below the floor: kept up to the one that serves"],
       [{ availableBase: 1, availableSurge: [] }, 1, "not starved: a surge unit still starting stays"],
       [{ unfinished: 0, outdated: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [0, 1] }, 2, "floor surge beyond a maxSurge lowered mid-rollout: kept"],
+      [{ availableBase: 0, maxSurge: 0, availableSurge: [] }, 0, "below the floor, a unit beyond the bound that does not serve (a group above a lowered replicas, its roles scaled up): it carries nothing and goes (fuzz-390)"],
+      [{ unfinished: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [1] }, 2, "below the floor: kept up to the one that serves"],
       [{ starved: true, availableBase: 1, maxSurge: 0 }, 1, "starved below the floor, maxSurge lowered: the serving surge unit kept"],
       [{ starved: true, unpermitted: 1 }, 1, "starved but an old unit has no permit yet: the usual count"],
       [{ paused: true, unfinished: 3, existing: 0 }, 0, "paused: none added"],
@@ -436,6 +438,24 @@ describe("strategy switched mid-rollout", () => {
       run(cluster, () => assert.ok(disruptedGroups(cluster).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster).join(",")}`));
       assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v3")));
     }
+  });
+
+  it("after a RoleRollingUpdate that changed prefill only, a switch to ServingGroupRollingUpdate alone relabels the decode pods at the current revision, never restarting them (fuzz-409: their older label kept the rollout from ever looking complete)", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+    run(cluster);
+    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    run(cluster);
+    const current = cluster.modelServing.status.currentRevision;
+    assert.equal(current, cluster.modelServing.status.updateRevision, "the prefill-only update is promoted");
+    const decode = () => [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode"));
+    const uids = decode().map((p) => p.metadata.uid).sort();
+    assert.ok(decode().every((p) => p.metadata.labels?.["tandem.dev/revision"] !== current), "RoleRollingUpdate leaves the decode pods at their older label");
+    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    run(cluster, () => assert.deepEqual(disruptedGroups(cluster), []));
+    assert.deepEqual(decode().map((p) => p.metadata.uid).sort(), uids, "decode pods were replaced");
+    assert.deepEqual([...new Set(decode().map((p) => p.metadata.labels?.["tandem.dev/revision"]))], [current]);
   });
 
   it("a switch to a group strategy while groups serve only through role surge instances: those stay until the desired ones serve, and the group rollout keeps its budget (regression: dropped in every group at once)", () => {

@@ -310,11 +310,11 @@ export interface SurgeInputs {
  * Surge units exist while eligible units are unfinished (up to maxSurge), so capacity never drops
  * while replacements start, and existing ones stay as far as the availability floor needs them
  * (the desired units below it may be ineligible: below a partition raised mid-rollout, rebuilt at
- * their recorded revision). One exception breaks a deadlock: once every old unit has its permit
- * and a replacement cannot be scheduled, surge stays only as far as the floor needs it, and only
- * surge that serves now carries the floor — otherwise a surge unit would hold the very capacity
- * (GPUs) the last replacement needs, and the rollout would wait forever. Paused: existing surge
- * stays, none is added.
+ * their recorded revision); only surge that serves now carries the floor. One exception breaks a
+ * deadlock: once every old unit has its permit and a replacement cannot be scheduled, surge stays
+ * only as far as the floor needs it — otherwise a surge unit would hold the very capacity (GPUs)
+ * the last replacement needs, and the rollout would wait forever. Paused: existing surge stays,
+ * none is added.
  */
 export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
@@ -322,14 +322,16 @@ export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.outdated === 0 && inputs.existing === 0) return 0;
   const missing = Math.max(0, inputs.floor - inputs.availableBase);
   // Not capped by maxSurge: surge left beyond a maxSurge lowered mid-rollout may carry the floor.
-  const forFloor = Math.min(inputs.existing, missing);
-  if (inputs.unpermitted > 0 || !inputs.starved) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
-  // Starved: a surge unit still starting carries nothing, and once Ready it would keep the capacity
-  // the replacements wait for as long as they wait, below the floor (a deadlock). Freeing it costs
-  // no budget; the ordinals up to the serving ones the floor needs stay.
+  // Only surge that serves now carries it: the ordinals up to the serving ones the floor needs stay.
+  // One that does not serve (still starting; a group above a lowered replicas whose roles were
+  // scaled up) costs no budget to free, and kept it would be built up beyond the bound.
   const serving = inputs.availableSurge;
   const kept = Math.min(serving.length, missing);
-  return kept === 0 ? 0 : (serving[kept - 1] ?? 0) + 1;
+  const forFloor = kept === 0 ? 0 : Math.min(inputs.existing, (serving[kept - 1] ?? 0) + 1);
+  if (inputs.unpermitted > 0 || !inputs.starved) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
+  // Starved: a surge unit still starting would keep the capacity the replacements wait for as long
+  // as they wait, below the floor (a deadlock); only the floor's surge stays.
+  return forFloor;
 }
 
 /** Every role of the group has at least its desired number of available instances. */
