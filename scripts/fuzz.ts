@@ -1,16 +1,18 @@
 /**
- * `npm run fuzz -- [--from N] [--count N] [--seeds 1,2] [--out DIR]`: runs the random scenarios
- * of generator seeds from..from+count-1 (src/sim/fuzz.ts), each at every scenario seed given, with
+ * `npm run fuzz -- [--from N] [--count N] [--seeds 1,2] [--faults] [--out DIR]`: runs the random
+ * scenarios of generator seeds from..from+count-1 (src/sim/fuzz.ts; with `--faults`, the same
+ * scenarios with node outages, controller restarts, pod deletions and rollbacks added, run with
+ * failing API requests and dropped watches), each at every scenario seed given, with
  * every invariant checked. Prints one line per failing run (generator seed, scenario seed, the
  * violated invariants with their first message, or the failed step) and writes each failing
- * scenario to DIR (default .cache/fuzz) with its seed, so `tandem simulate DIR/fuzz-N.json`
+ * scenario to DIR (default .cache/fuzz) with its seed, so `tandem simulate DIR/fuzz-N-seed-S.json`
  * replays it. Exits 1 when any run failed. Expected failures are reported too: a rollout that
  * waits for capacity it cannot get, InPlaceIneligible.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { fuzzScenario } from "../src/sim/fuzz.ts";
+import { fuzzChaos, fuzzScenario } from "../src/sim/fuzz.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 
@@ -18,24 +20,25 @@ interface Options {
   readonly from: number;
   readonly count: number;
   readonly seeds: readonly number[];
+  readonly faults: boolean;
   readonly out: string;
 }
 
 function options(argv: readonly string[]): Options {
-  const { values } = parseArgs({ args: [...argv], options: { from: { type: "string", default: "1" }, count: { type: "string", default: "100" }, seeds: { type: "string", default: "1,2" }, out: { type: "string", default: ".cache/fuzz" } } });
+  const { values } = parseArgs({ args: [...argv], options: { from: { type: "string", default: "1" }, count: { type: "string", default: "100" }, seeds: { type: "string", default: "1,2" }, faults: { type: "boolean", default: false }, out: { type: "string", default: ".cache/fuzz" } } });
   const integer = (name: string, text: string): number => {
     const value = Number(text);
     if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name}: "${text}" is not a non-negative integer`);
     return value;
   };
-  return { from: integer("from", values.from), count: integer("count", values.count), seeds: values.seeds.split(",").map((text) => integer("seeds", text)), out: values.out };
+  return { from: integer("from", values.from), count: integer("count", values.count), seeds: values.seeds.split(",").map((text) => integer("seeds", text)), faults: values.faults, out: values.out };
 }
 
 /** Runs one generated scenario at one seed; the failure line, or undefined when it passed. */
-async function failure(scenario: Record<string, unknown>, seed: number): Promise<string | undefined> {
+async function failure(scenario: Record<string, unknown>, seed: number, faults: boolean): Promise<string | undefined> {
   const parsed = parseScenario(scenario);
   if (!parsed.ok) return `generator bug: ${JSON.stringify(parsed.problems)}`;
-  const report = await runScenario(parsed.scenario, { seed });
+  const report = await runScenario(parsed.scenario, { seed, ...(faults ? { chaos: fuzzChaos(parsed.scenario) } : {}) });
   const violated = report.invariants.filter((result) => result.violations > 0).map((result) => `${result.name} at ${result.first?.t ?? "?"} s: ${result.first?.message ?? ""}`);
   const failedStep = report.steps.find((step) => !step.ok);
   if (violated.length === 0 && failedStep === undefined) return undefined;
@@ -43,18 +46,20 @@ async function failure(scenario: Record<string, unknown>, seed: number): Promise
 }
 
 async function main(): Promise<number> {
-  const { from, count, seeds, out } = options(process.argv.slice(2));
+  const { from, count, seeds, faults, out } = options(process.argv.slice(2));
   mkdirSync(out, { recursive: true });
   let failed = 0;
   for (let generatorSeed = from; generatorSeed < from + count; generatorSeed++) {
-    const scenario = fuzzScenario(generatorSeed);
+    const scenario = fuzzScenario(generatorSeed, { faults });
     for (const seed of seeds) {
-      const message = await failure(scenario, seed);
+      const message = await failure(scenario, seed, faults);
       if (message === undefined) continue;
       failed += 1;
-      const file = join(out, `fuzz-${generatorSeed}-seed-${seed}.json`);
+      const file = join(out, `${String(scenario["name"])}-seed-${seed}.json`);
       writeFileSync(file, `${JSON.stringify({ ...scenario, seed })}\n`);
-      console.log(`fuzz-${generatorSeed} seed ${seed}: ${message}\n  replay: tandem simulate ${file}`);
+      // A scenario file cannot hold the API and watch faults: the fuzz replays those runs exactly.
+      const replay = faults ? `npm run fuzz -- --faults --from ${generatorSeed} --count 1 --seeds ${seed} (${file} without API faults: tandem simulate)` : `tandem simulate ${file}`;
+      console.log(`${String(scenario["name"])} seed ${seed}: ${message}\n  replay: ${replay}`);
     }
   }
   console.log(`${count * seeds.length} runs, ${failed} failed`);

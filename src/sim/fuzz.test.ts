@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fuzzScenario } from "./fuzz.ts";
+import { fuzzChaos, fuzzScenario } from "./fuzz.ts";
 import { parseScenario } from "./scenario.ts";
 
 describe("fuzzScenario", () => {
@@ -26,5 +26,56 @@ describe("fuzzScenario", () => {
     assert.deepEqual(fuzzScenario(42), fuzzScenario(42));
     const texts = new Set(Array.from({ length: 50 }, (_, seed) => JSON.stringify({ ...fuzzScenario(seed), name: "" })));
     assert.ok(texts.size >= 45, `only ${texts.size} distinct scenarios of 50`);
+  });
+
+  describe("with faults", () => {
+    const FAULT_KINDS = ["failNode", "recoverNode", "restartController", "rollback"];
+    const kindOf = (step: unknown): string => Object.keys(step as object)[0] ?? "";
+    /** The roles' images an apply or patch step sets, as one string; none for other steps. */
+    const imagesOf = (step: Record<string, unknown>): string[] => {
+      const object = (step["apply"] ?? (step["patch"] as { merge?: unknown } | undefined)?.merge) as { spec?: { template?: { roles?: { entryTemplate: { spec: { containers: { image: string }[] } } }[] } } } | undefined;
+      const roles = object?.spec?.template?.roles;
+      return roles === undefined ? [] : [roles.map((role) => role.entryTemplate.spec.containers.map((container) => container.image).join(",")).join(" ")];
+    };
+
+    it("is the same scenario with faults added: every change and wait of it, in order, a valid scenario that ends with the same two waits", () => {
+      for (let seed = 0; seed < 200; seed++) {
+        const plain = fuzzScenario(seed)["steps"] as readonly unknown[];
+        const faulty = fuzzScenario(seed, { faults: true });
+        const parsed = parseScenario(faulty);
+        assert.ok(parsed.ok, `seed ${seed}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
+        let at = 0;
+        for (const step of faulty["steps"] as readonly unknown[]) if (at < plain.length && JSON.stringify(step) === JSON.stringify(plain[at])) at += 1;
+        assert.equal(at, plain.length, `seed ${seed}: step ${at} of the plain scenario is missing`);
+        assert.deepEqual((faulty["steps"] as readonly unknown[]).slice(-2), plain.slice(-2));
+      }
+    });
+
+    it("recovers every failed node before its next step that is not a wait for some seconds, and ends every fault before the last two waits", () => {
+      let outages = 0;
+      for (let seed = 0; seed < 200; seed++) {
+        const scenario = fuzzScenario(seed, { faults: true });
+        const steps = scenario["steps"] as readonly Record<string, unknown>[];
+        assert.ok(steps.slice(-2).every((step) => !FAULT_KINDS.includes(kindOf(step)) && kindOf(step) !== "deletePods"), `seed ${seed}`);
+        assert.equal(fuzzChaos(scenario as { steps: unknown[] }).untilStep, steps.length - 2);
+        steps.forEach((step, index) => {
+          if (!("failNode" in step)) return;
+          outages += 1;
+          assert.equal(kindOf(steps[index + 1]), "wait", `seed ${seed}: step ${index + 1}`);
+          assert.deepEqual(steps[index + 2], { recoverNode: step["failNode"] }, `seed ${seed}: step ${index + 2} recovers the node`);
+        });
+      }
+      assert.ok(outages > 50, `only ${outages} outages in 200 scenarios`);
+    });
+
+    it("rolls back only once the images have changed, and deletes pods only right after waiting for Available", () => {
+      for (let seed = 0; seed < 200; seed++) {
+        const steps = fuzzScenario(seed, { faults: true })["steps"] as readonly Record<string, unknown>[];
+        steps.forEach((step, index) => {
+          if ("deletePods" in step) assert.deepEqual(steps[index - 1], { wait: { for: "Available", timeoutSeconds: 1800 } }, `seed ${seed}: step ${index}`);
+          if ("rollback" in step) assert.ok(new Set(steps.slice(0, index).flatMap(imagesOf)).size > 1, `seed ${seed}: step ${index} rolls back before any image changed`);
+        });
+      }
+    });
   });
 });

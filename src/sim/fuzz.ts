@@ -6,12 +6,21 @@
  * version with room for surge, or (three times in ten) fits it exactly. Every scenario ends
  * waiting for RolloutComplete, then Available, so a rollout that never finishes fails too.
  *
+ * With `faults`, each change is also followed now and then by a fault from a stream of its own
+ * (`faultSteps`), so the scenario is the same one with faults added: a node outage (the node
+ * fails, stays down a while — long enough, on the fault timing, for its pods to be evicted — and
+ * recovers), a controller restart, pods deleted anywhere (mid-rollout too), a rollback; and such a
+ * scenario runs with failing API requests and dropped watches (`fuzzChaos`). Every fault has
+ * ended before the last two waits, so those check liveness after faults stop; safety is checked
+ * at every instant throughout.
+ *
  * Pure: the same `generatorSeed` gives the same scenario (named streams of `Prng`); the
  * scenario's own seed is the runner's. Specs are kept valid (a role with maxUnavailable 0 gets a
  * surge; a group strategy never has both group budgets at 0), so a scenario that fails to parse
  * is a generator bug.
  */
 import { Prng } from "./prng.ts";
+import type { Chaos } from "./runner.ts";
 
 type Strategy = "RoleRollingUpdate" | "ServingGroupRollingUpdate" | "InPlaceUpdate";
 
@@ -41,11 +50,23 @@ interface SpecState {
 const GPUS_PER_NODE = 4;
 const CHANGES = ["image", "image", "image", "imageBoth", "replicas", "roleReplicas", "workers", "budget", "strategy", "partition", "pause", "resume"] as const;
 
-/** The scenario of `generatorSeed`, as `parseScenario` takes it (named `fuzz-<seed>`). */
-export function fuzzScenario(generatorSeed: number): Record<string, unknown> {
+export interface FuzzOptions {
+  /** Add faults between changes (the module comment says which). Default false. */
+  readonly faults?: boolean;
+}
+
+/**
+ * With faults, a node fails `nodeMonitorGraceSeconds` before it is NotReady and its pods are
+ * evicted `podEvictionSeconds` later: short enough that some outages evict and others do not.
+ */
+const FAULT_TIMING = { nodeMonitorGraceSeconds: 10, podEvictionSeconds: 20 } as const;
+
+/** The scenario of `generatorSeed`, as `parseScenario` takes it (named `fuzz-<seed>`, or `fuzz-faults-<seed>`). */
+export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): Record<string, unknown> {
   const root = new Prng(generatorSeed);
   const shape = root.fork("shape");
   const state = initialState(shape);
+  const faults = options.faults === true ? new FaultSteps(root.fork("faults"), state) : undefined;
   let neededGpus = gpusOf(state);
   const steps: unknown[] = [{ apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) } }, waitFor("Available", 1200)];
   const changes = root.fork("changes");
@@ -57,13 +78,85 @@ export function fuzzScenario(generatorSeed: number): Record<string, unknown> {
     steps.push(patchTo(state));
     neededGpus = Math.max(neededGpus, gpusOf(state));
     steps.push(...between(changes, state.paused));
+    if (faults !== undefined) steps.push(...faults.next(state));
   }
   if (state.paused) {
     state.paused = false;
     steps.push(patchTo(state));
   }
   steps.push(waitFor("RolloutComplete", 3600), waitFor("Available", 1800));
-  return { name: `fuzz-${generatorSeed}`, cluster: clusterFor(neededGpus, root.fork("cluster")), steps };
+  const cluster = clusterFor(neededGpus, root.fork("cluster"));
+  if (faults === undefined) return { name: `fuzz-${generatorSeed}`, cluster, steps };
+  return { name: `fuzz-faults-${generatorSeed}`, cluster: { ...cluster, timing: { ...cluster.timing, ...FAULT_TIMING } }, steps: faults.nameNodes(steps, cluster.nodes[0].count) };
+}
+
+/** Percentage of the controller's API requests that fail, and of steps before which every watch drops, in a fault scenario. */
+export const FAULT_CHAOS_PERCENT = 10;
+
+/**
+ * The API and watch faults a fault scenario runs with (`RunOptions.chaos`, which a scenario file
+ * cannot hold): on until its last two waits, which then check liveness after faults stop.
+ */
+export function fuzzChaos(scenario: { readonly steps: readonly unknown[] }): Chaos {
+  return { percent: FAULT_CHAOS_PERCENT, untilStep: scenario.steps.length - 2 };
+}
+
+/** A node named by a draw, resolved against the node count once the cluster is sized. */
+interface NodeSlot {
+  readonly nodeSlot: number;
+  readonly kind: "failNode" | "recoverNode";
+}
+
+/** The faults of a fault scenario, drawn from their own stream (see the module comment). */
+class FaultSteps {
+  readonly #rng: Prng;
+  /** The images of the spec versions so far: a rollback needs a revision to go back to. */
+  readonly #images = new Set<string>();
+
+  /** `initial` is the spec the scenario applies first. */
+  constructor(rng: Prng, initial: SpecState) {
+    this.#rng = rng;
+    this.#images.add(imagesOf(initial));
+  }
+
+  /** The fault (perhaps none) after the change to `state`. */
+  next(state: SpecState): unknown[] {
+    const rng = this.#rng;
+    this.#images.add(imagesOf(state));
+    const mayRollback = this.#images.size > 1 && !state.paused;
+    switch (rng.pick(["none", "none", "none", "outage", "outage", "restart", "deleteAny", "deleteAny", "rollback"] as const)) {
+      case "none":
+        return [];
+      case "outage": {
+        const nodeSlot = rng.int(0, 1 << 16);
+        const downSeconds = rng.pick([5, 25, 60, 120]);
+        return [{ nodeSlot, kind: "failNode" }, { wait: { for: "Seconds", timeoutSeconds: downSeconds } }, { nodeSlot, kind: "recoverNode" }];
+      }
+      case "restart":
+        return [{ wait: { for: "Seconds", timeoutSeconds: rng.pick([1, 10, 30]) } }, { restartController: {} }];
+      case "deleteAny":
+        // Pods of any group and role, workers included. Available may come mid-rollout; waiting for
+        // it makes sure some pod is not being deleted already.
+        return [waitFor("Available", 1800), { deletePods: { selector: "tandem.dev/modelserving=m", count: rng.int(1, 3) } }];
+      case "rollback":
+        // The update's revision is recorded within seconds of the change that made it.
+        return mayRollback ? [{ wait: { for: "Seconds", timeoutSeconds: 10 } }, { rollback: { name: "m" } }] : [];
+    }
+  }
+
+  /** `steps` with every node slot replaced by its step on one of `count` nodes ("gpu-<i>"). */
+  nameNodes(steps: readonly unknown[], count: number): unknown[] {
+    return steps.map((step) => (isNodeSlot(step) ? { [step.kind]: { name: `gpu-${step.nodeSlot % count}` } } : step));
+  }
+}
+
+/** The images of a spec version: another image is surely another revision (budgets may not be). */
+function imagesOf(state: SpecState): string {
+  return state.roles.map((role) => role.image).join(" ");
+}
+
+function isNodeSlot(step: unknown): step is NodeSlot {
+  return typeof step === "object" && step !== null && "nodeSlot" in step;
 }
 
 function initialState(rng: Prng): SpecState {
@@ -175,7 +268,12 @@ function roleOf(role: RoleState, byRole: boolean): Record<string, unknown> {
 }
 
 /** `needed` GPUs (the largest version's), plus as many again and 8 for surge unless tight; whole 4-GPU nodes. */
-function clusterFor(needed: number, rng: Prng): Record<string, unknown> {
+interface FuzzCluster {
+  readonly nodes: readonly [{ readonly name: string; readonly count: number; readonly gpus: number }];
+  readonly timing: Record<string, number>;
+}
+
+function clusterFor(needed: number, rng: Prng): FuzzCluster {
   const total = rng.chance(3, 10) ? needed : 2 * needed + 8;
   const timing = { scheduleSeconds: 1, pullSeconds: rng.pick([2, 10]), startSeconds: rng.pick([5, 20]), terminationSeconds: rng.pick([1, 5]) };
   return { nodes: [{ name: "gpu", count: Math.max(1, Math.ceil(total / GPUS_PER_NODE)), gpus: GPUS_PER_NODE }], timing };

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import type { Action } from "../core/actions.ts";
 import { plan as corePlan } from "../core/plan.ts";
 import type { PlanFunction } from "../engine/reconciler.ts";
+import type { SimCluster } from "./cluster.ts";
 import { runScenario } from "./runner.ts";
 import { parseScenario, parseScenarioText } from "./scenario.ts";
 import type { Scenario } from "./scenario.ts";
@@ -107,6 +108,44 @@ describe("scenario runner", () => {
     assert.equal(JSON.stringify(first), JSON.stringify(second));
     assert.equal(reference.verdict, "pass");
     assert.ok(coalesced.count < every.count, `${coalesced.count} plans coalesced, ${every.count} without`);
+  });
+
+  it("with chaos, fails the controller's requests and drops watches until untilStep, then nothing; the rollout completes; byte-identical per seed", async () => {
+    const scenario = small([imagePatch("vllm:v2"), { advance: { seconds: 60 } }, imagePatch("vllm:v3"), { advance: { seconds: 60 } }, { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } }]);
+    const chaos = { percent: 30, untilStep: 6 };
+    const failed = new Map<number, number>();
+    const drops: number[] = [];
+    let step = -1;
+    const observer = {
+      attach(cluster: SimCluster) {
+        const drop = cluster.server.dropWatches.bind(cluster.server);
+        cluster.server.dropWatches = (kind) => {
+          drops.push(step + 1);
+          return drop(kind);
+        };
+        const faults = cluster.server.faults;
+        const decide = faults.decide.bind(faults);
+        faults.decide = (request) => {
+          const effect = decide(request);
+          if (effect !== undefined) failed.set(step, (failed.get(step) ?? 0) + (request.client === "controller" ? 1 : 1000));
+          return effect;
+        };
+      },
+      stepStarted(index: number) {
+        step = index;
+      },
+    };
+    const report = await runScenario(scenario, { chaos, observer });
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((record) => !record.ok)));
+    const before = [...failed].filter(([index]) => index < chaos.untilStep).reduce((sum, [, count]) => sum + count, 0);
+    assert.ok(before > 0 && before < 1000, `${before}: only the controller's requests fail, and some do`);
+    assert.deepEqual([...failed].filter(([index]) => index >= chaos.untilStep), [], "nothing fails from untilStep on");
+    // Drops come before a step starts (the observer hears of the step after): steps 0..untilStep-1.
+    assert.ok(drops.length > 0 && drops.every((index) => index < chaos.untilStep), `watches dropped before steps ${drops.join(", ")}`);
+    const again = await runScenario(scenario, { chaos });
+    assert.equal(JSON.stringify(again), JSON.stringify(report));
+    const calm = await runScenario(scenario);
+    assert.notEqual(JSON.stringify(calm), JSON.stringify(report));
   });
 
   it("a controller restarted mid-rollout converges without duplicate pods", async () => {

@@ -33,6 +33,7 @@ import type { SimInformer } from "./informer.ts";
 import { mergePatch } from "./json.ts";
 import { byRole, canonical, controllerWrites, eventRecords, eventsByRole, podRecords } from "./report.ts";
 import type { Metrics, PodRecord, Report, StepRecord } from "./report.ts";
+import type { Prng } from "./prng.ts";
 import { attachRouter } from "./router.ts";
 import type { SimRouter } from "./router.ts";
 import { applyObject } from "./scenario.ts";
@@ -57,6 +58,20 @@ export interface RunOptions {
    * differ from the default's when set.
    */
   readonly minReconcileIntervalMs?: number;
+  /** Faults for the controller's API calls and watches while the first steps run (the fault fuzz). */
+  readonly chaos?: Chaos;
+}
+
+/**
+ * While the steps before `untilStep` run, each API request of the controller fails with
+ * `percent` % chance — a Conflict, a server error or a timeout (after the write was applied, half
+ * of the time), as many of each — and every watch drops (all clients relist) with `percent` %
+ * chance at each step. From step `untilStep` on nothing fails, so the steps from there check that
+ * the rollout finishes after the faults stop. Draws come from the "chaos" streams only.
+ */
+export interface Chaos {
+  readonly percent: number;
+  readonly untilStep: number;
 }
 
 type StepOutcome = { readonly ok: boolean; readonly message: string };
@@ -91,6 +106,7 @@ class ScenarioRun {
   readonly #plan: PlanFunction | undefined;
   readonly #observer: RunObserver | undefined;
   readonly #minReconcileIntervalMs: number;
+  readonly #chaos: { readonly options: Chaos; readonly watchDrops: Prng } | undefined;
   readonly #applied: { namespace: string; name: string }[] = [];
   readonly #snapshots: Record<string, PodRecord[]> = {};
   #controller: { controller: Controller; informer: SimInformer; unhook: () => void } | undefined;
@@ -114,6 +130,8 @@ class ScenarioRun {
     this.#controllerClock = this.#cluster.clock.onEpoch();
     this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods() });
     this.#startController();
+    this.#chaos = options.chaos === undefined ? undefined : { options: options.chaos, watchDrops: this.#cluster.rng("chaos-watch") };
+    if (options.chaos !== undefined) this.#startChaos(options.chaos.percent);
     this.#router = router === undefined ? undefined : attachRouter(this.#cluster, router);
     this.#observer = options.observer;
     this.#observer?.attach?.(this.#cluster, this.#router);
@@ -123,6 +141,7 @@ class ScenarioRun {
     const steps: StepRecord[] = [];
     for (const [index, step] of this.#scenario.steps.entries()) {
       const startedAt = this.#seconds();
+      this.#chaosAt(index);
       await this.#observer?.stepStarted?.(index, step);
       const outcome = await this.#runStep(step);
       // Finish the instant the step acted in (timers due now included), checking what it did.
@@ -139,6 +158,27 @@ class ScenarioRun {
     this.#router?.stop();
     await this.#stopController();
     this.#cluster.stop();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Chaos (RunOptions.chaos)
+
+  /** Fails `percent` % of the controller's requests: as many Conflicts, server errors and timeouts. */
+  #startChaos(percent: number): void {
+    const { faults } = this.#cluster.server;
+    const share = percent / 4;
+    for (const [error, applied] of [["Conflict", false], ["ServerError", false], ["Timeout", false], ["Timeout", true]] as const) {
+      // Hundredths of a percent, so the four rules add up to `percent` exactly.
+      faults.failWithChance({ client: "controller" }, Math.round(share * 100), 10_000, { error, applied, stream: `chaos-${error}-${String(applied)}` });
+    }
+  }
+
+  /** Before step `index`: drops every watch now and then, or ends the chaos at `untilStep`. */
+  #chaosAt(index: number): void {
+    if (this.#chaos === undefined) return;
+    const { options, watchDrops } = this.#chaos;
+    if (index === options.untilStep) this.#cluster.server.faults.clear();
+    else if (index < options.untilStep && watchDrops.chance(Math.round(options.percent * 100), 10_000)) this.#cluster.server.dropWatches();
   }
 
   // -------------------------------------------------------------------------------------------
