@@ -40,6 +40,10 @@
  * - A switch to ServingGroupRollingUpdate alone after a RoleRollingUpdate: pods of roles it left
  *   unchanged are relabelled at the revision they run (`relabelUnchanged` in src/core/lifecycle.ts);
  *   with their older label the rollout never looked complete.
+ * - Found with faults (`npm run fuzz -- --faults`, 2026-12-01): after a node outage in a tight
+ *   cluster without gang placement, the replacements and a surge group were each placed in part,
+ *   none able to start, while old groups waited for permits; a surge unit that cannot be
+ *   scheduled either now yields to starved replacements (`surgeCount`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -47,6 +51,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { plan as corePlan } from "../src/core/plan.ts";
 import type { PlanFunction } from "../src/engine/reconciler.ts";
+import { fuzzChaos, fuzzScenario } from "../src/sim/fuzz.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 import type { Scenario } from "../src/sim/scenario.ts";
@@ -98,13 +103,29 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "group-above-lowered-replicas-scaled-up-in-place.json": "InPlaceUpdate, 4 groups, a pod deleted, then in one instant a new image, replicas 3 and decode scaled from 1 to 3: group 3, serving nothing under the new shape, is scaled down, not built up beyond replicas (the 2026-12-01 generator's fuzz-390)",
   "switch-to-group-rolling-alone-after-decode-only-update.json": "RoleRollingUpdate of decode only (workers), prefill scaled up, then a switch to ServingGroupRollingUpdate alone: the prefill pods, at an older label with the same role spec, are relabelled (fuzz-409)",
   "partition-raised-over-group-moved-in-part.json": "a group partition raised (with router traffic) over a group whose prefill is already rebuilt at the update revision while its decode still drains (hand-made, not fuzz-found)",
+  "surge-group-placed-in-part-after-node-outage.json": "a tight cluster, ServingGroupRollingUpdate maxUnavailable 2 maxSurge 1: a node outage, then a new image as it recovers; two replacements and the surge group each get 2 of 3 GPUs (fuzz-faults-53)",
 };
+
+/** Fault fuzz runs (`npm run fuzz -- --faults`) that failed, replayed exactly: API errors and watch drops included. */
+const FAULT_RUNS: readonly { readonly generatorSeed: number; readonly seed: number; readonly what: string }[] = [
+  { generatorSeed: 53, seed: 1, what: "replacements and a surge group each placed in part after a node outage" },
+];
 
 describe("fuzz-found scenarios, fixed", () => {
   for (const [file, what] of Object.entries(SCENARIOS)) {
     it(`${what}: the rollout completes and every invariant holds (${file})`, async () => {
       // At the scenario's own seed (1 unless the file says otherwise): some failed only at another.
       const report = await runScenario(load(file));
+      assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+      assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
+    });
+  }
+
+  for (const { generatorSeed, seed, what } of FAULT_RUNS) {
+    it(`with faults, ${what}: the rollout completes and every invariant holds (fuzz-faults-${generatorSeed}, seed ${seed})`, async () => {
+      const parsed = parseScenario(fuzzScenario(generatorSeed, { faults: true }));
+      assert.ok(parsed.ok);
+      const report = await runScenario(parsed.scenario, { seed, chaos: fuzzChaos(parsed.scenario) });
       assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
       assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
     });

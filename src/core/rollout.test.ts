@@ -252,7 +252,7 @@ describe("RoleRollingUpdate", () => {
 describe("surge", () => {
   it("surgeCount: up to maxSurge while units are unfinished; existing surge kept as far as the floor needs it; starved, only that", () => {
     // One role of 3 with floor 2 and one surge instance Ready; each row changes some inputs.
-    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false, availableSurge: [0] };
+    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false, surgeStarved: false, availableSurge: [0] };
     const table: [Partial<SurgeInputs>, number, string][] = [
       [{}, 1, "an unfinished unit"],
       [{ unfinished: 0, outdated: 0 }, 0, "all updated and available: surge goes"],
@@ -268,6 +268,9 @@ describe("surge", () => {
       [{ unfinished: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [1] }, 2, "below the floor: kept up to the one that serves"],
       [{ starved: true, availableBase: 1, maxSurge: 0 }, 1, "starved below the floor, maxSurge lowered: the serving surge unit kept"],
       [{ starved: true, unpermitted: 1 }, 1, "starved but an old unit has no permit yet: the usual count"],
+      [{ starved: true, unpermitted: 1, availableBase: 1, availableSurge: [], surgeStarved: true }, 0, "starved, an old unit without a permit, the surge unit unschedulable in part too: freed, it holds what the replacements need and can start no sooner (fuzz-faults-53)"],
+      [{ starved: true, unpermitted: 1, availableBase: 1, surgeStarved: true }, 1, "the same with the surge unit serving below the floor: it carries the floor and stays"],
+      [{ starved: true, unpermitted: 1, availableBase: 1, availableSurge: [] }, 1, "starved, an old unit without a permit, the surge unit placed whole and starting: it stays, serves soon and frees budget"],
       [{ paused: true, unfinished: 3, existing: 0 }, 0, "paused: none added"],
       [{ outdated: 0, existing: 0, unfinished: 2 }, 0, "creation or scale-up: never"],
       [{ maxSurge: 2, unfinished: 3 }, 2, "at most maxSurge"],

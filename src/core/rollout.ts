@@ -202,7 +202,8 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
   const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
   const availableSurge = range(existingSurge).filter((group) => groupAvailable(statesOf(probe, replicas + group), roles));
-  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, availableSurge });
+  const surgeStarved = range(existingSurge).some((group) => statesOf(probe, replicas + group).some(isStarved));
+  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, surgeStarved, availableSurge });
   // Below the floor, desired groups below a partition raised mid-rollout may starve too: any desired group counts.
   const floorStarved = !paused && unpermitted === 0 && surgeGroups > 0 && availableBase < replicas - budget.maxUnavailable && range(replicas).some((group) => statesOf(probe, group).some(isStarved));
   if (floorStarved) scratch.waiting.push(starvedMessage(availableBase, replicas, budget, "ServingGroup(s)", surgeGroups));
@@ -302,6 +303,8 @@ export interface SurgeInputs {
   readonly floor: number;
   /** Some eligible unit waits for capacity (a pod the scheduler cannot place). */
   readonly starved: boolean;
+  /** Some surge unit waits for capacity itself: it holds part of what it needs and serves nothing. */
+  readonly surgeStarved: boolean;
   /** The surge units available now, by surge ordinal (0 is the first surge unit), ascending. */
   readonly availableSurge: readonly number[];
 }
@@ -311,10 +314,13 @@ export interface SurgeInputs {
  * while replacements start, and existing ones stay as far as the availability floor needs them
  * (the desired units below it may be ineligible: below a partition raised mid-rollout, rebuilt at
  * their recorded revision); only surge that serves now carries the floor. One exception breaks a
- * deadlock: once every old unit has its permit and a replacement cannot be scheduled, surge stays
- * only as far as the floor needs it — otherwise a surge unit would hold the very capacity (GPUs)
- * the last replacement needs, and the rollout would wait forever. Paused: existing surge stays,
- * none is added.
+ * deadlock: when a replacement cannot be scheduled, surge stays only as far as the floor needs it
+ * once every old unit has its permit, or while a surge unit cannot be scheduled either —
+ * otherwise a surge unit would hold the very capacity (GPUs) the replacements need, and the
+ * rollout would wait forever (the last replacement; or, without gang placement, replacements and
+ * a surge unit each placed in part, none able to start: fuzz-faults-53). A surge unit placed whole
+ * stays while old units wait for permits: it starts, serves, and frees budget for them. Paused:
+ * existing surge stays, none is added.
  */
 export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
@@ -328,7 +334,7 @@ export function surgeCount(inputs: SurgeInputs): number {
   const serving = inputs.availableSurge;
   const kept = Math.min(serving.length, missing);
   const forFloor = kept === 0 ? 0 : Math.min(inputs.existing, (serving[kept - 1] ?? 0) + 1);
-  if (inputs.unpermitted > 0 || !inputs.starved) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
+  if (!inputs.starved || (inputs.unpermitted > 0 && !inputs.surgeStarved)) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
   // Starved: a surge unit still starting would keep the capacity the replacements wait for as long
   // as they wait, below the floor (a deadlock); only the floor's surge stays.
   return forFloor;
@@ -668,15 +674,20 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   const availableSurge: number[] = [];
   // Any desired instance, below the partition too (`starvedMessage`).
   let starvedDesired = false;
+  let surgeStarved = false;
   for (const state of states) {
-    if (state.instance < role.replicas && state.available) availableBase += 1;
+    const desired = state.instance < role.replicas;
+    if (desired && state.available) availableBase += 1;
     else if (state.available) availableSurge.push(state.instance - role.replicas);
-    if (state.instance < role.replicas && isStarved(state)) starvedDesired = true;
+    if (isStarved(state)) {
+      if (desired) starvedDesired = true;
+      else surgeStarved = true;
+    }
   }
   const floor = roleFloor(role);
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
-  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved, availableSurge });
+  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved, surgeStarved, availableSurge });
   if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0) scratch.waiting.push(`group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`);
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
