@@ -30,8 +30,11 @@ function isServing(pod: Pod): boolean {
   return podCondition(pod, SERVING_GATE)?.status === "True";
 }
 
-/** The controller has marked the pod for a planned deletion (drain started), at this time. */
-function drainingSinceMs(pod: Pod): number | undefined {
+/**
+ * The controller has marked the pod for a planned deletion (drain started), at this time; an
+ * unreadable mark counts as the epoch (long past: the drain's wait is over).
+ */
+export function drainingSinceMs(pod: Pod): number | undefined {
   const value = pod.metadata.annotations?.[ANNOTATION_DRAINING];
   if (value === undefined) return undefined;
   const ms = Date.parse(value);

@@ -7,6 +7,7 @@ import {
   availableCounts,
   availablePending,
   disruptionsUnderWay,
+  drainViolation,
   groupBudget,
   noDuplicatePods,
   partitionedUnits,
@@ -200,5 +201,46 @@ describe("invariants", () => {
     assert.deepEqual(availablePending(stored, missing, revisions), []);
     assert.deepEqual(rolloutPending(stored, missing, revisions), ["m: surge or extra pod m-1-decode-2-0 is still there", "m: decode-1 of group 1: not available (no pods)"]);
     assert.deepEqual(rolloutPending({ ...stored, metadata: { ...stored.metadata, generation: 2 } }, complete, revisions), ["m: status.observedGeneration 1 is not generation 2"]);
+  });
+});
+
+describe("drainHonoured (drainViolation)", () => {
+  const MARKED_MS = Date.parse("2026-12-01T00:00:10Z");
+  /** An entry pod marked draining at 00:00:10 while it served, containers running. */
+  function marked(change: { annotations?: Record<string, string>; gateReason?: string; containersReady?: "True" | "False"; entry?: "true" | "false" } = {}): Pod {
+    return {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "m-0-decode-0-0", namespace: "default", labels: { "tandem.dev/entry": change.entry ?? "true" }, annotations: { "tandem.dev/draining": "2026-12-01T00:00:10Z", ...change.annotations } },
+      spec: { containers: [{ name: "c", image: "vllm:v1" }] },
+      status: {
+        conditions: [
+          { type: "tandem.dev/serving", status: "False", reason: change.gateReason ?? "Draining" },
+          { type: "ContainersReady", status: change.containersReady ?? "True" },
+        ],
+      },
+    };
+  }
+  const deleting = (pod: Pod): Pod => ({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: "2026-12-01T00:00:12Z" } });
+  const image = (pod: Pod, to: string): Pod => ({ ...pod, spec: { ...pod.spec, containers: [{ name: "c", image: to }] } });
+
+  it("an entry that served is deleted or restarted in place only after the router's ack or the drain timeout", () => {
+    const table: [Pod, Pod | undefined, number, boolean, string][] = [
+      [marked(), deleting(marked()), MARKED_MS + 2_000, true, "deletion begun 2 s into a 30 s drain"],
+      [marked(), undefined, MARKED_MS + 2_000, true, "removed outright 2 s into a 30 s drain"],
+      [marked(), image(marked(), "vllm:v2"), MARKED_MS + 2_000, true, "its image changed in place 2 s into the drain"],
+      [marked(), deleting(marked()), MARKED_MS + 30_000, false, "the drain timed out"],
+      [marked({ annotations: { "tandem.dev/drained": "true" } }), deleting(marked()), MARKED_MS + 2_000, false, "the router acked"],
+      [marked({ gateReason: "ContainersReady" }), deleting(marked()), MARKED_MS + 2_000, false, "marked while not serving: nothing to wait for"],
+      [marked({ containersReady: "False" }), deleting(marked()), MARKED_MS + 2_000, false, "its containers died: a dead pod serves nothing"],
+      [marked({ entry: "false" }), deleting(marked()), MARKED_MS + 2_000, false, "a worker follows its entry"],
+      [deleting(marked()), undefined, MARKED_MS + 2_000, false, "already being deleted: the kubelet's final removal"],
+      [marked(), marked({ annotations: { "tandem.dev/drained": "true" } }), MARKED_MS + 2_000, false, "a write that disrupts nothing"],
+    ];
+    for (const [before, after, nowMs, violated, why] of table) {
+      const message = drainViolation(before, after, 30, nowMs);
+      assert.equal(message !== undefined, violated, why);
+    }
+    assert.equal(drainViolation(marked(), undefined, 30, MARKED_MS + 2_000), "m-0-decode-0-0 deleted 28s before its drain ended (marked 2026-12-01T00:00:10Z, drain.timeoutSeconds 30, not acked)");
   });
 });

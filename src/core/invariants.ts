@@ -15,8 +15,9 @@
 import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
-import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
-import { isPodReady, isTerminating } from "./health.ts";
+import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, SERVING_GATE, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
+import { DRAINING_REASON } from "./drain.ts";
+import { drainingSinceMs, isDrained, isPodReady, isTerminating, podCondition } from "./health.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";
 import { readProgress } from "./inplace.ts";
 import type { PodIdentity } from "./identity.ts";
@@ -25,7 +26,7 @@ import type { Revision } from "./pods.ts";
 import { roleHash } from "./role-hash.ts";
 
 /** The invariants the simulator checks, by name (the report's `invariants[].name`). */
-export const INVARIANT_NAMES = ["noDuplicatePods", "podsMatchTheirRevision", "groupBudget", "roleBudget", "partitionHolds", "surgeBound"] as const;
+export const INVARIANT_NAMES = ["noDuplicatePods", "podsMatchTheirRevision", "groupBudget", "roleBudget", "partitionHolds", "surgeBound", "drainHonoured"] as const;
 export type InvariantName = (typeof INVARIANT_NAMES)[number];
 
 /** Decoded revisions by name (what `decodeControllerRevision` gives), for one ModelServing. */
@@ -439,6 +440,40 @@ export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): str
   if (limit === undefined) return `${limits.name}: group ${id.group} has pods of role ${id.role}, which the spec does not have`;
   if (id.instance >= limit) return `${limits.name}: ${instanceId(id.role, id.instance)} of group ${id.group} exists beyond replicas + maxSurge = ${limit}`;
   return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// drainHonoured (judged per pod write, by the checker, outside fault windows)
+
+/**
+ * `drainHonoured` on one write to a pod (`before` → `after`, `after` undefined when it is gone)
+ * at `nowMs`: a drain the controller began is honoured (DESIGN §3). An entry pod marked draining
+ * while it served (its serving gate False with reason "Draining", as the controller sets it when
+ * it marks a serving pod) whose containers still run is deleted, or restarted in place (a container
+ * image changes), only once the router acked (`drained: "true"`) or `drainTimeoutSeconds` have
+ * passed since the mark. The message names the pod, or undefined when the write honours it.
+ *
+ * It judges only drains: a pod deleted while serving with no drain begun is a recovery when its
+ * unit is broken (dead units serve nothing, DESIGN §3.4), which the stored pods alone cannot tell
+ * from a skipped drain. Faults (pods deleted by others, nodes lost) are not the controller's: the
+ * checker does not judge writes in a fault window.
+ */
+export function drainViolation(before: Pod, after: Pod | undefined, drainTimeoutSeconds: number, nowMs: number): string | undefined {
+  if (isTerminating(before) || !disrupts(before, after)) return undefined;
+  const markedAtMs = drainingSinceMs(before);
+  if (markedAtMs === undefined || before.metadata.labels?.[LABEL_ENTRY] !== "true" || isDrained(before)) return undefined;
+  if (podCondition(before, SERVING_GATE)?.reason !== DRAINING_REASON || podCondition(before, "ContainersReady")?.status !== "True") return undefined;
+  const deadlineMs = markedAtMs + drainTimeoutSeconds * 1000;
+  if (nowMs >= deadlineMs) return undefined;
+  const what = after === undefined || isTerminating(after) ? "deleted" : "restarted in place";
+  return `${before.metadata.name} ${what} ${(deadlineMs - nowMs) / 1000}s before its drain ended (marked ${before.metadata.annotations?.[ANNOTATION_DRAINING] ?? ""}, drain.timeoutSeconds ${drainTimeoutSeconds}, not acked)`;
+}
+
+/** The write deletes the pod or changes a container's image (an in-place restart). */
+function disrupts(before: Pod, after: Pod | undefined): boolean {
+  if (after === undefined || isTerminating(after)) return true;
+  const images = new Map(before.spec.containers.map((container) => [container.name, container.image]));
+  return after.spec.containers.some((container) => images.has(container.name) && images.get(container.name) !== container.image);
 }
 
 // ---------------------------------------------------------------------------------------------

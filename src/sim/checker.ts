@@ -40,6 +40,10 @@
  * first sight (a move under way as the partition came) may also finish that move; once it
  * settles (every live pod Ready, serving, not moving in place), only the hash it settled on holds.
  *
+ * `drainHonoured` is judged at each pod write as it happens (`drainViolation`: an entry marked
+ * draining while it served is deleted or restarted in place only after the router's ack or the
+ * drain timeout), outside fault windows, and reported at the next check.
+ *
  * Violations are counted by onset: a message that was not reported at the previous check.
  *
  * A check costs what changed since the previous one, not a pass over every pod: the stored pods
@@ -52,8 +56,10 @@ import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { resolveGroupBudget, roleFloor } from "../api/budgets.ts";
+import { ANNOTATION_DRAINING, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import {
   INVARIANT_NAMES,
+  drainViolation,
   NOTHING_UNDER_WAY,
   belowPartition,
   countKey,
@@ -96,6 +102,11 @@ export interface CheckerOptions {
    * (a crashed node whose pods have not been marked or evicted). Keeps the fault window open.
    */
   faultActive?: () => boolean;
+  /**
+   * The time on the epoch the controller writes its drain marks in (its Clock's `nowMs`), for
+   * `drainHonoured`; without it that invariant is not judged.
+   */
+  epochNowMs?: () => number;
 }
 
 /** What the checker remembers about one ModelServing (by uid). */
@@ -205,12 +216,16 @@ export class InvariantChecker {
   #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = { stored: [], byOwner: new Map() };
   #lastResourceVersion = "";
   #faultOpen = false;
+  /** `drainHonoured` violations found in pod writes since the last check. */
+  #undrained: string[] = [];
 
   constructor(server: ApiServer, options: CheckerOptions = {}) {
     this.#server = server;
     this.#podChanges = new PodChanges(server);
     this.#podSpecs = options.podSpecs ?? true;
     this.#faultActive = options.faultActive ?? (() => false);
+    const { epochNowMs } = options;
+    if (epochNowMs !== undefined) server.onCommit("Pod", (before, after) => { this.#judgeDrain(before as unknown as Pod | undefined, after as unknown as Pod | undefined, epochNowMs()); });
   }
 
   /** A fault was injected now: budgets are not judged until everything is available again. */
@@ -227,6 +242,8 @@ export class InvariantChecker {
     const found = new Map<InvariantName, string[]>(INVARIANT_NAMES.map((name) => [name, []]));
     const add = (name: InvariantName, messages: readonly string[]) => found.get(name)?.push(...messages);
     add("noDuplicatePods", this.#claims.violations(() => this.#storedPods()));
+    add("drainHonoured", this.#undrained);
+    this.#undrained = [];
     if (this.#faultOpen && !this.#faultActive() && subjects.every(allGroupsAvailable)) this.#faultOpen = false;
     for (const subject of subjects) this.#checkSubject(subject, add);
     for (const [name, messages] of found) this.#tally(name, messages);
@@ -272,6 +289,22 @@ export class InvariantChecker {
     if (ms.status?.observedGeneration === ms.metadata.generation) add("surgeBound", index.surgeBound(memory.surgeKept?.uids));
     add("partitionHolds", this.#partitionViolations(memory, subject));
     if (this.#podSpecs) add("podsMatchTheirRevision", this.#podSpecViolations(subject));
+  }
+
+  /**
+   * `drainHonoured` on one pod write, judged as it happens (the pod before the write is gone by
+   * the next check), outside fault windows, against its ModelServing's drain timeout now. A pod
+   * whose ModelServing is gone or being deleted goes with it, drained or not.
+   */
+  #judgeDrain(before: Pod | undefined, after: Pod | undefined, nowMs: number): void {
+    // Most writes are to pods no drain marks: no ModelServing to look up.
+    if (before?.metadata.annotations?.[ANNOTATION_DRAINING] === undefined || this.#faultOpen) return;
+    const name = before.metadata.labels?.[LABEL_MODEL_SERVING];
+    const stored = name === undefined ? undefined : this.#server.peek({ kind: "ModelServing", namespace: before.metadata.namespace ?? "default", name });
+    const ms = stored === undefined || stored.metadata.deletionTimestamp !== undefined ? undefined : this.#parse(stored);
+    if (ms === undefined) return;
+    const violation = drainViolation(before, after, ms.spec.drain.timeoutSeconds, nowMs);
+    if (violation !== undefined) this.#undrained.push(violation);
   }
 
   #partitionViolations(memory: Memory, subject: Subject): string[] {

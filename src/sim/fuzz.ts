@@ -10,7 +10,8 @@
  * (`faultSteps`), so the scenario is the same one with faults added: a node outage (the node
  * fails, stays down a while — long enough, on the fault timing, for its pods to be evicted — and
  * recovers), a controller restart, pods deleted anywhere (mid-rollout too), a rollback; and such a
- * scenario runs with failing API requests and dropped watches (`fuzzChaos`). Every fault has
+ * scenario runs with failing API requests and dropped watches (`fuzzChaos`), half of the time
+ * with router traffic (so drains wait for the router's ack). Every fault has
  * ended before the last two waits, so those check liveness after faults stop; safety is checked
  * at every instant throughout.
  *
@@ -87,7 +88,8 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
   steps.push(waitFor("RolloutComplete", 3600), waitFor("Available", 1800));
   const cluster = clusterFor(neededGpus, root.fork("cluster"));
   if (faults === undefined) return { name: `fuzz-${generatorSeed}`, cluster, steps };
-  return { name: `fuzz-faults-${generatorSeed}`, cluster: { ...cluster, timing: { ...cluster.timing, ...FAULT_TIMING } }, steps: faults.nameNodes(steps, cluster.nodes[0].count) };
+  const timing = { ...cluster.timing, ...FAULT_TIMING };
+  return { name: `fuzz-faults-${generatorSeed}`, cluster: { ...cluster, timing, ...faults.router() }, steps: faults.nameNodes(steps, cluster.nodes[0].count) };
 }
 
 /** Percentage of the controller's API requests that fail, and of steps before which every watch drops, in a fault scenario. */
@@ -142,6 +144,15 @@ class FaultSteps {
         // The update's revision is recorded within seconds of the change that made it.
         return mayRollback ? [{ wait: { for: "Seconds", timeoutSeconds: 10 } }, { rollback: { name: "m" } }] : [];
     }
+  }
+
+  /**
+   * Router traffic half of the time (drawn after every fault): requests the drains wait for, and
+   * that pods lost to faults cut; some outlast a 5 s drain timeout.
+   */
+  router(): { router?: { requestsPerSecond: number; requestSeconds: number } } {
+    const rng = this.#rng;
+    return rng.chance(1, 2) ? { router: { requestsPerSecond: rng.pick([2, 10]), requestSeconds: rng.pick([1, 3, 8]) } } : {};
   }
 
   /** `steps` with every node slot replaced by its step on one of `count` nodes ("gpu-<i>"). */

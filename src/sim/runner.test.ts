@@ -203,6 +203,27 @@ describe("scenario runner", () => {
     }
   });
 
+  it("catches a controller that deletes a serving pod before its drain ends, and holds when it waits (drainHonoured)", async () => {
+    const spec = { replicas: 2, drain: { timeoutSeconds: 60 }, template: { roles: [{ name: "server", entryTemplate: container("vllm:v1") }] } };
+    const apply = { apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec } };
+    const steps = [apply, { wait: { for: "Available", timeoutSeconds: 600 } }, imagePatch("vllm:v2"), { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } }];
+    const parsed = parseScenario({ name: "drain", cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }], router: { requestsPerSecond: 20, requestSeconds: 4 } }, steps });
+    assert.ok(parsed.ok);
+    // Shown drain.timeoutSeconds 0, the controller deletes each pod in the plan that marks it.
+    const hasty: PlanFunction = (observed, nowMs) => {
+      const stored = observed.modelServing as { spec: Record<string, unknown> };
+      return corePlan({ ...observed, modelServing: { ...stored, spec: { ...stored.spec, drain: { timeoutSeconds: 0 } } } }, nowMs);
+    };
+    const caught = await runScenario(parsed.scenario, { plan: hasty });
+    const drain = caught.invariants.find((result) => result.name === "drainHonoured");
+    assert.equal(caught.verdict, "fail");
+    assert.ok((drain?.violations ?? 0) >= 1);
+    assert.match(drain?.first?.message ?? "", /^m-\d-server-0-0 deleted [\d.]+s before its drain ended \(marked [\dTZ:-]+, drain.timeoutSeconds 60, not acked\)$/);
+    const honoured = await runScenario(parsed.scenario);
+    assert.equal(honoured.verdict, "pass", JSON.stringify(honoured.steps.filter((step) => !step.ok)));
+    assert.equal(honoured.metrics.requests?.cut, 0, "drained pods are deleted with no request on them");
+  });
+
   it("catches a plan that ignores the rollout budget", async () => {
     // Every pod of an outdated revision is deleted at once as soon as a rollout starts.
     const reckless: PlanFunction = (observed, nowMs) => {

@@ -128,7 +128,7 @@ class ScenarioRun {
     const { nodes, timing, images, router } = scenario.cluster;
     this.#cluster = new SimCluster({ seed: this.#seed, ...(nodes === undefined ? {} : { nodes }), ...(timing === undefined ? {} : { timing }), ...(images === undefined ? {} : { images }) });
     this.#controllerClock = this.#cluster.clock.onEpoch();
-    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods() });
+    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods(), epochNowMs: () => this.#controllerClock.nowMs() });
     this.#startController();
     this.#chaos = options.chaos === undefined ? undefined : { options: options.chaos, watchDrops: this.#cluster.rng("chaos-watch") };
     if (options.chaos !== undefined) this.#startChaos(options.chaos.percent);
@@ -246,8 +246,9 @@ class ScenarioRun {
   }
 
   async #deletePods(selector: string, count: number): Promise<StepOutcome> {
-    const names = await this.#cluster.deletePods(selector, count);
+    // The window opens before the deletions: they are not the controller's (`drainHonoured`).
     this.#checker.faultInjected();
+    const names = await this.#cluster.deletePods(selector, count);
     if (names.length === 0) return { ok: false, message: `no pod matches "${selector}" (not already being deleted)` };
     return { ok: true, message: `deleted ${names.join(", ")}` };
   }
