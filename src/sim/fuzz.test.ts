@@ -2,6 +2,23 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { fuzzChaos, fuzzScenario } from "./fuzz.ts";
 import { parseScenario } from "./scenario.ts";
+import { parseModelServing } from "../api/parse.ts";
+import type { JsonObject } from "../engine/ports.ts";
+import { mergePatch } from "./json.ts";
+
+/** Problems of each spec version the scenario's merge patches make (the runner refuses an invalid one). */
+function specProblems(scenario: Record<string, unknown>): string[] {
+  let stored: unknown;
+  const problems: string[] = [];
+  for (const [index, step] of (scenario["steps"] as readonly Record<string, unknown>[]).entries()) {
+    if ("apply" in step) stored = step["apply"];
+    else if ("patch" in step) stored = mergePatch(stored as JsonObject, (step["patch"] as { merge: JsonObject }).merge);
+    else continue;
+    const parsed = parseModelServing({ ...(stored as object), metadata: { name: "m", namespace: "default" } });
+    if (!parsed.ok) problems.push(`step ${index}: ${JSON.stringify(parsed.problems)}`);
+  }
+  return problems;
+}
 
 describe("fuzzScenario", () => {
   it("gives a valid scenario for every generator seed: a parse failure would be the generator's bug", () => {
@@ -9,6 +26,7 @@ describe("fuzzScenario", () => {
       const parsed = parseScenario(fuzzScenario(seed));
       assert.ok(parsed.ok, `seed ${seed}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
       assert.deepEqual(parsed.scenario.steps.slice(-2).map((step) => JSON.stringify(step).includes("RolloutComplete")), [true, false], `seed ${seed}: ends waiting for RolloutComplete, then Available`);
+      assert.deepEqual(specProblems(fuzzScenario(seed)), [], `seed ${seed}: every spec version is valid`);
     }
   });
 
@@ -77,5 +95,18 @@ describe("fuzzScenario", () => {
         });
       }
     });
+  });
+
+  it("with coordination: a valid scenario for every seed, coordinating the roles of some (RoleRollingUpdate with both roles); never without it", () => {
+    let coordinated = 0;
+    for (let seed = 0; seed < 300; seed++) {
+      const scenario = fuzzScenario(seed, { coordination: true });
+      const parsed = parseScenario(scenario);
+      assert.ok(parsed.ok, `seed ${seed}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
+      if (JSON.stringify(scenario).includes('"coordination"')) coordinated += 1;
+      assert.deepEqual(specProblems(scenario), [], `seed ${seed}`);
+      assert.ok(!JSON.stringify(fuzzScenario(seed)).includes('"coordination"'), `seed ${seed}: coordination without the option`);
+    }
+    assert.ok(coordinated > 50, `only ${coordinated} of 300 scenarios coordinate`);
   });
 });

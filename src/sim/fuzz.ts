@@ -6,6 +6,10 @@
  * version with room for surge, or (three times in ten) fits it exactly. Every scenario ends
  * waiting for RolloutComplete, then Available, so a rollout that never finishes fails too.
  *
+ * With `coordination`, the spec coordinates its two roles' updates now and then (RoleRollingUpdate
+ * only): maxSkew 10-100 %, perhaps a dependency either way, drawn from a stream of its own at the
+ * start and redrawn after a quarter of the changes.
+ *
  * With `faults`, each change is also followed now and then by a fault from a stream of its own
  * (`faultSteps`), so the scenario is the same one with faults added: a node outage (the node
  * fails, stays down a while — long enough, on the fault timing, for its pods to be evicted — and
@@ -46,6 +50,15 @@ interface SpecState {
   groupMaxSurge: number;
   groupPartition: number;
   roles: RoleState[];
+  /** Coordinated update settings; in the spec only under RoleRollingUpdate with both roles. */
+  coordination: CoordinationState | undefined;
+  /** The scenario coordinates now and then: a patch removes coordination where it does not apply. */
+  coordinating: boolean;
+}
+
+interface CoordinationState {
+  maxSkewPercent: number;
+  dependency: "none" | "decode-on-prefill" | "prefill-on-decode";
 }
 
 const GPUS_PER_NODE = 4;
@@ -54,6 +67,8 @@ const CHANGES = ["image", "image", "image", "imageBoth", "replicas", "roleReplic
 export interface FuzzOptions {
   /** Add faults between changes (the module comment says which). Default false. */
   readonly faults?: boolean;
+  /** Coordinate the roles' updates now and then (maxSkew, a dependency). Default false. */
+  readonly coordination?: boolean;
 }
 
 /**
@@ -62,11 +77,16 @@ export interface FuzzOptions {
  */
 const FAULT_TIMING = { nodeMonitorGraceSeconds: 10, podEvictionSeconds: 20 } as const;
 
-/** The scenario of `generatorSeed`, as `parseScenario` takes it (named `fuzz-<seed>`, or `fuzz-faults-<seed>`). */
+/** The scenario of `generatorSeed`, as `parseScenario` takes it (named `fuzz-<seed>`, `fuzz-faults-<seed>`, `fuzz-coordinated-<seed>`, `fuzz-faults-coordinated-<seed>`). */
 export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): Record<string, unknown> {
   const root = new Prng(generatorSeed);
   const shape = root.fork("shape");
   const state = initialState(shape);
+  const coordinating = options.coordination === true ? root.fork("coordination") : undefined;
+  if (coordinating !== undefined) {
+    state.coordinating = true;
+    state.coordination = drawCoordination(coordinating);
+  }
   const faults = options.faults === true ? new FaultSteps(root.fork("faults"), state) : undefined;
   let neededGpus = gpusOf(state);
   const steps: unknown[] = [{ apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) } }, waitFor("Available", 1200)];
@@ -74,6 +94,7 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
   const image = { next: 1 };
   for (let change = changes.int(2, 6); change > 0; change--) {
     for (let edit = changes.int(1, 3); edit > 0; edit--) applyChange(state, changes, image);
+    if (coordinating?.chance(1, 4) === true) state.coordination = drawCoordination(coordinating);
     keepValid(state);
     if (changes.chance(1, 10)) state.paused = false;
     steps.push(patchTo(state));
@@ -87,9 +108,10 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
   }
   steps.push(waitFor("RolloutComplete", 3600), waitFor("Available", 1800));
   const cluster = clusterFor(neededGpus, root.fork("cluster"));
-  if (faults === undefined) return { name: `fuzz-${generatorSeed}`, cluster, steps };
+  const name = `fuzz${faults === undefined ? "" : "-faults"}${coordinating === undefined ? "" : "-coordinated"}-${generatorSeed}`;
+  if (faults === undefined) return { name, cluster, steps };
   const timing = { ...cluster.timing, ...FAULT_TIMING };
-  return { name: `fuzz-faults-${generatorSeed}`, cluster: { ...cluster, timing, ...faults.router() }, steps: faults.nameNodes(steps, cluster.nodes[0].count) };
+  return { name, cluster: { ...cluster, timing, ...faults.router() }, steps: faults.nameNodes(steps, cluster.nodes[0].count) };
 }
 
 /** Percentage of the controller's API requests that fail, and of steps before which every watch drops, in a fault scenario. */
@@ -183,6 +205,8 @@ function initialState(rng: Prng): SpecState {
     groupMaxSurge: rng.int(0, 2),
     groupPartition: 0,
     roles: rng.chance(3, 10) ? [decode] : [prefill, decode],
+    coordination: undefined,
+    coordinating: false,
   };
   keepValid(state);
   return state;
@@ -231,6 +255,23 @@ function applyChange(state: SpecState, rng: Prng, image: { next: number }): void
   }
 }
 
+/** Coordination (a third of the time none): maxSkew 10-100 %, perhaps a dependency either way. */
+function drawCoordination(rng: Prng): CoordinationState | undefined {
+  if (rng.chance(1, 3)) return undefined;
+  return { maxSkewPercent: rng.pick([10, 25, 50, 100]), dependency: rng.pick(["none", "decode-on-prefill", "prefill-on-decode"] as const) };
+}
+
+/** The rollout strategy as the spec has it: coordination only where it applies (RoleRollingUpdate, two roles). */
+function strategyOf(state: SpecState): Record<string, unknown> {
+  const rollingUpdateConfiguration = { maxUnavailable: state.groupMaxUnavailable, maxSurge: state.strategy === "ServingGroupRollingUpdate" ? state.groupMaxSurge : 0, partition: state.groupPartition };
+  const strategy = { type: state.strategy, paused: state.paused, rollingUpdateConfiguration };
+  const { coordination } = state;
+  if (coordination === undefined || state.strategy !== "RoleRollingUpdate" || state.roles.length < 2) return strategy;
+  const [role, on] = coordination.dependency === "decode-on-prefill" ? ["decode", "prefill"] : ["prefill", "decode"];
+  const dependencies = coordination.dependency === "none" ? {} : { dependencies: [{ role, dependsOn: [on] }] };
+  return { ...strategy, coordination: { maxSkew: `${coordination.maxSkewPercent}%`, ...dependencies } };
+}
+
 /** The rules a valid spec follows (see the module comment), applied in place. */
 function keepValid(state: SpecState): void {
   for (const role of state.roles) if ((role.maxUnavailable ?? 1) === 0 && (role.maxSurge ?? 0) === 0) role.maxSurge = 1;
@@ -259,12 +300,11 @@ function between(rng: Prng, paused: boolean): unknown[] {
 
 function specOf(state: SpecState): Record<string, unknown> {
   const byRole = state.strategy === "RoleRollingUpdate";
-  const rollingUpdateConfiguration = { maxUnavailable: state.groupMaxUnavailable, maxSurge: state.strategy === "ServingGroupRollingUpdate" ? state.groupMaxSurge : 0, partition: state.groupPartition };
   return {
     replicas: state.replicas,
     recoveryPolicy: state.recoveryPolicy,
     drain: { timeoutSeconds: state.drainSeconds },
-    rolloutStrategy: { type: state.strategy, paused: state.paused, rollingUpdateConfiguration },
+    rolloutStrategy: strategyOf(state),
     template: { roles: state.roles.map((role) => roleOf(role, byRole)) },
   };
 }
@@ -295,7 +335,11 @@ function gpusOf(state: SpecState): number {
 }
 
 function patchTo(state: SpecState): unknown {
-  return { patch: { name: "m", merge: { spec: specOf(state) } } };
+  const spec = specOf(state);
+  const strategy = spec["rolloutStrategy"] as Record<string, unknown>;
+  // A merge patch keeps what it does not name: `null` removes coordination set by an earlier version.
+  if (state.coordinating && !("coordination" in strategy)) spec["rolloutStrategy"] = { ...strategy, coordination: null };
+  return { patch: { name: "m", merge: { spec } } };
 }
 
 function waitFor(condition: "Available" | "RolloutComplete", timeoutSeconds: number): unknown {
