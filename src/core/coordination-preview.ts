@@ -50,6 +50,7 @@ function progressOf(role: PreviewRole, state: RoleState): RoleProgress {
     inFlight: 0,
     newCapacity: state.readyNew + state.surgeReady,
     oldServing: role.protected + role.eligible - state.readyNew,
+    oldBelowPartition: role.protected,
     active: state.readyNew < role.eligible,
     maxSurge: role.maxSurge,
   };
@@ -85,7 +86,9 @@ export function previewCoordinatedRollout(roles: readonly PreviewRole[], config:
     steps.push({ started, ready: Object.fromEntries(after.map((p) => [p.role, p.readyNew])), old: Object.fromEntries(after.map((p) => [p.role, p.oldServing])) });
     const progressed = steps.length < 2 || JSON.stringify(steps.at(-1)) !== JSON.stringify(steps.at(-2));
     if (!progressed) {
-      const reason = [...permits.values()].find((permit) => permit.blocked)?.reason ?? [...permits.values()].find((permit) => permit.reason !== undefined)?.reason;
+      // A wait's reason does not name its role (the controller prefixes group and role); a block's does.
+      const waiting = [...permits].find(([, permit]) => permit.reason !== undefined);
+      const reason = [...permits.values()].find((permit) => permit.blocked)?.reason ?? (waiting === undefined ? undefined : `role ${waiting[0]}: ${waiting[1].reason}`);
       return { steps: steps.slice(0, -1), blocked: reason ?? "no role can start: check maxUnavailable and maxSurge" };
     }
   }

@@ -9,7 +9,7 @@ import { previewCoordinatedRollout } from "./coordination-preview.ts";
 const SEED = 20261130;
 
 function progress(role: string, eligible: number, readyNew = 0, extra: Partial<RoleProgress> = {}): RoleProgress {
-  return { role, eligible, readyNew, inFlight: 0, newCapacity: readyNew, oldServing: eligible - readyNew, active: readyNew < eligible, maxSurge: 0, ...extra };
+  return { role, eligible, readyNew, inFlight: 0, newCapacity: readyNew, oldServing: eligible - readyNew, oldBelowPartition: 0, active: readyNew < eligible, maxSurge: 0, ...extra };
 }
 
 const noDeps: CoordinationConfig = { maxSkewPercent: 10, dependsOn: new Map() };
@@ -65,6 +65,74 @@ describe("dependencies", () => {
     assert.match(permits.get("c")?.reason ?? "", /set maxSurge on role c/);
     const withSurge = startPermits([progress("a", 4), progress("b", 2), progress("c", 1, 0, { maxSurge: 1 })], chain);
     assert.equal(withSurge.get("c")?.blocked, false);
+  });
+});
+
+describe("a kept old instance against the skew bound", () => {
+  const prefillOnDecode = (maxSkewPercent: number): CoordinationConfig => ({ maxSkewPercent, dependsOn: new Map([["prefill", ["decode"]]]) });
+  const capped = "role prefill may start only 2 of its 3 instance(s) while role decode keeps an old instance for the roles that depend on it (decode reaches at most 1 of 2 without surge; maxSkew 10%), so neither finishes: set maxSurge on role decode (e.g. 1), raise maxSkew to at least 17%, or remove the dependency on role decode";
+
+  it("decode (2, no surge) keeps 1 old for prefill, capping it at 1/2, so prefill (3) at 10% gets ceil(0.6·3) = 2 < 3: blocked from the start, with the smallest maxSkew", () => {
+    const table = (prefillReady: number, decodeReady: number) =>
+      [...startPermits([progress("prefill", 3, prefillReady), progress("decode", 2, decodeReady)], prefillOnDecode(10))].map(([role, permit]) => [role, permit.quota, permit.blocked, permit.retireLimit, permit.reason]);
+    // From zero: decode may start 1 (ceil(0.1·2)), prefill none (its gate), but it is already known short.
+    assert.deepEqual(table(0, 0), [["prefill", 0, true, undefined, capped], ["decode", 1, false, 1, undefined]]);
+    assert.deepEqual(table(0, 1), [["prefill", 1, true, undefined, capped], ["decode", 0, false, 0, "waiting for the least-progressed role prefill (maxSkew 10%)"]]);
+    // Where the fuzz run ended: prefill 2/3 may start no more, decode may not retire its last old.
+    assert.deepEqual(table(2, 1), [["prefill", 0, true, undefined, capped], ["decode", 1, false, 0, undefined]]);
+  });
+
+  it("the smallest maxSkew is exact: 16% is short (ceil(0.66·3) = 2), 17% is not (ceil(0.67·3) = 3)", () => {
+    assert.match(startPermits([progress("prefill", 3, 2), progress("decode", 2, 1)], prefillOnDecode(16)).get("prefill")?.reason ?? "", /maxSkew 16%.*at least 17%/);
+    const permits = startPermits([progress("prefill", 3, 2), progress("decode", 2, 1)], prefillOnDecode(17));
+    assert.deepEqual([...permits.values()].map((permit) => [permit.quota, permit.blocked, permit.reason]), [[1, false, undefined], [1, false, undefined]]);
+  });
+
+  it("no block when decode can reach 2/2: with surge, or keeping an old instance below its partition instead", () => {
+    for (const decode of [progress("decode", 2, 1, { maxSurge: 1 }), progress("decode", 2, 1, { oldServing: 2, oldBelowPartition: 1 })]) {
+      const permits = startPermits([progress("prefill", 3, 2), decode], prefillOnDecode(10));
+      assert.deepEqual([...permits.values()].map((permit) => permit.blocked), [false, false]);
+    }
+  });
+
+  it("a short role is no deadlock when the held role below it lets go first: c waits for b, not for d", () => {
+    // b (2) held at 1/2 for a (2): a gets ceil(0.6·2) = 2 and finishes, so b lets go. d (10) held
+    // at 9/10 for c (20): c gets ceil(0.6·20) = 12 against b, then ceil(1.0·20) = 20 against d.
+    const config: CoordinationConfig = { maxSkewPercent: 10, dependsOn: new Map([["a", ["b"]], ["c", ["d"]]]) };
+    const permits = startPermits([progress("a", 2), progress("b", 2), progress("c", 20), progress("d", 10)], config);
+    assert.deepEqual([...permits.values()].map((permit) => permit.blocked), [false, false, false, false]);
+    const stuck = startPermits([progress("a", 3), progress("b", 2), progress("c", 20), progress("d", 10)], config);
+    // a (3) gets 2 against b, so b never lets go: c (12 of 20) and d (6 of the 9 it may replace) stay short against it.
+    assert.deepEqual([...stuck.values()].map((permit) => permit.blocked), [true, false, true, true]);
+    assert.match(stuck.get("c")?.reason ?? "", /role c may start only 12 of its 20 .* role b keeps an old instance .* at least 17%/);
+  });
+
+  it("the preview stops where the controller does, with the same reason; at 17% it completes", () => {
+    const roles: PreviewRole[] = [{ role: "prefill", eligible: 3, protected: 0, maxUnavailable: 1, maxSurge: 0 }, { role: "decode", eligible: 2, protected: 0, maxUnavailable: 1, maxSurge: 0 }];
+    const table = (preview: ReturnType<typeof previewCoordinatedRollout>) => preview.steps.map((step) => [step.started.prefill, step.started.decode, step.old.prefill, step.old.decode]);
+    const blocked = previewCoordinatedRollout(roles, prefillOnDecode(10));
+    assert.deepEqual(table(blocked), [[0, 1, 3, 1], [1, 1, 2, 1], [2, 1, 1, 1]]);
+    assert.equal(blocked.blocked, capped);
+    const done = previewCoordinatedRollout(roles, prefillOnDecode(17));
+    assert.deepEqual(table(done), [[0, 1, 3, 1], [1, 1, 2, 1], [2, 1, 1, 1], [3, 1, 0, 1], [3, 2, 0, 0]]);
+    assert.equal(done.blocked, undefined);
+  });
+
+  it("a dependent's old instance below its partition holds decode's last old one (and its surge): a wait that names the partition", () => {
+    // prefill 3 with partition 1: prefill-1, prefill-2 new, prefill-0 old for good. decode 1 with
+    // its surge instance Ready: full progress, but its old decode-0 stays for prefill-0.
+    const prefill = progress("prefill", 2, 2, { oldServing: 1, oldBelowPartition: 1, active: false });
+    const decode = progress("decode", 1, 1, { oldServing: 1, active: true, maxSurge: 1 });
+    const permits = startPermits([prefill, decode], prefillOnDecode(100));
+    assert.deepEqual(permits.get("decode"), {
+      quota: 0,
+      fullProgress: true,
+      retireLimit: 0,
+      reason: "keeps its last old instance (and any surge instance beside it) while role(s) prefill that depend on it run old instances below their partition: lower the partition of prefill to finish the rollout, or remove the dependency on role decode",
+      blocked: false,
+    });
+    assert.equal(permits.get("prefill")?.reason, undefined);
+    assert.equal(startPermits([{ ...prefill, oldServing: 0, oldBelowPartition: 0 }, decode], prefillOnDecode(100)).get("decode")?.reason, undefined, "partition lowered: decode may retire it");
   });
 });
 

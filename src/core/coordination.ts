@@ -25,6 +25,13 @@
  * first). Teardown is the reverse: while a dependent still has old instances, a role keeps at least
  * one old instance; when it has only one, it needs surge to build the new one beside it, and
  * without surge the rollout is blocked with a reason that names the role and the fix.
+ *
+ * The kept old instance caps a role without surge (and without an old instance below its partition
+ * to keep instead) at `T − 1` of `T` until its dependents finish. When that cap leaves some role's
+ * allowance short of what it must start, no wait ends it: the rollout is blocked, naming the
+ * smallest maxSkew that finishes (`skewDeadlock`). A dependent's old instances below its partition
+ * never go, so its dependencies keep their last old instance (and any surge beside it) until the
+ * partition is lowered: the rollout says so and waits.
  */
 
 /** What the coordinator needs to know about one participating role in one group. */
@@ -40,6 +47,8 @@ export interface RoleProgress {
   readonly newCapacity: number;
   /** Instances still serving the old revision (any ordinal, partition-protected ones included). */
   readonly oldServing: number;
+  /** Of `oldServing`, those below the role partition: they never move. */
+  readonly oldBelowPartition: number;
   /** The role's spec differs between its instances' revisions and the update revision. */
   readonly active: boolean;
   /** The role's resolved maxSurge. */
@@ -147,10 +156,75 @@ function retireLimit(role: RoleProgress, byName: ReadonlyMap<string, RoleProgres
   return oldDependents.length > 0 ? Math.max(0, role.oldServing - 1) : undefined;
 }
 
+/**
+ * Whether `role` is capped at `T − 1` of `T` by the old instance it keeps for its dependents: it
+ * has no surge to build that replacement beside it and no old instance below its partition to keep
+ * instead. A role of one instance is left to the `stuck` rule: its dependents cannot even start.
+ */
+function heldShort(role: RoleProgress, byName: ReadonlyMap<string, RoleProgress>, config: CoordinationConfig): boolean {
+  return role.active && role.eligible >= 2 && role.maxSurge === 0 && role.oldBelowPartition === 0 && retireLimit(role, byName, config) !== undefined;
+}
+
+/** A deadlock of the skew bound against a kept old instance: `short` roles never get the starts they need. */
+interface SkewDeadlock {
+  /** The least-progressed held role, at its cap (`readyNew = T − 1`). */
+  readonly held: RoleProgress;
+  readonly short: readonly RoleProgress[];
+}
+
+/**
+ * Plays the end of the rollout forward on counts at `maxSkewPercent`: held roles (`heldShort`)
+ * reach `T − 1`, the others `T`, and a held role lets its last old instance go once none of its
+ * dependents is held, short of its allowance, or keeps old instances below its partition. The
+ * allowance of each role is taken against the least-progressed held role (the baseline then: every
+ * other role is at or above it). Returns the roles left short when no held role can be released,
+ * or undefined when the rollout finishes or only waits for a partition.
+ */
+function skewDeadlock(roles: readonly RoleProgress[], config: CoordinationConfig, maxSkewPercent: number): SkewDeadlock | undefined {
+  const byName = new Map(roles.map((role) => [role.role, role]));
+  let held = roles.filter((role) => heldShort(role, byName, config)).map((role) => ({ ...role, readyNew: role.eligible - 1 }));
+  while (held.length > 0) {
+    const baseline = baselineRole(held);
+    const isHeld = (name: string) => held.some((role) => role.role === name);
+    const short = roles.filter((role) => role.active && allowedStarts(role, baseline, maxSkewPercent) < role.eligible - (isHeld(role.role) ? 1 : 0));
+    const finishes = (name: string) => !isHeld(name) && !short.some((role) => role.role === name) && (byName.get(name)?.oldBelowPartition ?? 0) === 0;
+    const released = held.filter((role) => [...dependents(role.role, config)].every(finishes));
+    if (released.length === 0) return short.length > 0 && baseline !== undefined ? { held: baseline, short } : undefined;
+    held = held.filter((role) => !released.includes(role));
+  }
+  return undefined;
+}
+
+/** The smallest maxSkew (percent) above the configured one at which `skewDeadlock` finds none; 100 always does. */
+function sufficientSkew(roles: readonly RoleProgress[], config: CoordinationConfig): number {
+  for (let skew = config.maxSkewPercent + 1; skew < 100; skew++) if (skewDeadlock(roles, config, skew) === undefined) return skew;
+  return 100;
+}
+
+/** Why `role` is left short by `deadlock`, with every fix. */
+function deadlockReason(role: RoleProgress, deadlock: SkewDeadlock, roles: readonly RoleProgress[], config: CoordinationConfig): string {
+  const { held } = deadlock;
+  const allowed = allowedStarts(role, held, config.maxSkewPercent);
+  return `role ${role.role} may start only ${allowed} of its ${role.eligible} instance(s) while role ${held.role} keeps an old instance for the roles that depend on it (${held.role} reaches at most ${held.readyNew} of ${held.eligible} without surge; maxSkew ${config.maxSkewPercent}%), so neither finishes: set maxSurge on role ${held.role} (e.g. 1), raise maxSkew to at least ${sufficientSkew(roles, config)}%, or remove the dependency on role ${held.role}`;
+}
+
+/**
+ * Why `role` keeps its last old instance until a partition is lowered, or undefined: it is down to
+ * that instance, and a role that depends on it runs old instances below its partition.
+ */
+function partitionHold(role: RoleProgress, limit: number | undefined, byName: ReadonlyMap<string, RoleProgress>, config: CoordinationConfig): string | undefined {
+  if (limit !== 0 || !role.active) return undefined;
+  const pinning = [...dependents(role.role, config)].filter((name) => (byName.get(name)?.oldBelowPartition ?? 0) > 0);
+  if (pinning.length === 0) return undefined;
+  const names = pinning.join(", ");
+  return `keeps its last old instance (and any surge instance beside it) while role(s) ${names} that depend on it run old instances below their partition: lower the partition of ${names} to finish the rollout, or remove the dependency on role ${role.role}`;
+}
+
 /** Start permits for every participating role of one group. */
 export function startPermits(roles: readonly RoleProgress[], config: CoordinationConfig): Map<string, Permit> {
   const byName = new Map(roles.map((role) => [role.role, role]));
   const baseline = baselineRole(roles);
+  const deadlock = skewDeadlock(roles, config, config.maxSkewPercent);
   const permits = new Map<string, Permit>();
   for (const role of roles) {
     const started = role.readyNew + clampInFlight(role);
@@ -158,11 +232,14 @@ export function startPermits(roles: readonly RoleProgress[], config: Coordinatio
     const gate = dependencyGate(role, byName, config);
     const limit = retireLimit(role, byName, config);
     const stuck = limit === 0 && role.maxSurge === 0 && role.newCapacity === 0 && role.active && role.eligible > role.readyNew;
+    const short = deadlock !== undefined && deadlock.short.includes(role);
     const reason = stuck
       ? `role ${role.role} must keep an old instance while roles that depend on it still run old ones, and has no room to build a new one beside it: set maxSurge on role ${role.role} (e.g. 1), or remove the dependency on it`
-      : (gate ?? (skewQuota === 0 && started < role.eligible ? `waiting for the least-progressed role ${baseline?.role ?? "?"} (maxSkew ${config.maxSkewPercent}%)` : undefined));
+      : short
+        ? deadlockReason(role, deadlock, roles, config)
+        : (partitionHold(role, limit, byName, config) ?? gate ?? (skewQuota === 0 && started < role.eligible ? `waiting for the least-progressed role ${baseline?.role ?? "?"} (maxSkew ${config.maxSkewPercent}%)` : undefined));
     const fullProgress = role.eligible > 0 && role.readyNew >= role.eligible;
-    permits.set(role.role, { quota: gate === undefined ? skewQuota : 0, fullProgress, retireLimit: limit, reason, blocked: stuck });
+    permits.set(role.role, { quota: gate === undefined ? skewQuota : 0, fullProgress, retireLimit: limit, reason, blocked: stuck || short });
   }
   return permits;
 }

@@ -619,7 +619,7 @@ describe("rollback", () => {
 });
 
 describe("coordinated RoleRollingUpdate (in the planner)", () => {
-  function chainManifest(maxSkew: string, roles: { name: string; replicas: number; maxUnavailable?: number | string; maxSurge?: number }[], dependencies?: { role: string; dependsOn: string[] }[]) {
+  function chainManifest(maxSkew: string, roles: { name: string; replicas: number; maxUnavailable?: number | string; maxSurge?: number; partition?: number }[], dependencies?: { role: string; dependsOn: string[] }[]) {
     return manifest(
       { replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate", coordination: { maxSkew, ...(dependencies ? { dependencies } : {}) } } },
       roles.map((role) => ({ entryTemplate: pod("img:v1"), ...role })),
@@ -665,14 +665,48 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
     assert.ok(!cluster.pods.has("llm-0-c-1-0"), "the surge instance is gone");
   });
 
-  it("without surge, the chain waits with RolloutBlocked naming the role and the fix, and never breaks the order", () => {
-    const cluster = idealCluster(chainManifest("50%", [{ name: "a", replicas: 2 }, { name: "c", replicas: 1 }], [{ role: "a", dependsOn: ["c"] }]));
+  it("without surge, the chain waits with RolloutBlocked naming the role and the fix (once, however many groups say it), and never breaks the order", () => {
+    const cluster = idealCluster({ ...chainManifest("50%", [{ name: "a", replicas: 2 }, { name: "c", replicas: 1 }], [{ role: "a", dependsOn: ["c"] }]) });
+    cluster.modelServing.spec.replicas = 3;
     run(cluster);
     update(cluster);
     run(cluster);
     const blocked = cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked");
     assert.equal(blocked?.status, "True");
     assert.match(blocked.message, /role c must keep an old instance .* set maxSurge on role c/);
+    assert.equal(blocked.message.split("role c must keep an old instance").length, 2, "said once, not once per group");
     assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v1"));
+  });
+
+  it("decode (2) keeps one old instance for prefill, capping it at 1/2, which leaves prefill (3) at 10% short: RolloutBlocked with the smallest maxSkew, which then finishes", () => {
+    const cluster = idealCluster(chainManifest("10%", [{ name: "prefill", replicas: 3, maxUnavailable: 1 }, { name: "decode", replicas: 2 }], [{ role: "prefill", dependsOn: ["decode"] }]));
+    run(cluster);
+    update(cluster);
+    run(cluster);
+    const conditions = (type: string) => cluster.modelServing.status.conditions.find((c: any) => c.type === type);
+    assert.equal(conditions("RolloutBlocked")?.status, "True");
+    assert.match(conditions("RolloutBlocked").message, /role prefill may start only 2 of its 3 .* role decode keeps an old instance .* set maxSurge on role decode \(e\.g\. 1\), raise maxSkew to at least 17%, or remove the dependency on role decode/);
+    assert.deepEqual([conditions("Progressing")?.status, conditions("Progressing")?.reason], ["False", "RolloutBlocked"], "not Converged");
+    assert.deepEqual(images(cluster, "llm-0-"), ["llm-0-decode-0-0=img:v1", "llm-0-decode-1-0=img:v2", "llm-0-prefill-0-0=img:v1", "llm-0-prefill-1-0=img:v2", "llm-0-prefill-2-0=img:v2"]);
+    cluster.modelServing.spec.rolloutStrategy.coordination.maxSkew = "17%";
+    run(cluster);
+    assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
+    assert.equal(cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked"), undefined);
+  });
+
+  it("prefill-0 below prefill's partition keeps decode's last old instance and its surge: Progressing says so until the partition is lowered", () => {
+    const cluster = idealCluster(chainManifest("100%", [{ name: "prefill", replicas: 3, partition: 1 }, { name: "decode", replicas: 1, maxSurge: 1 }], [{ role: "prefill", dependsOn: ["decode"] }]));
+    run(cluster);
+    update(cluster);
+    run(cluster);
+    assert.deepEqual(images(cluster, "llm-0-"), ["llm-0-decode-0-0=img:v1", "llm-0-decode-1-0=img:v2", "llm-0-prefill-0-0=img:v1", "llm-0-prefill-1-0=img:v2", "llm-0-prefill-2-0=img:v2"]);
+    const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"], "not Converged: the surge instance and decode-0 wait for the partition");
+    assert.match(progressing.message, /group 0 role decode: keeps its last old instance \(and any surge instance beside it\) while role\(s\) prefill that depend on it run old instances below their partition: lower the partition of prefill/);
+    cluster.modelServing.spec.template.roles[0].partition = 0;
+    run(cluster);
+    assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
+    assert.ok(!cluster.pods.has("llm-0-decode-1-0"), "the surge instance is gone");
+    assert.equal(cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing")?.reason, "Converged");
   });
 });

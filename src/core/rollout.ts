@@ -575,6 +575,7 @@ function coordinationPermits(scratch: Scratch, states: readonly InstanceState[])
       inFlight: eligible.filter((state) => state.targetsUpdate && !newReady(state)).length,
       newCapacity: mine.filter(newReady).length,
       oldServing: mine.filter((state) => state.available && !state.atUpdate).length,
+      oldBelowPartition: mine.filter((state) => state.instance < partition && state.available && !state.atUpdate).length,
       active: eligible.some((state) => !state.atUpdate),
       maxSurge: resolveRoleBudget(role).maxSurge,
     };
@@ -583,7 +584,7 @@ function coordinationPermits(scratch: Scratch, states: readonly InstanceState[])
   const permits = startPermits(progress, { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn });
   for (const [role, permit] of permits) {
     if (permit.blocked && permit.reason !== undefined) scratch.blocked.push(permit.reason);
-    else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true) scratch.waiting.push(`role ${role}: ${permit.reason}`);
+    else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true) scratch.waiting.push(`group ${states[0]?.group ?? "?"} role ${role}: ${permit.reason}`);
   }
   return permits;
 }

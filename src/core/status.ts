@@ -52,8 +52,9 @@ export function computeStatus(
   const { ms } = model;
   const verdicts = groupVerdicts(model, desired);
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
-  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout.waiting, desired)];
-  if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", rollout.blocked));
+  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout, desired)];
+  // Each group's coordinator gives its own reasons, often the same ones: each is said once.
+  if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", [...new Set(rollout.blocked)]));
   const ineligible = [...rollout.ineligible, ...work.ineligible];
   if (ineligible.length > 0) conditions.push({ type: "RolloutBlocked", status: "True", ...ineligibleCondition(ineligible) });
   if (work.unreadable.size > 0) conditions.push(listCondition("RevisionUnreadable", "RevisionUnreadable", "Paused what depends on an unreadable revision", unreadableLines(work.unreadable)));
@@ -160,7 +161,8 @@ const ACTION_PHRASES: Readonly<Partial<Record<Action["type"], string>>> = {
   DeleteService: "deleting Service(s)",
 };
 
-function progressingCondition(work: Work, rolloutWaiting: readonly string[], desired: readonly InstanceState[]): ConditionState {
+function progressingCondition(work: Work, rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] }, desired: readonly InstanceState[]): ConditionState {
+  const rolloutWaiting = rollout.waiting;
   const counts = new Map<string, number>();
   for (const action of work.actions) {
     const phrase = ACTION_PHRASES[action.type];
@@ -178,6 +180,8 @@ function progressingCondition(work: Work, rolloutWaiting: readonly string[], des
       const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
       return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `Every pod exists; waiting for them to become Ready: ${detail}.` };
     }
+    // A blocked rollout has nothing to do either, but it has not converged (RolloutBlocked says why).
+    if (rollout.blocked.length > 0) return { type: "Progressing", status: "False", reason: "RolloutBlocked", message: `Nothing can be done until the spec changes: ${rollout.blocked[0]}.` };
     return { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do: the observed pods match the spec." };
   }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");

@@ -1,0 +1,95 @@
+/**
+ * Coordinated rollouts the scenario fuzz (`npm run fuzz -- --coordination`, 2026-12-01) found that
+ * cannot complete as specified: the wait for RolloutComplete fails by design. What is tested is
+ * that the status says why and how to unblock it, every invariant holds meanwhile, and the fix the
+ * status names does finish the rollout.
+ *
+ * - A role without surge keeps its last old instance while a role that depends on it still runs
+ *   old ones (DESIGN §2.9 teardown), so it stays at `T − 1` of `T`; when that leaves a dependent's
+ *   maxSkew allowance short of its eligible count, neither finishes: condition RolloutBlocked
+ *   names the roles, the smallest sufficient maxSkew, maxSurge, or removing the dependency
+ *   (`skewDeadlock` in src/core/coordination.ts).
+ * - A dependent's old instances below its role partition never go, so the role it depends on keeps
+ *   its last old instance, and the surge instance built beside it, until the partition is lowered:
+ *   condition Progressing stays True and says so (`partitionHold`), instead of "Converged".
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { runScenario } from "../src/sim/runner.ts";
+import { parseScenario } from "../src/sim/scenario.ts";
+import type { Scenario } from "../src/sim/scenario.ts";
+
+const DIR = join(import.meta.dirname, "expected-waits");
+
+interface Condition {
+  readonly type: string;
+  readonly status: string;
+  readonly reason: string;
+  readonly message: string;
+}
+
+function read(file: string): { steps: Record<string, any>[] } & Record<string, unknown> {
+  return JSON.parse(readFileSync(join(DIR, file), "utf8")) as { steps: Record<string, any>[] };
+}
+
+function parse(raw: unknown): Scenario {
+  const parsed = parseScenario(raw);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+  return parsed.scenario;
+}
+
+/** Runs `file`: its RolloutComplete wait fails, every invariant holds; returns the final conditions by type. */
+async function expectWait(file: string): Promise<Map<string, Condition>> {
+  const report = await runScenario(parse(read(file)));
+  assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+  const failed = report.steps.filter((step) => !step.ok);
+  assert.equal(failed.length, 1);
+  assert.match(failed[0]?.message ?? "", /^RolloutComplete not reached/);
+  const status = report.final.status as unknown as { conditions: Condition[] };
+  return new Map(status.conditions.map((condition) => [condition.type, condition]));
+}
+
+/** `file` with `fix` applied to the spec of its last patch, as one more patch before its RolloutComplete wait: that wait passes. */
+async function expectFixed(file: string, fix: (spec: Record<string, any>) => void): Promise<void> {
+  const raw = read(file);
+  const waitIndex = raw.steps.findIndex((step) => step.wait?.for === "RolloutComplete");
+  const lastPatch = structuredClone(raw.steps.slice(0, waitIndex).findLast((step) => step.patch !== undefined));
+  assert.ok(lastPatch !== undefined);
+  fix(lastPatch.patch.merge.spec);
+  raw.steps.splice(waitIndex, 0, { wait: { for: "Seconds", timeoutSeconds: 600 } }, lastPatch);
+  const report = await runScenario(parse(raw));
+  assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+  assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
+}
+
+describe("coordinated rollouts that wait by design, saying why", () => {
+  const skewFile = "dependent-short-of-skew-allowance-against-kept-old-instance.json";
+  it(`prefill (3) dependsOn decode (2, no surge), maxSkew 10%: RolloutBlocked names 17%; at 17% it completes (fuzz-coordinated-382, ${skewFile})`, async () => {
+    const conditions = await expectWait(skewFile);
+    const blocked = conditions.get("RolloutBlocked");
+    assert.equal(blocked?.status, "True");
+    assert.equal(
+      blocked.message,
+      "The coordinated rollout cannot proceed: role prefill may start only 2 of its 3 instance(s) while role decode keeps an old instance for the roles that depend on it (decode reaches at most 1 of 2 without surge; maxSkew 10%), so neither finishes: set maxSurge on role decode (e.g. 1), raise maxSkew to at least 17%, or remove the dependency on role decode.",
+    );
+    assert.deepEqual([conditions.get("Progressing")?.status, conditions.get("Progressing")?.reason], ["False", "RolloutBlocked"]);
+    await expectFixed(skewFile, (spec) => {
+      spec.rolloutStrategy.coordination.maxSkew = "17%";
+    });
+  });
+
+  const partitionFile = "dependency-kept-old-for-dependent-below-role-partition.json";
+  it(`prefill (partition 1) dependsOn decode (1, maxSurge 1): Progressing names the partition; lowered, it completes (fuzz-coordinated-209, ${partitionFile})`, async () => {
+    const conditions = await expectWait(partitionFile);
+    const progressing = conditions.get("Progressing");
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
+    // Groups 0–1 are below the group partition; in groups 2–3 decode-0 (old) and decode-1 (surge) wait.
+    assert.match(progressing?.message ?? "", /^group 3 role decode: keeps its last old instance \(and any surge instance beside it\) while role\(s\) prefill that depend on it run old instances below their partition: lower the partition of prefill to finish the rollout, or remove the dependency on role decode; group 2 role decode: /);
+    assert.equal(conditions.get("RolloutBlocked"), undefined);
+    await expectFixed(partitionFile, (spec) => {
+      spec.template.roles[0].partition = 0;
+    });
+  });
+});
