@@ -12,6 +12,8 @@
  * - A dependent's old instances below its role partition never go, so the role it depends on keeps
  *   its last old instance, and the surge instance built beside it, until the partition is lowered:
  *   condition Progressing stays True and says so (`partitionHold`), instead of "Converged".
+ * - A dependency whose every instance is below its role partition gets no new capacity, so its
+ *   dependents wait at the dependency gate: Progressing says which partition to lower.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -51,10 +53,10 @@ async function expectWait(file: string): Promise<Map<string, Condition>> {
   return new Map(status.conditions.map((condition) => [condition.type, condition]));
 }
 
-/** `file` with `fix` applied to the spec of its last patch, as one more patch before its RolloutComplete wait: that wait passes. */
+/** `file` with `fix` applied to the spec of its last patch, as one more patch before its last RolloutComplete wait (the one that fails): that wait passes. */
 async function expectFixed(file: string, fix: (spec: Record<string, any>) => void): Promise<void> {
   const raw = read(file);
-  const waitIndex = raw.steps.findIndex((step) => step.wait?.for === "RolloutComplete");
+  const waitIndex = raw.steps.findLastIndex((step) => step.wait?.for === "RolloutComplete");
   const lastPatch = structuredClone(raw.steps.slice(0, waitIndex).findLast((step) => step.patch !== undefined));
   assert.ok(lastPatch !== undefined);
   fix(lastPatch.patch.merge.spec);
@@ -89,6 +91,17 @@ describe("coordinated rollouts that wait by design, saying why", () => {
     assert.match(progressing?.message ?? "", /^group 3 role decode: keeps its last old instance \(and any surge instance beside it\) while role\(s\) prefill that depend on it run old instances below their partition: lower the partition of prefill to finish the rollout, or remove the dependency on role decode; group 2 role decode: /);
     assert.equal(conditions.get("RolloutBlocked"), undefined);
     await expectFixed(partitionFile, (spec) => {
+      spec.template.roles[0].partition = 0;
+    });
+  });
+
+  const pinnedFile = "dependency-entirely-below-its-partition.json";
+  it(`decode dependsOn prefill, every prefill instance below its partition: Progressing names the partition; lowered, it completes (fuzz-coordinated-438, ${pinnedFile})`, async () => {
+    const conditions = await expectWait(pinnedFile);
+    const progressing = conditions.get("Progressing");
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
+    assert.match(progressing?.message ?? "", /^group \d role decode: waiting for new Ready capacity in prefill \(dependencies of decode\); every instance of prefill is below its partition: lower the partition of prefill, or remove the dependency on it, to update decode; /);
+    await expectFixed(pinnedFile, (spec) => {
       spec.template.roles[0].partition = 0;
     });
   });

@@ -58,6 +58,11 @@ describe("dependencies", () => {
     assert.equal(dependencyGate(ready[0]!, byName(ready), chain), undefined);
   });
 
+  it("a dependency entirely below its partition: the entry waits, and is told which partition to lower (fuzz-coordinated-438)", () => {
+    const pinned = [progress("a", 4), progress("b", 2, 1), progress("c", 0, 0, { oldServing: 2, oldBelowPartition: 2, active: false })];
+    assert.equal(dependencyGate(pinned[0]!, byName(pinned), chain), "waiting for new Ready capacity in c (dependencies of a); every instance of c is below its partition: lower the partition of c, or remove the dependency on it, to update a");
+  });
+
   it("teardown in reverse: an old c stays while any old b or a exists; without surge a single c blocks with the fix named", () => {
     const permits = startPermits([progress("a", 4), progress("b", 2), progress("c", 1)], chain);
     assert.equal(permits.get("c")?.retireLimit, 0);

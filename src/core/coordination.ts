@@ -31,7 +31,9 @@
  * allowance short of what it must start, no wait ends it: the rollout is blocked, naming the
  * smallest maxSkew that finishes (`skewDeadlock`). A dependent's old instances below its partition
  * never go, so its dependencies keep their last old instance (and any surge beside it) until the
- * partition is lowered: the rollout says so and waits.
+ * partition is lowered: the rollout says so and waits. Likewise a dependency whose every instance
+ * is below its partition never gets new capacity: its dependents wait at the gate, told which
+ * partition to lower.
  */
 
 /** What the coordinator needs to know about one participating role in one group. */
@@ -144,7 +146,11 @@ export function dependencyGate(role: RoleProgress, byName: ReadonlyMap<string, R
   // An inner stage may start first while every role that depends on it is still unstarted.
   if (upstream.length > 0 && !upstream.some(started)) return undefined;
   const missing = [...closure(role.role, config)].filter((name) => (byName.get(name)?.newCapacity ?? 0) === 0);
-  return missing.length === 0 ? undefined : `waiting for new Ready capacity in ${missing.join(", ")} (dependencies of ${role.role})`;
+  if (missing.length === 0) return undefined;
+  // A dependency whose every instance is below its partition gets no new capacity until it is lowered.
+  const pinned = missing.filter((name) => byName.get(name)?.eligible === 0 && (byName.get(name)?.oldBelowPartition ?? 0) > 0);
+  const way = pinned.length === 0 ? "" : `; every instance of ${pinned.join(", ")} is below its partition: lower the partition of ${pinned.join(", ")}, or remove the dependency on it, to update ${role.role}`;
+  return `waiting for new Ready capacity in ${missing.join(", ")} (dependencies of ${role.role})${way}`;
 }
 
 /**
