@@ -44,6 +44,16 @@
  *   cluster without gang placement, the replacements and a surge group were each placed in part,
  *   none able to start, while old groups waited for permits; a surge unit that cannot be
  *   scheduled either now yields to starved replacements (`surgeCount`).
+ * - A checker fix (`npm run fuzz -- --faults --coordination`): under ServingGroupRecreate a pod
+ *   deleted from an instance that served nothing yet (a surge instance served for it) left every
+ *   group available, so the fault window closed in that instant, and the group the controller
+ *   rebuilt a lag later was charged to the rollout; the window now also waits until each deleted
+ *   pod is answered (`deletionAnswered` in src/sim/checker.ts).
+ * - Coordinated updates (`npm run fuzz -- --coordination`): in a full cluster a decode replacement
+ *   starved while a surge decode served and the old decode waited for the coordinator's maxSkew
+ *   quota, which the starved replacement took; the surge stayed for that old unit. Surge that
+ *   serves already is progress counted, so it now yields to the starved replacement when the
+ *   coordinator is what withholds the permits (`surgeCount`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -104,6 +114,8 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "switch-to-group-rolling-alone-after-decode-only-update.json": "RoleRollingUpdate of decode only (workers), prefill scaled up, then a switch to ServingGroupRollingUpdate alone: the prefill pods, at an older label with the same role spec, are relabelled (fuzz-409)",
   "partition-raised-over-group-moved-in-part.json": "a group partition raised (with router traffic) over a group whose prefill is already rebuilt at the update revision while its decode still drains (hand-made, not fuzz-found)",
   "surge-group-placed-in-part-after-node-outage.json": "a tight cluster, ServingGroupRollingUpdate maxUnavailable 2 maxSurge 1: a node outage, then a new image as it recovers; two replacements and the surge group each get 2 of 3 GPUs (fuzz-faults-53)",
+  "pod-of-starting-instance-deleted-group-recreated.json": "ServingGroupRecreate, RoleRollingUpdate with coordination: a pod of a decode replacement still starting is deleted, with a decode scale-up and new image in the same instant, while surge decode serves; group 0 is rebuilt whole (fuzz-faults-coordinated-235)",
+  "coordinated-surge-serving-while-replacement-starves.json": "a full cluster (12 GPUs), RoleRollingUpdate, decode maxSurge 1 with maxSkew 25% and decode dependsOn prefill: the decode replacements starve (gang of 2) while a surge decode serves and the old decode waits for the skew quota (fuzz-coordinated-69)",
 };
 
 /** Fault fuzz runs (`npm run fuzz -- --faults`) that failed, replayed exactly: API errors and watch drops included. */

@@ -252,7 +252,7 @@ describe("RoleRollingUpdate", () => {
 describe("surge", () => {
   it("surgeCount: up to maxSurge while units are unfinished; existing surge kept as far as the floor needs it; starved, only that", () => {
     // One role of 3 with floor 2 and one surge instance Ready; each row changes some inputs.
-    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false, surgeStarved: false, availableSurge: [0] };
+    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false, surgeStarved: false, coordinatorWithholds: false, availableSurge: [0] };
     const table: [Partial<SurgeInputs>, number, string][] = [
       [{}, 1, "an unfinished unit"],
       [{ unfinished: 0, outdated: 0 }, 0, "all updated and available: surge goes"],
@@ -271,6 +271,10 @@ describe("surge", () => {
       [{ starved: true, unpermitted: 1, availableBase: 1, availableSurge: [], surgeStarved: true }, 0, "starved, an old unit without a permit, the surge unit unschedulable in part too: freed, it holds what the replacements need and can start no sooner (fuzz-faults-53)"],
       [{ starved: true, unpermitted: 1, availableBase: 1, surgeStarved: true }, 1, "the same with the surge unit serving below the floor: it carries the floor and stays"],
       [{ starved: true, unpermitted: 1, availableBase: 1, availableSurge: [] }, 1, "starved, an old unit without a permit, the surge unit placed whole and starting: it stays, serves soon and frees budget"],
+      [{ starved: true, unpermitted: 1, coordinatorWithholds: true }, 0, "starved, the old unit's permit withheld by the coordinator, the surge unit serving: freed, its progress is counted and the permit waits for the replacement it starves (fuzz-coordinated-69)"],
+      [{ starved: true, unpermitted: 1, coordinatorWithholds: true, availableBase: 1 }, 1, "the same below the floor: the serving surge unit carries it and stays"],
+      [{ starved: true, unpermitted: 1, coordinatorWithholds: true, availableSurge: [] }, 1, "the same with the surge unit still starting: it stays, Ready it counts as progress and brings the permit"],
+      [{ unpermitted: 1, coordinatorWithholds: true }, 1, "withheld by the coordinator but nothing starved: the usual count"],
       [{ paused: true, unfinished: 3, existing: 0 }, 0, "paused: none added"],
       [{ outdated: 0, existing: 0, unfinished: 2 }, 0, "creation or scale-up: never"],
       [{ maxSurge: 2, unfinished: 3 }, 2, "at most maxSurge"],
@@ -663,6 +667,33 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
     });
     assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
     assert.ok(!cluster.pods.has("llm-0-c-1-0"), "the surge instance is gone");
+  });
+
+  it("a serving surge instance yields to a starved replacement when maxSkew withholds the old instance's permit, and is not wanted back while it starves (fuzz-coordinated-69)", () => {
+    const cluster = idealCluster(chainManifest("25%", [{ name: "prefill", replicas: 1 }, { name: "decode", replicas: 2, maxUnavailable: 1, maxSurge: 1 }]));
+    run(cluster);
+    update(cluster);
+    // A full cluster: a replacement at the new image cannot be placed while the surge pod lives.
+    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" }] };
+    const starve = () => {
+      for (const instance of [0, 1]) {
+        const desired = cluster.pods.get(`llm-0-decode-${instance}-0`);
+        if (desired?.spec.containers[0]?.image === "img:v2" && !isReady(desired)) desired.status = unschedulable;
+      }
+    };
+    let surgeSeen = false;
+    for (let round = 0; round < 12; round++) {
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+      starve();
+      surgeSeen ||= cluster.pods.has("llm-0-decode-2-0");
+    }
+    assert.ok(surgeSeen, "the rollout started with a surge instance");
+    assert.ok(!cluster.pods.has("llm-0-decode-2-0"), "the serving surge instance kept the capacity the starved replacement needs while the old one waited for maxSkew");
+    assert.deepEqual(images(cluster, "llm-0-decode-0"), ["llm-0-decode-0-0=img:v1"], "the old instance serves on: the role's floor");
+    // With the capacity back, the rollout completes.
+    for (const [name, found] of cluster.pods) if (found.status?.phase === "Pending") cluster.pods.set(name, readyPod(found, false));
+    run(cluster);
+    assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=img:v2", "llm-0-decode-1-0=img:v2"]);
   });
 
   it("without surge, the chain waits with RolloutBlocked naming the role and the fix (once, however many groups say it), and never breaks the order", () => {

@@ -25,7 +25,7 @@ import { range } from "./health.ts";
 import { compareStrings, getOrCreate } from "./maps.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, resolver } from "./instances.ts";
-import type { Permit, RoleProgress } from "./coordination.ts";
+import type { CoordinationConfig, Permit, RoleProgress } from "./coordination.ts";
 import type { Ineligible } from "./inplace.ts";
 import { groupIneligibility, readProgress } from "./inplace.ts";
 import { startPermits } from "./coordination.ts";
@@ -203,7 +203,7 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
   const availableSurge = range(existingSurge).filter((group) => groupAvailable(statesOf(probe, replicas + group), roles));
   const surgeStarved = range(existingSurge).some((group) => statesOf(probe, replicas + group).some(isStarved));
-  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, surgeStarved, availableSurge });
+  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, surgeStarved, coordinatorWithholds: false, availableSurge });
   // Below the floor, desired groups below a partition raised mid-rollout may starve too: any desired group counts.
   const floorStarved = !paused && unpermitted === 0 && surgeGroups > 0 && availableBase < replicas - budget.maxUnavailable && range(replicas).some((group) => statesOf(probe, group).some(isStarved));
   if (floorStarved) scratch.waiting.push(starvedMessage(availableBase, replicas, budget, "ServingGroup(s)", surgeGroups));
@@ -305,6 +305,12 @@ export interface SurgeInputs {
   readonly starved: boolean;
   /** Some surge unit waits for capacity itself: it holds part of what it needs and serves nothing. */
   readonly surgeStarved: boolean;
+  /**
+   * The coordinator lets no unit start now (maxSkew or a dependency, DESIGN §2.9), and would not
+   * with the surge's progress left out: the old units without a permit wait for the replacements'
+   * progress, not for budget, and not for the surge.
+   */
+  readonly coordinatorWithholds: boolean;
   /** The surge units available now, by surge ordinal (0 is the first surge unit), ascending. */
   readonly availableSurge: readonly number[];
 }
@@ -319,7 +325,9 @@ export interface SurgeInputs {
  * otherwise a surge unit would hold the very capacity (GPUs) the replacements need, and the
  * rollout would wait forever (the last replacement; or, without gang placement, replacements and
  * a surge unit each placed in part, none able to start: fuzz-faults-53). A surge unit placed whole
- * stays while old units wait for permits: it starts, serves, and frees budget for them. Paused:
+ * stays while old units wait for permits: it starts, serves, and frees budget for them — unless
+ * the coordinator withholds their permits and every surge unit serves already: serving, it counts
+ * as progress already, and budget is not what they wait for (fuzz-coordinated-69). Paused:
  * existing surge stays, none is added.
  */
 export function surgeCount(inputs: SurgeInputs): number {
@@ -334,7 +342,11 @@ export function surgeCount(inputs: SurgeInputs): number {
   const serving = inputs.availableSurge;
   const kept = Math.min(serving.length, missing);
   const forFloor = kept === 0 ? 0 : Math.min(inputs.existing, (serving[kept - 1] ?? 0) + 1);
-  if (!inputs.starved || (inputs.unpermitted > 0 && !inputs.surgeStarved)) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
+  // Whether the surge may still bring an old unit its permit: by serving (budget for the role's
+  // floor, and progress the coordinator counts), so only while some surge unit has yet to serve
+  // when the coordinator is what withholds the permits.
+  const surgeHelps = inputs.unpermitted > 0 && !inputs.surgeStarved && !(inputs.coordinatorWithholds && serving.length >= inputs.existing);
+  if (!inputs.starved || surgeHelps) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
   // Starved: a surge unit still starting would keep the capacity the replacements wait for as long
   // as they wait, below the floor (a deadlock); only the floor's surge stays.
   return forFloor;
@@ -387,11 +399,11 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
       continue;
     }
     const states = before[group] ?? [];
-    const permits = coordinationPermits(scratch, states);
+    const { permits, withheld } = coordinationPermits(scratch, states);
     let groupDisrupted = !groupAvailable(states, spec.template.roles);
     for (const role of spec.template.roles) {
       // A group already disrupted (before or by an earlier role in this plan) costs no more budget.
-      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name) };
+      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name), coordinatorWithholds: withheld.has(role.name) };
       const result = planRoleInGroup(scratch, group, role, states, limits);
       if (result.surge > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, result.surge);
       if (result.disruptedGroup && !groupDisrupted) {
@@ -555,18 +567,26 @@ function heldSurgeCount(scratch: Scratch, group: number, role: Role): number {
   return count;
 }
 
-/** Start permits of the coordinated roles of one group (an empty map without coordination). */
-function coordinationPermits(scratch: Scratch, states: readonly InstanceState[]): Map<string, Permit> {
+/**
+ * Start permits of the coordinated roles of one group (empty without coordination), and the roles
+ * whose old instances the coordinator holds back (no start now, no swap for surge) and would hold
+ * back all the same were their surge's progress not counted: surge can bring those no permit
+ * (`SurgeInputs.coordinatorWithholds`).
+ */
+function coordinationPermits(scratch: Scratch, states: readonly InstanceState[]): { permits: Map<string, Permit>; withheld: Set<string> } {
   const { model } = scratch;
   const coordination = model.ms.spec.rolloutStrategy.coordination;
-  if (coordination === undefined) return new Map();
+  if (coordination === undefined) return { permits: new Map(), withheld: new Set() };
   const listed = coordination.roles ?? [];
   const participants = model.ms.spec.template.roles.filter((role) => listed.length === 0 || listed.includes(role.name));
+  // Per role, the new Ready capacity without surge (`withheldWithoutSurge`).
+  const readyDesired = new Map<string, number>();
   const progress = participants.map((role): RoleProgress => {
     const mine = states.filter((state) => state.role === role.name);
     const partition = resolveRoleBudget(role).partition;
     const eligible = mine.filter((state) => state.instance >= partition && state.instance < role.replicas);
     const newReady = (state: InstanceState) => state.atUpdate && state.available;
+    readyDesired.set(role.name, eligible.filter(newReady).length);
     return {
       role: role.name,
       eligible: eligible.length,
@@ -581,12 +601,31 @@ function coordinationPermits(scratch: Scratch, states: readonly InstanceState[])
     };
   });
   const dependsOn = new Map((coordination.dependencies ?? []).map((dependency) => [dependency.role, dependency.dependsOn]));
-  const permits = startPermits(progress, { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn });
+  const config = { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn };
+  const permits = startPermits(progress, config);
   for (const [role, permit] of permits) {
     if (permit.blocked && permit.reason !== undefined) scratch.blocked.push(permit.reason);
     else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true) scratch.waiting.push(`group ${states[0]?.group ?? "?"} role ${role}: ${permit.reason}`);
   }
-  return permits;
+  return { permits, withheld: withheldWithoutSurge(progress, config, permits, readyDesired) };
+}
+
+/**
+ * The roles whose old instances get no start and no swap for surge now, and would get none with
+ * their surge's progress left out (`readyDesired`: their new Ready capacity without surge). Judged
+ * with the surge left out, the answer stays the same once that surge is gone: a surge that yields
+ * for it is not wanted back at once (a churn the surge's own progress would cause).
+ */
+function withheldWithoutSurge(progress: readonly RoleProgress[], config: CoordinationConfig, permits: ReadonlyMap<string, Permit>, readyDesired: ReadonlyMap<string, number>): Set<string> {
+  const withheld = new Set<string>();
+  for (const role of progress) {
+    const permit = permits.get(role.role);
+    if (permit === undefined || permit.quota > 0 || permit.fullProgress) continue;
+    const readyNew = readyDesired.get(role.role) ?? 0;
+    const without = readyNew === role.readyNew ? permit : startPermits(progress.map((other) => (other === role ? { ...role, readyNew } : other)), config).get(role.role);
+    if (without !== undefined && without.quota <= 0 && !without.fullProgress) withheld.add(role.role);
+  }
+  return withheld;
 }
 
 interface RoleLimits {
@@ -595,6 +634,8 @@ interface RoleLimits {
   readonly mayDisrupt: () => boolean;
   /** The coordinator's permit for this role, when it takes part in a coordination. */
   readonly permit: Permit | undefined;
+  /** The coordinator holds the role's old instances back, its surge aside (`coordinationPermits`). */
+  readonly coordinatorWithholds: boolean;
 }
 
 /**
@@ -615,7 +656,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
     quota -= granted;
     return granted;
   };
-  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt });
+  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt, coordinatorWithholds: limits.coordinatorWithholds });
   const { surge } = planned;
   if (limits.paused) return { surge, disruptedGroup: planned.disruptedGroup };
   // Surge instances scaled down now are no capacity to retire against.
@@ -688,7 +729,7 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   const floor = roleFloor(role);
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
-  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved, surgeStarved, availableSurge });
+  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved, surgeStarved, coordinatorWithholds: limits.coordinatorWithholds, availableSurge });
   if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0) scratch.waiting.push(`group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`);
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
@@ -707,7 +748,7 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   return { surge, disruptedGroup };
 }
 
-interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt"> {
+interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt" | "coordinatorWithholds"> {
   /** How many of `wanted` new surge instances may start now. */
   readonly grant: (wanted: number) => number;
 }

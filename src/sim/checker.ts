@@ -11,10 +11,12 @@
  *   a barrier);
  * - only outside a fault window: `failNode`, `recoverNode` and `deletePods` open one, and it
  *   closes at the first instant no crashed node still holds a pod (`faultActive`: until then the
- *   failure has not fully shown) and every ModelServing has all its desired groups available
- *   again, counting only instances within the surge limits (failures the scenario injects are not
- *   the rollout's to budget, and the controller may act on a view that does not show the fault
- *   yet: an instance it is bound to scale down does not end one);
+ *   failure has not fully shown), every pod the scenario deleted has been answered (`podsDeleted`:
+ *   until then the controller may not have seen the loss, and the recovery it starts is the
+ *   fault's) and every ModelServing has all its desired groups available again, counting only
+ *   instances within the surge limits (failures the scenario injects are not the rollout's to
+ *   budget, and the controller may act on a view that does not show the fault yet: an instance it
+ *   is bound to scale down does not end one);
  * - `roleBudget` under RoleRollingUpdate only: the group strategies replace whole groups, so
  *   their disruption is counted by `groupBudget`;
  * - only over units that had been available for the current shape (role replica counts): a group
@@ -56,7 +58,7 @@ import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { resolveGroupBudget, roleFloor } from "../api/budgets.ts";
-import { ANNOTATION_DRAINING, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import {
   INVARIANT_NAMES,
   drainViolation,
@@ -216,6 +218,8 @@ export class InvariantChecker {
   #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = { stored: [], byOwner: new Map() };
   #lastResourceVersion = "";
   #faultOpen = false;
+  /** Pods the scenario deleted that are not answered yet (`podsDeleted`). */
+  #deleted: KubeObject[] = [];
   /** `drainHonoured` violations found in pod writes since the last check. */
   #undrained: string[] = [];
 
@@ -233,6 +237,17 @@ export class InvariantChecker {
     this.#faultOpen = true;
   }
 
+  /**
+   * The scenario deleted `pods` (as they were before): the fault window stays open until each is
+   * answered (`deletionAnswered`). A pod whose loss leaves every group available (a pod of an
+   * instance still starting, or of a surge instance) still ends in a recovery the controller starts
+   * only once it sees the loss — under ServingGroupRecreate the whole group is rebuilt, which takes
+   * down instances that served (fuzz-faults-coordinated-235).
+   */
+  podsDeleted(pods: readonly KubeObject[]): void {
+    this.#deleted.push(...pods);
+  }
+
   /** Evaluates every invariant at the current instant (nothing to do when nothing was committed). */
   check(): void {
     const resourceVersion = this.#server.resourceVersion();
@@ -244,7 +259,7 @@ export class InvariantChecker {
     add("noDuplicatePods", this.#claims.violations(() => this.#storedPods()));
     add("drainHonoured", this.#undrained);
     this.#undrained = [];
-    if (this.#faultOpen && !this.#faultActive() && subjects.every(allGroupsAvailable)) this.#faultOpen = false;
+    if (this.#faultOpen && !this.#faultActive() && this.#deletionsAnswered() && subjects.every(allGroupsAvailable)) this.#faultOpen = false;
     for (const subject of subjects) this.#checkSubject(subject, add);
     for (const [name, messages] of found) this.#tally(name, messages);
   }
@@ -397,6 +412,14 @@ export class InvariantChecker {
     return this.#synced;
   }
 
+  /** Whether every pod the scenario deleted has been answered; forgets those that have. */
+  #deletionsAnswered(): boolean {
+    if (this.#deleted.length === 0) return true;
+    const pods = this.#storedPods();
+    this.#deleted = this.#deleted.filter((deleted) => !deletionAnswered(deleted, pods));
+    return this.#deleted.length === 0;
+  }
+
   /** Every stored pod, in stored order (a listing: read only when an answer needs all pods). */
   #storedPods(): readonly Pod[] {
     return this.#server.stored("Pod") as unknown as Pod[];
@@ -482,6 +505,27 @@ function sameRevisions(a: RevisionsByName, b: RevisionsByName): boolean {
 function sameIdentity(a: PlacedPod["id"], b: PlacedPod["id"]): boolean {
   return a.group === b.group && a.role === b.role && a.instance === b.instance && a.index === b.index;
 }
+
+/**
+ * Whether the controller has answered the deletion of `deleted` among the stored `pods`: its slot
+ * holds another pod (refilled, or rebuilt with its instance or group), or no pod of its instance
+ * stands any more (the instance removed, or its pods being deleted for a rebuild). Until then it
+ * may not have seen the loss.
+ */
+function deletionAnswered(deleted: KubeObject, pods: readonly Pod[]): boolean {
+  const { namespace, name, uid, labels = {} } = deleted.metadata;
+  let standing = false;
+  for (const pod of pods) {
+    const meta = pod.metadata;
+    if (meta.deletionTimestamp !== undefined || meta.namespace !== namespace) continue;
+    if (meta.name === name && meta.uid !== uid) return true;
+    if (INSTANCE_LABELS.every((key) => meta.labels?.[key] === labels[key])) standing = true;
+  }
+  return !standing;
+}
+
+/** The labels that together name an instance: its ModelServing, group, and role-and-ordinal. */
+const INSTANCE_LABELS = [LABEL_MODEL_SERVING, LABEL_GROUP, LABEL_INSTANCE] as const;
 
 /**
  * Every desired group is available, counting only the capacity the spec lets the controller keep

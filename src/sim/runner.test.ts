@@ -265,6 +265,34 @@ describe("scenario runner", () => {
     assert.equal(report.verdict, "pass", JSON.stringify(report.steps.at(-1)));
   });
 
+  it("does not charge the rollout with the group rebuilt for a deleted pod of a surge instance while every group still looked available", async () => {
+    // Regression (fuzz-faults-coordinated-235): under ServingGroupRecreate the deletion of a started
+    // surge decode's entry pod breaks that instance, and the controller rebuilds the whole group a
+    // lag later; the old decode still served, so the fault window closed in the instant it opened
+    // and the rebuild (both prefill instances down) was charged to the rollout's role budget.
+    const roles = (image: string) => [
+      { name: "prefill", replicas: 2, entryTemplate: container("p:v1") },
+      { name: "decode", replicas: 1, maxSurge: 1, maxUnavailable: 0, workerReplicas: 1, entryTemplate: container(image), workerTemplate: container(`${image}-w`) },
+    ];
+    const result = parseScenario({
+      name: "surge-pod-deleted-group-rebuilt",
+      cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }], timing: { scheduleSeconds: 1, pullSeconds: 10, startSeconds: 5, terminationSeconds: 5 } },
+      steps: [
+        { apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: { replicas: 1, recoveryPolicy: "ServingGroupRecreate", drain: { timeoutSeconds: 5 }, rolloutStrategy: { type: "RoleRollingUpdate" }, template: { roles: roles("d:v1") } } } },
+        { wait: { for: "Available", timeoutSeconds: 600 } },
+        { patch: { name: "m", merge: { spec: { template: { roles: roles("d:v2") } } } } },
+        // The surge decode-1 runs (pulled) but is not Ready yet.
+        { wait: { for: "Seconds", timeoutSeconds: 13 } },
+        { deletePods: { selector: "tandem.dev/instance=decode-1,tandem.dev/entry=true", count: 1 } },
+        { wait: { for: "RolloutComplete", timeoutSeconds: 900 } },
+      ],
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.problems));
+    const report = await runScenario(result.scenario);
+    assert.deepEqual(report.invariants.filter((invariant) => invariant.violations > 0), []);
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps.at(-1)));
+  });
+
   it("catches a plan that builds pods unlike their revision", async () => {
     // Every pod is created with an image its revision does not declare.
     const rogue: PlanFunction = (observed, nowMs) => {

@@ -248,7 +248,9 @@ class ScenarioRun {
   async #deletePods(selector: string, count: number): Promise<StepOutcome> {
     // The window opens before the deletions: they are not the controller's (`drainHonoured`).
     this.#checker.faultInjected();
+    const matching = this.#cluster.server.list("Pod", { labelSelector: selector }).items;
     const names = await this.#cluster.deletePods(selector, count);
+    this.#checker.podsDeleted(matching.filter((pod) => names.includes(pod.metadata.name)));
     if (names.length === 0) return { ok: false, message: `no pod matches "${selector}" (not already being deleted)` };
     return { ok: true, message: `deleted ${names.join(", ")}` };
   }
