@@ -40,20 +40,26 @@
  * - A switch to ServingGroupRollingUpdate alone after a RoleRollingUpdate: pods of roles it left
  *   unchanged are relabelled at the revision they run (`relabelUnchanged` in src/core/lifecycle.ts);
  *   with their older label the rollout never looked complete.
- * - Found with faults (`npm run fuzz -- --faults`, 2026-12-01): after a node outage in a tight
- *   cluster without gang placement, the replacements and a surge group were each placed in part,
- *   none able to start, while old groups waited for permits; a surge unit that cannot be
- *   scheduled either now yields to starved replacements (`surgeCount`).
- * - A checker fix (`npm run fuzz -- --faults --coordination`): under ServingGroupRecreate a pod
- *   deleted from an instance that served nothing yet (a surge instance served for it) left every
- *   group available, so the fault window closed in that instant, and the group the controller
- *   rebuilt a lag later was charged to the rollout; the window now also waits until each deleted
- *   pod is answered (`deletionAnswered` in src/sim/checker.ts).
- * - Coordinated updates (`npm run fuzz -- --coordination`): in a full cluster a decode replacement
- *   starved while a surge decode served and the old decode waited for the coordinator's maxSkew
- *   quota, which the starved replacement took; the surge stayed for that old unit. Surge that
- *   serves already is progress counted, so it now yields to the starved replacement when the
- *   coordinator is what withholds the permits (`surgeCount`).
+ * - Checker fixes (2026-12-01 sweep of generator seeds 520-4999): a fault window stays open until
+ *   every instance the fault hit is available again (or, not desired, gone): a pod deleted from an
+ *   instance already down (a replacement still starting) or from a serving surge instance made
+ *   nothing look unavailable at once, but the controller's recovery (ServingGroupRecreate: the
+ *   whole group) or its plan from a view without the fault took more down (`hitRecovered` in
+ *   src/sim/checker.ts). A scale of the groups changes the group floor: disruptions under way then
+ *   are tolerated until they recover (`budgetKey`).
+ * - Under a group strategy, a role surge instance a RoleRollingUpdate re-recorded at a newer update
+ *   that left its role alone, its pods at the older label, is at its record, not being replaced
+ *   (`computeState`): counted as being replaced, every group it carried looked unavailable and got
+ *   a free permit at once.
+ * - A replacement waiting for capacity frees surge units still starting and stops new surge, also
+ *   while old units wait for their permits (`surgeCount`): in an exactly full cluster the starting
+ *   surge units had taken its GPUs for good; found with faults too (a node outage, then
+ *   replacements and a surge group each placed in part without gang placement), and with
+ *   coordination (a serving surge decode kept for an old decode whose permit maxSkew withheld
+ *   until the starved replacement progressed).
+ * - A role partition raised (by a switch from InPlaceUpdate to RoleRollingUpdate) over instances
+ *   already patched in place: they finish at their record (`withdrawInstancePermit`), not rebuilt
+ *   at the revision their label still names.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -116,6 +122,14 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "surge-group-placed-in-part-after-node-outage.json": "a tight cluster, ServingGroupRollingUpdate maxUnavailable 2 maxSurge 1: a node outage, then a new image as it recovers; two replacements and the surge group each get 2 of 3 GPUs (fuzz-faults-53)",
   "pod-of-starting-instance-deleted-group-recreated.json": "ServingGroupRecreate, RoleRollingUpdate with coordination: a pod of a decode replacement still starting is deleted, with a decode scale-up and new image in the same instant, while surge decode serves; group 0 is rebuilt whole (fuzz-faults-coordinated-235)",
   "coordinated-surge-serving-while-replacement-starves.json": "a full cluster (12 GPUs), RoleRollingUpdate, decode maxSurge 1 with maxSkew 25% and decode dependsOn prefill: the decode replacements starve (gang of 2) while a surge decode serves and the old decode waits for the skew quota (fuzz-coordinated-69)",
+  "pod-deleted-from-starting-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate: a pod deleted from a decode instance whose replacement still starts, its group kept available by a surge instance; the controller recreates the whole group, prefill included (fuzz-811)",
+  "pod-deleted-from-starting-replacement-group-recreate-workers.json": "as above, the deleted pod a worker of a prefill instance still starting (fuzz-771, failed only at scenario seed 2)",
+  "pod-deleted-while-role-scaled-down-within-max-surge.json": "a pod of group 0 deleted in the instant prefill is scaled from 2 to 1 (maxSurge 1) with a new image, the controller seeing the patch first and retiring two other groups (fuzz-1153)",
+  "pod-deleted-from-serving-surge-as-rollout-resumes.json": "a paused RoleRollingUpdate resumed in the instant the serving prefill surge instance of group 0 is deleted, the controller seeing the resume first and retiring the desired prefill the surge backed (fuzz-4171, failed only at scenario seed 2)",
+  "groups-scaled-up-while-group-retires.json": "ServingGroupRollingUpdate with maxUnavailable 0 and maxSurge 2: replicas raised from 4 to 5 while group 2, backed by a surge group, is already being deleted (fuzz-1066 with 8 nodes instead of 7, where the rollout waits for capacity)",
+  "switch-to-inplace-while-re-recorded-role-surge-serves.json": "RoleRollingUpdate of decode then of prefill (decode's surge instances re-recorded at the second update, their pods keeping the first's label), then InPlaceUpdate with the group maxUnavailable 1 while those surge instances carry every group (fuzz-2180)",
+  "replacement-starved-by-starting-surge-groups.json": "ServingGroupRollingUpdate with maxUnavailable 1 and maxSurge 2 in a cluster exactly full: the permitted group's replacement waits for the GPUs two surge groups still starting took, while old groups wait for their permits (fuzz-4145)",
+  "role-partition-raised-over-instances-patched-in-place.json": "InPlaceUpdate of prefill whose pods are patched, not yet verified, when a switch to RoleRollingUpdate raises prefill's partition over them (fuzz-10979)",
 };
 
 /** Fault fuzz runs (`npm run fuzz -- --faults`) that failed, replayed exactly: API errors and watch drops included. */

@@ -241,6 +241,35 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
     assert.deepEqual(decodeImages(cluster), ["vllm:v1", "vllm:v1", "vllm:v2"]);
     assert.equal(cluster.pods.get("llm-2-decode-0-0")?.metadata.labels?.["tandem.dev/revision"], v2);
   });
+
+  it("a switch to RoleRollingUpdate raising the role partition over an instance already patched: it finishes at the update revision, never rebuilt at the label it still has (fuzz-10979: rebuilt at v2, restarted twice)", () => {
+    const cluster = converged();
+    const v1 = cluster.modelServing.status.currentRevision;
+    setDecode(cluster, "vllm:v2");
+    // Group 2 finishes v2 (its label then names v2, not the current v1); v3 comes before the rest.
+    const finished = (pod: Pod | undefined) => pod !== undefined && image(pod) === "vllm:v2" && pod.metadata.labels?.["tandem.dev/revision"] !== v1 && readProgress(pod) === undefined;
+    for (let round = 0; !finished(cluster.pods.get("llm-2-decode-0-0")); round++) {
+      assert.ok(round < 20, "group 2 never finished v2");
+      ackDrains(cluster);
+      apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
+    }
+    const v2 = cluster.pods.get("llm-2-decode-0-0")?.metadata.labels?.["tandem.dev/revision"];
+    cluster.badImages.add("vllm:v3"); // holds group 2 patched, not verified
+    setDecode(cluster, "vllm:v3");
+    run(cluster, { rounds: 6, startMs: NOW + 30_000 });
+    assert.ok(readProgress(cluster.pods.get("llm-2-decode-0-0")!)?.phase !== undefined && image(cluster.pods.get("llm-2-decode-0-0")!) === "vllm:v3", "group 2 is patched to v3");
+    cluster.modelServing.spec.rolloutStrategy = { type: "RoleRollingUpdate" };
+    cluster.modelServing.spec.template.roles[1].partition = 1;
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    run(cluster, {
+      rounds: 20,
+      startMs: NOW + 60_000,
+      each: (actions) => {
+        const created = actions.flatMap((action) => (action.type === "CreatePod" && action.pod.metadata.name.startsWith("llm-2-decode-") ? [action.pod] : []));
+        assert.ok(created.every((pod) => pod.metadata.labels?.["tandem.dev/revision"] !== v2), "the patched instance is rebuilt at the label it still had");
+      },
+    });
+  });
 });
 
 describe("InPlaceUpdate: a restarted controller", () => {

@@ -110,6 +110,8 @@ export interface InstanceStates {
 
 interface MemoizedState {
   readonly recorded: string | undefined;
+  /** `recorded` is the instance's own record, not its group's. */
+  readonly own: boolean;
   readonly currentName: string;
   readonly state: InstanceState | undefined;
   /** Names of the revisions it could not resolve, in the order it asked. */
@@ -138,12 +140,13 @@ function instanceState(
 ): InstanceState | undefined {
   const { group, role, instance } = at;
   const recorded = layout.recorded(group, role, instance);
+  const own = recorded !== undefined && layout.recorded.own(group, role, instance) === recorded;
   const { currentName } = layout;
   const computed = getOrCreate(memo, instance, (): MemoizedState[] => []);
   let memoized: MemoizedState | undefined;
   // A loop, not `find`: this runs for every instance of every layout a plan looks at.
   for (const candidate of computed) {
-    if (candidate.recorded === recorded && candidate.currentName === currentName) {
+    if (candidate.recorded === recorded && candidate.own === own && candidate.currentName === currentName) {
       memoized = candidate;
       break;
     }
@@ -156,9 +159,9 @@ function instanceState(
       (unresolved ??= []).push(name);
       return undefined;
     };
-    const state = computeState(states, currentName, recorded, lookup, at);
+    const state = computeState(states, currentName, { name: recorded, own }, lookup, at);
     // Revisions are almost always readable: no array is kept per state for none.
-    memoized = { recorded, currentName, state, unresolved: unresolved ?? NONE_UNRESOLVED };
+    memoized = { recorded, own, currentName, state, unresolved: unresolved ?? NONE_UNRESOLVED };
     computed.push(memoized);
   }
   for (const name of memoized.unresolved) resolve(name, `${instanceId(role, instance)} of group ${group}`);
@@ -175,21 +178,24 @@ function recordsOf(states: InstanceStates, units: readonly UnitRecord[]): Record
   return recorded;
 }
 
-/** `instanceState` itself; `lookup` yields undefined for a revision it cannot read. */
+/**
+ * `instanceState` itself; `lookup` yields undefined for a revision it cannot read. `recorded` is
+ * the instance's recorded revision (`own`: a record of its own, not its group's).
+ */
 function computeState(
   states: InstanceStates,
   currentName: string,
-  recorded: string | undefined,
+  recorded: { readonly name: string | undefined; readonly own: boolean },
   lookup: (name: string) => Revision | undefined,
   at: { group: number; role: string; instance: number },
 ): InstanceState | undefined {
   const { model, revisions } = states;
   const { group, role, instance } = at;
   const pods = model.tree.get(group)?.get(role)?.get(instance);
-  const targetCandidate = lookup(recorded ?? currentName);
+  const targetCandidate = lookup(recorded.name ?? currentName);
   if (targetCandidate === undefined) return undefined;
   // A role that the current revision lacks (added since) starts at the update revision.
-  const target = recorded === undefined && expectedPods(targetCandidate, role) === 0 ? revisions.update : targetCandidate;
+  const target = recorded.name === undefined && expectedPods(targetCandidate, role) === 0 ? revisions.update : targetCandidate;
   let liveView: PodView | undefined;
   for (const view of pods?.values() ?? []) {
     if (!view.facts.terminating && view.revision !== undefined) {
@@ -203,8 +209,10 @@ function computeState(
   // Pods left at an older label by a RoleRollingUpdate (their role unchanged since) run what the
   // current revision builds for them: nothing asks to move them, so under a group strategy (which
   // compares whole revisions) they are neither being replaced nor outdated against it. Only a
-  // record (a permit) moves them, within the budgets.
-  const runs = running !== undefined && recorded === undefined && running.name !== target.name && sameRoleSpec(running.data, target.data, role) ? target : running;
+  // group record (a permit) moves them, within the budgets. A record of the instance's own was a
+  // RoleRollingUpdate's, which compares role specs: pods that run its role spec under an older
+  // label (a surge instance re-recorded at a newer update that left its role alone) are at it.
+  const runs = running !== undefined && (recorded.name === undefined || recorded.own) && running.name !== target.name && sameRoleSpec(running.data, target.data, role) ? target : running;
   const replacing = runs !== undefined && !sameSpec(model, runs, target, role);
   const atUpdate = !replacing && sameSpec(model, runs ?? target, revisions.update, role);
   return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !health.draining && !replacing, targetsUpdate: sameSpec(model, target, revisions.update, role), atUpdate };

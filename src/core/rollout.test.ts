@@ -252,13 +252,13 @@ describe("RoleRollingUpdate", () => {
 describe("surge", () => {
   it("surgeCount: up to maxSurge while units are unfinished; existing surge kept as far as the floor needs it; starved, only that", () => {
     // One role of 3 with floor 2 and one surge instance Ready; each row changes some inputs.
-    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unpermitted: 0, unfinished: 1, availableBase: 2, floor: 2, starved: false, surgeStarved: false, coordinatorWithholds: false, availableSurge: [0] };
+    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unfinished: 1, availableBase: 2, floor: 2, starved: false, availableSurge: [0], firstStarvedSurge: undefined };
     const table: [Partial<SurgeInputs>, number, string][] = [
       [{}, 1, "an unfinished unit"],
       [{ unfinished: 0, outdated: 0 }, 0, "all updated and available: surge goes"],
       [{ unfinished: 0, outdated: 0, availableBase: 1 }, 1, "nothing eligible unfinished, desired below the floor (below a partition): kept"],
       [{ unfinished: 0, availableBase: 1, existing: 0 }, 0, "never a new surge instance for the floor alone"],
-      [{ starved: true }, 0, "starved with the floor met: freed for the replacement"],
+      [{ starved: true }, 0, "starved with the floor met: freed for the replacement, also while old units wait for permits — for budget (fuzz-4145), for the coordinator (fuzz-coordinated-69) — or the surge unit is placed in part too (fuzz-faults-53)"],
       [{ starved: true, availableBase: 1 }, 1, "starved below the floor: kept"],
       [{ starved: true, availableBase: 1, availableSurge: [] }, 0, "starved below the floor, the surge unit still starting: freed, it carries nothing (fuzz-12: it would take the replacements' capacity for good)"],
       [{ starved: true, availableBase: 0, existing: 2, maxSurge: 2, availableSurge: [1] }, 2, "starved below the floor: kept up to the one that serves"],
@@ -267,14 +267,10 @@ describe("surge", () => {
       [{ availableBase: 0, maxSurge: 0, availableSurge: [] }, 0, "below the floor, a unit beyond the bound that does not serve (a group above a lowered replicas, its roles scaled up): it carries nothing and goes (fuzz-390)"],
       [{ unfinished: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [1] }, 2, "below the floor: kept up to the one that serves"],
       [{ starved: true, availableBase: 1, maxSurge: 0 }, 1, "starved below the floor, maxSurge lowered: the serving surge unit kept"],
-      [{ starved: true, unpermitted: 1 }, 1, "starved but an old unit has no permit yet: the usual count"],
-      [{ starved: true, unpermitted: 1, availableBase: 1, availableSurge: [], surgeStarved: true }, 0, "starved, an old unit without a permit, the surge unit unschedulable in part too: freed, it holds what the replacements need and can start no sooner (fuzz-faults-53)"],
-      [{ starved: true, unpermitted: 1, availableBase: 1, surgeStarved: true }, 1, "the same with the surge unit serving below the floor: it carries the floor and stays"],
-      [{ starved: true, unpermitted: 1, availableBase: 1, availableSurge: [] }, 1, "starved, an old unit without a permit, the surge unit placed whole and starting: it stays, serves soon and frees budget"],
-      [{ starved: true, unpermitted: 1, coordinatorWithholds: true }, 0, "starved, the old unit's permit withheld by the coordinator, the surge unit serving: freed, its progress is counted and the permit waits for the replacement it starves (fuzz-coordinated-69)"],
-      [{ starved: true, unpermitted: 1, coordinatorWithholds: true, availableBase: 1 }, 1, "the same below the floor: the serving surge unit carries it and stays"],
-      [{ starved: true, unpermitted: 1, coordinatorWithholds: true, availableSurge: [] }, 1, "the same with the surge unit still starting: it stays, Ready it counts as progress and brings the permit"],
-      [{ unpermitted: 1, coordinatorWithholds: true }, 1, "withheld by the coordinator but nothing starved: the usual count"],
+      [{ starved: true, existing: 0, maxSurge: 2, unfinished: 2 }, 0, "a replacement starved: no new surge unit to take its capacity (a surge freed for it was re-created at once: fuzz-coordinated-163)"],
+      [{ maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [], firstStarvedSurge: 0 }, 1, "the first surge unit waits for capacity: none beyond it (two each placed in part would both wait for good: fuzz-faults-53 with router traffic)"],
+      [{ maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [0], firstStarvedSurge: 1 }, 2, "the second waits while the first serves: it stays, alone in waiting"],
+      [{ maxSurge: 2, unfinished: 3, existing: 2, availableBase: 0, availableSurge: [1], firstStarvedSurge: 0 }, 2, "below the floor, a serving surge unit beyond the waiting one still carries the floor"],
       [{ paused: true, unfinished: 3, existing: 0 }, 0, "paused: none added"],
       [{ outdated: 0, existing: 0, unfinished: 2 }, 0, "creation or scale-up: never"],
       [{ maxSurge: 2, unfinished: 3 }, 2, "at most maxSurge"],
@@ -475,6 +471,25 @@ describe("strategy switched mid-rollout", () => {
       cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
       run(cluster, () => assert.ok(disruptedGroups(cluster, 1).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`));
       assert.deepEqual(images(cluster, "llm-1-decode"), ["llm-1-decode-0-0=vllm:v2", "llm-1-decode-0-1=vllm:v2"], `${type}: the surge instance is gone at the end`);
+    }
+  });
+
+  it("a switch to a group strategy while groups serve only through role surge instances re-recorded at a newer update (their pods keep the older label, same role spec): the group rollout keeps its budget (fuzz-2180: every group was taken at once)", () => {
+    for (const type of ["ServingGroupRollingUpdate", "InPlaceUpdate"]) {
+      const cluster = carriedBySurgeInTwoGroups();
+      // A prefill-only update re-records the decode surge instances at its revision; their pods keep the v2 label.
+      cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v3");
+      cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+      apply(cluster, plan(observe(cluster), NOW + 20_000).actions);
+      const update = cluster.modelServing.status.updateRevision;
+      const reRecorded = (cluster.modelServing.status.units ?? []).filter((unit: any) => unit.role === "decode" && unit.instance === 1 && unit.revision === update).map((unit: any) => unit.group);
+      assert.ok(reRecorded.some((group: number) => carriedBySurge(cluster, group) && cluster.pods.get(`llm-${group}-decode-1-0`)?.metadata.labels?.["tandem.dev/revision"] !== update), `${type}: no serving surge instance re-recorded under an older label`);
+      cluster.modelServing.spec.rolloutStrategy = { type, rollingUpdateConfiguration: { maxUnavailable: 1 } };
+      delete cluster.modelServing.spec.template.roles[1].maxSurge;
+      delete cluster.modelServing.spec.template.roles[1].maxUnavailable;
+      cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+      run(cluster, () => assert.ok(disruptedGroups(cluster, 1).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`));
+      assert.ok(images(cluster, "llm-").every((i) => i.endsWith(i.includes("prefill") ? "vllm:v3" : "vllm:v2")), `${type}: ${images(cluster, "llm-").join(" ")}`);
     }
   });
 });

@@ -25,7 +25,7 @@ import { range } from "./health.ts";
 import { compareStrings, getOrCreate } from "./maps.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, resolver } from "./instances.ts";
-import type { CoordinationConfig, Permit, RoleProgress } from "./coordination.ts";
+import type { Permit, RoleProgress } from "./coordination.ts";
 import type { Ineligible } from "./inplace.ts";
 import { groupIneligibility, readProgress } from "./inplace.ts";
 import { startPermits } from "./coordination.ts";
@@ -122,9 +122,13 @@ function belowRolePartition(scratch: Scratch, state: InstanceState): boolean {
   return role !== undefined && state.instance < resolveRoleBudget(role).partition;
 }
 
-/** RoleRollingUpdate: the instance goes back to the revision its live pods run, if it may. */
+/**
+ * RoleRollingUpdate: the instance goes back to the revision its live pods run, if it may: not once
+ * a pod of it is patched in place (its label still names the revision it ran; fuzz-10979: rebuilt
+ * at that label, it was restarted twice and moved back below the partition).
+ */
 function withdrawInstancePermit(scratch: Scratch, state: InstanceState): void {
-  if (!state.replacing || state.running === undefined) return;
+  if (!state.replacing || state.running === undefined || patchedInPlace(state)) return;
   scratch.records.set(recordKey(state), { group: state.group, role: state.role, instance: state.instance, revision: state.running.name });
 }
 
@@ -200,10 +204,10 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const existingSurge = Math.max(0, ...[...model.tree.keys()].map((group) => group + 1 - replicas));
   const unpermitted = outdated.filter((group) => statesOf(probe, group).some((state) => !state.targetsUpdate)).length;
   const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
-  const starved = eligible.some((group) => statesOf(probe, group).some(isStarved));
+  const starved = eligible.some((group) => statesOf(probe, group).some((state) => state.targetsUpdate && isStarved(state)));
   const availableSurge = range(existingSurge).filter((group) => groupAvailable(statesOf(probe, replicas + group), roles));
-  const surgeStarved = range(existingSurge).some((group) => statesOf(probe, replicas + group).some(isStarved));
-  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unpermitted, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, surgeStarved, coordinatorWithholds: false, availableSurge });
+  const firstStarvedSurge = range(existingSurge).find((group) => statesOf(probe, replicas + group).some(isStarved));
+  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, availableSurge, firstStarvedSurge });
   // Below the floor, desired groups below a partition raised mid-rollout may starve too: any desired group counts.
   const floorStarved = !paused && unpermitted === 0 && surgeGroups > 0 && availableBase < replicas - budget.maxUnavailable && range(replicas).some((group) => statesOf(probe, group).some(isStarved));
   if (floorStarved) scratch.waiting.push(starvedMessage(availableBase, replicas, budget, "ServingGroup(s)", surgeGroups));
@@ -293,26 +297,21 @@ export interface SurgeInputs {
   readonly maxSurge: number;
   /** Eligible units not running the update revision (permitted or not). */
   readonly outdated: number;
-  /** Eligible units at an old revision without a permit yet. */
-  readonly unpermitted: number;
   /** Eligible units not yet updated and available. */
   readonly unfinished: number;
   /** Available units among the desired ones (surge excluded). */
   readonly availableBase: number;
   /** replicas − maxUnavailable. */
   readonly floor: number;
-  /** Some eligible unit waits for capacity (a pod the scheduler cannot place). */
-  readonly starved: boolean;
-  /** Some surge unit waits for capacity itself: it holds part of what it needs and serves nothing. */
-  readonly surgeStarved: boolean;
   /**
-   * The coordinator lets no unit start now (maxSkew or a dependency, DESIGN §2.9), and would not
-   * with the surge's progress left out: the old units without a permit wait for the replacements'
-   * progress, not for budget, and not for the surge.
+   * Some eligible unit with its permit (targeting the update revision) waits for capacity (a pod
+   * the scheduler cannot place).
    */
-  readonly coordinatorWithholds: boolean;
+  readonly starved: boolean;
   /** The surge units available now, by surge ordinal (0 is the first surge unit), ascending. */
   readonly availableSurge: readonly number[];
+  /** The lowest surge ordinal with a pod the scheduler cannot place, if any. */
+  readonly firstStarvedSurge: number | undefined;
 }
 
 /**
@@ -320,15 +319,14 @@ export interface SurgeInputs {
  * while replacements start, and existing ones stay as far as the availability floor needs them
  * (the desired units below it may be ineligible: below a partition raised mid-rollout, rebuilt at
  * their recorded revision); only surge that serves now carries the floor. One exception breaks a
- * deadlock: when a replacement cannot be scheduled, surge stays only as far as the floor needs it
- * once every old unit has its permit, or while a surge unit cannot be scheduled either —
- * otherwise a surge unit would hold the very capacity (GPUs) the replacements need, and the
- * rollout would wait forever (the last replacement; or, without gang placement, replacements and
- * a surge unit each placed in part, none able to start: fuzz-faults-53). A surge unit placed whole
- * stays while old units wait for permits: it starts, serves, and frees budget for them — unless
- * the coordinator withholds their permits and every surge unit serves already: serving, it counts
- * as progress already, and budget is not what they wait for (fuzz-coordinated-69). Paused:
- * existing surge stays, none is added.
+ * deadlock: while a unit with its permit (a replacement) cannot be scheduled, surge stays only as
+ * far as the floor needs it, and none is added — otherwise a surge unit would hold the very
+ * capacity (GPUs) the replacement needs, and the rollout would wait forever: also while old units
+ * wait for their permits, whether for budget (fuzz-4145: their budget is the replacement's), for
+ * the coordinator (fuzz-coordinated-69: maxSkew waits for the replacement's progress), or while
+ * replacements and a surge unit, without gang placement, each hold part of what they need
+ * (fuzz-faults-53). Nor is there surge beyond a surge unit that waits for capacity itself: one
+ * waits at a time. Paused: existing surge stays, none is added.
  */
 export function surgeCount(inputs: SurgeInputs): number {
   if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
@@ -342,11 +340,11 @@ export function surgeCount(inputs: SurgeInputs): number {
   const serving = inputs.availableSurge;
   const kept = Math.min(serving.length, missing);
   const forFloor = kept === 0 ? 0 : Math.min(inputs.existing, (serving[kept - 1] ?? 0) + 1);
-  // Whether the surge may still bring an old unit its permit: by serving (budget for the role's
-  // floor, and progress the coordinator counts), so only while some surge unit has yet to serve
-  // when the coordinator is what withholds the permits.
-  const surgeHelps = inputs.unpermitted > 0 && !inputs.surgeStarved && !(inputs.coordinatorWithholds && serving.length >= inputs.existing);
-  if (!inputs.starved || surgeHelps) return Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor);
+  // No surge unit beyond one that waits for capacity: without gang placement, two surge units can
+  // each hold part of what they need and neither start (fuzz-faults-53 with router traffic: room
+  // for one surge group, maxSurge 2). The first one waits alone; the rest come once it is placed.
+  const beyondStarved = inputs.firstStarvedSurge === undefined ? Number.POSITIVE_INFINITY : Math.max(inputs.firstStarvedSurge + 1, forFloor);
+  if (!inputs.starved) return Math.min(Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor), beyondStarved);
   // Starved: a surge unit still starting would keep the capacity the replacements wait for as long
   // as they wait, below the floor (a deadlock); only the floor's surge stays.
   return forFloor;
@@ -399,11 +397,11 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
       continue;
     }
     const states = before[group] ?? [];
-    const { permits, withheld } = coordinationPermits(scratch, states);
+    const permits = coordinationPermits(scratch, states);
     let groupDisrupted = !groupAvailable(states, spec.template.roles);
     for (const role of spec.template.roles) {
       // A group already disrupted (before or by an earlier role in this plan) costs no more budget.
-      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name), coordinatorWithholds: withheld.has(role.name) };
+      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name) };
       const result = planRoleInGroup(scratch, group, role, states, limits);
       if (result.surge > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, result.surge);
       if (result.disruptedGroup && !groupDisrupted) {
@@ -567,26 +565,18 @@ function heldSurgeCount(scratch: Scratch, group: number, role: Role): number {
   return count;
 }
 
-/**
- * Start permits of the coordinated roles of one group (empty without coordination), and the roles
- * whose old instances the coordinator holds back (no start now, no swap for surge) and would hold
- * back all the same were their surge's progress not counted: surge can bring those no permit
- * (`SurgeInputs.coordinatorWithholds`).
- */
-function coordinationPermits(scratch: Scratch, states: readonly InstanceState[]): { permits: Map<string, Permit>; withheld: Set<string> } {
+/** Start permits of the coordinated roles of one group (an empty map without coordination). */
+function coordinationPermits(scratch: Scratch, states: readonly InstanceState[]): Map<string, Permit> {
   const { model } = scratch;
   const coordination = model.ms.spec.rolloutStrategy.coordination;
-  if (coordination === undefined) return { permits: new Map(), withheld: new Set() };
+  if (coordination === undefined) return new Map();
   const listed = coordination.roles ?? [];
   const participants = model.ms.spec.template.roles.filter((role) => listed.length === 0 || listed.includes(role.name));
-  // Per role, the new Ready capacity without surge (`withheldWithoutSurge`).
-  const readyDesired = new Map<string, number>();
   const progress = participants.map((role): RoleProgress => {
     const mine = states.filter((state) => state.role === role.name);
     const partition = resolveRoleBudget(role).partition;
     const eligible = mine.filter((state) => state.instance >= partition && state.instance < role.replicas);
     const newReady = (state: InstanceState) => state.atUpdate && state.available;
-    readyDesired.set(role.name, eligible.filter(newReady).length);
     return {
       role: role.name,
       eligible: eligible.length,
@@ -601,31 +591,12 @@ function coordinationPermits(scratch: Scratch, states: readonly InstanceState[])
     };
   });
   const dependsOn = new Map((coordination.dependencies ?? []).map((dependency) => [dependency.role, dependency.dependsOn]));
-  const config = { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn };
-  const permits = startPermits(progress, config);
+  const permits = startPermits(progress, { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn });
   for (const [role, permit] of permits) {
     if (permit.blocked && permit.reason !== undefined) scratch.blocked.push(permit.reason);
     else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true) scratch.waiting.push(`group ${states[0]?.group ?? "?"} role ${role}: ${permit.reason}`);
   }
-  return { permits, withheld: withheldWithoutSurge(progress, config, permits, readyDesired) };
-}
-
-/**
- * The roles whose old instances get no start and no swap for surge now, and would get none with
- * their surge's progress left out (`readyDesired`: their new Ready capacity without surge). Judged
- * with the surge left out, the answer stays the same once that surge is gone: a surge that yields
- * for it is not wanted back at once (a churn the surge's own progress would cause).
- */
-function withheldWithoutSurge(progress: readonly RoleProgress[], config: CoordinationConfig, permits: ReadonlyMap<string, Permit>, readyDesired: ReadonlyMap<string, number>): Set<string> {
-  const withheld = new Set<string>();
-  for (const role of progress) {
-    const permit = permits.get(role.role);
-    if (permit === undefined || permit.quota > 0 || permit.fullProgress) continue;
-    const readyNew = readyDesired.get(role.role) ?? 0;
-    const without = readyNew === role.readyNew ? permit : startPermits(progress.map((other) => (other === role ? { ...role, readyNew } : other)), config).get(role.role);
-    if (without !== undefined && without.quota <= 0 && !without.fullProgress) withheld.add(role.role);
-  }
-  return withheld;
+  return permits;
 }
 
 interface RoleLimits {
@@ -634,8 +605,6 @@ interface RoleLimits {
   readonly mayDisrupt: () => boolean;
   /** The coordinator's permit for this role, when it takes part in a coordination. */
   readonly permit: Permit | undefined;
-  /** The coordinator holds the role's old instances back, its surge aside (`coordinationPermits`). */
-  readonly coordinatorWithholds: boolean;
 }
 
 /**
@@ -656,7 +625,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
     quota -= granted;
     return granted;
   };
-  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt, coordinatorWithholds: limits.coordinatorWithholds });
+  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt });
   const { surge } = planned;
   if (limits.paused) return { surge, disruptedGroup: planned.disruptedGroup };
   // Surge instances scaled down now are no capacity to retire against.
@@ -709,27 +678,27 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
     if (!state.available || !state.atUpdate) unfinished += 1;
     if (!state.targetsUpdate) unpermitted += 1;
     if (!state.atUpdate) outdated += 1;
-    if (isStarved(state)) starved = true;
+    if (state.targetsUpdate && isStarved(state)) starved = true;
   }
   let availableBase = 0;
   // `states` come in ordinal order, so the surge ordinals do too.
   const availableSurge: number[] = [];
   // Any desired instance, below the partition too (`starvedMessage`).
   let starvedDesired = false;
-  let surgeStarved = false;
+  let firstStarvedSurge: number | undefined;
   for (const state of states) {
     const desired = state.instance < role.replicas;
     if (desired && state.available) availableBase += 1;
     else if (state.available) availableSurge.push(state.instance - role.replicas);
     if (isStarved(state)) {
       if (desired) starvedDesired = true;
-      else surgeStarved = true;
+      else firstStarvedSurge ??= state.instance - role.replicas;
     }
   }
   const floor = roleFloor(role);
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
-  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unpermitted, unfinished, availableBase, floor, starved, surgeStarved, coordinatorWithholds: limits.coordinatorWithholds, availableSurge });
+  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unfinished, availableBase, floor, starved, availableSurge, firstStarvedSurge });
   if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0) scratch.waiting.push(`group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`);
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
@@ -748,7 +717,7 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   return { surge, disruptedGroup };
 }
 
-interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt" | "coordinatorWithholds"> {
+interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt"> {
   /** How many of `wanted` new surge instances may start now. */
   readonly grant: (wanted: number) => number;
 }

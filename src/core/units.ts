@@ -6,7 +6,11 @@ import type { UnitRecord } from "../api/schema.ts";
 import { getOrCreate } from "./maps.ts";
 
 /** The recorded revision of instance `(group, role, instance)`: its own record, else its group's. */
-export type RecordedRevision = (group: number, role: string, instance: number) => string | undefined;
+export interface RecordedRevision {
+  (group: number, role: string, instance: number): string | undefined;
+  /** The instance's own record only (a RoleRollingUpdate's), not its group's. */
+  readonly own: (group: number, role: string, instance: number) => string | undefined;
+}
 
 /**
  * Indexes `units` once for `RecordedRevision` look-ups. Where records repeat, an instance's first
@@ -22,8 +26,6 @@ export function recordedRevisions(units: readonly UnitRecord[]): RecordedRevisio
       if (!instances.has(record.instance)) instances.set(record.instance, record.revision);
     }
   }
-  return (group, role, instance) => {
-    const records = groups.get(group);
-    return records?.instances.get(role)?.get(instance) ?? records?.revision;
-  };
+  const own = (group: number, role: string, instance: number) => groups.get(group)?.instances.get(role)?.get(instance);
+  return Object.assign((group: number, role: string, instance: number) => own(group, role, instance) ?? groups.get(group)?.revision, { own });
 }

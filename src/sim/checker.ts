@@ -11,23 +11,25 @@
  *   a barrier);
  * - only outside a fault window: `failNode`, `recoverNode` and `deletePods` open one, and it
  *   closes at the first instant no crashed node still holds a pod (`faultActive`: until then the
- *   failure has not fully shown), every pod the scenario deleted has been answered (`podsDeleted`:
- *   until then the controller may not have seen the loss, and the recovery it starts is the
- *   fault's) and every ModelServing has all its desired groups available again, counting only
- *   instances within the surge limits (failures the scenario injects are not the rollout's to
- *   budget, and the controller may act on a view that does not show the fault yet: an instance it
- *   is bound to scale down does not end one);
+ *   failure has not fully shown), every ModelServing has all its desired groups available
+ *   again, counting only instances within the surge limits, and every instance the faults hit (a
+ *   deleted pod's, a crashed node's pods') is available again or, not desired, gone (`hitRecovered`;
+ *   failures the scenario injects are not the rollout's to budget, and the controller may act on
+ *   a view that does not show the fault yet: an instance it is bound to scale down does not end
+ *   one; nor does capacity standing in for the instance hit, which may have been down already — a
+ *   replacement still starting — so that nothing looks unavailable until the controller applies
+ *   its recovery policy, under ServingGroupRecreate to the whole group);
  * - `roleBudget` under RoleRollingUpdate only: the group strategies replace whole groups, so
  *   their disruption is counted by `groupBudget`;
  * - only over units that had been available for the current shape (role replica counts): a group
  *   or role still being created or scaled up is not "disrupted";
  * - from what was under way when the budgets themselves changed (`budgetKey`: the strategy, the
- *   group maxUnavailable or a role's floor, e.g. a lower maxUnavailable, a switch to
- *   RoleRollingUpdate, a scale that lowers a percentage): the disruptions then are tolerated until
- *   they recover (`UnderWay`, `trackUnderWay`), any new one is judged against the new budget. The
- *   record is taken at the first check that sees the change; a controller that reacted in that
- *   same instant would have its own disruptions counted as under way — not possible while the
- *   informer lag is above zero, as it is in every scenario.
+ *   group floor or maxUnavailable or a role's floor, e.g. a lower maxUnavailable, a switch to
+ *   RoleRollingUpdate, a scale of the groups or one that lowers a percentage): the disruptions
+ *   then are tolerated until they recover (`UnderWay`, `trackUnderWay`), any new one is judged
+ *   against the new budget. The record is taken at the first check that sees the change; a
+ *   controller that reacted in that same instant would have its own disruptions counted as under
+ *   way — not possible while the informer lag is above zero, as it is in every scenario.
  *
  * `surgeBound` is judged only when the stored status is for the current generation (the
  * controller has seen the spec it is held to). The pods beyond the surge limits when those change
@@ -58,7 +60,7 @@ import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { resolveGroupBudget, roleFloor } from "../api/budgets.ts";
-import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINING, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import {
   INVARIANT_NAMES,
   drainViolation,
@@ -69,6 +71,7 @@ import {
   groupAvailable,
   groupBudget,
   ofCountKey,
+  placePod,
   revisionMismatch,
   roleBudget,
   sameComparedSpec,
@@ -218,8 +221,8 @@ export class InvariantChecker {
   #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = { stored: [], byOwner: new Map() };
   #lastResourceVersion = "";
   #faultOpen = false;
-  /** Pods the scenario deleted that are not answered yet (`podsDeleted`). */
-  #deleted: KubeObject[] = [];
+  /** The instances the faults of the open window hit, by ModelServing uid (see `faultInjected`). */
+  #faultHit: { readonly uid: string; readonly id: PlacedPod["id"] }[] = [];
   /** `drainHonoured` violations found in pod writes since the last check. */
   #undrained: string[] = [];
 
@@ -232,20 +235,18 @@ export class InvariantChecker {
     if (epochNowMs !== undefined) server.onCommit("Pod", (before, after) => { this.#judgeDrain(before as unknown as Pod | undefined, after as unknown as Pod | undefined, epochNowMs()); });
   }
 
-  /** A fault was injected now: budgets are not judged until everything is available again. */
-  faultInjected(): void {
-    this.#faultOpen = true;
-  }
-
   /**
-   * The scenario deleted `pods` (as they were before): the fault window stays open until each is
-   * answered (`deletionAnswered`). A pod whose loss leaves every group available (a pod of an
-   * instance still starting, or of a surge instance) still ends in a recovery the controller starts
-   * only once it sees the loss — under ServingGroupRecreate the whole group is rebuilt, which takes
-   * down instances that served (fuzz-faults-coordinated-235).
+   * A fault was injected now, hitting the pods `hit` (as stored before it): budgets are not judged
+   * until everything is available again, the instances of those pods included.
    */
-  podsDeleted(pods: readonly KubeObject[]): void {
-    this.#deleted.push(...pods);
+  faultInjected(hit: readonly Pod[] = []): void {
+    this.#faultOpen = true;
+    for (const { ms } of this.#sync().subjects) {
+      for (const pod of hit) {
+        const placed = placePod(ms, pod);
+        if (placed !== undefined) this.#faultHit.push({ uid: ms.metadata.uid ?? "", id: placed.id });
+      }
+    }
   }
 
   /** Evaluates every invariant at the current instant (nothing to do when nothing was committed). */
@@ -259,7 +260,10 @@ export class InvariantChecker {
     add("noDuplicatePods", this.#claims.violations(() => this.#storedPods()));
     add("drainHonoured", this.#undrained);
     this.#undrained = [];
-    if (this.#faultOpen && !this.#faultActive() && this.#deletionsAnswered() && subjects.every(allGroupsAvailable)) this.#faultOpen = false;
+    if (this.#faultOpen && !this.#faultActive() && subjects.every(allGroupsAvailable) && this.#faultHit.every((hit) => hitRecovered(subjects, hit))) {
+      this.#faultOpen = false;
+      this.#faultHit = [];
+    }
     for (const subject of subjects) this.#checkSubject(subject, add);
     for (const [name, messages] of found) this.#tally(name, messages);
   }
@@ -412,14 +416,6 @@ export class InvariantChecker {
     return this.#synced;
   }
 
-  /** Whether every pod the scenario deleted has been answered; forgets those that have. */
-  #deletionsAnswered(): boolean {
-    if (this.#deleted.length === 0) return true;
-    const pods = this.#storedPods();
-    this.#deleted = this.#deleted.filter((deleted) => !deletionAnswered(deleted, pods));
-    return this.#deleted.length === 0;
-  }
-
   /** Every stored pod, in stored order (a listing: read only when an answer needs all pods). */
   #storedPods(): readonly Pod[] {
     return this.#server.stored("Pod") as unknown as Pod[];
@@ -507,27 +503,6 @@ function sameIdentity(a: PlacedPod["id"], b: PlacedPod["id"]): boolean {
 }
 
 /**
- * Whether the controller has answered the deletion of `deleted` among the stored `pods`: its slot
- * holds another pod (refilled, or rebuilt with its instance or group), or no pod of its instance
- * stands any more (the instance removed, or its pods being deleted for a rebuild). Until then it
- * may not have seen the loss.
- */
-function deletionAnswered(deleted: KubeObject, pods: readonly Pod[]): boolean {
-  const { namespace, name, uid, labels = {} } = deleted.metadata;
-  let standing = false;
-  for (const pod of pods) {
-    const meta = pod.metadata;
-    if (meta.deletionTimestamp !== undefined || meta.namespace !== namespace) continue;
-    if (meta.name === name && meta.uid !== uid) return true;
-    if (INSTANCE_LABELS.every((key) => meta.labels?.[key] === labels[key])) standing = true;
-  }
-  return !standing;
-}
-
-/** The labels that together name an instance: its ModelServing, group, and role-and-ordinal. */
-const INSTANCE_LABELS = [LABEL_MODEL_SERVING, LABEL_GROUP, LABEL_INSTANCE] as const;
-
-/**
  * Every desired group is available, counting only the capacity the spec lets the controller keep
  * (`keptCounts`): a group that only an instance beyond the surge limits keeps available (above a
  * role's count lowered in the instant of the fault) is still down, as the controller sees it once
@@ -537,6 +512,21 @@ function allGroupsAvailable({ ms, index }: Subject): boolean {
   const counts = index.keptCounts();
   for (let group = 0; group < ms.spec.replicas; group++) if (!groupAvailable(ms, group, counts)) return false;
   return true;
+}
+
+/**
+ * Whether the instance `id` of the ModelServing `uid`, hit by a fault, is back: available again,
+ * or, when it is not desired (its group or role scaled below it or removed, a surge instance), not
+ * rebuilt: no pod of it is stored (the pods the fault hit are gone, so the controller has seen it).
+ */
+function hitRecovered(subjects: readonly Subject[], { uid, id }: { readonly uid: string; readonly id: PlacedPod["id"] }): boolean {
+  const subject = subjects.find(({ ms }) => ms.metadata.uid === uid);
+  if (subject === undefined) return true;
+  const { ms, index } = subject;
+  const { available, stored } = index.instance(id.group, id.role, id.instance);
+  if (available) return true;
+  const role = ms.spec.template.roles.find((each) => each.name === id.role);
+  return !stored && (id.group >= ms.spec.replicas || role === undefined || id.instance >= role.replicas);
 }
 
 /**
@@ -560,12 +550,14 @@ const NOTHING_ESTABLISHED: EstablishedUnits = { groups: new Set(), roles: new Se
 
 /**
  * What the budgets of `ms` are, as far as the checker judges them: the strategy (`roleBudget` is
- * judged under RoleRollingUpdate only), the group `maxUnavailable` and each role's floor, all
- * resolved. Two specs with the same key judge the same counts alike.
+ * judged under RoleRollingUpdate only), the number of groups and the group `maxUnavailable` (the
+ * group floor, `replicas − maxUnavailable`, that `groupBudget` counts available groups against:
+ * a scale-up raises it under disruptions begun below it), and each role's floor, all resolved.
+ * Two specs with the same key judge the same counts alike.
  */
 function budgetKey(ms: ModelServing): string {
   const floors = ms.spec.template.roles.map((role) => `${role.name}:${roleFloor(role)}`);
-  return `${ms.spec.rolloutStrategy.type} ${resolveGroupBudget(ms.spec).maxUnavailable} ${floors.join(",")}`;
+  return `${ms.spec.rolloutStrategy.type} ${ms.spec.replicas} ${resolveGroupBudget(ms.spec).maxUnavailable} ${floors.join(",")}`;
 }
 
 /**

@@ -21,6 +21,7 @@
  * **The run stops at the first failed step** (later steps would start from an unknown state); the
  * report lists the steps that ran. Total simulated time is bounded by `MAX_SIMULATED_SECONDS`.
  */
+import type { Pod } from "../api/kube.ts";
 import type { Clock, JsonObject, KubeObject, ObjectRef } from "../engine/ports.ts";
 import { isApiError } from "../engine/ports.ts";
 import { Controller } from "../engine/controller.ts";
@@ -248,9 +249,9 @@ class ScenarioRun {
   async #deletePods(selector: string, count: number): Promise<StepOutcome> {
     // The window opens before the deletions: they are not the controller's (`drainHonoured`).
     this.#checker.faultInjected();
-    const matching = this.#cluster.server.list("Pod", { labelSelector: selector }).items;
+    const before = this.#cluster.server.list("Pod", { labelSelector: selector }).items as unknown as Pod[];
     const names = await this.#cluster.deletePods(selector, count);
-    this.#checker.podsDeleted(matching.filter((pod) => names.includes(pod.metadata.name)));
+    this.#checker.faultInjected(before.filter((pod) => names.includes(pod.metadata.name)));
     if (names.length === 0) return { ok: false, message: `no pod matches "${selector}" (not already being deleted)` };
     return { ok: true, message: `deleted ${names.join(", ")}` };
   }
@@ -260,9 +261,10 @@ class ScenarioRun {
       const nodes = this.#cluster.server.stored("Node").map((node) => node.metadata.name);
       return { ok: false, message: `no node ${name}; nodes are ${nodes.join(", ")}` };
     }
+    const hit = kind === "failNode" ? (this.#cluster.server.stored("Pod") as unknown as Pod[]).filter((pod) => pod.spec.nodeName === name) : [];
     if (kind === "failNode") this.#cluster.failNode(name);
     else this.#cluster.recoverNode(name);
-    this.#checker.faultInjected();
+    this.#checker.faultInjected(hit);
     return { ok: true, message: kind === "failNode" ? `node ${name} crashed` : `node ${name} recovered` };
   }
 

@@ -216,6 +216,16 @@ export class SubjectIndex {
     return counts;
   }
 
+  /**
+   * Whether the instance `(group, role, instance)` is available now (`instanceAvailable`), and
+   * whether any pod of it is stored (terminating ones too).
+   */
+  instance(group: number, role: string, instance: number): { readonly available: boolean; readonly stored: boolean } {
+    this.#flush();
+    const unit = this.#units.get(group)?.get(role)?.get(instance);
+    return { available: unit?.available ?? false, stored: (unit?.pods.length ?? 0) > 0 };
+  }
+
   /** `surgeBound` of the pods now, those whose uid is in `tolerated` left out. */
   surgeBound(tolerated: ReadonlySet<string> = NO_UIDS): string[] {
     if (this.#surging.size === 0) return [];
