@@ -56,7 +56,8 @@
  *   surge units had taken its GPUs for good; found with faults too (a node outage, then
  *   replacements and a surge group each placed in part without gang placement), and with
  *   coordination (a serving surge decode kept for an old decode whose permit maxSkew withheld
- *   until the starved replacement progressed).
+ *   until the starved replacement progressed). GPUs are one pool: a replacement starved in one
+ *   group frees the surge of every group (`starvedAnywhere`).
  * - A role partition raised (by a switch from InPlaceUpdate to RoleRollingUpdate) over instances
  *   already patched in place: they finish at their record (`withdrawInstancePermit`), not rebuilt
  *   at the revision their label still names.
@@ -121,6 +122,7 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "partition-raised-over-group-moved-in-part.json": "a group partition raised (with router traffic) over a group whose prefill is already rebuilt at the update revision while its decode still drains (hand-made, not fuzz-found)",
   "surge-group-placed-in-part-after-node-outage.json": "a tight cluster, ServingGroupRollingUpdate maxUnavailable 2 maxSurge 1: a node outage, then a new image as it recovers; two replacements and the surge group each get 2 of 3 GPUs (fuzz-faults-53)",
   "pod-of-starting-instance-deleted-group-recreated.json": "ServingGroupRecreate, RoleRollingUpdate with coordination: a pod of a decode replacement still starting is deleted, with a decode scale-up and new image in the same instant, while surge decode serves; group 0 is rebuilt whole (fuzz-faults-coordinated-235)",
+  "surge-in-one-group-starves-replacement-in-another.json": "an exactly full cluster, RoleRollingUpdate with prefill maxSurge 2 and coordination, after a node outage and pod deletions: serving prefill surge in groups 1-2 held the GPUs group 3's permitted replacements waited for (fuzz-faults-coordinated-34)",
   "coordinated-surge-serving-while-replacement-starves.json": "a full cluster (12 GPUs), RoleRollingUpdate, decode maxSurge 1 with maxSkew 25% and decode dependsOn prefill: the decode replacements starve (gang of 2) while a surge decode serves and the old decode waits for the skew quota (fuzz-coordinated-69)",
   "pod-deleted-from-starting-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate: a pod deleted from a decode instance whose replacement still starts, its group kept available by a surge instance; the controller recreates the whole group, prefill included (fuzz-811)",
   "pod-deleted-from-starting-replacement-group-recreate-workers.json": "as above, the deleted pod a worker of a prefill instance still starting (fuzz-771, failed only at scenario seed 2)",

@@ -390,6 +390,8 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   holdSurge(scratch, stored, resolve);
   const probe = surgeAtUpdate(scratch, stored);
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
+  // GPUs are one pool: a replacement waiting for capacity in one group is starved by surge in any.
+  const starvedAnywhere = before.some((states) => states.some((state) => state.targetsUpdate && isStarved(state) && state.instance < (model.roles.get(state.role)?.replicas ?? 0)));
   let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
   for (const group of range(spec.replicas).reverse()) {
     if (group < groupBudget.partition) {
@@ -401,7 +403,7 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
     let groupDisrupted = !groupAvailable(states, spec.template.roles);
     for (const role of spec.template.roles) {
       // A group already disrupted (before or by an earlier role in this plan) costs no more budget.
-      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name) };
+      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name), starvedAnywhere };
       const result = planRoleInGroup(scratch, group, role, states, limits);
       if (result.surge > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, result.surge);
       if (result.disruptedGroup && !groupDisrupted) {
@@ -605,6 +607,8 @@ interface RoleLimits {
   readonly mayDisrupt: () => boolean;
   /** The coordinator's permit for this role, when it takes part in a coordination. */
   readonly permit: Permit | undefined;
+  /** A desired unit with its permit, in any group, waits for capacity (see `surgeCount`). */
+  readonly starvedAnywhere: boolean;
 }
 
 /**
@@ -625,7 +629,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
     quota -= granted;
     return granted;
   };
-  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt });
+  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt, starvedAnywhere: limits.starvedAnywhere });
   const { surge } = planned;
   if (limits.paused) return { surge, disruptedGroup: planned.disruptedGroup };
   // Surge instances scaled down now are no capacity to retire against.
@@ -673,13 +677,13 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   let unfinished = 0;
   let unpermitted = 0;
   let outdated = 0;
-  let starved = false;
   for (const state of eligible) {
     if (!state.available || !state.atUpdate) unfinished += 1;
     if (!state.targetsUpdate) unpermitted += 1;
     if (!state.atUpdate) outdated += 1;
-    if (state.targetsUpdate && isStarved(state)) starved = true;
   }
+  // Any group's starved replacement counts: the surge of this one may hold its GPUs.
+  const starved = limits.starvedAnywhere;
   let availableBase = 0;
   // `states` come in ordinal order, so the surge ordinals do too.
   const availableSurge: number[] = [];
@@ -717,7 +721,7 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   return { surge, disruptedGroup };
 }
 
-interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt"> {
+interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt" | "starvedAnywhere"> {
   /** How many of `wanted` new surge instances may start now. */
   readonly grant: (wanted: number) => number;
 }
