@@ -15,7 +15,7 @@
 import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
-import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, SERVING_GATE, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
 import { DRAINING_REASON } from "./drain.ts";
 import { drainingSinceMs, isDrained, isPodReady, isTerminating, podCondition } from "./health.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";

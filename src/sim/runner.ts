@@ -169,7 +169,7 @@ class ScenarioRun {
     const { faults } = this.#cluster.server;
     const share = percent / 4;
     for (const [error, applied] of [["Conflict", false], ["ServerError", false], ["Timeout", false], ["Timeout", true]] as const) {
-      // Hundredths of a percent, so the four rules add up to `percent` exactly.
+      // In hundredths of a percent: the four rules add up to `percent` for any whole percent.
       faults.failWithChance({ client: "controller" }, Math.round(share * 100), 10_000, { error, applied, stream: `chaos-${error}-${String(applied)}` });
     }
   }
