@@ -14,6 +14,15 @@
  *   condition Progressing stays True and says so (`partitionHold`), instead of "Converged".
  * - A dependency whose every instance is below its role partition gets no new capacity, so its
  *   dependents wait at the dependency gate: Progressing says which partition to lower.
+ *
+ * Rollouts the plain scenario fuzz found waiting for capacity that only more of it ends; the
+ * status says so, and the run with that capacity (a node down from the start, back before the
+ * failing wait) completes:
+ * - Groups a scale-up added to a full cluster cannot be scheduled and take the group
+ *   maxUnavailable, so the old groups' instances, which their role budget lets go, wait for the
+ *   group budget: Progressing names the groups that take it and their unschedulable pods.
+ * - Nothing is left to do and desired pods cannot be scheduled (a scale-up beside old, larger
+ *   instances a role partition keeps): Progressing is WaitingForCapacity, not WaitingForPods.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -104,5 +113,58 @@ describe("coordinated rollouts that wait by design, saying why", () => {
     await expectFixed(pinnedFile, (spec) => {
       spec.template.roles[0].partition = 0;
     });
+  });
+});
+
+/**
+ * `file` on one node more, down from the start (past the node monitor's grace period, before
+ * anything is scheduled: the run reaches the same wait) and back before the first RolloutComplete
+ * wait after the last patch (the one that fails): that wait passes.
+ */
+async function expectFixedByCapacity(file: string): Promise<void> {
+  const raw = read(file);
+  const pool = (raw.cluster as { nodes: { name: string; count: number }[] }).nodes[0];
+  assert.ok(pool !== undefined);
+  const node = `${pool.name}-${pool.count}`;
+  pool.count += 1;
+  const lastPatch = raw.steps.findLastIndex((step) => step.patch !== undefined);
+  const waitIndex = raw.steps.findIndex((step, index) => index > lastPatch && step.wait?.for === "RolloutComplete");
+  raw.steps.splice(waitIndex, 0, { wait: { for: "Seconds", timeoutSeconds: 600 } }, { recoverNode: { name: node } });
+  raw.steps.unshift({ failNode: { name: node } }, { advance: { seconds: 120 } });
+  const report = await runScenario(parse(raw));
+  assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+  assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
+}
+
+/** What the simulated scheduler says of a pod that needs one GPU when `nodes` have none free. */
+function noGpu(pod: string, nodes: number): string {
+  return `Pending (Unschedulable: 0/${nodes} nodes are available: pod default/${pod} needs 1 nvidia.com/gpu, at most 0 free on any schedulable node)`;
+}
+
+describe("rollouts that wait for capacity, saying so", () => {
+  const budgetFile = "group-budget-taken-by-scaled-up-groups-without-capacity.json";
+  it(`paused, replicas 2→4 in a full cluster, then an update: groups 0–1 wait for the group budget groups 2–3 take; with capacity it completes (fuzz-4921, ${budgetFile})`, async () => {
+    const conditions = await expectWait(budgetFile);
+    const progressing = conditions.get("Progressing");
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
+    assert.equal(
+      progressing?.message,
+      "group(s) 0, 1 role decode: waiting for the group budget (rollingUpdateConfiguration.maxUnavailable 1), taken by group(s) 2, 3; 4 pod(s) of group(s) 2, 3 cannot be scheduled: add capacity for them. " +
+        `Not Ready: decode-0 of group 2: m-2-decode-0-0 ${noGpu("m-2-decode-0-0", 2)}; decode-1 of group 2: m-2-decode-1-0 ${noGpu("m-2-decode-1-0", 2)}; decode-0 of group 3: m-3-decode-0-0 ${noGpu("m-3-decode-0-0", 2)}.`,
+    );
+    await expectFixedByCapacity(budgetFile);
+  });
+
+  const scaleFile = "scale-up-beside-partition-kept-instances-beyond-capacity.json";
+  it(`decode 1→3 per group beside decode-0 kept at its 2-pod revision by partition 1 (16 GPUs of 12): WaitingForCapacity; with capacity it completes (fuzz-10975, ${scaleFile})`, async () => {
+    const conditions = await expectWait(scaleFile);
+    const progressing = conditions.get("Progressing");
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "WaitingForCapacity"]);
+    assert.equal(
+      progressing?.message,
+      "4 pod(s) cannot be scheduled and nothing left to do frees room for them: " +
+        `decode-1 of group 2: m-2-decode-1-0 ${noGpu("m-2-decode-1-0", 3)}; decode-2 of group 2: m-2-decode-2-0 ${noGpu("m-2-decode-2-0", 3)}; decode-1 of group 3: m-3-decode-1-0 ${noGpu("m-3-decode-1-0", 3)}; and 1 more instance(s). Add capacity for them.`,
+    );
+    await expectFixedByCapacity(scaleFile);
   });
 });

@@ -375,6 +375,26 @@ function starvedMessage(availableBase: number, desired: number, budget: Resolved
   return `${availableBase} of ${desired} desired ${unit} available with maxUnavailable ${budget.maxUnavailable}: the rest wait for capacity while ${surge} surge ${unit} carry the floor, and scaling those down would break the budget; add capacity or raise maxUnavailable`;
 }
 
+/**
+ * Why a role instance its role budget lets go waits: replacing it would disrupt its group, and
+ * the group maxUnavailable is taken by the groups `disrupted` (unavailable before this plan, or
+ * disrupted by it). Naming only the role budget, as before, read as if the wait would end by
+ * itself (fuzz-4921: groups a scale-up added to a full cluster took the budget, and their pods
+ * could never be scheduled). When some of those groups wait for pods the scheduler cannot place,
+ * the message counts those pods and asks for capacity (there, a larger maxUnavailable only moved
+ * the wait: the old instances it let go freed GPUs that those pods took, and their replacements
+ * waited in turn). `before` are the groups' states at the start of the plan.
+ */
+function groupBudgetMessage(disrupted: readonly number[], before: readonly (readonly InstanceState[])[], maxUnavailable: number): string {
+  const holders = [...disrupted].sort((a, b) => a - b);
+  const unschedulableByGroup = holders.map((group) => (before[group] ?? []).reduce((sum, state) => sum + state.health.live.filter((view) => view.facts.unschedulable).length, 0));
+  const starved = holders.filter((_group, index) => (unschedulableByGroup[index] ?? 0) > 0);
+  const unschedulable = unschedulableByGroup.reduce((sum, pods) => sum + pods, 0);
+  const taken = `waiting for the group budget (rollingUpdateConfiguration.maxUnavailable ${maxUnavailable}), taken by group(s) ${holders.join(", ")}`;
+  if (starved.length === 0) return `${taken} until they are available again`;
+  return `${taken}; ${unschedulable} pod(s) of group(s) ${starved.join(", ")} cannot be scheduled: add capacity for them`;
+}
+
 /** RoleRollingUpdate: instances of changed roles, role budgets within each group, group disruption budget. */
 function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const { model, revisions } = scratch;
@@ -392,7 +412,11 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
   // GPUs are one pool: a replacement waiting for capacity in one group is starved by surge in any.
   const starvedAnywhere = before.some((states) => states.some((state) => state.targetsUpdate && isStarved(state) && state.instance < (model.roles.get(state.role)?.replicas ?? 0)));
-  let disrupted = before.filter((states) => !groupAvailable(states, spec.template.roles)).length;
+  // The groups that take the group budget: unavailable before this plan, or disrupted by it.
+  const disrupted = range(spec.replicas).filter((group) => !groupAvailable(before[group] ?? [], spec.template.roles));
+  // Role → the groups where the group budget stopped it, said once per role after the last group.
+  const budgetStopped = new Map<string, number[]>();
+  const groupBudgetWait = (group: number, role: string) => getOrCreate(budgetStopped, role, (): number[] => []).push(group);
   for (const group of range(spec.replicas).reverse()) {
     if (group < groupBudget.partition) {
       keepSurgeBelowPartition(scratch, group, before[group] ?? [], surgeByGroup);
@@ -403,15 +427,16 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
     let groupDisrupted = !groupAvailable(states, spec.template.roles);
     for (const role of spec.template.roles) {
       // A group already disrupted (before or by an earlier role in this plan) costs no more budget.
-      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted < groupBudget.maxUnavailable, permit: permits.get(role.name), starvedAnywhere };
+      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted.length < groupBudget.maxUnavailable, groupBudgetWait, permit: permits.get(role.name), starvedAnywhere };
       const result = planRoleInGroup(scratch, group, role, states, limits);
       if (result.surge > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, result.surge);
       if (result.disruptedGroup && !groupDisrupted) {
         groupDisrupted = true;
-        disrupted += 1;
+        disrupted.push(group);
       }
     }
   }
+  for (const [role, groups] of budgetStopped) scratch.waiting.push(`group(s) ${groups.sort((a, b) => a - b).join(", ")} role ${role}: ${groupBudgetMessage(disrupted, before, groupBudget.maxUnavailable)}`);
   return surge;
 }
 
@@ -605,6 +630,8 @@ interface RoleLimits {
   readonly paused: boolean;
   /** Whether this role may take its group below desired capacity (the group disruption budget). */
   readonly mayDisrupt: () => boolean;
+  /** Records that `mayDisrupt` said no to `role` in `group` (said in Progressing: `groupBudgetMessage`). */
+  readonly groupBudgetWait: (group: number, role: string) => void;
   /** The coordinator's permit for this role, when it takes part in a coordination. */
   readonly permit: Permit | undefined;
   /** A desired unit with its permit, in any group, waits for capacity (see `surgeCount`). */
@@ -647,7 +674,8 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
       const belowDesired = available - 1 < role.replicas;
       const groupOk = !belowDesired || disruptedGroup || limits.mayDisrupt();
       if (available - 1 < roleFloor(role) || !groupOk) {
-        scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}`);
+        if (available - 1 < roleFloor(role)) scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}`);
+        else limits.groupBudgetWait(group, role.name);
         break;
       }
       if (retirable <= 0) break;

@@ -52,7 +52,7 @@ export function computeStatus(
   const { ms } = model;
   const verdicts = groupVerdicts(model, desired);
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
-  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout, desired)];
+  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout, desired, () => hasTerminatingPod(model))];
   // Each group's coordinator gives its own reasons, often the same ones: each is said once.
   if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", [...new Set(rollout.blocked)]));
   const ineligible = [...rollout.ineligible, ...work.ineligible];
@@ -78,6 +78,12 @@ export function computeStatus(
 /** Some pod of the group is not being deleted. */
 function hasLivePod(roles: ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap<number, PodView>>>): boolean {
   for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (!view.facts.terminating) return true;
+  return false;
+}
+
+/** Some pod of the ModelServing is being deleted (its capacity is about to be free). */
+function hasTerminatingPod(model: Model): boolean {
+  for (const roles of model.tree.values()) for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (view.facts.terminating) return true;
   return false;
 }
 
@@ -161,7 +167,7 @@ const ACTION_PHRASES: Readonly<Partial<Record<Action["type"], string>>> = {
   DeleteService: "deleting Service(s)",
 };
 
-function progressingCondition(work: Work, rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] }, desired: readonly InstanceState[]): ConditionState {
+function progressingCondition(work: Work, rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] }, desired: readonly InstanceState[], terminating: () => boolean): ConditionState {
   const rolloutWaiting = rollout.waiting;
   const counts = new Map<string, number>();
   for (const action of work.actions) {
@@ -176,6 +182,8 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   if (counts.size === 0 && work.recheckAtMs === undefined) {
     // Nothing to write, but pods are not Ready yet: say what they wait for rather than "converged".
     const pending = desired.filter((state) => !state.health.ready && state.health.live.length > 0).slice(0, MAX_LISTED);
+    // Whether a pod is terminating is asked only then: it looks at every pod.
+    if (desired.some((state) => state.health.unschedulable) && !terminating()) return capacityCondition(desired);
     if (pending.length > 0) {
       const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
       return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `Every pod exists; waiting for them to become Ready: ${detail}.` };
@@ -186,6 +194,22 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
+}
+
+/**
+ * Nothing is left to do, no pod is being deleted, and some desired pods cannot be scheduled: no
+ * step of the controller frees room for them, so only capacity (or a spec that asks for less)
+ * ends the wait. "Waiting for them to become Ready", as said before, read as if it would end by
+ * itself (fuzz-10975, fuzz-5636: a scale-up beside old, larger instances a partition keeps;
+ * fuzz-9514 before 3774732: desired instances below a partition starved by the surge standing in
+ * for them).
+ */
+function capacityCondition(desired: readonly InstanceState[]): ConditionState {
+  const starved = desired.filter((state) => state.health.unschedulable);
+  const pods = starved.reduce((sum, state) => sum + state.health.live.filter((view) => view.facts.unschedulable).length, 0);
+  const detail = starved.slice(0, MAX_LISTED).map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
+  const more = starved.length > MAX_LISTED ? `; and ${starved.length - MAX_LISTED} more instance(s)` : "";
+  return { type: "Progressing", status: "True", reason: "WaitingForCapacity", message: `${pods} pod(s) cannot be scheduled and nothing left to do frees room for them: ${detail}${more}. Add capacity for them.` };
 }
 
 /** One line per unreadable revision: why, then the units it pauses (at most a few named). */
