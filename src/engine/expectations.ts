@@ -76,11 +76,15 @@ interface Entry {
   readonly deadlineMs: number;
 }
 
-/** One key's expectations: in the order they were recorded, and by the object each names. */
+/** One key's expectations: in the order they were recorded, and by the name of the object each names. */
 interface KeyEntries {
   readonly inOrder: Set<Entry>;
-  /** The same entries by `refKeyOf` their ref: an event is matched against its object's only. */
-  readonly byRef: Map<string, Set<Entry>>;
+  /**
+   * The same entries by their ref's name (in the order they were recorded): an event is matched
+   * against those of its object only (`refersTo`). By the object's own name string, not a joined
+   * kind/namespace/name key: no key string is built (and hashed) per event.
+   */
+  readonly byName: Map<string, Set<Entry>>;
 }
 
 /** Whether a key may be planned; when not, how long until the next expectation times out. */
@@ -102,7 +106,7 @@ export class Expectations {
 
   /** Records that `key` waits for the cache to show `expectation`. */
   expect(key: string, expectation: Expectation): void {
-    const entries = getOrCreate(this.#byKey, key, (): KeyEntries => ({ inOrder: new Set(), byRef: new Map() }));
+    const entries = getOrCreate(this.#byKey, key, (): KeyEntries => ({ inOrder: new Set(), byName: new Map() }));
     if (entries.inOrder.size >= this.#maxPerKey) {
       const dropped = entries.inOrder.values().next().value;
       if (dropped !== undefined) {
@@ -112,8 +116,7 @@ export class Expectations {
     }
     const entry: Entry = { expectation, deadlineMs: this.#clock.nowMs() + this.#timeoutMs };
     entries.inOrder.add(entry);
-    const { ref } = expectation;
-    getOrCreate(entries.byRef, refKeyOf(ref.kind, ref.namespace, ref.name), () => new Set<Entry>()).add(entry);
+    getOrCreate(entries.byName, expectation.ref.name, () => new Set<Entry>()).add(entry);
   }
 
   /**
@@ -124,10 +127,11 @@ export class Expectations {
     const entries = this.#byKey.get(key);
     if (entries === undefined) return;
     const { object } = event;
-    const ofRef = entries.byRef.get(refKeyOf(object.kind, object.metadata.namespace, object.metadata.name));
-    if (ofRef === undefined) return;
-    for (const entry of ofRef) {
+    const ofName = entries.byName.get(object.metadata.name);
+    if (ofName === undefined) return;
+    for (const entry of ofName) {
       const { expectation } = entry;
+      if (!refersTo(expectation.ref, object)) continue;
       if (expectation.isMet(object) || (event.type === "DELETED" && expectation.isMet(undefined))) removeEntry(entries, entry);
     }
     if (entries.inOrder.size === 0) this.#byKey.delete(key);
@@ -177,14 +181,13 @@ export class Expectations {
 /** Removes `entry` from both of `entries`' views. */
 function removeEntry(entries: KeyEntries, entry: Entry): void {
   entries.inOrder.delete(entry);
-  const { ref } = entry.expectation;
-  const refKey = refKeyOf(ref.kind, ref.namespace, ref.name);
-  const ofRef = entries.byRef.get(refKey);
-  ofRef?.delete(entry);
-  if (ofRef?.size === 0) entries.byRef.delete(refKey);
+  const { name } = entry.expectation.ref;
+  const ofName = entries.byName.get(name);
+  ofName?.delete(entry);
+  if (ofName?.size === 0) entries.byName.delete(name);
 }
 
-/** One string per object: kind, namespace ("" when absent, as for a cluster-scoped object) and name. */
-function refKeyOf(kind: string, namespace: string | undefined, name: string): string {
-  return `${kind}\u0000${namespace ?? ""}\u0000${name}`;
+/** True when `ref` names `object`: the same kind, namespace (absent, as for a cluster-scoped object, counts as "") and name. */
+function refersTo(ref: ObjectRef, object: KubeObject): boolean {
+  return ref.name === object.metadata.name && ref.kind === object.kind && (ref.namespace ?? "") === (object.metadata.namespace ?? "");
 }

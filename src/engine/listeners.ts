@@ -3,7 +3,11 @@
  * Listeners added or removed while notifying take effect from the next notification.
  */
 export class Listeners<T> {
-  readonly #listeners: ((value: T) => void)[] = [];
+  /**
+   * Replaced, never edited, when a listener is added or removed: a notification goes through the
+   * array as it was when it began, with no copy made per notification.
+   */
+  #listeners: readonly ((value: T) => void)[] = [];
   readonly #limit: number;
   readonly #what: string;
 
@@ -16,18 +20,19 @@ export class Listeners<T> {
   /** Adds `listener`; returns a function that removes it. Throws beyond the limit. */
   add(listener: (value: T) => void): () => void {
     if (this.#listeners.length >= this.#limit) throw new Error(`more than ${this.#limit} ${this.#what}`);
-    this.#listeners.push(listener);
+    this.#listeners = [...this.#listeners, listener];
     return () => {
       const index = this.#listeners.indexOf(listener);
-      if (index !== -1) this.#listeners.splice(index, 1);
+      if (index !== -1) this.#listeners = this.#listeners.filter((_, at) => at !== index);
     };
   }
 
   notify(value: T): void {
-    for (const listener of [...this.#listeners]) listener(value);
+    const listeners = this.#listeners;
+    for (let index = 0; index < listeners.length; index++) (listeners[index] as (value: T) => void)(value);
   }
 
   clear(): void {
-    this.#listeners.length = 0;
+    this.#listeners = [];
   }
 }

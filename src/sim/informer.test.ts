@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { WatchEvent } from "../engine/ports.ts";
+import type { KubeObject, WatchEvent } from "../engine/ports.ts";
 import { SimInformer } from "./informer.ts";
 import { aModelServing, aPod, setupServer } from "./test-fixtures.ts";
 
@@ -166,6 +166,45 @@ describe("watch streams", () => {
     }, TypeError);
     assert.deepEqual(informer.get("ModelServing", "default", "m")?.spec, { replicas: 1 });
     assert.deepEqual(setup.server.get(msRef).spec, { replicas: 1 });
+  });
+});
+
+describe("informer list", () => {
+  it("answers an owner's pods in one namespace from its bucket, as filtering the server's pods does", async () => {
+    const setup = setupServer();
+    const informer = new SimInformer(setup.server.client("controller"), setup.clock, { kinds: ["Pod"] });
+    informer.start();
+    const owned = (name: string, owner: string, namespace = "default", labels: Record<string, string> = {}) => {
+      const pod = aPod(name, { "tandem.dev/modelserving": owner, ...labels });
+      return { ...pod, metadata: { ...pod.metadata, namespace } };
+    };
+    await setup.client.create(owned("b", "m", "default", { role: "decode" }));
+    await setup.client.create(owned("a", "m"));
+    await setup.client.create(owned("a", "m", "kube-system"));
+    await setup.client.create(owned("c", "other"));
+    const selections = [
+      { namespace: "default", labelSelector: "tandem.dev/modelserving=m" },
+      { namespace: "kube-system", labelSelector: "tandem.dev/modelserving=m" },
+      { namespace: "", labelSelector: "tandem.dev/modelserving=m" },
+      { labelSelector: "tandem.dev/modelserving=m" },
+      { namespace: "default", labelSelector: "tandem.dev/modelserving=m,role=decode" },
+      { namespace: "default", labelSelector: "tandem.dev/modelserving=gone" },
+    ];
+    const agrees = (when: string) => {
+      for (const options of selections) {
+        const names = (objects: readonly { metadata: { namespace?: string; name: string } }[]) => objects.map((object) => `${object.metadata.namespace ?? ""}/${object.metadata.name}`);
+        assert.deepEqual(names(informer.list("Pod", options)), names(setup.server.list("Pod", options).items), `${when}: ${JSON.stringify(options)}`);
+      }
+    };
+    setup.clock.advance(0);
+    agrees("created");
+    await setup.client.patch({ kind: "Pod", namespace: "default", name: "a" }, { metadata: { labels: { "tandem.dev/modelserving": "other" } } });
+    await setup.client.delete({ kind: "Pod", namespace: "kube-system", name: "a" }, { gracePeriodSeconds: 0 });
+    setup.clock.advance(0);
+    agrees("relabelled and deleted");
+    const listed = informer.list("Pod", selections[0]);
+    listed.push(listed[0] as KubeObject<"Pod">);
+    agrees("after a caller changed a listed array");
   });
 });
 

@@ -14,10 +14,10 @@
  * no copying and no validation: the server validated every object when it was written.
  *
  * **Indexes.** Each kind keeps its objects in (namespace, name) order, maintained on every change,
- * and an index by the `tandem.dev/modelserving` label; a `list` whose selector requires that label
- * to equal one value (the reconciler's `observe`) reads only that bucket. A `list` result is kept
- * per options until the kind next changes, and answered again as a copy. Results are the same as
- * filtering the whole cache.
+ * and an index by namespace and `tandem.dev/modelserving` label; a `list` in one namespace whose
+ * selector requires only that label, to equal one value (the reconciler's `observe`), is that
+ * bucket, read without looking at its objects. A `list` result is kept per options until the kind
+ * next changes, and answered again as a copy. Results are the same as filtering the whole cache.
  */
 import { Listeners } from "../engine/listeners.ts";
 import { KINDS, isApiError } from "../engine/ports.ts";
@@ -27,6 +27,7 @@ import type { LabelSelector } from "../engine/labels.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { SimClient } from "./client.ts";
 import { deepFreeze } from "../core/frozen.ts";
+import { getOrCreate } from "../core/maps.ts";
 import { keyOf } from "./objects.ts";
 import { SortedStore } from "./sorted-store.ts";
 import type { WatchStream } from "./watch.ts";
@@ -47,8 +48,8 @@ const MAX_SUBSCRIBERS = 64;
 interface KindState {
   /** Every cached object, by namespace and name, in that order. */
   readonly cache: SortedStore;
-  /** Cached objects by their `tandem.dev/modelserving` label value. */
-  readonly byOwner: Map<string, SortedStore>;
+  /** Cached objects by namespace (undefined for none), then `tandem.dev/modelserving` label value. */
+  readonly byOwner: Map<string | undefined, Map<string, SortedStore>>;
   /**
    * `list` results by `listKeyOf` its options, until the kind's cache next changes (then all are
    * dropped): a controller lists the same selection again and again between changes.
@@ -105,16 +106,24 @@ export class SimInformer implements ClusterReader {
     const selector = parseSelector(options.labelSelector ?? "");
     const state = this.#state(kind);
     const owner = requiredValue(selector, LABEL_MODEL_SERVING);
-    const candidates = owner === undefined ? state.cache : state.byOwner.get(owner);
-    // Every object in the owner's bucket has the one label such a selector asks for.
-    const everyCandidateMatches = owner !== undefined && selector.requirements.length === 1;
-    const result: KubeObject<K>[] = [];
-    candidates?.forEach((object) => {
-      const inNamespace = options.namespace === undefined || object.metadata.namespace === options.namespace;
-      if (inNamespace && (everyCandidateMatches || matchesSelector(selector, object.metadata.labels))) result.push(object as KubeObject<K>);
-    });
-    state.lists.set(listKey, Object.freeze([...result]));
-    return result;
+    const { namespace } = options;
+    const pinned = owner !== undefined && namespace !== undefined;
+    // The bucket of a pinned namespace and owner holds exactly the objects with both.
+    const candidates = pinned ? state.byOwner.get(namespace)?.get(owner) : state.cache;
+    let result: readonly KubeObject[];
+    if (pinned && selector.requirements.length === 1) {
+      // Frozen, and kept by the bucket until it changes.
+      result = candidates?.values() ?? NO_OBJECTS;
+    } else {
+      const matching: KubeObject[] = [];
+      candidates?.forEach((object) => {
+        const inNamespace = namespace === undefined || object.metadata.namespace === namespace;
+        if (inNamespace && matchesSelector(selector, object.metadata.labels)) matching.push(object);
+      });
+      result = Object.freeze(matching);
+    }
+    state.lists.set(listKey, result);
+    return [...result] as KubeObject<K>[];
   }
 
   subscribe(handler: (event: WatchEvent) => void): () => void {
@@ -190,11 +199,12 @@ export class SimInformer implements ClusterReader {
     const oldOwner = ownerOf(old);
     const newOwner = removed ? undefined : ownerOf(event.object);
     if (oldOwner !== undefined && oldOwner !== newOwner) {
-      const bucket = state.byOwner.get(oldOwner);
+      const buckets = state.byOwner.get(namespace);
+      const bucket = buckets?.get(oldOwner);
       bucket?.delete(namespace, name);
-      if (bucket?.size === 0) state.byOwner.delete(oldOwner);
+      if (bucket?.size === 0) buckets?.delete(oldOwner);
     }
-    if (newOwner !== undefined) bucketOf(state.byOwner, newOwner).set(event.object);
+    if (newOwner !== undefined) bucketOf(state.byOwner, namespace, newOwner).set(event.object);
     this.#subscribers.notify(event);
   }
 }
@@ -208,14 +218,13 @@ function ownerOf(object: KubeObject | undefined): string | undefined {
   return object?.metadata.labels?.[LABEL_MODEL_SERVING];
 }
 
-function bucketOf(buckets: Map<string, SortedStore>, owner: string): SortedStore {
-  let bucket = buckets.get(owner);
-  if (bucket === undefined) {
-    bucket = new SortedStore();
-    buckets.set(owner, bucket);
-  }
-  return bucket;
+function bucketOf(byOwner: KindState["byOwner"], namespace: string | undefined, owner: string): SortedStore {
+  const buckets = getOrCreate(byOwner, namespace, () => new Map<string, SortedStore>());
+  return getOrCreate(buckets, owner, () => new SortedStore());
 }
+
+/** The listing of an owner without a bucket: one frozen, empty array. */
+const NO_OBJECTS: readonly KubeObject[] = Object.freeze([]);
 
 /**
  * The one value `selector` requires label `key` to have (`key=v` or `key in (v)`), or undefined
