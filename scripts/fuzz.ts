@@ -1,9 +1,10 @@
 /**
- * `npm run fuzz -- [--from N] [--count N] [--seeds 1,2] [--faults] [--coordination] [--out DIR]`: runs the random
+ * `npm run fuzz -- [--from N] [--count N] [--seeds 1,2] [--faults] [--coordination] [--crash] [--gang] [--out DIR]`: runs the random
  * scenarios of generator seeds from..from+count-1 (src/sim/fuzz.ts; with `--faults`, the same
  * scenarios with node outages, controller restarts, pod deletions and rollbacks added, run with
  * failing API requests and dropped watches; with `--coordination`, with coordinated role updates
- * now and then), each at every scenario seed given, with
+ * now and then; with `--crash`, with roles moved to crashing images and recovered now and then;
+ * with `--gang`, with a gang policy now and then), each at every scenario seed given, with
  * every invariant checked. Prints one line per failing run (generator seed, scenario seed, the
  * violated invariants with their first message, or the failed step) and writes each failing
  * scenario to DIR (default .cache/fuzz) with its seed, so `tandem simulate DIR/fuzz-N-seed-S.json`
@@ -23,17 +24,19 @@ interface Options {
   readonly seeds: readonly number[];
   readonly faults: boolean;
   readonly coordination: boolean;
+  readonly crash: boolean;
+  readonly gang: boolean;
   readonly out: string;
 }
 
 function options(argv: readonly string[]): Options {
-  const { values } = parseArgs({ args: [...argv], options: { from: { type: "string", default: "1" }, count: { type: "string", default: "100" }, seeds: { type: "string", default: "1,2" }, faults: { type: "boolean", default: false }, coordination: { type: "boolean", default: false }, out: { type: "string", default: ".cache/fuzz" } } });
+  const { values } = parseArgs({ args: [...argv], options: { from: { type: "string", default: "1" }, count: { type: "string", default: "100" }, seeds: { type: "string", default: "1,2" }, faults: { type: "boolean", default: false }, coordination: { type: "boolean", default: false }, crash: { type: "boolean", default: false }, gang: { type: "boolean", default: false }, out: { type: "string", default: ".cache/fuzz" } } });
   const integer = (name: string, text: string): number => {
     const value = Number(text);
     if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name}: "${text}" is not a non-negative integer`);
     return value;
   };
-  return { from: integer("from", values.from), count: integer("count", values.count), seeds: values.seeds.split(",").map((text) => integer("seeds", text)), faults: values.faults, coordination: values.coordination, out: values.out };
+  return { from: integer("from", values.from), count: integer("count", values.count), seeds: values.seeds.split(",").map((text) => integer("seeds", text)), faults: values.faults, coordination: values.coordination, crash: values.crash, gang: values.gang, out: values.out };
 }
 
 /** Runs one generated scenario at one seed; the failure line, or undefined when it passed. */
@@ -48,11 +51,11 @@ async function failure(scenario: Record<string, unknown>, seed: number, faults: 
 }
 
 async function main(): Promise<number> {
-  const { from, count, seeds, faults, coordination, out } = options(process.argv.slice(2));
+  const { from, count, seeds, faults, coordination, crash, gang, out } = options(process.argv.slice(2));
   mkdirSync(out, { recursive: true });
   let failed = 0;
   for (let generatorSeed = from; generatorSeed < from + count; generatorSeed++) {
-    const scenario = fuzzScenario(generatorSeed, { faults, coordination });
+    const scenario = fuzzScenario(generatorSeed, { faults, coordination, crash, gang });
     for (const seed of seeds) {
       const message = await failure(scenario, seed, faults);
       if (message === undefined) continue;
@@ -60,7 +63,7 @@ async function main(): Promise<number> {
       const file = join(out, `${String(scenario["name"])}-seed-${seed}.json`);
       writeFileSync(file, `${JSON.stringify({ ...scenario, seed })}\n`);
       // A scenario file cannot hold the API and watch faults: the fuzz replays those runs exactly.
-      const flags = coordination ? "--faults --coordination" : "--faults";
+      const flags = ["--faults", ...(coordination ? ["--coordination"] : []), ...(crash ? ["--crash"] : []), ...(gang ? ["--gang"] : [])].join(" ");
       const replay = faults ? `npm run fuzz -- ${flags} --from ${generatorSeed} --count 1 --seeds ${seed} (${file} without API faults: tandem simulate)` : `tandem simulate ${file}`;
       console.log(`${String(scenario["name"])} seed ${seed}: ${message}\n  replay: ${replay}`);
     }

@@ -61,6 +61,16 @@
  * - A role partition raised (by a switch from InPlaceUpdate to RoleRollingUpdate) over instances
  *   already patched in place: they finish at their record (`withdrawInstancePermit`), not rebuilt
  *   at the revision their label still names.
+ * - Crash images (`npm run fuzz -- --crash`, 2026-12-01): under ServingGroupRecreate, a
+ *   replacement or surge instance crashing on the update's image rebuilt its whole group, taking
+ *   the group's other roles down beyond their budgets on every crash, and the rebuilt old
+ *   instances moved to the crashing revision on free permits, so the crash spread to every group.
+ *   An instance the rollout in progress moved is now rebuilt alone (`movedByRollout` in
+ *   src/core/lifecycle.ts), and the rollout stalls. With coordination, an unavailable instance
+ *   left at a crashing revision after a rollback never got a start while serving surge counted as
+ *   its role's full progress; it is now moved without one, as an available one is
+ *   (`planRoleInGroup` in src/core/rollout.ts). A unit record outlived its unit while the unit's
+ *   pods terminated, and governed the unit a scale-up then created at that ordinal (`compact`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -69,6 +79,7 @@ import { describe, it } from "node:test";
 import { plan as corePlan } from "../src/core/plan.ts";
 import type { PlanFunction } from "../src/engine/reconciler.ts";
 import { fuzzChaos, fuzzScenario } from "../src/sim/fuzz.ts";
+import type { SimCluster } from "../src/sim/cluster.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 import type { Scenario } from "../src/sim/scenario.ts";
@@ -124,14 +135,18 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "pod-of-starting-instance-deleted-group-recreated.json": "ServingGroupRecreate, RoleRollingUpdate with coordination: a pod of a decode replacement still starting is deleted, with a decode scale-up and new image in the same instant, while surge decode serves; group 0 is rebuilt whole (fuzz-faults-coordinated-235)",
   "surge-in-one-group-starves-replacement-in-another.json": "an exactly full cluster, RoleRollingUpdate with prefill maxSurge 2 and coordination, after a node outage and pod deletions: serving prefill surge in groups 1-2 held the GPUs group 3's permitted replacements waited for (fuzz-faults-coordinated-34)",
   "coordinated-surge-serving-while-replacement-starves.json": "a full cluster (12 GPUs), RoleRollingUpdate, decode maxSurge 1 with maxSkew 25% and decode dependsOn prefill: the decode replacements starve (gang of 2) while a surge decode serves and the old decode waits for the skew quota (fuzz-coordinated-69)",
-  "pod-deleted-from-starting-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate: a pod deleted from a decode instance whose replacement still starts, its group kept available by a surge instance; the controller recreates the whole group, prefill included (fuzz-811)",
-  "pod-deleted-from-starting-replacement-group-recreate-workers.json": "as above, the deleted pod a worker of a prefill instance still starting (fuzz-771, failed only at scenario seed 2)",
+  "pod-deleted-from-starting-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate: a pod deleted from a decode instance whose replacement still starts, its group kept available by a surge instance; the controller recreated the whole group, prefill included (fuzz-811), and now rebuilds only the decode instance, which the rollout moved",
+  "pod-deleted-from-starting-replacement-group-recreate-workers.json": "as above, the deleted pod a worker of a prefill instance still starting (fuzz-771, failed only at scenario seed 2); likewise only that instance is rebuilt now",
   "pod-deleted-while-role-scaled-down-within-max-surge.json": "a pod of group 0 deleted in the instant prefill is scaled from 2 to 1 (maxSurge 1) with a new image, the controller seeing the patch first and retiring two other groups (fuzz-1153)",
   "pod-deleted-from-serving-surge-as-rollout-resumes.json": "a paused RoleRollingUpdate resumed in the instant the serving prefill surge instance of group 0 is deleted, the controller seeing the resume first and retiring the desired prefill the surge backed (fuzz-4171, failed only at scenario seed 2)",
   "groups-scaled-up-while-group-retires.json": "ServingGroupRollingUpdate with maxUnavailable 0 and maxSurge 2: replicas raised from 4 to 5 while group 2, backed by a surge group, is already being deleted (fuzz-1066 with 8 nodes instead of 7, where the rollout waits for capacity)",
   "switch-to-inplace-while-re-recorded-role-surge-serves.json": "RoleRollingUpdate of decode then of prefill (decode's surge instances re-recorded at the second update, their pods keeping the first's label), then InPlaceUpdate with the group maxUnavailable 1 while those surge instances carry every group (fuzz-2180)",
   "replacement-starved-by-starting-surge-groups.json": "ServingGroupRollingUpdate with maxUnavailable 1 and maxSurge 2 in a cluster exactly full: the permitted group's replacement waits for the GPUs two surge groups still starting took, while old groups wait for their permits (fuzz-4145)",
   "role-partition-raised-over-instances-patched-in-place.json": "InPlaceUpdate of prefill whose pods are patched, not yet verified, when a switch to RoleRollingUpdate raises prefill's partition over them (fuzz-10979)",
+  "crashing-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate (prefill maxUnavailable 0): decode moved to an image that crashes, then patched back; each crash of a replacement rebuilt its whole group, prefill included (fuzz-crash-38)",
+  "crashing-surge-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate, 3 groups, group maxUnavailable 1, decode maxSurge 1: the surge decode of every group crashes, then a rollback; each crash rebuilt its whole group, and the rebuilt old instances took the crashing revision on free permits (fuzz-crash-30)",
+  "crash-surge-record-outlives-terminating-pods.json": "a canary crash (group partition 3 of 4, decode maxUnavailable 0 and maxSurge 1) rolled back while group 3's crashing surge decode-1 terminated; its record of the crash revision was kept for its terminating pods, and a paused scale-up of decode to 2 rebuilt decode-1 on the crash image until unpaused (fuzz-crash-gang-435, cut after the wait that failed; the full run ends in a capacity wait)",
+  "crashing-instance-behind-surge-full-progress.json": "RoleRollingUpdate with coordination (maxSkew 10%, decode dependsOn prefill), prefill maxUnavailable 0 and maxSurge 1: mid-update, both roles moved to images that crash, then a rollback; prefill-2, moved to the crash while it was down, kept crashing there: the coordinator counted the serving surge as prefill's full progress and never gave it a start (fuzz-faults-coordinated-crash-gang-157)",
 };
 
 /**
@@ -166,6 +181,24 @@ describe("fuzz-found scenarios, fixed", () => {
       assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
     });
   }
+
+  it("while the moved decode instances crash, the status says the rollout waits for them, names the crash loop and says to fix the image or roll back (crashing-replacement-group-recreate.json)", async () => {
+    let cluster: SimCluster | undefined;
+    const conditions: Record<string, string>[] = [];
+    await runScenario(load("crashing-replacement-group-recreate.json"), {
+      observer: {
+        attach: (attached) => (cluster = attached),
+        stepEnded: (record) => {
+          // Step 3 is the wait of 180 s on the crashing image.
+          const stored = cluster?.server.peek({ kind: "ModelServing", namespace: "default", name: "m" }) as { status?: { conditions?: Record<string, string>[] } } | undefined;
+          if (record.index === 3) conditions.push(...(stored?.status?.conditions ?? []));
+        },
+      },
+    });
+    const progressing = conditions.find((condition) => condition["type"] === "Progressing");
+    assert.equal(progressing?.["status"], "True");
+    assert.match(progressing["message"] ?? "", /decode-0 of group 0: m-0-decode-0-0 CrashLoopBackOff; decode-0 of group 1: m-1-decode-0-0 CrashLoopBackOff\. Pods at the update revision keep crashing: fix the image or roll back \(tandem rollout undo\)\.$/);
+  });
 
   it("paces a rollout by its 5 s drain timeout, not the 30 s resync: the controller's clock gives timers due times it can compare with now", async () => {
     // Regression: due times counted from virtual 0 and now from the epoch, so the work queue never

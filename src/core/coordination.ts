@@ -69,7 +69,8 @@ export interface Permit {
   readonly quota: number;
   /**
    * The role's new Ready capacity already covers all its eligible instances (through surge), so
-   * swapping an old instance for that capacity exposes nothing new and needs no start.
+   * swapping an old instance for that capacity, or moving an unavailable one, exposes nothing new
+   * and needs no start.
    */
   readonly fullProgress: boolean;
   /** Only when this role's old capacity must stay: at most this many old instances may be retired. */

@@ -17,7 +17,7 @@ import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inp
 import type { InstancePods, Model, PodView } from "./model.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
-import { roleHash, sameRevisionData } from "./role-hash.ts";
+import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -43,6 +43,8 @@ interface Context {
   readonly work: Work;
   /** Resolves a revision name for `label`, reporting an unreadable one. */
   readonly resolve: (name: string, label: string) => Revision | undefined;
+  /** Roles whose pods a RoleRollingUpdate in progress changes (`rolloutChangedRoles`). */
+  readonly changedRoles: ReadonlySet<string>;
 }
 
 /**
@@ -53,7 +55,7 @@ interface Context {
 export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: number, work: Work): InstanceState[] {
   const { model, revisions } = states;
   const resolve = resolver(revisions, work.unreadable);
-  const context = { model, nowMs, work, resolve };
+  const context = { model, nowMs, work, resolve, changedRoles: rolloutChangedRoles(model, revisions, layout.currentName) };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
     if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);
@@ -126,15 +128,44 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
   }
 }
 
+/**
+ * Under ServingGroupRecreate a failed instance rebuilds its whole group, except an instance a
+ * RoleRollingUpdate in progress has moved (or built as surge): that one is rebuilt alone, as the
+ * rollout replaced it alone (the group strategies move, and so rebuild, whole groups). Its failure may be the update's own (an image that crashes), and rebuilding
+ * the group would take the group's other instances down beyond their budgets, once more on every
+ * crash, and hand them free permits to the crashing revision (unavailable units move first) —
+ * the crash would spread to every group instead of the rollout stalling.
+ */
 function planGroup(context: Context, group: number, states: readonly InstanceState[]): void {
-  if (context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate" && states.some((state) => isBroken(context, state))) {
-    const broken = states.filter((state) => isBroken(context, state));
+  const broken = context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? states.filter((state) => isBroken(context, state) && !movedByRollout(context, state)) : [];
+  if (broken.length > 0) {
     const why = broken.map((state) => `${instanceId(state.role, state.instance)}: ${describeFailure(context, state)}`).join("; ");
     deleteForRecovery(context, states.flatMap((state) => state.health.live), `group ${group} failed (${why}); rebuilding the group`);
     return;
   }
   for (const state of states) planInstance(context, state);
 }
+
+/** The instance has pods at the update revision's spec for its role, which the rollout in progress changes. */
+function movedByRollout(context: Context, state: InstanceState): boolean {
+  return state.atUpdate && state.running !== undefined && context.changedRoles.has(state.role);
+}
+
+/**
+ * The roles whose pods a RoleRollingUpdate from `currentName` to the update revision changes (by
+ * their own spec). None under the group strategies, when no rollout is in progress, or when the
+ * current revision is unreadable (then failures are recovered as the policy says, nothing guessed).
+ */
+function rolloutChangedRoles(model: Model, revisions: InstanceStates["revisions"], currentName: string): ReadonlySet<string> {
+  const { update } = revisions;
+  if (model.ms.spec.rolloutStrategy.type !== "RoleRollingUpdate" || currentName === update.name) return NO_ROLES;
+  const current = revisions.lookup(currentName);
+  if (!current.ok) return NO_ROLES;
+  const from = current.revision.data;
+  return new Set(model.ms.spec.template.roles.filter((role) => !sameRoleSpec(from, update.data, role.name)).map((role) => role.name));
+}
+
+const NO_ROLES: ReadonlySet<string> = new Set();
 
 /**
  * An instance is broken when a pod has failed, or when a pod is missing or being deleted while

@@ -185,6 +185,22 @@ describe("plan: recovery", () => {
     assert.deepEqual(failEntry("ServingGroupRecreate").changed, ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
   });
 
+  it("ServingGroupRecreate rebuilds alone an instance the rollout in progress moved: its crash does not take the group's other roles down", () => {
+    const cluster = idealCluster(manifest({ recoveryPolicy: "ServingGroupRecreate", rolloutStrategy: { type: "RoleRollingUpdate" } }));
+    converge(cluster, NOW);
+    const decode = cluster.modelServing.spec.template.roles[1];
+    cluster.modelServing.spec.template.roles[1] = { ...decode, entryTemplate: pod("vllm:bad"), workerTemplate: pod("vllm:bad") };
+    for (let round = 0; round < 10 && ![...cluster.pods.values()].some((p) => p.spec.containers[0]?.image === "vllm:bad"); round++) apply(cluster, plan(observe(cluster), NOW).actions);
+    const moved = [...cluster.pods.values()].filter((p) => p.spec.containers[0]?.image === "vllm:bad");
+    assert.deepEqual(moved.map((p) => p.metadata.name), ["llm-1-decode-0-0", "llm-1-decode-0-1"], "one group's decode moved first (group maxUnavailable 1)");
+    for (const crashing of moved) {
+      crashing.status!.containerStatuses![0]!.restartCount = 1;
+      crashing.status!.containerStatuses![0]!.ready = false;
+      crashing.status!.conditions = crashing.status!.conditions!.map((c) => (c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c));
+    }
+    assert.deepEqual(deletedPods(plan(observe(cluster), NOW).actions), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
+  });
+
   it("None recreates only the missing pod", () => {
     assert.deepEqual(failEntry("None").changed, ["llm-1-decode-0-0"]);
   });

@@ -667,8 +667,11 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
   const candidates = outdated.filter((state) => !state.targetsUpdate);
   for (const state of candidates.sort((a, b) => Number(a.available) - Number(b.available) || b.instance - a.instance)) {
     // Swapping an old instance for Ready surge capacity that already counts as full progress
-    // exposes nothing new: no start needed.
-    const surgeBacked = state.available && available - 1 >= role.replicas && (limits.permit?.fullProgress ?? false);
+    // exposes nothing new: no start needed. Nor does moving an unavailable one then: it takes no
+    // capacity down, and its start would never come (the coordinator counts the surge as its
+    // progress), so one recovering at an older update forever (an image that crashes) would hold
+    // the rollout and the surge for good.
+    const surgeBacked = (limits.permit?.fullProgress ?? false) && (!state.available || available - 1 >= role.replicas);
     if (quota <= 0 && !surgeBacked) break;
     if (state.available) {
       const belowDesired = available - 1 < role.replicas;
@@ -786,16 +789,28 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
 
 /**
  * The records to keep: only where a unit's revision differs from the current one, and only for
- * units that are desired or still have pods. Sorted, so equal decisions give equal status.
+ * units that are desired or still have a pod not being deleted. A unit no longer desired whose
+ * pods are all terminating is gone: its record would otherwise outlive it and govern the unit a
+ * later scale-up creates at that ordinal (fuzz-crash-gang-435: a surge instance scaled down after
+ * a rollback kept the crash revision's record, and the scale-up that followed rebuilt it there).
+ * Sorted, so equal decisions give equal status.
  */
 function compact(scratch: Scratch, currentName: string, surge: Surge): UnitRecord[] {
   const { model } = scratch;
   const kept = [...scratch.records.values()].filter((record) => {
     if (record.revision === currentName) return false;
-    const hasPods = record.role === undefined ? model.tree.has(record.group) : (model.tree.get(record.group)?.get(record.role)?.get(record.instance ?? 0)?.size ?? 0) > 0;
     const role = record.role === undefined ? undefined : model.roles.get(record.role);
     const desired = record.group < surge.groups && (record.role === undefined || (role !== undefined && (record.instance ?? 0) < surge.instances(record.group, role)));
-    return hasPods || desired;
+    return desired || hasPodNotDeleted(model, record);
   });
   return kept.sort((a, b) => a.group - b.group || compareStrings(a.role ?? "", b.role ?? "") || (a.instance ?? -1) - (b.instance ?? -1));
+}
+
+/** Some pod of the record's unit (its group, or its role instance) is not being deleted. */
+function hasPodNotDeleted(model: Model, record: UnitRecord): boolean {
+  const roles = model.tree.get(record.group);
+  if (roles === undefined) return false;
+  const instances = record.role === undefined ? [...roles.values()].flatMap((byInstance) => [...byInstance.values()]) : [roles.get(record.role)?.get(record.instance ?? 0)];
+  for (const pods of instances) for (const view of pods?.values() ?? []) if (!view.facts.terminating) return true;
+  return false;
 }

@@ -148,9 +148,27 @@ function whyNotReady(instance: InstanceState): string {
 function podState(view: PodView): string {
   const scheduled = podCondition(view.pod, "PodScheduled");
   if (scheduled?.status === "False") return `Pending (${scheduled.reason ?? "Unscheduled"}${scheduled.message !== undefined ? `: ${scheduled.message}` : ""})`;
-  const waiting = view.pod.status?.containerStatuses?.find((status) => status.state?.waiting !== undefined)?.state?.waiting?.reason;
-  if (waiting !== undefined) return waiting;
-  return `${view.pod.status?.phase ?? "Pending"}, not Ready`;
+  const statuses = view.pod.status?.containerStatuses ?? [];
+  const waiting = statuses.find((status) => status.state?.waiting !== undefined)?.state?.waiting?.reason;
+  const state = waiting ?? `${view.pod.status?.phase ?? "Pending"}, not Ready`;
+  // Between two crashes a pod reads Running: its restarts say it is crash-looping.
+  const restarts = statuses.reduce((sum, status) => sum + status.restartCount, 0);
+  return restarts > 0 ? `${state}, ${restarts} restart(s)` : state;
+}
+
+/**
+ * A hint when pods the rollout built at the update revision keep crashing (restarted, not Ready):
+ * the update itself is the likely cause, and the rollout stalls on it rather than ending by itself.
+ */
+function crashHint(desired: readonly InstanceState[]): string {
+  const crashing = desired.some((state) => state.targetsUpdate && !state.health.ready && state.health.live.some(crashed));
+  return crashing ? " Pods at the update revision keep crashing: fix the image or roll back (tandem rollout undo)." : "";
+}
+
+/** The pod is not Ready and a container of it has crashed: restarted, or waiting out a crash back-off. */
+function crashed(view: PodView): boolean {
+  if (view.facts.ready) return false;
+  return view.facts.restarted || (view.pod.status?.containerStatuses ?? []).some((status) => status.state?.waiting?.reason === "CrashLoopBackOff");
 }
 
 /** How each kind of action reads in the Progressing message. */
@@ -177,7 +195,7 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   if (rolloutWaiting.length > 0) {
     const pending = desired.filter((state) => !state.health.ready && state.health.live.length > 0).slice(0, MAX_LISTED);
     const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
-    return { type: "Progressing", status: "True", reason: "RolloutWaiting", message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.` };
+    return { type: "Progressing", status: "True", reason: "RolloutWaiting", message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.${crashHint(desired)}` };
   }
   if (counts.size === 0 && work.recheckAtMs === undefined) {
     // Nothing to write, but pods are not Ready yet: say what they wait for rather than "converged".
@@ -186,7 +204,7 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
     if (desired.some((state) => state.health.unschedulable) && !terminating()) return capacityCondition(desired);
     if (pending.length > 0) {
       const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
-      return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `Every pod exists; waiting for them to become Ready: ${detail}.` };
+      return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `Every pod exists; waiting for them to become Ready: ${detail}.${crashHint(desired)}` };
     }
     // A blocked rollout has nothing to do either, but it has not converged (RolloutBlocked says why).
     if (rollout.blocked.length > 0) return { type: "Progressing", status: "False", reason: "RolloutBlocked", message: `Nothing can be done until the spec changes: ${rollout.blocked[0]}.` };

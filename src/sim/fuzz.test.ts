@@ -97,6 +97,63 @@ describe("fuzzScenario", () => {
     });
   });
 
+  describe("with crashes", () => {
+    type Step = Record<string, any>;
+    const imagesOfStep = (step: Step): string[] => (step["patch"]?.merge.spec.template.roles ?? []).flatMap((role: Step) => [role["entryTemplate"], role["workerTemplate"]].filter(Boolean).map((template: Step) => template["spec"].containers[0].image as string));
+    const crashes = (step: Step): boolean => imagesOfStep(step).some((image) => image.includes(":crash-"));
+
+    it("is a valid scenario for every seed and mode, the plain one's changes and waits in order (fault rollbacks aside) with crash episodes added", () => {
+      for (let seed = 0; seed < 200; seed++) {
+        for (const mode of [{}, { faults: true }, { coordination: true }]) {
+          const scenario = fuzzScenario(seed, { ...mode, crash: true });
+          const parsed = parseScenario(scenario);
+          assert.ok(parsed.ok, `seed ${seed} ${JSON.stringify(mode)}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
+          assert.deepEqual(specProblems(scenario), [], `seed ${seed} ${JSON.stringify(mode)}`);
+          // A fault rollback right after a crash was recovered would go back to the crash: it is left out (FaultSteps).
+          const plainSteps = fuzzScenario(seed, mode)["steps"] as Step[];
+          const plain = plainSteps.filter((step, index) => !("rollback" in step) && !("rollback" in (plainSteps[index + 1] ?? {}))).map((step) => JSON.stringify(step));
+          let at = 0;
+          for (const step of scenario["steps"] as unknown[]) if (at < plain.length && JSON.stringify(step) === plain[at]) at += 1;
+          assert.equal(at, plain.length, `seed ${seed} ${JSON.stringify(mode)}: step ${at} of the plain scenario is missing`);
+        }
+      }
+    });
+
+    it("crashes at least once per scenario, each crash image declared crashing; every crash patch waits some seconds, then recovers (a rollback after a 10 s wait before the patch, or a patch to images that do not crash) and waits for RolloutComplete", () => {
+      for (let seed = 0; seed < 300; seed++) {
+        const scenario = fuzzScenario(seed, { crash: true });
+        const steps = scenario["steps"] as Step[];
+        const images = (scenario["cluster"] as Step)["images"] as Record<string, Step>;
+        const episodes = steps.flatMap((step, index) => (crashes(step) ? [index] : []));
+        assert.ok(episodes.length > 0, `seed ${seed}: no crash`);
+        for (const index of episodes) {
+          for (const image of imagesOfStep(steps[index]!).filter((name) => name.includes(":crash-"))) assert.equal(images[image]?.["crash"], true, `seed ${seed}: ${image}`);
+          assert.equal(steps[index]?.["patch"].merge.spec.rolloutStrategy.paused, false, `seed ${seed}: step ${index} is paused`);
+          assert.equal(steps[index + 1]?.["wait"]?.for, "Seconds", `seed ${seed}: step ${index + 1}`);
+          const recovery = steps[index + 2]!;
+          if ("rollback" in recovery) assert.deepEqual(steps[index - 1], { wait: { for: "Seconds", timeoutSeconds: 10 } }, `seed ${seed}: step ${index - 1}`);
+          else assert.ok("patch" in recovery && !crashes(recovery), `seed ${seed}: step ${index + 2} recovers`);
+          assert.deepEqual(steps[index + 3], { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } }, `seed ${seed}: step ${index + 3}`);
+        }
+      }
+    });
+  });
+
+  it("with gang: a valid scenario for every seed, with a gang policy (naming every role) in some spec versions and removed in others; never without it", () => {
+    let ganged = 0;
+    let removed = 0;
+    for (let seed = 0; seed < 300; seed++) {
+      const scenario = fuzzScenario(seed, { gang: true });
+      assert.ok(parseScenario(scenario).ok, `seed ${seed}`);
+      assert.deepEqual(specProblems(scenario), [], `seed ${seed}: a gang minimum beyond its role's replicas?`);
+      const text = JSON.stringify(scenario);
+      if (text.includes('"minRoleReplicas"')) ganged += 1;
+      if (text.includes('"gangPolicy":null')) removed += 1;
+      assert.ok(!JSON.stringify(fuzzScenario(seed)).includes('"gangPolicy"'), `seed ${seed}: a gang policy without the option`);
+    }
+    assert.ok(ganged > 150 && removed > 30, `${ganged} of 300 scenarios set a gang policy, ${removed} remove one`);
+  });
+
   it("with coordination: a valid scenario for every seed, coordinating the roles of some (RoleRollingUpdate with both roles); never without it", () => {
     let coordinated = 0;
     for (let seed = 0; seed < 300; seed++) {

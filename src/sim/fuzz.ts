@@ -19,6 +19,11 @@
  * ended before the last two waits, so those check liveness after faults stop; safety is checked
  * at every instant throughout.
  *
+ * With `crash`, now and then a role or both move to an image that crashes, then recover
+ * (`CrashSteps`); with `gang`, the spec sets a gang policy now and then (drawn at the start and
+ * redrawn after a quarter of the changes). Each comes from a stream of its own, so the scenarios of
+ * the other modes are unchanged.
+ *
  * Pure: the same `generatorSeed` gives the same scenario (named streams of `Prng`); the
  * scenario's own seed is the runner's. Specs are kept valid (a role with maxUnavailable 0 gets a
  * surge; a group strategy never has both group budgets at 0), so a scenario that fails to parse
@@ -54,6 +59,10 @@ interface SpecState {
   coordination: CoordinationState | undefined;
   /** The scenario coordinates now and then: a patch removes coordination where it does not apply. */
   coordinating: boolean;
+  /** `template.gangPolicy.minRoleReplicas` (every role named), or none. */
+  gang: Record<string, number> | undefined;
+  /** The scenario sets a gang policy now and then: a patch removes it when there is none. */
+  ganging: boolean;
 }
 
 interface CoordinationState {
@@ -69,6 +78,10 @@ export interface FuzzOptions {
   readonly faults?: boolean;
   /** Coordinate the roles' updates now and then (maxSkew, a dependency). Default false. */
   readonly coordination?: boolean;
+  /** Move roles to crashing images now and then, then recover (`CrashSteps`). Default false. */
+  readonly crash?: boolean;
+  /** Set a gang policy now and then (the ServingGroup's pods bind together). Default false. */
+  readonly gang?: boolean;
 }
 
 /**
@@ -77,7 +90,7 @@ export interface FuzzOptions {
  */
 const FAULT_TIMING = { nodeMonitorGraceSeconds: 10, podEvictionSeconds: 20 } as const;
 
-/** The scenario of `generatorSeed`, as `parseScenario` takes it (named `fuzz-<seed>`, `fuzz-faults-<seed>`, `fuzz-coordinated-<seed>`, `fuzz-faults-coordinated-<seed>`). */
+/** The scenario of `generatorSeed`, as `parseScenario` takes it (named `fuzz[-faults][-coordinated][-crash][-gang]-<seed>`). */
 export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): Record<string, unknown> {
   const root = new Prng(generatorSeed);
   const shape = root.fork("shape");
@@ -87,7 +100,14 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
     state.coordinating = true;
     state.coordination = drawCoordination(coordinating);
   }
+  const ganging = options.gang === true ? root.fork("gang") : undefined;
+  if (ganging !== undefined) {
+    state.ganging = true;
+    state.gang = drawGang(ganging, state);
+    keepValid(state);
+  }
   const faults = options.faults === true ? new FaultSteps(root.fork("faults"), state) : undefined;
+  const crashes = options.crash === true ? new CrashSteps(root.fork("crash")) : undefined;
   let neededGpus = gpusOf(state);
   const steps: unknown[] = [{ apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) } }, waitFor("Available", 1200)];
   const changes = root.fork("changes");
@@ -95,20 +115,25 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
   for (let change = changes.int(2, 6); change > 0; change--) {
     for (let edit = changes.int(1, 3); edit > 0; edit--) applyChange(state, changes, image);
     if (coordinating?.chance(1, 4) === true) state.coordination = drawCoordination(coordinating);
+    if (ganging?.chance(1, 4) === true) state.gang = drawGang(ganging, state);
     keepValid(state);
     if (changes.chance(1, 10)) state.paused = false;
     steps.push(patchTo(state));
     neededGpus = Math.max(neededGpus, gpusOf(state));
     steps.push(...between(changes, state.paused));
     if (faults !== undefined) steps.push(...faults.next(state));
+    const crash = crashes?.next(state, change === 1) ?? [];
+    if (crash.length > 0) faults?.crashRecovered(state);
+    steps.push(...crash);
   }
   if (state.paused) {
     state.paused = false;
     steps.push(patchTo(state));
   }
   steps.push(waitFor("RolloutComplete", 3600), waitFor("Available", 1800));
-  const cluster = clusterFor(neededGpus, root.fork("cluster"));
-  const name = `fuzz${faults === undefined ? "" : "-faults"}${coordinating === undefined ? "" : "-coordinated"}-${generatorSeed}`;
+  const cluster = { ...clusterFor(neededGpus, root.fork("cluster")), ...crashes?.images() };
+  const mode = `${faults === undefined ? "" : "-faults"}${coordinating === undefined ? "" : "-coordinated"}${crashes === undefined ? "" : "-crash"}${ganging === undefined ? "" : "-gang"}`;
+  const name = `fuzz${mode}-${generatorSeed}`;
   if (faults === undefined) return { name, cluster, steps };
   const timing = { ...cluster.timing, ...FAULT_TIMING };
   return { name, cluster: { ...cluster, timing, ...faults.router() }, steps: faults.nameNodes(steps, cluster.nodes[0].count) };
@@ -136,6 +161,12 @@ class FaultSteps {
   readonly #rng: Prng;
   /** The images of the spec versions so far: a rollback needs a revision to go back to. */
   readonly #images = new Set<string>();
+  /**
+   * The versioned fields of the spec a crash was last recovered to (`CrashSteps`): while the spec
+   * still has them, the update revision is the one recovered to, and the revision just below it
+   * is the crashing one, so a rollback would go back to the crash.
+   */
+  #recovered: string | undefined;
 
   /** `initial` is the spec the scenario applies first. */
   constructor(rng: Prng, initial: SpecState) {
@@ -147,7 +178,7 @@ class FaultSteps {
   next(state: SpecState): unknown[] {
     const rng = this.#rng;
     this.#images.add(imagesOf(state));
-    const mayRollback = this.#images.size > 1 && !state.paused;
+    const mayRollback = this.#images.size > 1 && !state.paused && versionedOf(state) !== this.#recovered;
     switch (rng.pick(["none", "none", "none", "outage", "outage", "restart", "deleteAny", "deleteAny", "rollback"] as const)) {
       case "none":
         return [];
@@ -168,6 +199,11 @@ class FaultSteps {
     }
   }
 
+  /** A crash was recovered to the versioned fields of `state` (see `#recovered`). */
+  crashRecovered(state: SpecState): void {
+    this.#recovered = versionedOf(state);
+  }
+
   /**
    * Router traffic half of the time (drawn after every fault): requests the drains wait for, and
    * that pods lost to faults cut; some outlast a 5 s drain timeout.
@@ -183,9 +219,88 @@ class FaultSteps {
   }
 }
 
+/**
+ * Crash episodes of a crash scenario, drawn from their own stream: after a change, now and then
+ * (and after the last change if none came before), one role or both move to an image that
+ * crashes on every start and never becomes Ready (`cluster.images` `crash: true`, perhaps after
+ * running a while: `crashAfterSeconds`), as a canary (the group partition lets the last group
+ * move, or under RoleRollingUpdate the role partitions each group's last instance of every role)
+ * or as a full rollout, unpaused. Expected (DESIGN §2.2–2.3): no budget is broken while it
+ * crashes (checked at every instant), the rollout stalls instead of spreading the crash; a wait of
+ * some seconds lets it crash, then a rollback (the previous revision: the spec just before the
+ * crash, recorded during a 10 s wait before the crash patch) or a patch back to that spec
+ * recovers, and the wait for RolloutComplete that follows must pass.
+ */
+class CrashSteps {
+  readonly #rng: Prng;
+  /** `cluster.images` of the crashing images so far. */
+  readonly #images: Record<string, { crash: true; crashAfterSeconds?: number }> = {};
+  #crashes = 0;
+
+  constructor(rng: Prng) {
+    this.#rng = rng;
+  }
+
+  /** The crash episode (perhaps none) after the change to `state`; one surely after the `last` change if none came before. */
+  next(state: SpecState, last: boolean): unknown[] {
+    const rng = this.#rng;
+    if (!rng.chance(1, 3) && !(last && this.#crashes === 0)) return [];
+    this.#crashes += 1;
+    const base = structuredClone(state);
+    base.paused = false;
+    partition(base, rng.chance(1, 2), rng);
+    const crashed = structuredClone(base);
+    const crashAfter = rng.pick([undefined, 30, 120]);
+    for (const role of rng.chance(1, 4) ? crashed.roles : [rng.pick(crashed.roles)]) role.image = this.#crashImage(role.image, crashAfter);
+    const rollback = rng.chance(1, 2);
+    const crashSeconds = rng.pick([20, 60, 180, 400]);
+    return [
+      // The rollback goes back to the revision just below the crash: the spec before it, recorded by then.
+      ...(rollback ? [{ wait: { for: "Seconds", timeoutSeconds: 10 } }] : []),
+      patchTo(crashed),
+      { wait: { for: "Seconds", timeoutSeconds: crashSeconds } },
+      rollback ? { rollback: { name: "m" } } : patchTo(base),
+      waitFor("RolloutComplete", 1800),
+    ];
+  }
+
+  /** The scenario's `cluster.images` entry, when it has crashed. */
+  images(): { images?: Record<string, { crash: true; crashAfterSeconds?: number }> } {
+    return this.#crashes === 0 ? {} : { images: this.#images };
+  }
+
+  /** A new crashing image of the repository of `image`, its workers' image too. */
+  #crashImage(image: string, crashAfterSeconds: number | undefined): string {
+    const crashing = `${image.split(":")[0] ?? ""}:crash-${this.#crashes}`;
+    const behaviour = crashAfterSeconds === undefined ? { crash: true as const } : { crash: true as const, crashAfterSeconds };
+    this.#images[crashing] = behaviour;
+    this.#images[`${crashing}-w`] = behaviour;
+    return crashing;
+  }
+}
+
+/**
+ * Partitions `state` for a canary: only its last group moves, or (under RoleRollingUpdate) each
+ * group's last instance of every role; or, for a full rollout, not at all.
+ */
+function partition(state: SpecState, canary: boolean, rng: Prng): void {
+  state.groupPartition = 0;
+  for (const role of state.roles) role.partition = undefined;
+  if (!canary) return;
+  const role = rng.pick(state.roles);
+  if (state.strategy === "RoleRollingUpdate" && role.replicas > 1 && (state.replicas === 1 || rng.chance(1, 2))) {
+    for (const each of state.roles) each.partition = each.replicas - 1;
+  } else state.groupPartition = state.replicas - 1;
+}
+
 /** The images of a spec version: another image is surely another revision (budgets may not be). */
 function imagesOf(state: SpecState): string {
   return state.roles.map((role) => role.image).join(" ");
+}
+
+/** The versioned fields of a spec version the generator changes: each role's image and workers. */
+function versionedOf(state: SpecState): string {
+  return state.roles.map((role) => `${role.image}*${role.workerReplicas}`).join(" ");
 }
 
 function isNodeSlot(step: unknown): step is NodeSlot {
@@ -207,6 +322,8 @@ function initialState(rng: Prng): SpecState {
     roles: rng.chance(3, 10) ? [decode] : [prefill, decode],
     coordination: undefined,
     coordinating: false,
+    gang: undefined,
+    ganging: false,
   };
   keepValid(state);
   return state;
@@ -261,6 +378,15 @@ function drawCoordination(rng: Prng): CoordinationState | undefined {
   return { maxSkewPercent: rng.pick([10, 25, 50, 100]), dependency: rng.pick(["none", "decode-on-prefill", "prefill-on-decode"] as const) };
 }
 
+/**
+ * A gang policy (a third of the time none): a minimum for every role, so a merge patch replaces
+ * the whole map. The scheduler binds a ServingGroup's pending pods together when there is one.
+ */
+function drawGang(rng: Prng, state: SpecState): Record<string, number> | undefined {
+  if (rng.chance(1, 3)) return undefined;
+  return Object.fromEntries(state.roles.map((role) => [role.name, rng.int(0, role.replicas + 1)]));
+}
+
 /** The rollout strategy as the spec has it: coordination only where it applies (RoleRollingUpdate, two roles). */
 function strategyOf(state: SpecState): Record<string, unknown> {
   const rollingUpdateConfiguration = { maxUnavailable: state.groupMaxUnavailable, maxSurge: state.strategy === "ServingGroupRollingUpdate" ? state.groupMaxSurge : 0, partition: state.groupPartition };
@@ -277,6 +403,9 @@ function keepValid(state: SpecState): void {
   for (const role of state.roles) if ((role.maxUnavailable ?? 1) === 0 && (role.maxSurge ?? 0) === 0) role.maxSurge = 1;
   if (state.strategy === "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0 && state.groupMaxSurge === 0) state.groupMaxSurge = 1;
   if (state.strategy !== "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0) state.groupMaxUnavailable = 1;
+  // A role's gang minimum is at most its replicas.
+  const { gang } = state;
+  if (gang !== undefined) for (const role of state.roles) gang[role.name] = Math.min(gang[role.name] ?? 0, role.replicas);
 }
 
 /**
@@ -305,7 +434,7 @@ function specOf(state: SpecState): Record<string, unknown> {
     recoveryPolicy: state.recoveryPolicy,
     drain: { timeoutSeconds: state.drainSeconds },
     rolloutStrategy: strategyOf(state),
-    template: { roles: state.roles.map((role) => roleOf(role, byRole)) },
+    template: { ...(state.gang === undefined ? {} : { gangPolicy: { minRoleReplicas: { ...state.gang } } }), roles: state.roles.map((role) => roleOf(role, byRole)) },
   };
 }
 
@@ -339,6 +468,7 @@ function patchTo(state: SpecState): unknown {
   const strategy = spec["rolloutStrategy"] as Record<string, unknown>;
   // A merge patch keeps what it does not name: `null` removes coordination set by an earlier version.
   if (state.coordinating && !("coordination" in strategy)) spec["rolloutStrategy"] = { ...strategy, coordination: null };
+  if (state.ganging && state.gang === undefined) spec["template"] = { ...(spec["template"] as Record<string, unknown>), gangPolicy: null };
   return { patch: { name: "m", merge: { spec } } };
 }
 
