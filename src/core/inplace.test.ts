@@ -117,6 +117,9 @@ describe("InPlaceUpdate: eligibility", () => {
     assert.equal(blocked.reason, "InPlaceIneligible");
     assert.match(blocked.message, /group\(s\) 0, 1, 2: revision llm-\w+ → llm-\w+ changes role decode entryTemplate: container vllm field args, role decode workerTemplate: container vllm field args/);
     assert.match(blocked.message, /switch spec\.rolloutStrategy\.type to ServingGroupRollingUpdate or RoleRollingUpdate/);
+    const progressing = status.conditions.find((c: any) => c.type === "Progressing");
+    assert.deepEqual([progressing.status, progressing.reason], ["False", "RolloutBlocked"], "not Converged: the pods do not match the spec");
+    assert.match(progressing.message, /InPlaceUpdate cannot make this change \(condition RolloutBlocked, reason InPlaceIneligible/);
   });
 });
 

@@ -224,7 +224,11 @@ describe("plan: recovery", () => {
     // The worker is gone already; the entry still terminates (a slower node): nothing is created.
     cluster.pods.delete("llm-1-decode-0-1");
     cluster.pods.get("llm-1-decode-0-0")!.metadata.deletionTimestamp = "2026-11-30T01:00:00Z";
-    assert.deepEqual(createdPods(plan(observe(cluster), NOW).actions), []);
+    const waiting = plan(observe(cluster), NOW).actions;
+    assert.deepEqual(createdPods(waiting), []);
+    const written = waiting.find((a) => a.type === "WriteStatus");
+    const progressing = written?.type === "WriteStatus" ? written.status.conditions?.find((c) => c.type === "Progressing") : undefined;
+    assert.deepEqual([progressing?.status, progressing?.reason, progressing?.message], ["True", "WaitingForPods", "Waiting for pods: decode-0 of group 1: old pods still terminating."], "not Converged");
     cluster.pods.delete("llm-1-decode-0-0");
     assert.deepEqual(createdPods(plan(observe(cluster), NOW).actions), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
   });

@@ -52,10 +52,12 @@ export function computeStatus(
   const { ms } = model;
   const verdicts = groupVerdicts(model, desired);
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
-  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, rollout, desired, () => hasTerminatingPod(model))];
+  const ineligible = [...rollout.ineligible, ...work.ineligible];
+  // A refused in-place change blocks the rollout as much as a coordination dead end does.
+  const blocked = ineligible.length === 0 ? rollout.blocked : [...rollout.blocked, "InPlaceUpdate cannot make this change (condition RolloutBlocked, reason InPlaceIneligible, says how to apply it)"];
+  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, { waiting: rollout.waiting, blocked }, desired, () => hasTerminatingPod(model))];
   // Each group's coordinator gives its own reasons, often the same ones: each is said once.
   if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", [...new Set(rollout.blocked)]));
-  const ineligible = [...rollout.ineligible, ...work.ineligible];
   if (ineligible.length > 0) conditions.push({ type: "RolloutBlocked", status: "True", ...ineligibleCondition(ineligible) });
   if (work.unreadable.size > 0) conditions.push(listCondition("RevisionUnreadable", "RevisionUnreadable", "Paused what depends on an unreadable revision", unreadableLines(work.unreadable)));
   const firstRole = ms.spec.template.roles[0]?.name ?? "";
@@ -193,18 +195,18 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
     if (phrase !== undefined) counts.set(phrase, (counts.get(phrase) ?? 0) + 1);
   }
   if (rolloutWaiting.length > 0) {
-    const pending = desired.filter((state) => !state.health.ready && state.health.live.length > 0).slice(0, MAX_LISTED);
-    const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
+    const detail = notReadyDetail(pendingInstances(desired));
     return { type: "Progressing", status: "True", reason: "RolloutWaiting", message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.${crashHint(desired)}` };
   }
   if (counts.size === 0 && work.recheckAtMs === undefined) {
     // Nothing to write, but pods are not Ready yet: say what they wait for rather than "converged".
-    const pending = desired.filter((state) => !state.health.ready && state.health.live.length > 0).slice(0, MAX_LISTED);
+    const pending = pendingInstances(desired);
     // Whether a pod is terminating is asked only then: it looks at every pod.
     if (desired.some((state) => state.health.unschedulable) && !terminating()) return capacityCondition(desired);
     if (pending.length > 0) {
-      const detail = pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
-      return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `Every pod exists; waiting for them to become Ready: ${detail}.${crashHint(desired)}` };
+      // An instance rebuilt (a crash recovered) has only terminating pods until they are gone.
+      const what = pending.every((state) => state.health.complete) ? "Every pod exists; waiting for them to become Ready" : "Waiting for pods";
+      return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `${what}: ${notReadyDetail(pending)}.${crashHint(desired)}` };
     }
     // A blocked rollout has nothing to do either, but it has not converged (RolloutBlocked says why).
     if (rollout.blocked.length > 0) return { type: "Progressing", status: "False", reason: "RolloutBlocked", message: `Nothing can be done until the spec changes: ${rollout.blocked[0]}.` };
@@ -212,6 +214,18 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
+}
+
+/**
+ * The first desired instances (at most `MAX_LISTED`) that are not Ready and have pods, live or
+ * terminating (an instance whose pods all terminate is waited for too, not "converged").
+ */
+function pendingInstances(desired: readonly InstanceState[]): InstanceState[] {
+  return desired.filter((state) => !state.health.ready && (state.health.live.length > 0 || state.health.terminating.length > 0)).slice(0, MAX_LISTED);
+}
+
+function notReadyDetail(pending: readonly InstanceState[]): string {
+  return pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
 }
 
 /**
@@ -225,7 +239,7 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
 function capacityCondition(desired: readonly InstanceState[]): ConditionState {
   const starved = desired.filter((state) => state.health.unschedulable);
   const pods = starved.reduce((sum, state) => sum + state.health.live.filter((view) => view.facts.unschedulable).length, 0);
-  const detail = starved.slice(0, MAX_LISTED).map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
+  const detail = notReadyDetail(starved.slice(0, MAX_LISTED));
   const more = starved.length > MAX_LISTED ? `; and ${starved.length - MAX_LISTED} more instance(s)` : "";
   return { type: "Progressing", status: "True", reason: "WaitingForCapacity", message: `${pods} pod(s) cannot be scheduled and nothing left to do frees room for them: ${detail}${more}. Add capacity for them.` };
 }
