@@ -197,7 +197,7 @@ describe("fuzz-found scenarios, fixed", () => {
     });
     const progressing = conditions.find((condition) => condition["type"] === "Progressing");
     assert.equal(progressing?.["status"], "True");
-    assert.match(progressing["message"] ?? "", /decode-0 of group 0: m-0-decode-0-0 CrashLoopBackOff; decode-0 of group 1: m-1-decode-0-0 CrashLoopBackOff\. Pods at the update revision keep crashing: fix the image or roll back \(tandem rollout undo\)\.$/);
+    assert.match(progressing["message"] ?? "", /decode-0 of group 0: m-0-decode-0-0 CrashLoopBackOff; decode-0 of group 1: m-1-decode-0-0 CrashLoopBackOff\. A pod keeps crashing \(CrashLoopBackOff\): fix its image or configuration, or roll back if an update brought it \(tandem rollout undo\)\.$/);
   });
 
   it("paces a rollout by its 5 s drain timeout, not the 30 s resync: the controller's clock gives timers due times it can compare with now", async () => {

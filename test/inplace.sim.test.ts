@@ -82,7 +82,16 @@ describe("InPlaceUpdate end to end (simulated cluster, real engine, core plan)",
 
       const roles = [{ ...manifest.spec.template.roles[0] }, { ...manifest.spec.template.roles[1], entryTemplate: template("vllm:v2"), workerTemplate: template("vllm:v2") }];
       await cluster.writer("user").patch(ref, { spec: { template: { roles } } });
-      assert.ok(await cluster.waitFor(() => status(cluster).currentRevision !== firstRevision && complete(cluster), 30 * MINUTE_MS), "the in-place rollout completes");
+      // Every Progressing message the rollout shows, sampled after every settle.
+      const progressing = new Set<string>();
+      const done = () => {
+        const condition = (status(cluster).conditions ?? []).find((c: { type: string }) => c.type === "Progressing");
+        if (condition !== undefined) progressing.add(condition.message);
+        return status(cluster).currentRevision !== firstRevision && complete(cluster);
+      };
+      assert.ok(await cluster.waitFor(done, 30 * MINUTE_MS), "the in-place rollout completes");
+      assert.ok([...progressing].some((message) => message.includes("1 restart(s)")), "a patched pod, restarted, is seen not Ready yet");
+      assert.deepEqual([...progressing].filter((message) => message.includes("crashing")), [], "a restart for an image patch is no crash");
 
       const after = pods(cluster);
       assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort());

@@ -324,7 +324,7 @@ describe("InPlaceUpdate: a bad image", () => {
     assert.match((warnings[0] as { message: string }).message, /container vllm on vllm:bad: CrashLoopBackOff.*fix or revert the image/);
     assert.deepEqual(groupsInFlight(cluster), [2], "the bad group holds the only unit of budget");
     const progressing = (cluster.modelServing.status as { conditions?: { type: string; message?: string }[] } | undefined)?.conditions?.find((condition) => condition.type === "Progressing");
-    assert.match(progressing?.message ?? "", /llm-2-decode-0-0 CrashLoopBackOff, 1 restart\(s\).*Pods at the update revision keep crashing: fix the image or roll back/);
+    assert.match(progressing?.message ?? "", /llm-2-decode-0-0 CrashLoopBackOff, 1 restart\(s\).*A pod keeps crashing \(CrashLoopBackOff\): fix its image or configuration, or roll back if an update brought it/);
     assert.ok([...cluster.pods.values()].filter((p) => groupOf(p.metadata.name) < 2).every((p) => image(p) === "vllm:v1"));
     assert.deepEqual(uids(cluster), before);
     // The user fixes the image: the stuck group is patched again in place, then the others.

@@ -55,7 +55,9 @@ interface Context {
 export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: number, work: Work): InstanceState[] {
   const { model, revisions } = states;
   const resolve = resolver(revisions, work.unreadable);
-  const context = { model, nowMs, work, resolve, changedRoles: rolloutChangedRoles(model, revisions, layout.currentName) };
+  // Only ServingGroupRecreate asks which roles the rollout changes (`movedByRollout`).
+  const changedRoles = model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? rolloutChangedRoles(model, revisions, layout.currentName) : NO_ROLES;
+  const context = { model, nowMs, work, resolve, changedRoles };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
     if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);

@@ -43,6 +43,22 @@ export type InstancePods = ReadonlyMap<number, PodView>;
 /** group → role → instance → pods. Maps iterate in ascending order of their keys. */
 export type UnitTree = ReadonlyMap<number, ReadonlyMap<string, ReadonlyMap<number, InstancePods>>>;
 
+/** One group's pods in the tree: role → instance → pods. */
+export type GroupPods = ReadonlyMap<string, ReadonlyMap<number, InstancePods>>;
+
+/** The pod maps of every instance of a group (`roles`), or of `roles` of every group. */
+export function instancePodsOf(groups: Iterable<GroupPods>): InstancePods[] {
+  const all: InstancePods[] = [];
+  for (const roles of groups) for (const instances of roles.values()) for (const pods of instances.values()) all.push(pods);
+  return all;
+}
+
+/** Some pod of `instances` (pod maps; undefined for an instance without pods) passes `test`. */
+export function somePod(instances: Iterable<InstancePods | undefined>, test: (view: PodView) => boolean): boolean {
+  for (const pods of instances) for (const view of pods?.values() ?? []) if (test(view)) return true;
+  return false;
+}
+
 export interface Model {
   readonly ms: ModelServing;
   readonly owner: NamespacedOwner;

@@ -233,6 +233,30 @@ describe("plan: recovery", () => {
     assert.deepEqual(createdPods(plan(observe(cluster), NOW).actions), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
   });
 
+  it("a unit record lasts while its unit is desired or has a pod not being deleted, not beyond (fuzz-crash-gang-435)", () => {
+    const cluster = idealCluster(manifest({ rolloutStrategy: { type: "RoleRollingUpdate" } }));
+    converge(cluster, NOW);
+    const first = cluster.modelServing.status.currentRevision as string;
+    cluster.modelServing.spec.template.roles[1].entryTemplate = pod("vllm:v2");
+    converge(cluster, NOW);
+    assert.notEqual(cluster.modelServing.status.currentRevision, first);
+    // Group 1: decode-0 (desired) and a decode-1 no longer desired (a surge scaled down), both
+    // recorded at the first revision and with every pod terminating.
+    for (const index of [0, 1]) {
+      const desired = cluster.pods.get(`llm-1-decode-0-${index}`)!;
+      const extra = structuredClone(desired);
+      extra.metadata = { ...extra.metadata, name: `llm-1-decode-1-${index}`, uid: `uid-decode-1-${index}`, labels: { ...extra.metadata.labels, "tandem.dev/instance": "decode-1" } };
+      cluster.pods.set(extra.metadata.name, extra);
+      for (const terminating of [desired, extra]) terminating.metadata.deletionTimestamp = "2026-11-30T01:00:00Z";
+    }
+    const record = (instance: number) => ({ group: 1, role: "decode", instance, revision: first });
+    cluster.modelServing.status.units = [record(0), record(1)];
+    // A role partition keeps decode-0 at its record (unavailable, it would otherwise move for free).
+    cluster.modelServing.spec.template.roles[1].partition = 1;
+    const written = plan(observe(cluster), NOW).actions.filter((a) => a.type === "WriteStatus");
+    assert.deepEqual(written.at(-1)?.type === "WriteStatus" ? written.at(-1)?.status.units : "none", [record(0)]);
+  });
+
   it("a partially created instance whose pods are all pending is completed, not rebuilt", () => {
     const cluster = idealCluster(manifest());
     const first = plan(observe(cluster), NOW);

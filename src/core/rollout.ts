@@ -30,6 +30,7 @@ import type { Ineligible } from "./inplace.ts";
 import { groupIneligibility, readProgress } from "./inplace.ts";
 import { startPermits } from "./coordination.ts";
 import type { Model } from "./model.ts";
+import { instancePodsOf, somePod } from "./model.ts";
 import type { Revision } from "./pods.ts";
 import type { Revisions } from "./revisions.ts";
 import { sameRoleSpec } from "./role-hash.ts";
@@ -436,7 +437,12 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
       }
     }
   }
-  for (const [role, groups] of budgetStopped) scratch.waiting.push(`group(s) ${groups.sort((a, b) => a - b).join(", ")} role ${role}: ${groupBudgetMessage(disrupted, before, groupBudget.maxUnavailable)}`);
+  if (budgetStopped.size > 0) {
+    const why = groupBudgetMessage(disrupted, before, groupBudget.maxUnavailable);
+    // First: Progressing lists only the first few waits, and this one names what to do.
+    const lines = [...budgetStopped].map(([role, groups]) => `group(s) ${groups.sort((a, b) => a - b).join(", ")} role ${role}: ${why}`);
+    scratch.waiting.unshift(...lines);
+  }
   return surge;
 }
 
@@ -810,7 +816,6 @@ function compact(scratch: Scratch, currentName: string, surge: Surge): UnitRecor
 function hasPodNotDeleted(model: Model, record: UnitRecord): boolean {
   const roles = model.tree.get(record.group);
   if (roles === undefined) return false;
-  const instances = record.role === undefined ? [...roles.values()].flatMap((byInstance) => [...byInstance.values()]) : [roles.get(record.role)?.get(record.instance ?? 0)];
-  for (const pods of instances) for (const view of pods?.values() ?? []) if (!view.facts.terminating) return true;
-  return false;
+  const instances = record.role === undefined ? instancePodsOf([roles]) : [roles.get(record.role)?.get(record.instance ?? 0)];
+  return somePod(instances, (view) => !view.facts.terminating);
 }

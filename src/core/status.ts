@@ -14,7 +14,8 @@ import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { ineligibleCondition } from "./inplace.ts";
 import type { Work } from "./lifecycle.ts";
-import type { Model, PodView } from "./model.ts";
+import type { GroupPods, Model, PodView } from "./model.ts";
+import { instancePodsOf, somePod } from "./model.ts";
 import type { Revisions } from "./revisions.ts";
 
 /** A condition as computed, before its transition time is settled. */
@@ -78,15 +79,13 @@ export function computeStatus(
 }
 
 /** Some pod of the group is not being deleted. */
-function hasLivePod(roles: ReadonlyMap<string, ReadonlyMap<number, ReadonlyMap<number, PodView>>>): boolean {
-  for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (!view.facts.terminating) return true;
-  return false;
+function hasLivePod(roles: GroupPods): boolean {
+  return somePod(instancePodsOf([roles]), (view) => !view.facts.terminating);
 }
 
 /** Some pod of the ModelServing is being deleted (its capacity is about to be free). */
 function hasTerminatingPod(model: Model): boolean {
-  for (const roles of model.tree.values()) for (const instances of roles.values()) for (const pods of instances.values()) for (const view of pods.values()) if (view.facts.terminating) return true;
-  return false;
+  return somePod(instancePodsOf(model.tree.values()), (view) => view.facts.terminating);
 }
 
 /** Instance counts of one role among the desired instances. */
@@ -159,18 +158,19 @@ function podState(view: PodView): string {
 }
 
 /**
- * A hint when pods the rollout built at the update revision keep crashing (restarted, not Ready):
- * the update itself is the likely cause, and the rollout stalls on it rather than ending by itself.
+ * A hint when a pod the rollout waits for crash-loops: it will not become Ready by waiting. Only
+ * the kubelet's own verdict counts (a container waiting in CrashLoopBackOff): a restart alone is
+ * no crash (an in-place image patch restarts its container on purpose, a node outage every
+ * container of the node). Which revision brought the crash is not claimed: the pods of an
+ * instance moving back after a rollback crash on the image they are leaving.
  */
 function crashHint(desired: readonly InstanceState[]): string {
-  const crashing = desired.some((state) => state.targetsUpdate && !state.health.ready && state.health.live.some(crashed));
-  return crashing ? " Pods at the update revision keep crashing: fix the image or roll back (tandem rollout undo)." : "";
+  const crashing = desired.some((state) => !state.health.ready && state.health.live.some(crashLooping));
+  return crashing ? " A pod keeps crashing (CrashLoopBackOff): fix its image or configuration, or roll back if an update brought it (tandem rollout undo)." : "";
 }
 
-/** The pod is not Ready and a container of it has crashed: restarted, or waiting out a crash back-off. */
-function crashed(view: PodView): boolean {
-  if (view.facts.ready) return false;
-  return view.facts.restarted || (view.pod.status?.containerStatuses ?? []).some((status) => status.state?.waiting?.reason === "CrashLoopBackOff");
+function crashLooping(view: PodView): boolean {
+  return (view.pod.status?.containerStatuses ?? []).some((status) => status.state?.waiting?.reason === "CrashLoopBackOff");
 }
 
 /** How each kind of action reads in the Progressing message. */
@@ -202,7 +202,8 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
     // Nothing to write, but pods are not Ready yet: say what they wait for rather than "converged".
     const pending = pendingInstances(desired);
     // Whether a pod is terminating is asked only then: it looks at every pod.
-    if (desired.some((state) => state.health.unschedulable) && !terminating()) return capacityCondition(desired);
+    // A blocked rollout needs a spec change first: capacity alone would not finish it.
+    if (rollout.blocked.length === 0 && desired.some((state) => state.health.unschedulable) && !terminating()) return capacityCondition(desired);
     if (pending.length > 0) {
       // An instance rebuilt (a crash recovered) has only terminating pods until they are gone.
       const what = pending.every((state) => state.health.complete) ? "Every pod exists; waiting for them to become Ready" : "Waiting for pods";
