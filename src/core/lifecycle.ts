@@ -133,10 +133,11 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
 /**
  * Under ServingGroupRecreate a failed instance rebuilds its whole group, except an instance a
  * RoleRollingUpdate in progress has moved (or built as surge): that one is rebuilt alone, as the
- * rollout replaced it alone (the group strategies move, and so rebuild, whole groups). Its failure may be the update's own (an image that crashes), and rebuilding
- * the group would take the group's other instances down beyond their budgets, once more on every
- * crash, and hand them free permits to the crashing revision (unavailable units move first) —
- * the crash would spread to every group instead of the rollout stalling.
+ * rollout replaced it alone (the group strategies move, and so rebuild, whole groups). Its
+ * failure may be the update's own (an image that crashes), and rebuilding the group would take
+ * the group's other instances down beyond their budgets, once more on every crash, and hand them
+ * free permits to the crashing revision (unavailable units move first): the crash would spread to
+ * every group instead of the rollout stalling.
  */
 function planGroup(context: Context, group: number, states: readonly InstanceState[]): void {
   const broken = context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? states.filter((state) => isBroken(context, state) && !movedByRollout(context, state)) : [];

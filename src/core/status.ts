@@ -201,8 +201,8 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   if (counts.size === 0 && work.recheckAtMs === undefined) {
     // Nothing to write, but pods are not Ready yet: say what they wait for rather than "converged".
     const pending = pendingInstances(desired);
-    // Whether a pod is terminating is asked only then: it looks at every pod.
-    // A blocked rollout needs a spec change first: capacity alone would not finish it.
+    // Capacity alone would not finish a blocked rollout (it needs a spec change first). Whether a
+    // pod is terminating is asked last: it looks at every pod.
     if (rollout.blocked.length === 0 && desired.some((state) => state.health.unschedulable) && !terminating()) return capacityCondition(desired);
     if (pending.length > 0) {
       // An instance rebuilt (a crash recovered) has only terminating pods until they are gone.
