@@ -23,6 +23,8 @@
  *   group budget: Progressing names the groups that take it and their unschedulable pods.
  * - Nothing is left to do and desired pods cannot be scheduled (a scale-up beside old, larger
  *   instances a role partition keeps): Progressing is WaitingForCapacity, not WaitingForPods.
+ * - maxUnavailable 0 with no room for the surge: the budget wait counts the pods that cannot be
+ *   scheduled and asks for capacity.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -153,6 +155,16 @@ describe("rollouts that wait for capacity, saying so", () => {
         `Not Ready: decode-0 of group 2: m-2-decode-0-0 ${noGpu("m-2-decode-0-0", 2)}; decode-1 of group 2: m-2-decode-1-0 ${noGpu("m-2-decode-1-0", 2)}; decode-0 of group 3: m-3-decode-0-0 ${noGpu("m-3-decode-0-0", 2)}.`,
     );
     await expectFixedByCapacity(budgetFile);
+  });
+
+  const surgeFile = "surge-without-room-max-unavailable-0.json";
+  it(`decode maxUnavailable 0 and maxSurge 1 in a full cluster: each group's surge decode cannot be scheduled, and the wait says to add capacity; with capacity it completes (fuzz-163, ${surgeFile})`, async () => {
+    const conditions = await expectWait(surgeFile);
+    const progressing = conditions.get("Progressing");
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
+    const wait = (group: number) => `group ${group} role decode: 2 of 2 instance(s) available with maxUnavailable 0: waiting for updated units to become Ready or for surge capacity (maxSurge 1); 1 pod(s) of group(s) ${group} cannot be scheduled: add capacity for them`;
+    assert.ok(progressing?.message.startsWith(`${wait(1)}; ${wait(0)}. Not Ready: `), progressing?.message);
+    await expectFixedByCapacity(surgeFile);
   });
 
   const scaleFile = "scale-up-beside-partition-kept-instances-beyond-capacity.json";

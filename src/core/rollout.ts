@@ -229,7 +229,8 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
     if (!free) spare -= 1;
   }
   if (spare <= 0 && order.some((group) => available.includes(group) && scratch.records.get(`${group}`)?.revision !== revisions.update.name)) {
-    scratch.waiting.push(waitingMessage(available.length, replicas, budget, "ServingGroup(s)"));
+    const unavailable = range(replicas + surgeGroups).filter((group) => !available.includes(group));
+    scratch.waiting.push(`${waitingMessage(available.length, replicas, budget, "ServingGroup(s)")}${unschedulableNote(model, unavailable)}`);
   }
   return surge();
 }
@@ -384,16 +385,32 @@ function starvedMessage(availableBase: number, desired: number, budget: Resolved
  * could never be scheduled). When some of those groups wait for pods the scheduler cannot place,
  * the message counts those pods and asks for capacity (there, a larger maxUnavailable only moved
  * the wait: the old instances it let go freed GPUs that those pods took, and their replacements
- * waited in turn). `before` are the groups' states at the start of the plan.
+ * waited in turn).
  */
-function groupBudgetMessage(disrupted: readonly number[], before: readonly (readonly InstanceState[])[], maxUnavailable: number): string {
+function groupBudgetMessage(model: Model, disrupted: readonly number[], maxUnavailable: number): string {
   const holders = [...disrupted].sort((a, b) => a - b);
-  const unschedulableByGroup = holders.map((group) => (before[group] ?? []).reduce((sum, state) => sum + state.health.live.filter((view) => view.facts.unschedulable).length, 0));
-  const starved = holders.filter((_group, index) => (unschedulableByGroup[index] ?? 0) > 0);
-  const unschedulable = unschedulableByGroup.reduce((sum, pods) => sum + pods, 0);
   const taken = `waiting for the group budget (rollingUpdateConfiguration.maxUnavailable ${maxUnavailable}), taken by group(s) ${holders.join(", ")}`;
-  if (starved.length === 0) return `${taken} until they are available again`;
-  return `${taken}; ${unschedulable} pod(s) of group(s) ${starved.join(", ")} cannot be scheduled: add capacity for them`;
+  const note = unschedulableNote(model, holders);
+  return note === "" ? `${taken} until they are available again` : `${taken}${note}`;
+}
+
+/**
+ * "; N pod(s) of group(s) … cannot be scheduled: add capacity for them" when pods (of `role`, or
+ * of any role) in `groups` wait for a node with room, surge included; "" when none does. A wait
+ * on such pods does not end by itself.
+ */
+function unschedulableNote(model: Model, groups: readonly number[], role?: string): string {
+  let pods = 0;
+  const starved: number[] = [];
+  for (const group of groups) {
+    const roles = model.tree.get(group);
+    const instances = roles === undefined ? [] : role === undefined ? instancePodsOf([roles]) : [...(roles.get(role)?.values() ?? [])];
+    let inGroup = 0;
+    for (const instance of instances) for (const view of instance.values()) if (view.facts.unschedulable && !view.facts.terminating) inGroup += 1;
+    if (inGroup > 0) starved.push(group);
+    pods += inGroup;
+  }
+  return pods === 0 ? "" : `; ${pods} pod(s) of group(s) ${starved.join(", ")} cannot be scheduled: add capacity for them`;
 }
 
 /** RoleRollingUpdate: instances of changed roles, role budgets within each group, group disruption budget. */
@@ -438,7 +455,7 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
     }
   }
   if (budgetStopped.size > 0) {
-    const why = groupBudgetMessage(disrupted, before, groupBudget.maxUnavailable);
+    const why = groupBudgetMessage(model, disrupted, groupBudget.maxUnavailable);
     // First: Progressing lists only the first few waits, and this one names what to do.
     const lines = [...budgetStopped].map(([role, groups]) => `group(s) ${groups.sort((a, b) => a - b).join(", ")} role ${role}: ${why}`);
     scratch.waiting.unshift(...lines);
@@ -683,7 +700,7 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
       const belowDesired = available - 1 < role.replicas;
       const groupOk = !belowDesired || disruptedGroup || limits.mayDisrupt();
       if (available - 1 < roleFloor(role) || !groupOk) {
-        if (available - 1 < roleFloor(role)) scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}`);
+        if (available - 1 < roleFloor(role)) scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}${unschedulableNote(scratch.model, [group], role.name)}`);
         else limits.groupBudgetWait(group, role.name);
         break;
       }
