@@ -198,7 +198,14 @@ describe("plan: recovery", () => {
       crashing.status!.containerStatuses![0]!.ready = false;
       crashing.status!.conditions = crashing.status!.conditions!.map((c) => (c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c));
     }
-    assert.deepEqual(deletedPods(plan(observe(cluster), NOW).actions), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
+    const prefillUid = cluster.pods.get("llm-1-prefill-0-0")!.metadata.uid;
+    const recovery = plan(observe(cluster), NOW).actions;
+    assert.deepEqual(deletedPods(recovery), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
+    apply(cluster, recovery);
+    apply(cluster, plan(observe(cluster), NOW).actions);
+    const rebuilt = ["llm-1-decode-0-0", "llm-1-decode-0-1"].map((name) => cluster.pods.get(name)?.spec.containers[0]?.image);
+    assert.deepEqual(rebuilt, ["vllm:bad", "vllm:bad"], "rebuilt at its record, the update revision");
+    assert.equal(cluster.pods.get("llm-1-prefill-0-0")!.metadata.uid, prefillUid, "prefill kept");
   });
 
   it("None recreates only the missing pod", () => {
