@@ -71,6 +71,13 @@
  *   its role's full progress; it is now moved without one, as an available one is
  *   (`planRoleInGroup` in src/core/rollout.ts). A unit record outlived its unit while the unit's
  *   pods terminated, and governed the unit a scale-up then created at that ordinal (`compact`).
+ * - The full fuzz (`--faults --coordination --crash --gang`, 2026-12-01, generator seeds
+ *   601-1000): an update back to the current revision right after an in-place rollback, with a
+ *   switch to RoleRollingUpdate, left a group record at the rolled-back revision; the permits and
+ *   the surge instance at the current revision were dropped as redundant, so the group stayed at
+ *   the old revision for good while the status said Converged (`compact`, `promote`). Under API
+ *   faults, a relabel whose write failed for a worker while its entry's went through was never
+ *   retried: the instance was judged by its entry's label (`relabelUnchanged`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -79,6 +86,7 @@ import { describe, it } from "node:test";
 import { plan as corePlan } from "../src/core/plan.ts";
 import type { PlanFunction } from "../src/engine/reconciler.ts";
 import { fuzzChaos, fuzzScenario } from "../src/sim/fuzz.ts";
+import type { FuzzOptions } from "../src/sim/fuzz.ts";
 import type { SimCluster } from "../src/sim/cluster.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
@@ -146,6 +154,7 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "crashing-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate (prefill maxUnavailable 0): decode moved to an image that crashes, then patched back; each crash of a replacement rebuilt its whole group, prefill included (fuzz-crash-38)",
   "crashing-surge-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate, 3 groups, group maxUnavailable 1, decode maxSurge 1: the surge decode of every group crashes, then a rollback; each crash rebuilt its whole group, and the rebuilt old instances took the crashing revision on free permits (fuzz-crash-30)",
   "crash-surge-record-outlives-terminating-pods.json": "a canary crash (group partition 3 of 4, decode maxUnavailable 0 and maxSurge 1) rolled back while group 3's crashing surge decode-1 terminated; its record of the crash revision was kept for its terminating pods, and a paused scale-up of decode to 2 rebuilt decode-1 on the crash image until unpaused (fuzz-crash-gang-435, cut after the wait that failed; the full run ends in a capacity wait)",
+  "update-back-to-current-after-in-place-rollback.json": "InPlaceUpdate rolled back (decode d:v2 → d:v1, group 0 recorded at the rollback's revision) and, in the instant its pods are relabelled, patched back to d:v2 with a switch to RoleRollingUpdate (decode maxSurge 1), then a node outage; the group stayed on d:v1 behind its record while the status said Converged (fuzz-faults-coordinated-crash-gang-925, without API faults)",
   "crashing-instance-behind-surge-full-progress.json": "RoleRollingUpdate with coordination (maxSkew 10%, decode dependsOn prefill), prefill maxUnavailable 0 and maxSurge 1: mid-update, both roles moved to images that crash, then a rollback; prefill-2, moved to the crash while it was down, kept crashing there: the coordinator counted the serving surge as prefill's full progress and never gave it a start (fuzz-faults-coordinated-crash-gang-157)",
 };
 
@@ -154,11 +163,17 @@ const SCENARIOS: Readonly<Record<string, string>> = {
  * API errors and watch drops included. A generator change can make a seed another scenario: the
  * one that failed first is then kept as a file in SCENARIOS (without the API faults).
  */
-const FAULT_RUNS: readonly { readonly generatorSeed: number; readonly seed: number; readonly what: string }[] = [
+const FAULT_RUNS: readonly { readonly generatorSeed: number; readonly seed: number; readonly modes?: Omit<FuzzOptions, "faults">; readonly what: string }[] = [
   {
     generatorSeed: 53,
     seed: 1,
     what: "after a node outage, two surge groups each placed in part, neither able to start (maxSurge 2, room for one; first found as replacements and a surge group placed in part, before router traffic joined the generator: surge-group-placed-in-part-after-node-outage.json)",
+  },
+  {
+    generatorSeed: 920,
+    seed: 1,
+    modes: { coordination: true, crash: true, gang: true },
+    what: "ServingGroupRollingUpdate, a prefill crash rolled back: the decode pods, relabelled at the crash revision and back, lost the worker's relabel to an API error while the entry's went through, and kept the crash revision's label for good (also fuzz-faults-coordinated-crash-gang-637)",
   },
 ];
 
@@ -172,9 +187,9 @@ describe("fuzz-found scenarios, fixed", () => {
     });
   }
 
-  for (const { generatorSeed, seed, what } of FAULT_RUNS) {
-    it(`with faults, ${what}: the rollout completes and every invariant holds (fuzz-faults-${generatorSeed}, seed ${seed})`, async () => {
-      const parsed = parseScenario(fuzzScenario(generatorSeed, { faults: true }));
+  for (const { generatorSeed, seed, modes, what } of FAULT_RUNS) {
+    it(`with faults, ${what}: the rollout completes and every invariant holds (generator seed ${generatorSeed}${modes === undefined ? "" : ` with ${Object.keys(modes).join(", ")}`}, seed ${seed})`, async () => {
+      const parsed = parseScenario(fuzzScenario(generatorSeed, { ...modes, faults: true }));
       assert.ok(parsed.ok);
       const report = await runScenario(parsed.scenario, { seed, chaos: fuzzChaos(parsed.scenario) });
       assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);

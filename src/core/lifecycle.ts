@@ -248,16 +248,26 @@ function planInstance(context: Context, state: InstanceState): void {
  * revisions, so the label must say what the pod runs: left, a rollout with nothing to move would
  * never show its pods at the update revision. A label write, never a restart. (Under
  * RoleRollingUpdate such labels are what the strategy leaves; in place, `planInPlace` relabels.)
+ *
+ * Each pod is judged by its own label, not by the entry's: a relabel whose write failed for one
+ * pod (the entry's went through) is retried, where judging the instance by its entry would call it
+ * done and leave that pod at the old label for good (fuzz-faults-coordinated-crash-gang-920).
  */
 function relabelUnchanged(context: Context, state: InstanceState): void {
   const { running, target } = state;
   if (running === undefined || state.replacing || context.model.ms.spec.rolloutStrategy.type !== "ServingGroupRollingUpdate") return;
-  // An equal revision under another name (re-hashed by a newer controller) is left alone, as ever.
-  if (running.name === target.name || sameRevisionData(running.data, target.data)) return;
-  const hash = roleHash(target.data, state.role);
-  const labels = { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) };
+  let labels: Record<string, string> | undefined;
   for (const view of state.health.live) {
-    if (view.revision !== target.name) context.work.actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: {}, labels });
+    if (view.revision === undefined || view.revision === target.name) continue;
+    const own = view.revision === running.name ? running : context.resolve(view.revision, instanceLabel(state));
+    // An equal revision under another name (re-hashed by a newer controller) is left alone, as
+    // ever; a pod whose role spec differs is not relabelled (only a replacement can move it).
+    if (own === undefined || sameRevisionData(own.data, target.data) || !sameRoleSpec(own.data, target.data, state.role)) continue;
+    if (labels === undefined) {
+      const hash = roleHash(target.data, state.role);
+      labels = { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) };
+    }
+    context.work.actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: {}, labels });
   }
 }
 

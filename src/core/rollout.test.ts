@@ -461,6 +461,43 @@ describe("strategy switched mid-rollout", () => {
     assert.deepEqual([...new Set(decode().map((p) => p.metadata.labels?.["tandem.dev/revision"]))], [current]);
   });
 
+  it("a relabel whose write failed for a worker while its entry's went through is retried (fuzz-faults-coordinated-crash-gang-920: the entry's label made the instance look done, so the worker kept its older label and the rollout never completed)", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+    run(cluster);
+    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    run(cluster);
+    const current = cluster.modelServing.status.currentRevision;
+    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    const lost = "llm-0-decode-0-1";
+    const first = plan(observe(cluster), NOW).actions;
+    assert.ok(first.some((action) => action.type === "AnnotatePod" && action.name === lost), "the worker is relabelled with its entry");
+    apply(cluster, first.filter((action) => !(action.type === "AnnotatePod" && action.name === lost)));
+    assert.equal(cluster.pods.get("llm-0-decode-0-0")?.metadata.labels?.["tandem.dev/revision"], current, "the entry's relabel went through");
+    run(cluster);
+    const decode = [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode"));
+    assert.deepEqual([...new Set(decode.map((p) => p.metadata.labels?.["tandem.dev/revision"]))], [current]);
+  });
+
+  it("an update back to the current revision while a group strategy holds a group at another one, switched to RoleRollingUpdate, still moves that group (fuzz-faults-coordinated-crash-gang-925: the permits and surge instance at the current revision were dropped as redundant, so the group record kept every instance at the old revision and the rollout said Converged)", () => {
+    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    run(cluster);
+    const current = cluster.modelServing.status.currentRevision;
+    setDecodeImage(cluster, "vllm:v1");
+    const movedBack = () => (cluster.modelServing.status.units ?? []).some((unit: any) => unit.role === undefined && unit.revision !== current && images(cluster, `llm-${unit.group}-decode`).every((image) => image.endsWith("vllm:v1")));
+    planUntil(cluster, movedBack, "a group rebuilt at the rolled-back revision");
+    setDecodeImage(cluster, "vllm:v2");
+    cluster.modelServing.spec.rolloutStrategy = { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    cluster.modelServing.spec.template.roles[1].maxSurge = 1;
+    run(cluster);
+    assert.ok(images(cluster, "llm-").filter((image) => image.includes("decode")).every((image) => image.endsWith("vllm:v2")), images(cluster, "llm-").join(" "));
+    assert.equal(cluster.modelServing.status.currentRevision, current);
+    assert.deepEqual(cluster.modelServing.status.units ?? [], [], "no record is left once every unit runs the current revision");
+  });
+
   it("a switch to a group strategy while groups serve only through role surge instances: those stay until the desired ones serve, and the group rollout keeps its budget (regression: dropped in every group at once)", () => {
     for (const type of ["ServingGroupRollingUpdate", "InPlaceUpdate"]) {
       const cluster = carriedBySurgeInTwoGroups();

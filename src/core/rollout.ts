@@ -793,7 +793,9 @@ function takesBelowDesired(role: Role, states: readonly InstanceState[], kept: n
  */
 function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   const { model, revisions } = scratch;
-  if (base.currentName === revisions.update.name) return false;
+  // With the update current, records left at other revisions still have units to move (an
+  // update back to the current revision mid-rollout); once every unit runs it, they go.
+  if (base.currentName === revisions.update.name && base.units.length === 0) return false;
   const noSurge = [...model.tree].every(([group, roles]) => group < model.ms.spec.replicas && [...roles].every(([role, instances]) => {
     const spec = model.roles.get(role);
     return [...instances.keys()].every((instance) => spec !== undefined && instance < spec.replicas);
@@ -811,20 +813,31 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
 }
 
 /**
- * The records to keep: only where a unit's revision differs from the current one, and only for
- * units that are desired or still have a pod not being deleted. A unit no longer desired whose
- * pods are all terminating is gone: its record would otherwise outlive it and govern the unit a
- * later scale-up creates at that ordinal (fuzz-crash-gang-435: a surge instance scaled down after
- * a rollback kept the crash revision's record, and the scale-up that followed rebuilt it there).
- * Sorted, so equal decisions give equal status.
+ * The records to keep: only where a unit's revision differs from the one it would have without
+ * its record, and only for units that are desired or still have a pod not being deleted. A unit
+ * no longer desired whose pods are all terminating is gone: its record would otherwise outlive it
+ * and govern the unit a later scale-up creates at that ordinal (fuzz-crash-gang-435: a surge
+ * instance scaled down after a rollback kept the crash revision's record, and the scale-up that
+ * followed rebuilt it there). Without a record a group is at the current revision, and an
+ * instance at its group's record, else the current revision: an instance record at the current
+ * revision is kept under a group record of another one, or the group record would take the
+ * instance back (fuzz-faults-coordinated-crash-gang-925: an update back to the current revision
+ * right after an in-place rollback left a group record at the rolled-back revision, and every
+ * permit and surge instance of the group fell back to it). Sorted, so equal decisions give equal
+ * status.
  */
 function compact(scratch: Scratch, currentName: string, surge: Surge): UnitRecord[] {
   const { model } = scratch;
-  const kept = [...scratch.records.values()].filter((record) => {
-    if (record.revision === currentName) return false;
+  const lives = (record: UnitRecord): boolean => {
     const role = record.role === undefined ? undefined : model.roles.get(record.role);
     const desired = record.group < surge.groups && (record.role === undefined || (role !== undefined && (record.instance ?? 0) < surge.instances(record.group, role)));
     return desired || hasPodNotDeleted(model, record);
+  };
+  const groupRecorded = new Set<number>();
+  for (const record of scratch.records.values()) if (record.role === undefined && record.revision !== currentName && lives(record)) groupRecorded.add(record.group);
+  const kept = [...scratch.records.values()].filter((record) => {
+    if (record.role === undefined) return groupRecorded.has(record.group);
+    return (record.revision !== currentName || groupRecorded.has(record.group)) && lives(record);
   });
   return kept.sort((a, b) => a.group - b.group || compareStrings(a.role ?? "", b.role ?? "") || (a.instance ?? -1) - (b.instance ?? -1));
 }
