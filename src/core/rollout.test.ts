@@ -86,6 +86,16 @@ function setDecodeImage(cluster: IdealCluster, image: string): void {
   cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
 }
 
+/** A RoleRollingUpdate of prefill only (to vllm:v2), run to its end: the decode pods keep their older label. */
+function afterPrefillOnlyRoleUpdate(): IdealCluster {
+  const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+  run(cluster);
+  cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+  cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+  run(cluster);
+  return cluster;
+}
+
 /** RoleRollingUpdate of decode (1 instance, maxSurge 1) until at least two groups serve decode only through their v2 surge instance. */
 function carriedBySurgeInTwoGroups(): IdealCluster {
   const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
@@ -444,11 +454,7 @@ describe("strategy switched mid-rollout", () => {
   });
 
   it("after a RoleRollingUpdate that changed prefill only, a switch to ServingGroupRollingUpdate alone relabels the decode pods at the current revision, never restarting them (fuzz-409: their older label kept the rollout from ever looking complete)", () => {
-    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
-    run(cluster);
-    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
-    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
-    run(cluster);
+    const cluster = afterPrefillOnlyRoleUpdate();
     const current = cluster.modelServing.status.currentRevision;
     assert.equal(current, cluster.modelServing.status.updateRevision, "the prefill-only update is promoted");
     const decode = () => [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode"));
@@ -462,11 +468,7 @@ describe("strategy switched mid-rollout", () => {
   });
 
   it("a relabel whose write failed for a worker while its entry's went through is retried (fuzz-faults-coordinated-crash-gang-920: the entry's label made the instance look done, so the worker kept its older label and the rollout never completed)", () => {
-    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
-    run(cluster);
-    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
-    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
-    run(cluster);
+    const cluster = afterPrefillOnlyRoleUpdate();
     const current = cluster.modelServing.status.currentRevision;
     cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
     cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
