@@ -383,6 +383,24 @@ describe("InPlaceUpdate: a bad image", () => {
     assert.equal(blocked?.reason, "InPlaceIneligible");
   });
 
+  it("a drain a rolling strategy began is undone when InPlaceUpdate refuses the change: the pods serve again (fuzz-faults-crash-97: they stayed out of service for good)", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2", { args: ["--tp", "8"] });
+    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate" };
+    // No router ack: the replacement's drain stays open.
+    run(cluster, { rounds: 3, router: false });
+    const draining = [...cluster.pods.values()].filter((pod) => pod.metadata.annotations?.["tandem.dev/draining"] !== undefined);
+    assert.ok(draining.length > 0, "the rolling strategy began a drain");
+    cluster.modelServing.spec.rolloutStrategy = { type: "InPlaceUpdate" };
+    const before = uids(cluster);
+    const actions = run(cluster, { rounds: 5, startMs: NOW + 3000, router: false });
+    assert.ok(!actions.some((a) => a.type === "DeletePod" || a.type === "PatchPodImages"));
+    assert.deepEqual(uids(cluster), before);
+    assert.ok([...cluster.pods.values()].every((pod) => serving(pod) && pod.metadata.annotations?.["tandem.dev/draining"] === undefined), "every pod serves, no drain mark left");
+    const blocked = cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked");
+    assert.equal(blocked?.reason, "InPlaceIneligible");
+  });
+
   it("a pod of an in-place group that fails otherwise is recovered at its recorded revision", () => {
     const cluster = converged();
     cluster.badImages.add("vllm:bad");

@@ -231,7 +231,11 @@ function planInstance(context: Context, state: InstanceState): void {
     work.actions.push(...step.actions);
     work.ineligible.push(...step.ineligible);
     recheckAt(work, step.recheckAtMs);
-    return;
+    // Refused, the instance stays at what it runs and serves: a drain begun for a move that will
+    // not come (a replacement under the strategy before, an in-place move not patched yet) is
+    // undone below, or its pods would stay out of service for good (fuzz-faults-crash-97). A pod
+    // already patched keeps its progress mark: it tells what the pod runs.
+    if (step.ineligible.length === 0 || !health.live.every((view) => (readProgress(view.pod)?.phase ?? "Draining") === "Draining")) return;
   }
   for (const view of health.live) {
     const cancel = cancelDrain(view, nowMs);
