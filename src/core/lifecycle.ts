@@ -56,7 +56,7 @@ export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: num
   const { model, revisions } = states;
   const resolve = resolver(revisions, work.unreadable);
   // Only ServingGroupRecreate asks which roles the rollout changes (`movedByRollout`).
-  const changedRoles = model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? rolloutChangedRoles(model, revisions, layout.currentName) : NO_ROLES;
+  const changedRoles = model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? rolloutChangedRoles(model, revisions, layout) : NO_ROLES;
   const context = { model, nowMs, work, resolve, changedRoles };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
@@ -155,17 +155,24 @@ function movedByRollout(context: Context, state: InstanceState): boolean {
 }
 
 /**
- * The roles whose pods a RoleRollingUpdate from `currentName` to the update revision changes (by
- * their own spec). None under the group strategies, when no rollout is in progress, or when the
- * current revision is unreadable (then failures are recovered as the policy says, nothing guessed).
+ * The roles whose pods a RoleRollingUpdate in progress changes (by their own spec): those whose
+ * spec differs between the update revision and the current one or one a unit record names (an
+ * update back to the current revision moves the units recorded elsewhere). None under the group
+ * strategies or when no rollout is in progress; an unreadable revision adds none (its units are
+ * recovered as the policy says, nothing guessed).
  */
-function rolloutChangedRoles(model: Model, revisions: InstanceStates["revisions"], currentName: string): ReadonlySet<string> {
+function rolloutChangedRoles(model: Model, revisions: InstanceStates["revisions"], layout: Layout): ReadonlySet<string> {
   const { update } = revisions;
-  if (model.ms.spec.rolloutStrategy.type !== "RoleRollingUpdate" || currentName === update.name) return NO_ROLES;
-  const current = revisions.lookup(currentName);
-  if (!current.ok) return NO_ROLES;
-  const from = current.revision.data;
-  return new Set(model.ms.spec.template.roles.filter((role) => !sameRoleSpec(from, update.data, role.name)).map((role) => role.name));
+  if (model.ms.spec.rolloutStrategy.type !== "RoleRollingUpdate") return NO_ROLES;
+  const from = new Set([layout.currentName, ...layout.units.map((record) => record.revision)]);
+  from.delete(update.name);
+  const changed = new Set<string>();
+  for (const name of from) {
+    const found = revisions.lookup(name);
+    if (!found.ok) continue;
+    for (const role of model.ms.spec.template.roles) if (!sameRoleSpec(found.revision.data, update.data, role.name)) changed.add(role.name);
+  }
+  return changed.size === 0 ? NO_ROLES : changed;
 }
 
 const NO_ROLES: ReadonlySet<string> = new Set();

@@ -500,6 +500,25 @@ describe("strategy switched mid-rollout", () => {
     assert.deepEqual(cluster.modelServing.status.units ?? [], [], "no record is left once every unit runs the current revision");
   });
 
+  it("under ServingGroupRecreate, an instance such an update back to the current revision moved is rebuilt alone when it fails: the rest of its group stays, below the role partition too (review of fuzz-925's fix)", () => {
+    const cluster = idealCluster(pdManifest({ recoveryPolicy: "ServingGroupRecreate", rolloutStrategy: { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+    run(cluster);
+    setDecodeImage(cluster, "vllm:v2");
+    run(cluster);
+    const current = cluster.modelServing.status.currentRevision;
+    setDecodeImage(cluster, "vllm:v1");
+    planUntil(cluster, () => (cluster.modelServing.status.units ?? []).some((unit: any) => unit.role === undefined && unit.group === 2 && unit.revision !== current) && images(cluster, "llm-2-decode").length === 4 && images(cluster, "llm-2-decode").every((image) => image.endsWith("vllm:v1")), "group 2 rebuilt at the rolled-back revision");
+    setDecodeImage(cluster, "vllm:v2");
+    cluster.modelServing.spec.rolloutStrategy = { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    cluster.modelServing.spec.template.roles[1].partition = 1;
+    run(cluster);
+    assert.ok(images(cluster, "llm-2-decode-1").every((image) => image.endsWith("vllm:v2")), "decode-1 of group 2 moved back to the current revision");
+    const kept = [...cluster.pods.values()].filter((p) => p.metadata.name.startsWith("llm-2-") && !p.metadata.name.startsWith("llm-2-decode-1")).map((p) => p.metadata.uid).sort();
+    cluster.pods.delete("llm-2-decode-1-1");
+    run(cluster);
+    assert.deepEqual([...cluster.pods.values()].filter((p) => p.metadata.name.startsWith("llm-2-") && !p.metadata.name.startsWith("llm-2-decode-1")).map((p) => p.metadata.uid).sort(), kept, "prefill and decode-0 (below the partition) were rebuilt");
+  });
+
   it("a switch to a group strategy while groups serve only through role surge instances: those stay until the desired ones serve, and the group rollout keeps its budget (regression: dropped in every group at once)", () => {
     for (const type of ["ServingGroupRollingUpdate", "InPlaceUpdate"]) {
       const cluster = carriedBySurgeInTwoGroups();
