@@ -216,6 +216,15 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
   }
   const decodeImages = (cluster: IdealCluster) => [0, 1, 2].map((group) => image(cluster.pods.get(`llm-${group}-decode-0-0`)!));
 
+  it("while a group drains, the status names its pods as held out of service, not merely not Ready (fuzz-faults-crash-97 stalled so with the status saying only 'not Ready')", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2");
+    run(cluster, { rounds: 2, router: false });
+    assert.deepEqual(groupsInFlight(cluster), [2]);
+    const messages = cluster.modelServing.status.conditions.filter((c: any) => c.type === "Available" || c.type === "Progressing").map((c: any) => c.message);
+    for (const message of messages) assert.match(message, /decode-0 of group 2: llm-2-decode-0-\d Running, draining \(out of service\)/);
+  });
+
   it("over a group still draining: nothing is patched, the drain and progress marks go and the gate opens (regression: it was patched)", () => {
     const cluster = converged();
     const v1 = cluster.modelServing.status.currentRevision;

@@ -151,7 +151,10 @@ function podState(view: PodView): string {
   if (scheduled?.status === "False") return `Pending (${scheduled.reason ?? "Unscheduled"}${scheduled.message !== undefined ? `: ${scheduled.message}` : ""})`;
   const statuses = view.pod.status?.containerStatuses ?? [];
   const waiting = statuses.find((status) => status.state?.waiting !== undefined)?.state?.waiting?.reason;
-  const state = waiting ?? `${view.pod.status?.phase ?? "Pending"}, not Ready`;
+  // Ready containers behind the serving gate a drain closed: the controller holds it out of
+  // service, which "not Ready" alone would hide (fuzz-faults-crash-97 stalled so, unexplained).
+  const drained = view.facts.containersReady && view.facts.drainingSinceMs !== undefined;
+  const state = waiting ?? `${view.pod.status?.phase ?? "Pending"}, ${drained ? "draining (out of service)" : "not Ready"}`;
   // Between two crashes a pod reads Running: its restarts say it is crash-looping.
   const restarts = statuses.reduce((sum, status) => sum + status.restartCount, 0);
   return restarts > 0 ? `${state}, ${restarts} restart(s)` : state;
