@@ -77,7 +77,9 @@
  *   the surge instance at the current revision were dropped as redundant, so the group stayed at
  *   the old revision for good while the status said Converged (`compact`, `promote`). Under API
  *   faults, a relabel whose write failed for a worker while its entry's went through was never
- *   retried: the instance was judged by its entry's label (`relabelUnchanged`).
+ *   retried: the instance was judged by its entry's label (`relabelUnchanged`). Under
+ *   ServingGroupRecreate, an instance an update since rolled back had moved, crashing while its
+ *   move back waited, rebuilt its whole group (`movedByRollout`).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -174,6 +176,12 @@ const FAULT_RUNS: readonly { readonly generatorSeed: number; readonly seed: numb
     seed: 1,
     modes: { coordination: true, crash: true, gang: true },
     what: "ServingGroupRollingUpdate, a prefill crash rolled back: the decode pods, relabelled at the crash revision and back, lost the worker's relabel to an API error while the entry's went through, and kept the crash revision's label for good (also fuzz-faults-coordinated-crash-gang-637)",
+  },
+  {
+    generatorSeed: 2229,
+    seed: 4,
+    modes: { coordination: true, crash: true, gang: true },
+    what: "ServingGroupRecreate, RoleRollingUpdate with decode dependsOn prefill: a decode canary on a crashing image rolled back; its surge decode, still crashing while the dependency gate held its move back, failed, and the whole group was rebuilt, decode's last available instance with it (roleBudget)",
   },
 ];
 

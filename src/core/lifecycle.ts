@@ -45,6 +45,8 @@ interface Context {
   readonly resolve: (name: string, label: string) => Revision | undefined;
   /** Roles whose pods a RoleRollingUpdate in progress changes (`rolloutChangedRoles`). */
   readonly changedRoles: ReadonlySet<string>;
+  /** The current revision when `changedRoles` has any (`movedByRollout` compares with it). */
+  readonly current: Revision | undefined;
 }
 
 /**
@@ -57,7 +59,8 @@ export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: num
   const resolve = resolver(revisions, work.unreadable);
   // Only ServingGroupRecreate asks which roles the rollout changes (`movedByRollout`).
   const changedRoles = model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? rolloutChangedRoles(model, revisions, layout) : NO_ROLES;
-  const context = { model, nowMs, work, resolve, changedRoles };
+  const currentLookup = changedRoles.size > 0 ? revisions.lookup(layout.currentName) : undefined;
+  const context = { model, nowMs, work, resolve, changedRoles, current: currentLookup?.ok === true ? currentLookup.revision : undefined };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
     if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);
@@ -149,9 +152,17 @@ function planGroup(context: Context, group: number, states: readonly InstanceSta
   for (const state of states) planInstance(context, state);
 }
 
-/** The instance has pods at the update revision's spec for its role, which the rollout in progress changes. */
+/**
+ * A rollout moved the instance's pods, for a role the rollout in progress changes: they run the
+ * update revision's spec for it, or one the current revision does not build (an update since
+ * rolled back moved them there, and they crash on it while their move back waits for a permit:
+ * fuzz-faults-coordinated-crash-gang-2229 rebuilt the whole group for it, taking the role's last
+ * available instance down with it).
+ */
 function movedByRollout(context: Context, state: InstanceState): boolean {
-  return state.atUpdate && state.running !== undefined && context.changedRoles.has(state.role);
+  const { running } = state;
+  if (running === undefined || !context.changedRoles.has(state.role)) return false;
+  return state.atUpdate || (context.current !== undefined && !sameRoleSpec(running.data, context.current.data, state.role));
 }
 
 /**

@@ -185,7 +185,8 @@ describe("plan: recovery", () => {
     assert.deepEqual(failEntry("ServingGroupRecreate").changed, ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
   });
 
-  it("ServingGroupRecreate rebuilds alone an instance the rollout in progress moved: its crash does not take the group's other roles down", () => {
+  /** ServingGroupRecreate under RoleRollingUpdate: decode moved to an image that crashes in group 1 (the first the rollout moves), its pods crashing. */
+  function decodeCrashingInGroup1() {
     const cluster = idealCluster(manifest({ recoveryPolicy: "ServingGroupRecreate", rolloutStrategy: { type: "RoleRollingUpdate" } }));
     converge(cluster, NOW);
     const decode = cluster.modelServing.spec.template.roles[1];
@@ -198,6 +199,11 @@ describe("plan: recovery", () => {
       crashing.status!.containerStatuses![0]!.ready = false;
       crashing.status!.conditions = crashing.status!.conditions!.map((c) => (c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c));
     }
+    return { cluster, decode };
+  }
+
+  it("ServingGroupRecreate rebuilds alone an instance the rollout in progress moved: its crash does not take the group's other roles down", () => {
+    const { cluster } = decodeCrashingInGroup1();
     const prefillUid = cluster.pods.get("llm-1-prefill-0-0")!.metadata.uid;
     const recovery = plan(observe(cluster), NOW).actions;
     assert.deepEqual(deletedPods(recovery), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
@@ -205,6 +211,17 @@ describe("plan: recovery", () => {
     apply(cluster, plan(observe(cluster), NOW).actions);
     const rebuilt = ["llm-1-decode-0-0", "llm-1-decode-0-1"].map((name) => cluster.pods.get(name)?.spec.containers[0]?.image);
     assert.deepEqual(rebuilt, ["vllm:bad", "vllm:bad"], "rebuilt at its record, the update revision");
+    assert.equal(cluster.pods.get("llm-1-prefill-0-0")!.metadata.uid, prefillUid, "prefill kept");
+  });
+
+  it("ServingGroupRecreate rebuilds alone an instance an update since rolled back moved, crashing while its move back waits (paused): the group's other roles stay (fuzz-faults-coordinated-crash-gang-2229: the whole group was rebuilt, taking decode's last available instance down)", () => {
+    const { cluster, decode } = decodeCrashingInGroup1();
+    cluster.modelServing.spec.template.roles[1] = decode;
+    cluster.modelServing.spec.rolloutStrategy = { type: "RoleRollingUpdate", paused: true };
+    const prefillUid = cluster.pods.get("llm-1-prefill-0-0")!.metadata.uid;
+    const recovery = plan(observe(cluster), NOW).actions;
+    assert.deepEqual(deletedPods(recovery), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
+    apply(cluster, recovery);
     assert.equal(cluster.pods.get("llm-1-prefill-0-0")!.metadata.uid, prefillUid, "prefill kept");
   });
 
