@@ -283,9 +283,31 @@ describe("executor", () => {
 
   it("records an expectation for each applied write and none for a failed one", async () => {
     const { executor, target, expectations, server } = await setup();
-    server.faults.failNth({ verb: "create", kind: "Pod" }, 2, { error: "Timeout" });
+    server.faults.failNth({ verb: "create", kind: "Pod" }, 2, { error: "ServerError" });
     await executor.execute(target(), [createPod("p0"), createPod("p1")]);
     assert.equal(expectations.count("default/m"), 1);
+  });
+
+  it("records a short expectation for a patch or delete that timed out, applied or not, and none for a create (fuzz-faults-coordinated-crash-gang-242: a gate write applied but reported as timed out left none, and the next plan saw the pod not serving)", async () => {
+    const { executor, target, expectations, server, clock, informer } = await setup();
+    await executor.execute(target(), [createPod("p0"), createPod("p1")]);
+    // Let the cache show both pods, so the expectations of their creation are met.
+    clock.advance(1000);
+    expectations.pending("default/m", informer);
+    assert.equal(expectations.count("default/m"), 0);
+    server.faults.failNth({ verb: "patch", kind: "Pod" }, 1, { error: "Timeout", applied: true });
+    server.faults.failNth({ verb: "delete", kind: "Pod" }, 1, { error: "Timeout" });
+    server.faults.failNth({ verb: "create", kind: "Pod" }, 1, { error: "Timeout" });
+    const pod = (name: string) => server.get({ kind: "Pod", namespace: "default", name });
+    const result = await executor.execute(target(), [
+      { type: "AnnotatePod", name: "p0", uid: pod("p0").metadata.uid ?? "", annotations: { note: "x" } },
+      { type: "DeletePod", name: "p1", uid: pod("p1").metadata.uid ?? "", reason: "Update" },
+      createPod("p2"),
+    ]);
+    assert.equal(result.failed.length, 3, "all three are reported as failed");
+    assert.equal(expectations.count("default/m"), 2, "the patch and the delete may have been applied");
+    clock.advance(5_000);
+    assert.deepEqual(expectations.pending("default/m", informer), { satisfied: true }, "the shown patch met its expectation; the lost delete's lapsed after 5 s");
   });
 
   it("stops before the next batch once aborted", async () => {

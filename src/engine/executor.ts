@@ -12,7 +12,13 @@
  *   state that no longer holds; requeue, no error log), or *failed* (anything else; requeue with
  *   backoff, logged).
  * - Each applied write is recorded as an expectation of its key, so the next plan waits for the
- *   cache to show it.
+ *   cache to show it. So is a patch or delete that timed out, for `UNKNOWN_OUTCOME_WAIT_MS`: it may
+ *   have been applied, and a plan on a cache without it would act on a state the controller itself
+ *   has changed (open a gate, then count the pod as not serving and move its group for free:
+ *   fuzz-faults-coordinated-crash-gang-242 disrupted a group beyond maxUnavailable 0 so). One that
+ *   was not applied is never shown, so the wait is short: a stalled key is worse than a plan on a
+ *   stale cache (a partly created instance left waiting counts as failed once its pods start). A
+ *   create that timed out needs none: a repeated create meets AlreadyExists.
  *
  * Status writes (WriteStatus) send the whole status as a merge patch computed against the status
  * the plan observed: keys that disappear are sent as null. The observed ModelServing's uid and
@@ -63,7 +69,31 @@ export interface ExecutorOptions {
   readonly expectations?: Expectations;
 }
 
-type Outcome = { readonly kind: "applied"; readonly expectation?: Expectation } | { readonly kind: "stale" | "failed"; readonly error: Error };
+type Outcome = { readonly kind: "applied"; readonly expectation?: Expectation } | { readonly kind: "stale" | "failed"; readonly error: Error; readonly expectation?: Expectation };
+
+/**
+ * How long the cache is given to show a write that timed out (clock time): a few times what a
+ * lagging informer or a relist after a dropped watch takes to deliver it.
+ */
+const UNKNOWN_OUTCOME_WAIT_MS = 5_000;
+
+/** A write that timed out: it may have been applied, and `expectation` is what the cache shows if it was. */
+class UnknownOutcome extends Error {
+  readonly expectation: Expectation;
+  constructor(cause: unknown, ifApplied: Expectation) {
+    super(messageOf(cause), { cause });
+    this.expectation = { ...ifApplied, timeoutMs: UNKNOWN_OUTCOME_WAIT_MS };
+  }
+}
+
+/** `request`, with a Timeout turned into an `UnknownOutcome` carrying `ifApplied`. */
+async function orUnknown<T>(request: Promise<T>, ifApplied: Expectation): Promise<T> {
+  try {
+    return await request;
+  } catch (error) {
+    throw isApiError(error, "Timeout") ? new UnknownOutcome(error, ifApplied) : error;
+  }
+}
 
 /** Mutable per-run state: the ModelServing's status and version move as this run writes them. */
 interface RunState {
@@ -113,6 +143,7 @@ export class Executor {
       result.conflicts.push(outcome.error);
     } else {
       result.failed.push(outcome.error);
+      if (outcome.expectation !== undefined) this.#expectations?.expect(key, outcome.expectation);
     }
   }
 
@@ -134,8 +165,9 @@ export class Executor {
         return this.#create(toJsonObject(action.revision), namespace);
       case "AdvanceRevision": {
         const ref = { kind: "ControllerRevision", namespace, name: action.name } as const;
-        const stored = await writer.patch(ref, { revision: action.revision });
-        return { expectation: expectPatched(ref, stored.metadata.uid, `revision ${action.revision}`, (object) => object["revision"] === action.revision) };
+        const shows = (object: KubeObject): boolean => object["revision"] === action.revision;
+        const stored = await orUnknown(writer.patch(ref, { revision: action.revision }), expectPatched(ref, undefined, `revision ${action.revision}`, shows));
+        return { expectation: expectPatched(ref, stored.metadata.uid, `revision ${action.revision}`, shows) };
       }
       case "DeleteRevision":
         return this.#delete({ kind: "ControllerRevision", namespace, name: action.name }, undefined);
@@ -171,8 +203,9 @@ export class Executor {
 
   async #delete(ref: ObjectRef, uid: string | undefined, gracePeriodSeconds?: number): Promise<{ expectation: Expectation }> {
     const options = { ...(uid === undefined ? {} : { uid }), ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }) };
-    await this.#ports.writer.delete(ref, options);
-    return { expectation: expectDeleted(ref, uid) };
+    const expectation = expectDeleted(ref, uid);
+    await orUnknown(this.#ports.writer.delete(ref, options), expectation);
+    return { expectation };
   }
 
   /** Sends the difference to the observed status (see the module comment); no request when equal. */
@@ -182,9 +215,11 @@ export class Executor {
     const { namespace, name, uid } = state.target;
     const preconditions = { ...(uid === undefined ? {} : { uid }), ...(state.resourceVersion === undefined ? {} : { resourceVersion: state.resourceVersion }) };
     const ref = { kind: "ModelServing", namespace, name } as const;
-    const stored = await this.#ports.writer.patchStatus(ref, { metadata: preconditions, status: statusPatch });
-    // A later status write in this plan diffs against, and is conditional on, this one.
     const basedOn = state.resourceVersion;
+    // Timed out, the write may have applied: then the cache moves past the version it was conditional on.
+    const moved = expectPatched(ref, uid, "status written", (object) => basedOn === undefined || object.metadata.resourceVersion !== basedOn);
+    const stored = await orUnknown(this.#ports.writer.patchStatus(ref, { metadata: preconditions, status: statusPatch }), moved);
+    // A later status write in this plan diffs against, and is conditional on, this one.
     state.resourceVersion = stored.metadata.resourceVersion;
     state.status = stored.status ?? {};
     const written = state.status;
@@ -198,10 +233,11 @@ export class Executor {
   async #annotatePod(action: Extract<Action, { type: "AnnotatePod" }>, namespace: string): Promise<{ expectation: Expectation }> {
     const { name, uid, annotations, labels } = action;
     const ref = { kind: "Pod", namespace, name } as const;
-    await this.#ports.writer.patch(ref, { metadata: { uid, annotations: { ...annotations }, ...(labels === undefined ? {} : { labels: { ...labels } }) } });
     const shows = (object: KubeObject): boolean => showsMetadata(object, annotations, labels ?? {});
     const what = [...Object.keys(annotations).map((key) => `annotation ${key}`), ...Object.keys(labels ?? {}).map((key) => `label ${key}`)].join(",");
-    return { expectation: expectPatched(ref, uid, what, shows) };
+    const expectation = expectPatched(ref, uid, what, shows);
+    await orUnknown(this.#ports.writer.patch(ref, { metadata: { uid, annotations: { ...annotations }, ...(labels === undefined ? {} : { labels: { ...labels } }) } }), expectation);
+    return { expectation };
   }
 
   /**
@@ -219,9 +255,10 @@ export class Executor {
       const image = typeof container["name"] === "string" ? images[container["name"]] : undefined;
       return image === undefined ? container : { ...container, image };
     });
-    await this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, annotations: { ...annotations } }, spec: { containers } });
     const shows = (object: KubeObject): boolean => showsImages(object, images) && showsMetadata(object, annotations, {});
-    return { expectation: expectPatched(ref, uid, `images ${Object.values(images).join(",")}`, shows) };
+    const expectation = expectPatched(ref, uid, `images ${Object.values(images).join(",")}`, shows);
+    await orUnknown(this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, annotations: { ...annotations } }, spec: { containers } }), expectation);
+    return { expectation };
   }
 
   /** The cached object at exactly `uid` and `resourceVersion`, else Conflict (the server would refuse the same way). */
@@ -243,8 +280,9 @@ export class Executor {
     // The cache has moved past what the plan saw when this throws: the server would refuse too.
     const cached = this.#cachedAt("Pod", namespace, action.name, uid, resourceVersion);
     const conditions = withCondition(cached.status?.["conditions"], toJsonObject(condition));
-    await this.#ports.writer.patchStatus(ref, { metadata: { uid, resourceVersion }, status: { conditions } });
-    return { expectation: expectPatched(ref, uid, `condition ${condition.type}=${condition.status}`, (object) => showsCondition(object, condition)) };
+    const expectation = expectPatched(ref, uid, `condition ${condition.type}=${condition.status}`, (object) => showsCondition(object, condition));
+    await orUnknown(this.#ports.writer.patchStatus(ref, { metadata: { uid, resourceVersion }, status: { conditions } }), expectation);
+    return { expectation };
   }
 
   #recordEvent(action: Extract<Action, { type: "RecordEvent" }>, target: PlanTarget): void {
@@ -285,7 +323,8 @@ function classify(action: Action, target: PlanTarget, error: unknown): Outcome {
   const ref = refOfAction(action, target);
   if (isCreate && isApiError(error, "AlreadyExists")) return { kind: "applied", expectation: expectExists(ref) };
   if (isDelete && isApiError(error, "NotFound")) return { kind: "applied", expectation: expectDeleted(ref, uidOf(action)) };
-  const named = new Error(`${action.type} ${ref.kind} ${ref.namespace ?? ""}/${ref.name}: ${messageOf(error)}`, { cause: error });
+  const named = new Error(`${action.type} ${ref.kind} ${ref.namespace ?? ""}/${ref.name}: ${messageOf(error)}`, { cause: error instanceof UnknownOutcome ? error.cause : error });
+  if (error instanceof UnknownOutcome) return { kind: "failed", error: named, expectation: error.expectation };
   const stale = isApiError(error, "Conflict") || (!isCreate && !isDelete && isApiError(error, "NotFound"));
   return { kind: stale ? "stale" : "failed", error: named };
 }

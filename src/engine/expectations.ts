@@ -30,6 +30,8 @@ export interface Expectation {
   readonly description: string;
   /** True when `object` (the cached state of `ref`; undefined when absent) shows the write. */
   isMet(object: KubeObject | undefined): boolean;
+  /** How long to wait for it, when not the Expectations' `timeoutMs` (a write that may not have been applied). */
+  readonly timeoutMs?: number;
 }
 
 /** Met once the cache shows the object with `uid` (or showed it: a DELETED event of it counts). */
@@ -114,7 +116,7 @@ export class Expectations {
         this.#warn(key, dropped.expectation, "too many expectations; dropped the oldest");
       }
     }
-    const entry: Entry = { expectation, deadlineMs: this.#clock.nowMs() + this.#timeoutMs };
+    const entry: Entry = { expectation, deadlineMs: this.#clock.nowMs() + (expectation.timeoutMs ?? this.#timeoutMs) };
     entries.inOrder.add(entry);
     getOrCreate(entries.byName, expectation.ref.name, () => new Set<Entry>()).add(entry);
   }
