@@ -153,8 +153,8 @@ function podState(view: PodView): string {
   const waiting = statuses.find((status) => status.state?.waiting !== undefined)?.state?.waiting?.reason;
   // Ready containers behind the serving gate a drain closed: the controller holds it out of
   // service, which "not Ready" alone would hide (fuzz-faults-crash-97 stalled so, unexplained).
-  const drained = view.facts.containersReady && view.facts.drainingSinceMs !== undefined;
-  const state = waiting ?? `${view.pod.status?.phase ?? "Pending"}, ${drained ? "draining (out of service)" : "not Ready"}`;
+  const heldOut = view.facts.containersReady && view.facts.drainingSinceMs !== undefined;
+  const state = waiting ?? `${view.pod.status?.phase ?? "Pending"}, ${heldOut ? "draining (out of service)" : "not Ready"}`;
   // Between two crashes a pod reads Running: its restarts say it is crash-looping.
   const restarts = statuses.reduce((sum, status) => sum + status.restartCount, 0);
   return restarts > 0 ? `${state}, ${restarts} restart(s)` : state;
