@@ -16,6 +16,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import type { ModelServingStatus } from "../src/api/schema.ts";
 import { fuzzChaos, fuzzScenario } from "../src/sim/fuzz.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
@@ -55,12 +56,6 @@ interface Failure {
   readonly message: string;
 }
 
-interface Condition {
-  readonly type: string;
-  readonly status: string;
-  readonly reason?: string;
-}
-
 /** Runs one generated scenario at one seed; how it failed, or undefined when it passed. */
 async function failure(scenario: Record<string, unknown>, seed: number, faults: boolean): Promise<Failure | undefined> {
   const parsed = parseScenario(scenario);
@@ -71,7 +66,7 @@ async function failure(scenario: Record<string, unknown>, seed: number, faults: 
   if (violated.length === 0 && failedStep === undefined) return undefined;
   const message = [...violated, ...(failedStep === undefined ? [] : [`step: ${failedStep.message}`])].join("; ");
   if (violated.length > 0) return { kind: "violation", reason: report.invariants.filter((result) => result.violations > 0).map((result) => result.name).join(", "), message };
-  const conditions = ((report.final.status as { conditions?: Condition[] } | null)?.conditions ?? []);
+  const conditions = (report.final.status as ModelServingStatus | null)?.conditions ?? [];
   const progressing = conditions.find((condition) => condition.type === "Progressing");
   const blocked = conditions.find((condition) => condition.type === "RolloutBlocked" && condition.status === "True");
   if (progressing?.status === "False" && progressing.reason === "Converged") return { kind: "stalled", reason: "Converged", message: `${message} (the status says Converged)` };

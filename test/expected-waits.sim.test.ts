@@ -30,18 +30,12 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import type { Condition, ModelServingStatus } from "../src/api/schema.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 import type { Scenario } from "../src/sim/scenario.ts";
 
 const DIR = join(import.meta.dirname, "expected-waits");
-
-interface Condition {
-  readonly type: string;
-  readonly status: string;
-  readonly reason: string;
-  readonly message: string;
-}
 
 function read(file: string): { steps: Record<string, any>[] } & Record<string, unknown> {
   return JSON.parse(readFileSync(join(DIR, file), "utf8")) as { steps: Record<string, any>[] };
@@ -60,8 +54,8 @@ async function expectWait(file: string): Promise<Map<string, Condition>> {
   const failed = report.steps.filter((step) => !step.ok);
   assert.equal(failed.length, 1);
   assert.match(failed[0]?.message ?? "", /^RolloutComplete not reached/);
-  const status = report.final.status as unknown as { conditions: Condition[] };
-  return new Map(status.conditions.map((condition) => [condition.type, condition]));
+  const status = report.final.status as ModelServingStatus | null;
+  return new Map((status?.conditions ?? []).map((condition) => [condition.type, condition]));
 }
 
 /** `file` with `fix` applied to the spec of its last patch, as one more patch before its last RolloutComplete wait (the one that fails): that wait passes. */
@@ -163,7 +157,7 @@ describe("rollouts that wait for capacity, saying so", () => {
     const progressing = conditions.get("Progressing");
     assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
     const wait = (group: number) => `group ${group} role decode: 2 of 2 instance(s) available with maxUnavailable 0: waiting for updated units to become Ready or for surge capacity (maxSurge 1); 1 pod(s) of group(s) ${group} cannot be scheduled: add capacity for them`;
-    assert.ok(progressing?.message.startsWith(`${wait(1)}; ${wait(0)}. Not Ready: `), progressing?.message);
+    assert.ok((progressing?.message ?? "").startsWith(`${wait(1)}; ${wait(0)}. Not Ready: `), progressing?.message);
     await expectFixedByCapacity(surgeFile);
   });
 

@@ -86,6 +86,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import type { ModelServingStatus } from "../src/api/schema.ts";
 import { plan as corePlan } from "../src/core/plan.ts";
 import type { PlanFunction } from "../src/engine/reconciler.ts";
 import { fuzzChaos, fuzzScenario } from "../src/sim/fuzz.ts";
@@ -220,7 +221,7 @@ describe("fuzz-found scenarios, fixed", () => {
       if (waits === undefined) {
         assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
       } else {
-        const conditions = (report.final.status as { conditions?: { type: string; message?: string }[] }).conditions ?? [];
+        const conditions = (report.final.status as ModelServingStatus | null)?.conditions ?? [];
         assert.match(conditions.find((condition) => condition.type === "Progressing")?.message ?? "", waits);
       }
     });
