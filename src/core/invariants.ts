@@ -634,7 +634,26 @@ export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName,
   if (update === undefined) return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
   const reasons = [...evidence.surgeAndDrain(limit)];
   if (reasons.length < limit) reasons.push(...unitsPending(ms, update, evidence, limit - reasons.length));
+  // The pods are done; the status must say so too, or a report's final status would not agree.
+  if (reasons.length === 0) reasons.push(...statusPending(ms));
   return limitedTo(reasons, limit);
+}
+
+/**
+ * Why the stored status does not agree yet that a rollout whose pods are done is complete: with
+ * nothing held back by a partition or a pause, the update revision must be current and
+ * Progressing must claim no work (status False, computed for this generation); with units held,
+ * Progressing must at least not claim pods being acted on.
+ */
+function statusPending(ms: ModelServing): string[] {
+  const status = ms.status ?? {};
+  const progressing = status.conditions?.find((condition) => condition.type === "Progressing");
+  const name = ms.metadata.name;
+  const held = ms.spec.rolloutStrategy.paused || resolveGroupBudget(ms.spec).partition > 0 || (ms.spec.rolloutStrategy.type === "RoleRollingUpdate" && ms.spec.template.roles.some((role) => resolveRoleBudget(role).partition > 0));
+  if (!held && status.currentRevision !== status.updateRevision) return [`${name}: status.currentRevision ${status.currentRevision ?? "(none)"} is not the update revision ${status.updateRevision ?? "(none)"} yet`];
+  if (progressing === undefined || progressing.observedGeneration !== ms.metadata.generation) return [`${name}: condition Progressing is not computed for generation ${ms.metadata.generation ?? 0} yet`];
+  const claimsWork = held ? progressing.reason === "Reconciling" : progressing.status !== "False";
+  return claimsWork ? [`${name}: condition Progressing still says ${progressing.reason ?? progressing.status}: ${progressing.message ?? ""}`] : [];
 }
 
 /** Why one placed pod keeps the rollout from completing: it is a surge or extra pod, or it is draining. */
