@@ -26,7 +26,7 @@ import type { Revision } from "./pods.ts";
 import { roleHash } from "./role-hash.ts";
 
 /** The invariants the simulator checks, by name (the report's `invariants[].name`). */
-export const INVARIANT_NAMES = ["noDuplicatePods", "podsMatchTheirRevision", "groupBudget", "roleBudget", "partitionHolds", "surgeBound", "drainHonoured"] as const;
+export const INVARIANT_NAMES = ["noDuplicatePods", "podsMatchTheirRevision", "groupBudget", "roleBudget", "partitionHolds", "surgeBound", "drainHonoured", "pauseHolds", "settledWithinBound", "convergedMatchesPods"] as const;
 export type InvariantName = (typeof INVARIANT_NAMES)[number];
 
 /** Decoded revisions by name (what `decodeControllerRevision` gives), for one ModelServing. */
@@ -508,10 +508,25 @@ export interface PartitionedUnit {
  * partitionHolds by itself).
  */
 export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
+  return heldUnits(ms, placed.filter((entry) => inPartition(ms, entry)), revisions);
+}
+
+/**
+ * pauseHolds (DESIGN §2, "paused"): while a pause the controller has observed lasts, nothing moves
+ * to another revision, as if a partition covered every unit — `partitionedUnits` over every live
+ * instance, surge included. The checker holds them to the hashes they ran when the pause was first
+ * seen (a move under way then may finish at its record), and an instance first seen later to its
+ * record then.
+ */
+export function pausedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
+  return heldUnits(ms, placed.filter((entry) => isLive(entry.pod)), revisions);
+}
+
+/** `partitionedUnits` of the given pods, whatever holds them. */
+function heldUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
   const units = new Map<string, PartitionedUnit>();
   const mixed: string[] = [];
   for (const entry of placed) {
-    if (!inPartition(ms, entry)) continue;
     const { pod, id } = entry;
     const key = unitKey(id.group, id.role, id.instance);
     const hash = runningRoleHash(pod, id.role, revisions);
@@ -534,6 +549,23 @@ function runningRoleHash(pod: Pod, role: string, revisions: RevisionsByName): st
   if (name === pod.metadata.labels?.[LABEL_REVISION]) return label;
   const revision = revisions.get(name);
   return (revision === undefined ? undefined : roleHash(revision.data, role)) ?? label;
+}
+
+/**
+ * What a stored status claims when its condition Progressing, computed for the current generation,
+ * is False: "Converged" (nothing to do: the pods match the spec) or "settled" (paused, blocked:
+ * nothing to do until the spec changes); undefined when it claims work or is not current.
+ * `settledWithinBound` holds a settled claim to the surge limits with nothing tolerated beyond
+ * them, and a Converged one to no unit beyond the desired; `convergedMatchesPods` holds a
+ * Converged claim to the pods (`rolloutPending`, `availablePending`: every unit the rollout may
+ * update runs the update revision and is available, every desired group available, nothing
+ * draining, no surge). The checker gives the controller time to see what changed before a
+ * contradiction counts.
+ */
+export function settledClaim(ms: ModelServing): "Converged" | "settled" | undefined {
+  const progressing = ms.status?.conditions?.find((condition) => condition.type === "Progressing");
+  if (progressing?.status !== "False" || progressing.observedGeneration !== ms.metadata.generation || ms.status?.observedGeneration !== ms.metadata.generation) return undefined;
+  return progressing.reason === "Converged" ? "Converged" : "settled";
 }
 
 /** The pod counts in `partitionedUnits`: it is live and its instance is below a partition. */

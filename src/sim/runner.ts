@@ -129,7 +129,7 @@ class ScenarioRun {
     const { nodes, timing, images, router } = scenario.cluster;
     this.#cluster = new SimCluster({ seed: this.#seed, ...(nodes === undefined ? {} : { nodes }), ...(timing === undefined ? {} : { timing }), ...(images === undefined ? {} : { images }) });
     this.#controllerClock = this.#cluster.clock.onEpoch();
-    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods(), epochNowMs: () => this.#controllerClock.nowMs() });
+    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods(), epochNowMs: () => this.#controllerClock.nowMs(), nowMs: () => this.#cluster.clock.nowMs() });
     this.#startController();
     this.#chaos = options.chaos === undefined ? undefined : { options: options.chaos, watchDrops: this.#cluster.rng("chaos-watch") };
     if (options.chaos !== undefined) this.#startChaos(options.chaos.percent);
