@@ -11,6 +11,7 @@ import {
   groupBudget,
   noDuplicatePods,
   partitionedUnits,
+  pauseBroken,
   placedPods,
   podsByInstance,
   podsMatchTheirRevision,
@@ -213,6 +214,20 @@ describe("invariants", () => {
     assert.deepEqual(rolloutPending(stored({ conditions: [{ ...progressing("False", "Converged"), observedGeneration: 0 }] }), complete, revisions), ["m: condition Progressing is not computed for generation 1 yet"]);
     const partitioned = { ...stored({ currentRevision: "m-rev0", conditions: [progressing("True", "RolloutWaiting")] }), spec: { ...ms.spec, rolloutStrategy: { ...ms.spec.rolloutStrategy, rollingUpdateConfiguration: { ...ms.spec.rolloutStrategy.rollingUpdateConfiguration, partition: 1 } } } };
     assert.deepEqual(rolloutPending(partitioned, placedPods(partitioned, [pod(1, 0), pod(1, 1)]), revisions), [], "held by a partition: the current revision stays, and Progressing may say what it holds");
+  });
+});
+
+describe("pauseBroken (the runtime assert of pauseHolds on a plan)", () => {
+  const stored = { currentRevision: "m-a", units: [{ group: 1, revision: "m-b" }, { group: 2, role: "decode", instance: 0, revision: "m-b" }] };
+  it("names every unit a paused plan would newly record at the update revision", () => {
+    const planned = [{ group: 1, revision: "m-b" }, { group: 1, role: "decode", instance: 1, revision: "m-b" }, { group: 2, role: "decode", instance: 0, revision: "m-b" }, { group: 3, revision: "m-b" }, { group: 4, role: "prefill", instance: 2, revision: "m-b" }, { group: 5, revision: "m-a" }];
+    assert.deepEqual(pauseBroken(true, stored, { units: planned, update: "m-b" }), ["group 3 would be recorded at the update revision m-b while the rollout is paused", "prefill-2 of group 4 would be recorded at the update revision m-b while the rollout is paused"]);
+  });
+  it("holds nothing unpaused, with no rollout, or before the first status", () => {
+    const planned = [{ group: 3, revision: "m-b" }];
+    assert.deepEqual(pauseBroken(false, stored, { units: planned, update: "m-b" }), []);
+    assert.deepEqual(pauseBroken(true, { ...stored, currentRevision: "m-b" }, { units: planned, update: "m-b" }), []);
+    assert.deepEqual(pauseBroken(true, {}, { units: planned, update: "m-b" }), []);
   });
 });
 

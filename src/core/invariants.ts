@@ -13,7 +13,7 @@
  * of the revision its pods were built from) is live, Ready and not draining.
  */
 import type { Pod } from "../api/kube.ts";
-import type { ModelServing, Role } from "../api/schema.ts";
+import type { ModelServing, Role, UnitRecord } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
 import { DRAINING_REASON } from "./drain.ts";
@@ -566,6 +566,21 @@ export function settledClaim(ms: ModelServing): "Converged" | "settled" | undefi
   const progressing = ms.status?.conditions?.find((condition) => condition.type === "Progressing");
   if (progressing?.status !== "False" || progressing.observedGeneration !== ms.metadata.generation || ms.status?.observedGeneration !== ms.metadata.generation) return undefined;
   return progressing.reason === "Converged" ? "Converged" : "settled";
+}
+
+/**
+ * pauseHolds as the controller's runtime assert on its own plan (`plan` refuses one that breaks
+ * it): while the spec is paused, no unit gets a record at the update revision that the stored
+ * records did not give it already (no record: the current revision; an instance is also covered by
+ * its group's record). Nothing is held while the update revision is the current one. Returns what
+ * would move.
+ */
+export function pauseBroken(paused: boolean, stored: { readonly units?: readonly UnitRecord[]; readonly currentRevision?: string }, planned: { readonly units: readonly UnitRecord[]; readonly update: string }): string[] {
+  const { update } = planned;
+  if (!paused || stored.currentRevision === undefined || stored.currentRevision === update) return [];
+  const atUpdate = new Set((stored.units ?? []).filter((record) => record.revision === update).map((record) => `${record.group}/${record.role ?? ""}/${record.instance ?? ""}`));
+  const moved = planned.units.filter((record) => record.revision === update && !atUpdate.has(`${record.group}/${record.role ?? ""}/${record.instance ?? ""}`) && !atUpdate.has(`${record.group}//`));
+  return moved.map((record) => `${record.role === undefined ? `group ${record.group}` : `${instanceId(record.role, record.instance ?? 0)} of group ${record.group}`} would be recorded at the update revision ${update} while the rollout is paused`);
 }
 
 /** The pod counts in `partitionedUnits`: it is live and its instance is below a partition. */

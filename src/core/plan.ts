@@ -10,6 +10,7 @@ import { LABEL_REVISION } from "../api/wellknown.ts";
 import type { Action, Plan } from "./actions.ts";
 import { baseLayout, instanceStates } from "./instances.ts";
 import type { Layout } from "./instances.ts";
+import { pauseBroken } from "./invariants.ts";
 import { planRollout } from "./rollout.ts";
 import { planLifecycle, newWork } from "./lifecycle.ts";
 import type { Work } from "./lifecycle.ts";
@@ -37,6 +38,9 @@ export function plan(observed: Observed, nowMs: number): Plan {
   const states = instanceStates(model, revisions.revisions);
   const rollout = planRollout(states, baseLayout(model, revisions.revisions), work.unreadable);
   const layout = rollout.layout;
+  // The runtime assert of pauseHolds: a plan that would move a unit while paused is a bug, refused.
+  const moved = pauseBroken(model.ms.spec.rolloutStrategy.paused, model.ms.status ?? {}, { units: layout.units, update: revisions.revisions.update.name });
+  if (moved.length > 0) return blockedPlan(observed, model.generation, { reason: "InvariantViolated", message: `Refusing to act on a plan that breaks pauseHolds, a controller bug (please report it): ${moved.slice(0, 3).join("; ")}` }, nowMs);
   // New unit records are durable before any pod that depends on them is created or deleted.
   let written: ModelServingStatus = model.ms.status ?? {};
   if (rollout.recordsChanged) {

@@ -412,7 +412,9 @@ export class InvariantChecker {
     }
     const paused = memory.paused;
     const { units, mixed } = pausedUnits(ms, placedPods(ms, this.#storedPods()), index.revisions);
-    const violations = [...mixed];
+    // The controller's own assert refused a plan (`pauseBroken`): the bug it caught counts here too.
+    const refused = ms.status?.conditions?.find((condition) => condition.type === "RolloutBlocked" && condition.reason === "InvariantViolated");
+    const violations = [...mixed, ...(refused === undefined ? [] : [`${ms.metadata.name}: ${refused.message ?? "InvariantViolated"}`])];
     const hashOf = (name: string | undefined, role: string) => {
       const revision = name === undefined ? undefined : index.revisions.get(name);
       return revision === undefined ? undefined : roleHash(revision.data, role);
