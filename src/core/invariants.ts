@@ -454,7 +454,7 @@ export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): str
  * passed since the mark. The message names the pod, or undefined when the write honours it.
  *
  * It judges only drains: a pod deleted while serving with no drain begun is a recovery when its
- * unit is broken (dead units serve nothing, DESIGN §3.4), which the stored pods alone cannot tell
+ * unit is broken (dead units serve nothing, DESIGN §3.6), which the stored pods alone cannot tell
  * from a skipped drain. Faults (pods deleted by others, nodes lost) are not the controller's: the
  * checker does not judge writes in a fault window.
  */

@@ -95,7 +95,7 @@ function sameRecords(a: readonly UnitRecord[], b: readonly UnitRecord[]): boolea
  * Withdraws the permits a partition raised mid-rollout now covers (DESIGN §2.4, StatefulSet
  * semantics: the partition is read at every pass, and a move below it that has not begun does not
  * begin). A unit below a partition whose record names another revision than its live pods run goes
- * back to the revision they run; a drain begun for the move is then cancelled (DESIGN §3.4), and
+ * back to the revision they run; a drain begun for the move is then cancelled (DESIGN §3.6), and
  * a pod of it already deleted is rebuilt at that revision. Moves that can no longer be undone
  * finish at their record: a unit with no live pod (nothing shows what it ran; it is rebuilt at
  * its record, as recovery would, §2.5), one with a pod patched in place (`patchedInPlace`:
