@@ -161,6 +161,8 @@ describe("scenario runner", () => {
     assert.equal(withRestart.verdict, "pass");
     assert.ok(without.metrics.apiWrites.total > 0);
     assert.deepEqual(withRestart.metrics.apiWrites, without.metrics.apiWrites);
+    assert.ok(without.controllerEvents.length > 0);
+    assert.deepEqual(withRestart.controllerEvents, without.controllerEvents, "nor records an Event (docs/design/events.md)");
   });
 
   it("a wait that times out fails the run there, with what it was waiting for", async () => {
