@@ -3,7 +3,7 @@
  * reads a clock, randomness or I/O; `nowMs` is an argument and everything else is in `observed`.
  *
  * Order of the returned actions (docs/design/controller-model.md): revision records (barriers),
- * pod and Service writes, the status write, then revision GC.
+ * the rollout's events (events.ts), pod and Service writes, the status write, then revision GC.
  */
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
@@ -22,6 +22,7 @@ import { sameCanonicalJson } from "./revision/canonical.ts";
 import { planRevisions } from "./revisions.ts";
 import type { Revisions } from "./revisions.ts";
 import { computeStatus, settleConditions } from "./status.ts";
+import { rolloutEvents } from "./events.ts";
 
 /** Plans one reconcile of one ModelServing at time `nowMs` (integer milliseconds). */
 export function plan(observed: Observed, nowMs: number): Plan {
@@ -47,11 +48,20 @@ export function plan(observed: Observed, nowMs: number): Plan {
     written = recordsStatus(written, revisions.revisions, layout);
     work.actions.push({ type: "WriteStatus", status: written, barrier: true });
   }
+  // The rollout's events go here, once the revision and records writes they follow are made.
+  const eventsAt = work.actions.length;
   const desired = planLifecycle(states, layout, nowMs, work);
   const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
   if (!sameStatus(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
+  work.actions.splice(eventsAt, 0, ...rolloutEvents(model.ms.status ?? {}, status, { paused: model.ms.spec.rolloutStrategy.paused, rolledBack: advancedRevision(revisions.revisions) }));
   work.actions.push(...collectRevisions(model, revisions.revisions, layout, work));
   return { actions: work.actions, requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs) };
+}
+
+/** The revision this plan advances to the newest number (a rollback to an equal older spec), if any. */
+function advancedRevision(revisions: Revisions): { name: string; revision: number } | undefined {
+  const advance = revisions.actions.find((action) => action.type === "AdvanceRevision");
+  return advance === undefined ? undefined : { name: advance.name, revision: advance.revision };
 }
 
 /** The stored status with the rollout's records and revisions, nothing else changed. */

@@ -67,7 +67,7 @@ describe("scenario runner", () => {
     // Prefill pods kept their UIDs.
     const uids = (label: string) => (report.snapshots[label] ?? []).filter((pod) => pod.role === "prefill").map((pod) => pod.uid);
     assert.deepEqual(uids("after"), uids("before"));
-    assert.deepEqual(Object.keys(report), ["scenario", "seed", "verdict", "simulatedSeconds", "steps", "invariants", "metrics", "snapshots", "final", "events"]);
+    assert.deepEqual(Object.keys(report), ["scenario", "seed", "verdict", "simulatedSeconds", "steps", "invariants", "metrics", "snapshots", "final", "events", "controllerEvents"]);
     assert.deepEqual(Object.keys(report.final.pods[0] ?? {}), ["name", "uid", "group", "role", "instance", "entry", "revision", "images", "node", "phase", "ready"]);
   });
 
@@ -161,6 +161,8 @@ describe("scenario runner", () => {
     assert.equal(withRestart.verdict, "pass");
     assert.ok(without.metrics.apiWrites.total > 0);
     assert.deepEqual(withRestart.metrics.apiWrites, without.metrics.apiWrites);
+    assert.ok(without.controllerEvents.length > 0);
+    assert.deepEqual(withRestart.controllerEvents, without.controllerEvents, "nor records an Event (docs/design/events.md)");
   });
 
   it("a wait that times out fails the run there, with what it was waiting for", async () => {

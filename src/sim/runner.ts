@@ -32,7 +32,7 @@ import { InvariantChecker } from "./checker.ts";
 import { SimCluster } from "./cluster.ts";
 import type { SimInformer } from "./informer.ts";
 import { mergePatch } from "./json.ts";
-import { byRole, canonical, controllerWrites, eventRecords, eventsByRole, podRecords } from "./report.ts";
+import { byRole, canonical, controllerEventRecords, controllerWrites, eventRecords, eventsByRole, podRecords } from "./report.ts";
 import type { Metrics, PodRecord, Report, StepRecord } from "./report.ts";
 import type { Prng } from "./prng.ts";
 import { attachRouter } from "./router.ts";
@@ -382,6 +382,7 @@ class ScenarioRun {
       snapshots: this.#snapshots,
       final: { status: canonical(stored?.status ?? null), pods: this.#pods(), revisions: this.#revisionList() },
       events,
+      controllerEvents: controllerEventRecords(this.#cluster.server.stored("Event"), (timestamp) => this.#cluster.clock.parseRfc3339(timestamp) / 1000),
     };
   }
 
