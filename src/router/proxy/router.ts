@@ -21,10 +21,11 @@ import type { Endpoint } from "../endpoints.ts";
 import { nixlDecodeBody, nixlPrefillBody, sglangBody } from "../legs.ts";
 import { routesByModel } from "../route.ts";
 import type { RouterRoute } from "../route.ts";
-import type { EndpointLoad, EngineLoad, TieBreak } from "../select.ts";
+import type { EngineLoad, TieBreak } from "../select.ts";
 import { chooseTarget } from "../target.ts";
 import type { Target } from "../target.ts";
 import { readBounded, readRequestBody } from "./body.ts";
+import { EngineScraper } from "./engine-scraper.ts";
 import { sendError } from "./errors.ts";
 import type { RouterError } from "./errors.ts";
 import { InFlight } from "./inflight.ts";
@@ -45,8 +46,13 @@ export interface RequestRouterOptions {
   readonly discovery: Discovery;
   /** Tie-breaks and SGLang bootstrap rooms; seeded by the caller. */
   readonly rng: TieBreak;
-  /** The latest engine reading of an endpoint; none means in-flight counts alone decide. */
-  readonly engineLoad?: (endpoint: Endpoint) => EngineLoad | undefined;
+  /**
+   * The latest engine reading of an endpoint (undefined: in-flight counts alone decide it).
+   * Default: each endpoint's `/metrics` scraped at most every second (`EngineScraper`).
+   */
+  readonly engineLoad?: (endpoint: Endpoint, route: RouterRoute) => EngineLoad | undefined;
+  /** Wall time for the default scraper's reading ages. Default `Date.now`. */
+  readonly nowMs?: () => number;
   /** Adds `x-tandem-endpoint`/`-prefill`/`-decode`/`-revision` to answers (DESIGN §7). */
   readonly debugHeaders?: boolean;
   /** Larger request bodies get 413. Default 8 MiB; also bounds a prefill's JSON answer. */
@@ -89,13 +95,20 @@ export class RequestRouter {
   readonly #options: RequestRouterOptions;
   readonly #upstreams: Upstreams;
   readonly #maxBodyBytes: number;
+  readonly #engineLoad: (endpoint: Endpoint, route: RouterRoute) => EngineLoad | undefined;
   #server: Server | undefined;
   #routesMemo: { routes: readonly RouterRoute[]; byModel: Map<string, RouterRoute> } | undefined;
 
   constructor(options: RequestRouterOptions) {
     this.#options = options;
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    this.#upstreams = new Upstreams({ connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
+    const upstreams = new Upstreams({ connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
+    this.#upstreams = upstreams;
+    if (options.engineLoad !== undefined) this.#engineLoad = options.engineLoad;
+    else {
+      const scraper = new EngineScraper({ upstreams, nowMs: options.nowMs ?? Date.now });
+      this.#engineLoad = (endpoint, route) => scraper.reading(endpoint, route.engine);
+    }
   }
 
   /** Listens on `host:port` (port 0: any free port); resolves with the bound address. */
@@ -199,7 +212,7 @@ export class RequestRouter {
         route,
         pods: this.#options.discovery.pods(route),
         revisions: (name) => this.#options.discovery.revision(route.namespace, name),
-        loadOf: (endpoint) => this.#loadOf(endpoint),
+        loadOf: (endpoint) => ({ inFlight: this.inFlight.count(endpoint.key), engine: this.#engineLoad(endpoint, route) }),
         rng: this.#options.rng,
         excluded,
       });
@@ -215,10 +228,6 @@ export class RequestRouter {
       if (!lastFailure.retryable) break;
     }
     if (lastFailure !== undefined) sendError(exchange.res, lastFailure);
-  }
-
-  #loadOf(endpoint: Endpoint): EndpointLoad {
-    return { inFlight: this.inFlight.count(endpoint.key), engine: this.#options.engineLoad?.(endpoint) };
   }
 
   #attempt(exchange: Exchange, target: Target, last: boolean): Promise<Outcome> {
@@ -261,7 +270,8 @@ export class RequestRouter {
   /**
    * SGLang: both legs at once with one bootstrap room; the decode's answer is the client's. A
    * prefill that fails before the decode answers fails the attempt (and aborts the decode, which
-   * would wait for KV that never comes); the prefill's own answer is read and dropped.
+   * would wait for KV that never comes); the prefill's own answer is read and dropped, and a
+   * prefill still running when the decode is done is aborted.
    */
   async #sglang(exchange: Exchange, target: Target & { protocol: "sglang" }, last: boolean): Promise<Outcome> {
     const { prefill, decode, bootstrapRoom } = target;
@@ -288,7 +298,8 @@ export class RequestRouter {
       return failed(decode, first.sent.failure);
     }
     const outcome = await this.#deliver(exchange, first.sent, last, pairHeaders(prefill, decode));
-    if (!outcome.done) legs.abort();
+    // The decode is done (or failed): a prefill still waiting in the room would only hold KV.
+    legs.abort();
     return outcome;
   }
 

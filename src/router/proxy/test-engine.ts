@@ -29,12 +29,19 @@ export const answerJson =
 export class FakeEngine {
   readonly requests: Received[] = [];
   behaviour: Behaviour = answerJson(200, { id: "cmpl-1", object: "text_completion", choices: [{ index: 0, text: "ok" }] });
+  /** The Prometheus page `GET /metrics` serves; undefined answers 404. */
+  metrics: string | undefined;
+  metricsScrapes = 0;
   readonly #server: Server;
   readonly #waiting: ((request: Received) => void)[] = [];
   #port = 0;
 
   private constructor() {
     this.#server = createServer((req, res) => {
+      if (req.method === "GET") {
+        this.#serveGet(req.url ?? "", res);
+        return;
+      }
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", () => {
@@ -49,6 +56,16 @@ export class FakeEngine {
         this.#waiting.shift()?.(received);
       });
     });
+  }
+
+  /** `/metrics` answers `metrics` (404 while undefined); `metricsScrapes` counts the GETs. */
+  #serveGet(path: string, res: ServerResponse): void {
+    if (path !== "/metrics" || this.metrics === undefined) {
+      res.writeHead(404).end();
+      return;
+    }
+    this.metricsScrapes++;
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(this.metrics);
   }
 
   static async start(): Promise<FakeEngine> {

@@ -4,7 +4,7 @@
  */
 import { Agent } from "undici";
 import type { Dispatcher } from "undici";
-import type { Endpoint } from "../endpoints.ts";
+import type { Address, Endpoint } from "../endpoints.ts";
 import type { RouterRoute } from "../route.ts";
 import type { RouterError } from "./errors.ts";
 
@@ -39,9 +39,8 @@ export class Upstreams {
    * connection failure, timeout or abort (`classifyFailure` reads the error).
    */
   send(leg: LegRequest): Promise<UpstreamResponse> {
-    const { address } = leg.endpoint;
     return this.#agent.request({
-      origin: `http://${address.host.includes(":") ? `[${address.host}]` : address.host}:${address.port}`,
+      origin: originOf(leg.endpoint.address),
       path: leg.path,
       method: "POST",
       headers: { ...leg.headers, "content-type": "application/json" },
@@ -52,10 +51,19 @@ export class Upstreams {
     });
   }
 
+  /** A GET (an engine's `/metrics`) whose headers and body must each arrive within `timeoutMs`. */
+  get(address: Address, path: string, timeoutMs: number): Promise<UpstreamResponse> {
+    return this.#agent.request({ origin: originOf(address), path, method: "GET", headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  }
+
   /** Closes idle connections and waits for the ones in use. */
   close(): Promise<void> {
     return this.#agent.close();
   }
+}
+
+function originOf(address: Address): string {
+  return `http://${address.host.includes(":") ? `[${address.host}]` : address.host}:${address.port}`;
 }
 
 const CONNECT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
