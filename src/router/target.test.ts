@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
+import { Prng } from "../sim/prng.ts";
+import { eligibility } from "./endpoints.ts";
 import { routesByModel } from "./route.ts";
 import { chooseTarget } from "./target.ts";
 import type { TargetInput } from "./target.ts";
@@ -59,6 +62,39 @@ describe("routesByModel", () => {
     assert.deepEqual(
       conflicted.map((route) => route.name),
       ["a-twin", "young"],
+    );
+  });
+});
+
+describe("chooseTarget properties", () => {
+  const podArbitrary = fc.record({
+    role: fc.constantFrom("prefill", "decode", "other"),
+    group: fc.nat(2),
+    ready: fc.boolean(),
+    draining: fc.boolean(),
+    deleting: fc.boolean(),
+    phase: fc.constantFrom("Running" as const, "Pending" as const),
+  });
+
+  it("a pair is always two eligible endpoints of the right roles that the mode allows; none only when no such pair exists", () => {
+    fc.assert(
+      fc.property(fc.array(podArbitrary, { maxLength: 10 }), fc.constantFrom("SameGroup" as const, "Any" as const), fc.nat(1000), (specs, pairing, seed) => {
+        const pods = specs.map((spec, index) => aPod({ name: `pod-${index}`, ...spec }));
+        const route = aRoute({ roles: { prefill: "prefill", decode: "decode" }, pairing });
+        const result = chooseTarget(input({ route, pods, rng: new Prng(seed) }));
+        const eligible = (role: string) => pods.map((pod) => eligibility(pod, route, role)).flatMap((verdict) => (verdict.ok ? [verdict.endpoint] : []));
+        const [prefills, decodes] = [eligible("prefill"), eligible("decode")];
+        const allowed = (p: { group: string }, d: { group: string }) => pairing === "Any" || p.group === d.group;
+        if (result.ok) {
+          assert.ok(result.target.protocol === "nixl");
+          const { prefill, decode } = result.target;
+          assert.ok(prefills.some((endpoint) => endpoint.key === prefill.key));
+          assert.ok(decodes.some((endpoint) => endpoint.key === decode.key));
+          assert.ok(allowed(prefill, decode));
+        } else {
+          assert.ok(!prefills.some((p) => decodes.some((d) => allowed(p, d))), result.reason);
+        }
+      }),
     );
   });
 });

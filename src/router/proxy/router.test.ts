@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { Readable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { Agent, request } from "undici";
 import { Prng } from "../../sim/prng.ts";
@@ -53,6 +54,7 @@ describe("data plane: aggregated", () => {
     assert.equal(upstream.path, "/v1/completions");
     assert.equal(upstream.headers["x-request-id"], "req-7");
     assert.equal(upstream.headers.authorization, "Bearer k");
+    assert.equal(response.headers["x-request-id"], "req-7", "the router's id, whatever the engine echoes");
     assert.deepEqual(upstream.body, { model: "m", prompt: "hi" });
     assert.equal(router.inFlight.count("ns/a"), 0);
     await router.close();
@@ -223,6 +225,11 @@ describe("data plane: retries", () => {
 });
 
 describe("data plane: refusals are OpenAI-shaped", () => {
+  it("a bad option is refused naming it", () => {
+    const discovery = new StaticDiscovery({ routes: [], pods: [] });
+    assert.throws(() => new RequestRouter({ discovery, rng: firstDraw(), maxBodyBytes: 0 }), /^Error: router option maxBodyBytes must be a positive integer, got 0$/);
+  });
+
   it("404 unknown model (listing the models), 400 malformed, 413 too large, 503 nothing eligible, 404 path, 405 method", async () => {
     const routes = [aRoute(), aRoute({ name: "r2", model: "other", modelServing: "ms2" })];
     const { router, url } = await startRouter(routes, [aPod({ name: "a", draining: true })], { maxBodyBytes: 64 });
@@ -239,6 +246,10 @@ describe("data plane: refusals are OpenAI-shaped", () => {
       const type = status < 500 ? "invalid_request_error" : "server_error";
       assert.deepEqual(await response.body.json(), { error: { message, type, param: null, code } });
     }
+    // Without a Content-Length (chunked), the limit is counted as the body arrives.
+    const chunked = await request(`${url}/v1/completions`, { dispatcher: client, method: "POST", body: Readable.from([Buffer.from(JSON.stringify({ model: "m", prompt: "y".repeat(100) }))]) });
+    assert.equal(chunked.statusCode, 413);
+    assert.equal(((await chunked.body.json()) as any).error.code, "request_too_large");
     const missing = await request(`${url}/v2/x`, { dispatcher: client });
     assert.equal(missing.statusCode, 404);
     assert.equal(((await missing.body.json()) as any).error.code, "not_found");
@@ -371,6 +382,24 @@ describe("data plane: disaggregated", () => {
     assert.equal(p.body.bootstrap_port, 9123);
     assert.ok(Number.isSafeInteger(p.body.bootstrap_room));
     assert.deepEqual([p.headers["x-request-id"], d.headers["x-request-id"]], ["sg-1", "sg-1"]);
+    await router.close();
+  });
+
+  it("SGLang: a client that disconnects aborts both legs at once", { timeout: 30_000 }, async () => {
+    const [prefillSeen, decodeSeen] = [prefill.next(), decode.next()];
+    prefill.behaviour = () => undefined;
+    decode.behaviour = ({ res }) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: 1\n\n");
+    };
+    const pods = [aPod({ name: "p", role: "prefill", port: prefill.port }), aPod({ name: "d", role: "decode", port: decode.port })];
+    const { router, url } = await startRouter([pdRoute({ engine: "sglang", kvConnector: "sglang" })], pods);
+    const abort = new AbortController();
+    const response = await post(url, "/v1/completions", { model: "m", prompt: "x", stream: true }, { signal: abort.signal });
+    await response.body[Symbol.asyncIterator]().next();
+    const [p, d] = [await prefillSeen, await decodeSeen];
+    abort.abort();
+    await Promise.all([p.aborted, d.aborted]);
     await router.close();
   });
 

@@ -14,6 +14,7 @@ import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pipeline } from "node:stream/promises";
+import { compareStrings } from "../../core/maps.ts";
 import { isJsonObject } from "../../engine/json.ts";
 import type { JsonObject } from "../../engine/ports.ts";
 import type { Discovery } from "../discovery.ts";
@@ -39,6 +40,8 @@ const COMPLETION_PATHS = new Set(["/v1/completions", "/v1/chat/completions"]);
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 /** Response headers that describe one connection, not the message (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
+/** Headers of the engine's answer the router sets itself. */
+const ROUTER_SET = new Set(["x-request-id"]);
 /** Client request headers a leg carries on, besides the request id. */
 const FORWARDED_REQUEST_HEADERS = ["authorization", "accept"];
 
@@ -99,7 +102,12 @@ export class RequestRouter {
   #server: Server | undefined;
   #routesMemo: { routes: readonly RouterRoute[]; byModel: Map<string, RouterRoute> } | undefined;
 
+  /** Throws, naming the option, when a size or timeout is not a positive integer. */
   constructor(options: RequestRouterOptions) {
+    for (const name of ["maxBodyBytes", "connectTimeoutMs"] as const) {
+      const value = options[name];
+      if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new Error(`router option ${name} must be a positive integer, got ${value}`);
+    }
     this.#options = options;
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const upstreams = new Upstreams({ connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
@@ -168,7 +176,7 @@ export class RequestRouter {
 
   #models(res: ServerResponse): void {
     const data = [...this.#routes().values()]
-      .sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0))
+      .sort((a, b) => compareStrings(a.model, b.model))
       .map((route) => ({ id: route.model, object: "model", created: createdSeconds(route), owned_by: route.namespace }));
     const bytes = JSON.stringify({ object: "list", data });
     res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(bytes) });
@@ -390,7 +398,7 @@ function parseJson(bytes: Buffer): unknown {
 
 function forwardedHeaders(headers: UpstreamResponse["headers"]): Record<string, string | string[]> {
   const kept: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) kept[name] = value;
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name) && !ROUTER_SET.has(name)) kept[name] = value;
   return kept;
 }
 
