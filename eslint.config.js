@@ -29,7 +29,9 @@ export default tseslint.config(
   },
   {
     // Deterministic code: time comes from the Clock port, randomness from the seeded Rng.
-    files: ["src/core/**/*.ts", "src/api/**/*.ts", "src/engine/**/*.ts", "src/sim/**/*.ts"],
+    // The router's decisions (src/router/*.ts; its data plane lives in subfolders) too: the
+    // simulator's traffic model runs the same functions on virtual time.
+    files: ["src/core/**/*.ts", "src/api/**/*.ts", "src/engine/**/*.ts", "src/sim/**/*.ts", "src/router/*.ts"],
     rules: {
       "no-restricted-globals": ["error", ...impureGlobals],
       "no-restricted-syntax": [
@@ -52,6 +54,21 @@ export default tseslint.config(
             // node:crypto stays allowed for hashing (a pure function of bytes); its random sources are not.
             { group: ["node:*", "!node:crypto", "fs", "path", "os", "child_process", "http", "https", "net"], message: "src/core and src/api are pure: no Node I/O modules." },
             { group: ["**/engine/**", "**/sim/**", "**/kube/**", "**/cli/**", "**/router/**"], message: "Dependencies point inward (DESIGN §5)." },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["src/router/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["node:*", "fs", "path", "os", "child_process", "http", "https", "net", "undici"], message: "The router's decisions are pure: I/O belongs to src/router/proxy/." },
+            { group: ["**/sim/**", "**/kube/**", "**/cli/**", "**/proxy/**"], message: "Dependencies point inward (DESIGN §5)." },
           ],
         },
       ],
