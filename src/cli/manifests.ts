@@ -6,6 +6,7 @@
 import { parseAllDocuments } from "yaml";
 import type { ParseResult } from "../api/parse.ts";
 import { parseModelRoute, parseModelServing } from "../api/parse.ts";
+import { problem } from "../api/problems.ts";
 import { ROUTE_KIND } from "../api/route.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { API_GROUP, KIND } from "../api/schema.ts";
@@ -60,9 +61,14 @@ function labelOf(value: Record<string, unknown>): string {
   return `${kind}/${name}`;
 }
 
-/** Parses a document as the kind it says: a ModelRoute as a route, anything else of ours as a ModelServing. */
+/**
+ * Parses a document as the kind it says: a ModelRoute as a route, a ModelServing (or a document of
+ * ours without a kind) as a ModelServing; another kind in our API group is named as such.
+ */
 export function parseManifest(document: ManifestDocument): ParseResult<unknown> {
-  return document.kind === ROUTE_KIND ? parseModelRoute(document.value) : parseModelServing(document.value);
+  if (document.kind === ROUTE_KIND) return parseModelRoute(document.value);
+  if (document.kind === KIND) return parseModelServing(document.value);
+  return { ok: false, problems: [problem(["kind"], `must be "${KIND}" or "${ROUTE_KIND}" (it is ${JSON.stringify(document.kind)})`)] };
 }
 
 export type LoadResult = { readonly ok: true; readonly value: ModelServing } | { readonly ok: false; readonly lines: readonly string[] };

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { loadModelServing } from "./manifests.ts";
 import { readSource, validateFiles } from "./validate.ts";
 
 const EXAMPLES = join(import.meta.dirname, "../../deploy/examples");
@@ -68,6 +69,20 @@ describe("tandem validate", () => {
       ].join("\n"),
     );
     assert.equal(output.exitCode, 1);
+  });
+
+  it("names a kind of Tandem's API group that is neither ModelServing nor ModelRoute", () => {
+    const output = validateFiles([{ path: "t.yaml", text: "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoutes\nmetadata: {name: r}\n" }]);
+    assert.equal(output.stdout, 't.yaml: ModelRoutes/r: kind: must be "ModelServing" or "ModelRoute" (it is "ModelRoutes")\n');
+    assert.equal(output.exitCode, 1);
+  });
+
+  it("commands that read one ModelServing skip the routes beside it", () => {
+    const route = "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: r}\nspec: {model: m, modelServing: a, engine: vllm, roles: {serve: server}}\n";
+    const loaded = loadModelServing("f.yaml", `${route}---\n${valid}`);
+    assert.ok(loaded.ok);
+    assert.equal(loaded.value.metadata.name, "a");
+    assert.deepEqual(loadModelServing("r.yaml", route), { ok: false, lines: ["r.yaml: no ModelServing found"] });
   });
 
   it("validates a ModelServing written for another API group by kind", () => {

@@ -43,7 +43,7 @@ async function metric(mock: EngineMock, name: string, labels = ""): Promise<numb
  * Repeats `read` until `accept` holds, letting the event loop turn (I/O in flight proceeds) between
  * attempts; fails after `attempts` turns. Never a timed wait.
  */
-async function until<T>(read: () => Promise<T> | T, accept: (value: T) => boolean, what: string, attempts = 20_000): Promise<T> {
+async function until<T>(read: () => Promise<T> | T, accept: (value: T) => boolean, what: string, attempts = 100_000): Promise<T> {
   for (let attempt = 0; attempt < attempts; attempt++) {
     const value = await read();
     if (accept(value)) return value;
@@ -249,6 +249,19 @@ describe("load, metrics and aborts", () => {
     assert.deepEqual({ ...mock.stats(), legs: undefined }, { received: 2, completed: 0, aborted: 2, rejected: 0, running: 0, waiting: 0, legs: undefined });
     assert.equal(await metric(mock, "vllm:request_success_total", 'finished_reason="abort"'), 2);
     assert.equal(await metric(mock, "vllm:generation_tokens_total"), 1, "generation stopped after the one token sent");
+  });
+});
+
+describe("close", () => {
+  it("cuts the requests in flight, running and waiting, and stops listening", async () => {
+    const clock = gate();
+    const mock = await startEngineMock({ sleep: clock.sleep, maxRunning: 1 });
+    const answers = [0, 1].map(() => fetch(`${mock.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt }) }).then((response) => response.status, () => "cut"));
+    await until(() => mock.stats(), (stats) => stats.running === 1 && stats.waiting === 1, "one running and one waiting request");
+    await mock.close();
+    assert.deepEqual(await Promise.all(answers), ["cut", "cut"]);
+    assert.deepEqual([mock.stats().aborted, mock.stats().running, mock.stats().waiting], [2, 0, 0]);
+    await assert.rejects(fetch(`${mock.url}/health`));
   });
 });
 

@@ -67,7 +67,7 @@ export interface EngineMockStats {
   readonly completed: number;
   /** Requests whose client went away first, waiting or running. */
   readonly aborted: number;
-  /** Requests answered with an error (4xx, 5xx). */
+  /** Requests of any path answered with an error (4xx, 5xx). */
   readonly rejected: number;
   readonly running: number;
   readonly waiting: number;
