@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { parseModelRoute } from "./parse.ts";
 import type { Problem } from "./problems.ts";
 import { routeMode } from "./route.ts";
@@ -134,5 +135,42 @@ describe("ModelRoute validation", () => {
     assert.deepEqual(problems((r) => (r.metadata.name = "llama.v2")), []);
     rejects((r) => (r.metadata.name = "Llama"), ["metadata.name", "must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"]);
     rejects((r) => (r.metadata.name = "a".repeat(254)), ["metadata.name", "must be at most 253 characters (it has 254)"]);
+  });
+});
+
+/** Valid routes as users write them: every optional field present or not. */
+const routeInput = fc
+  .record({
+    engine: fc.constantFrom("vllm", "sglang"),
+    disaggregated: fc.boolean(),
+    port: fc.option(fc.integer({ min: 1, max: 65_535 }), { nil: undefined }),
+    pairing: fc.option(fc.constantFrom("SameGroup", "SameRevision", "Any"), { nil: undefined }),
+    none: fc.boolean(),
+    attempts: fc.option(fc.integer({ min: 0, max: 10 }), { nil: undefined }),
+    idleSeconds: fc.option(fc.integer({ min: 1, max: 3600 }), { nil: undefined }),
+  })
+  .map(({ engine, disaggregated, port, pairing, none, attempts, idleSeconds }) => {
+    const spec: Json = { model: "m", modelServing: "ms", engine, roles: disaggregated ? { prefill: "p", decode: "d" } : { serve: "s" } };
+    if (port !== undefined) spec.port = port;
+    if (pairing !== undefined) spec.pairing = pairing;
+    if (disaggregated && none) spec.kvConnector = "none";
+    if (attempts !== undefined) spec.retries = { attempts };
+    if (idleSeconds !== undefined) spec.timeouts = { idleSeconds };
+    return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelRoute", metadata: { name: "r" }, spec };
+  });
+
+describe("parseModelRoute properties", () => {
+  it("accepts every generated route, defaulting idempotently, with a connector exactly when disaggregated", () => {
+    fc.assert(
+      fc.property(routeInput, (input) => {
+        const once = parseModelRoute(input);
+        assert.ok(once.ok, JSON.stringify(once.ok ? [] : once.problems));
+        const twice = parseModelRoute(once.value);
+        assert.ok(twice.ok);
+        assert.deepEqual(twice.value, once.value);
+        assert.equal(once.value.spec.kvConnector !== undefined, routeMode(once.value.spec.roles) === "Disaggregated");
+      }),
+      { seed: 20261201, numRuns: 200 },
+    );
   });
 });
