@@ -9,7 +9,7 @@
  * (disaggregated), the KV cache moving between them by `kvConnector`.
  */
 import { z } from "zod";
-import { API_GROUP_VERSION, Condition, ModelServingName, ObjectMeta, RoleName } from "./schema.ts";
+import { Condition, ModelServingName, RoleName, tandemObject } from "./schema.ts";
 
 export const ROUTE_KIND = "ModelRoute";
 export const ROUTE_PLURAL = "modelroutes";
@@ -122,13 +122,11 @@ export const ModelRouteStatus = z.strictObject({
 });
 export type ModelRouteStatus = z.infer<typeof ModelRouteStatus>;
 
-export const ModelRoute = z.strictObject({
-  apiVersion: z.literal(API_GROUP_VERSION),
-  kind: z.literal(ROUTE_KIND),
-  metadata: ObjectMeta,
-  spec: ModelRouteSpec.describe("Which model, served by which ModelServing's roles, and how."),
-  status: ModelRouteStatus.optional().describe("Observed state, written by the router."),
-}).describe("ModelRoute sends the requests for one model to the entry pods of a ModelServing in the same namespace.");
+export const ModelRoute = tandemObject(
+  ROUTE_KIND,
+  ModelRouteSpec.describe("Which model, served by which ModelServing's roles, and how."),
+  ModelRouteStatus.describe("Observed state, written by the router."),
+).describe("ModelRoute sends the requests for one model to the entry pods of a ModelServing in the same namespace.");
 
 /** A ModelRoute with every default applied (the output of `parseModelRoute`). */
 export type ModelRoute = z.infer<typeof ModelRoute>;

@@ -221,13 +221,16 @@ export const ObjectMeta = z
   .meta(PRESERVE);
 export type ObjectMeta = z.infer<typeof ObjectMeta>;
 
-export const ModelServing = z.strictObject({
-  apiVersion: z.literal(API_GROUP_VERSION),
-  kind: z.literal(KIND),
-  metadata: ObjectMeta,
-  spec: ModelServingSpec.describe("The desired serving: ServingGroups of roles of multi-pod instances, and how to update them."),
-  status: ModelServingStatus.optional().describe("Observed state, written by the controller."),
-}).describe("ModelServing runs multi-role, multi-node LLM inference: replicas ServingGroups, each with every role's instances.");
+/** The envelope of every Tandem kind: apiVersion tandem.dev/v1alpha1, the kind, metadata, spec, status. */
+export function tandemObject<Kind extends string, Spec extends z.ZodType, Status extends z.ZodType>(kind: Kind, spec: Spec, status: Status) {
+  return z.strictObject({ apiVersion: z.literal(API_GROUP_VERSION), kind: z.literal(kind), metadata: ObjectMeta, spec, status: status.optional() });
+}
+
+export const ModelServing = tandemObject(
+  KIND,
+  ModelServingSpec.describe("The desired serving: ServingGroups of roles of multi-pod instances, and how to update them."),
+  ModelServingStatus.describe("Observed state, written by the controller."),
+).describe("ModelServing runs multi-role, multi-node LLM inference: replicas ServingGroups, each with every role's instances.");
 
 /** A ModelServing with every default applied (the output of `parseModelServing`). */
 export type ModelServing = z.infer<typeof ModelServing>;
