@@ -32,14 +32,29 @@ interface Options {
   readonly out: string;
 }
 
-function options(argv: readonly string[]): Options {
-  const { values } = parseArgs({ args: [...argv], options: { from: { type: "string", default: "1" }, count: { type: "string", default: "100" }, seeds: { type: "string", default: "1,2" }, faults: { type: "boolean", default: false }, coordination: { type: "boolean", default: false }, crash: { type: "boolean", default: false }, gang: { type: "boolean", default: false }, out: { type: "string", default: ".cache/fuzz" } } });
+const USAGE = "usage: npm run fuzz -- [--from N] [--count N] [--seeds 1,2] [--faults] [--coordination] [--crash] [--gang] [--out DIR]";
+
+/** The options, or the exit code when there is nothing to run: 0 after `--help`, 2 for bad flags (said on stderr). */
+function options(argv: readonly string[]): Options | number {
+  try {
+    const parsed = parseOptions(argv);
+    if (!parsed.help) return parsed;
+    console.log(USAGE);
+    return 0;
+  } catch (error) {
+    console.error(`fuzz: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return 2;
+  }
+}
+
+function parseOptions(argv: readonly string[]): Options & { readonly help: boolean } {
+  const { values } = parseArgs({ args: [...argv], options: { help: { type: "boolean", default: false }, from: { type: "string", default: "1" }, count: { type: "string", default: "100" }, seeds: { type: "string", default: "1,2" }, faults: { type: "boolean", default: false }, coordination: { type: "boolean", default: false }, crash: { type: "boolean", default: false }, gang: { type: "boolean", default: false }, out: { type: "string", default: ".cache/fuzz" } } });
   const integer = (name: string, text: string): number => {
     const value = Number(text);
     if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name}: "${text}" is not a non-negative integer`);
     return value;
   };
-  return { from: integer("from", values.from), count: integer("count", values.count), seeds: values.seeds.split(",").map((text) => integer("seeds", text)), faults: values.faults, coordination: values.coordination, crash: values.crash, gang: values.gang, out: values.out };
+  return { help: values.help, from: integer("from", values.from), count: integer("count", values.count), seeds: values.seeds.split(",").map((text) => integer("seeds", text)), faults: values.faults, coordination: values.coordination, crash: values.crash, gang: values.gang, out: values.out };
 }
 
 /**
@@ -84,7 +99,9 @@ function summary(runs: number, failures: readonly Failure[]): string {
 }
 
 async function main(): Promise<number> {
-  const { from, count, seeds, faults, coordination, crash, gang, out } = options(process.argv.slice(2));
+  const parsed = options(process.argv.slice(2));
+  if (typeof parsed === "number") return parsed;
+  const { from, count, seeds, faults, coordination, crash, gang, out } = parsed;
   mkdirSync(out, { recursive: true });
   const failures: Failure[] = [];
   for (let generatorSeed = from; generatorSeed < from + count; generatorSeed++) {

@@ -199,6 +199,12 @@ const FAULT_RUNS: readonly {
     waits: /maxUnavailable 0: waiting for updated units to become Ready or for surge capacity \(maxSurge 1\); 4 pod\(s\) of group\(s\) 1 cannot be scheduled: add capacity for them/,
     what: "one full node, ServingGroupRollingUpdate switched to maxUnavailable 0 as the last pod's gate opens: the gate write timed out after it was applied, the next plan saw the pod not serving and replaced the whole group for free (groupBudget); now it waits for room for the surge group",
   },
+  {
+    generatorSeed: 740182,
+    seed: 2,
+    modes: { coordination: true, crash: true, gang: true },
+    what: "a paused rollout with a new image and a lower replicas after a node outage: a group left above the new replicas counted as existing surge and was rebuilt at the update revision while paused, below the partition (partitionHolds; the issue's pause-scale reproduction is test/paused.sim.test.ts)",
+  },
 ];
 
 describe("fuzz-found scenarios, fixed", () => {

@@ -14,7 +14,7 @@ describe("tandem demo (--no-tty)", () => {
     assert.match(out, /ok: Available after/);
     assert.match(out, /decode-only update: every decode pod replaced, every prefill pod untouched \(same UIDs\)/);
     assert.match(out, /demo-coordinated: PASS/);
-    assert.match(out, /invariants: all 7 held/);
+    assert.match(out, /invariants: all 10 held/);
   });
 
   it("says why a scenario file cannot be played, and exits 1", async () => {

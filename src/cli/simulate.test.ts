@@ -16,7 +16,8 @@ describe("tandem simulate", () => {
     assert.match(lines[1] ?? "", /^options: nodes gpu×2 \(8 GPUs\); timing scheduleSeconds 1, pullSeconds 20, startSeconds 60, terminationSeconds 5, nodeMonitorGraceSeconds 40, podEvictionSeconds 300; /);
     assert.match(lines[2] ?? "", /^ {2}\[ 0\] apply +0\.000s → +0\.000s {2}ok {4}created ModelServing default\/llama-pd$/);
     assert.match(lines[6] ?? "", /^ {2}\[ 4\] wait +\d+\.\d{3}s → +\d+\.\d{3}s {2}ok {4}Available after/);
-    assert.match(lines.at(-3) ?? "", /^invariants: all 7 held/);
+    assert.match(lines.at(-4) ?? "", /^events: InstanceCreated \d+$/, "the controller's Events by reason");
+    assert.match(lines.at(-3) ?? "", /^invariants: all 10 held/);
     assert.match(lines.at(-2) ?? "", /^verdict: pass after [\d.]+s simulated$/);
     assert.equal(lines.at(-1), `replay: tandem simulate ${FILE} --seed 1`);
     assert.equal(JSON.parse(reportJson ?? "{}").verdict, "pass");

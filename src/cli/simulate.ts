@@ -58,6 +58,7 @@ export function humanReport(file: string, scenario: Scenario, report: Report): s
   }
   const skipped = scenario.steps.length - report.steps.length;
   if (skipped > 0) lines.push(`  ${skipped} later step(s) not run: the run stops at the first failed step`);
+  lines.push(...eventLines(report.controllerEvents));
   const violated = report.invariants.filter((result) => result.violations > 0);
   if (violated.length === 0) lines.push(`invariants: all ${report.invariants.length} held (${report.invariants.map((result) => result.name).join(", ")})`);
   for (const result of violated) lines.push(`invariant ${result.name}: ${result.violations} violation(s), first at ${result.first?.t ?? "?"}s: ${result.first?.message ?? ""}`);
@@ -65,6 +66,18 @@ export function humanReport(file: string, scenario: Scenario, report: Report): s
   lines.push(`replay: tandem simulate ${file} --seed ${report.seed}`);
   return lines.map((line) => `${line}\n`).join("");
 }
+
+/** The controller's Events counted by reason, then each Warning (a few), as `kubectl get events` would show them. */
+function eventLines(events: Report["controllerEvents"]): string[] {
+  const counts = new Map<string, number>();
+  for (const event of events) counts.set(event.reason, (counts.get(event.reason) ?? 0) + event.count);
+  const warnings = events.filter((event) => event.type === "Warning");
+  const shown = warnings.slice(0, MAX_WARNINGS_SHOWN).map((event) => `  Warning ${event.reason} at ${event.first}s${event.count > 1 ? ` (×${event.count}, last ${event.last}s)` : ""} ${event.object}: ${event.message}`);
+  const more = warnings.length > MAX_WARNINGS_SHOWN ? [`  and ${warnings.length - MAX_WARNINGS_SHOWN} more Warning(s): tandem simulate --json shows controllerEvents`] : [];
+  return [`events: ${[...counts].map(([reason, count]) => `${reason} ${count}`).join(", ") || "none"}`, ...shown, ...more];
+}
+
+const MAX_WARNINGS_SHOWN = 5;
 
 /** The cluster the scenario runs on, with every default filled in. */
 function derivedOptions(scenario: Scenario): string {

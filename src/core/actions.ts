@@ -14,6 +14,7 @@
 import type { Pod, PodCondition, Service } from "../api/kube.ts";
 import type { ModelServingStatus } from "../api/schema.ts";
 import type { ControllerRevision } from "./revision/controller-revision.ts";
+import type { EventReason } from "./events.ts";
 
 /** Why a pod is deleted; shown in events and logs. */
 export type DeleteReason = "ScaleDown" | "Recovery" | "Update" | "Orphan";
@@ -51,7 +52,8 @@ export type Action =
   | { readonly type: "SetPodCondition"; readonly name: string; readonly uid: string; readonly resourceVersion: string; readonly condition: PodCondition }
   | { readonly type: "CreateService"; readonly service: Service }
   | { readonly type: "DeleteService"; readonly name: string; readonly uid: string }
-  | { readonly type: "RecordEvent"; readonly eventType: "Normal" | "Warning"; readonly reason: string; readonly message: string; readonly pod?: string };
+  /** A Kubernetes Event (reasons and types in `events.ts`; build it with `recordEvent`). */
+  | { readonly type: "RecordEvent"; readonly eventType: "Normal" | "Warning"; readonly reason: EventReason; readonly message: string; readonly pod?: string };
 
 /** The result of one planning pass over one ModelServing. */
 export interface Plan {

@@ -10,10 +10,15 @@
  *    the wait, and so does a unit that never served;
  * 3. delete every pod of the unit.
  *
+ * Events go with the writes of each step, so each is planned once (docs/design/events.md):
+ * DrainStarted with the first mark of a unit that has a wait ahead, DrainConfirmed or DrainTimeout
+ * with the step the wait let through, InstanceDeleted with the deletions.
+ *
  * A drain that is no longer needed is cancelled: annotations removed, gate restored.
  */
 import { ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
 import type { Action, DeleteReason } from "./actions.ts";
+import { recordEvent } from "./events.ts";
 import { DRAIN_MARKS, isDrained, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
 
@@ -53,30 +58,52 @@ export interface DrainProgress extends DrainStep {
 
 /**
  * Plans the next step of deleting `pods` (the pods of one unit) on purpose. Pods already being
- * deleted are left alone; `unitLabel` names the unit in events.
+ * deleted are left alone; `unitLabel` names the unit and why it goes, in events.
  */
 export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSeconds: number, reason: DeleteReason, unitLabel: string, nowMs: number): DrainStep {
   const live = pods.filter((view) => !view.facts.terminating);
   if (live.length === 0) return { actions: [], recheckAtMs: undefined };
-  const step = planDrain(live, drainTimeoutSeconds, { unitLabel, consequence: "deleting anyway" }, nowMs);
+  const step = planDrain(live, drainTimeoutSeconds, { unitLabel, next: "deleting" }, nowMs);
   if (!step.drained) return step;
   const deletions = live.map((view): Action => ({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason }));
-  return { actions: [...step.actions, ...deletions], recheckAtMs: undefined };
+  const event = recordEvent("InstanceDeleted", `Deleting ${unitLabel}: ${podList(live)}.`);
+  return { actions: [...step.actions, event, ...deletions], recheckAtMs: undefined };
+}
+
+/** At most a few pod names, for an event message. */
+export function podList(views: readonly PodView[]): string {
+  const names = views.slice(0, MAX_NAMED).map((view) => view.pod.metadata.name);
+  return `pod(s) ${names.join(", ")}${views.length > MAX_NAMED ? ` and ${views.length - MAX_NAMED} more` : ""}`;
+}
+
+const MAX_NAMED = 5;
+
+/** Prefix of a per-router drain confirmation, `drained.tandem.dev/<router-id>: "true"` (DESIGN §3.4). */
+const ROUTER_ACK_PREFIX = "drained.tandem.dev/";
+
+/** The routers that confirmed the pod's drain by name, sorted. */
+function routerAcks(view: PodView): string[] {
+  const annotations = view.pod.metadata.annotations ?? {};
+  return Object.keys(annotations).filter((key) => key.startsWith(ROUTER_ACK_PREFIX) && annotations[key] === "true").map((key) => key.slice(ROUTER_ACK_PREFIX.length)).sort();
 }
 
 /**
  * Steps 1 and 2 of a drain of `live` (the live pods of one unit): marks the unmarked ones (with
- * `extraAnnotations` of each pod in the same write), and says whether the wait is over. On a
- * timeout it records DrainTimeout naming the unit and saying what happens next (`consequence`).
+ * `extraAnnotations` of each pod in the same write), and says whether the wait is over. Its events
+ * name the unit (`unitLabel`) and what follows the wait (`next`): DrainStarted when it marks a unit
+ * none of whose pods was marked and a wait lies ahead; once the wait is over, DrainConfirmed, or
+ * DrainTimeout naming the entries not confirmed.
  */
 export function planDrain(
   live: readonly PodView[],
   drainTimeoutSeconds: number,
-  timeout: { readonly unitLabel: string; readonly consequence: string },
+  unit: { readonly unitLabel: string; readonly next: "deleting" | "updating images" },
   nowMs: number,
   extraAnnotations: (view: PodView) => Readonly<Record<string, string>> = () => ({}),
 ): DrainProgress {
   const actions: Action[] = [];
+  const started = drainTimeoutSeconds > 0 && live.every((view) => view.facts.drainingSinceMs === undefined) && live.some((view) => view.id.index === 0 && view.facts.serving);
+  if (started) actions.push(recordEvent("DrainStarted", `Draining ${unit.unitLabel}: ${podList(live)} out of traffic; waiting up to ${drainTimeoutSeconds}s for the router to confirm before ${unit.next}.`));
   for (const view of live) {
     if (view.facts.drainingSinceMs !== undefined) continue;
     // The gate first: its write carries the resourceVersion the plan saw, which the annotation
@@ -92,14 +119,16 @@ export function planDrain(
   // The next deadline of an entry still waiting: one already past (an entry marked earlier, or
   // acked) is no reason to look again, and a recheck in the past would plan again at once, forever.
   if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...waiting.map(deadlineMs)), drained: false };
-  const timedOut = entries.filter((view) => drainTimeoutSeconds > 0 && !isDrained(view.pod));
-  if (timedOut.length > 0) {
-    actions.push({
-      type: "RecordEvent",
-      eventType: "Warning",
-      reason: "DrainTimeout",
-      message: `${timeout.unitLabel}: ${timedOut.map((view) => view.pod.metadata.name).join(", ")} not drained after ${drainTimeoutSeconds}s; ${timeout.consequence}, requests still running on it are cut`,
-    });
+  if (drainTimeoutSeconds === 0 || entries.length === 0) return { actions, recheckAtMs: undefined, drained: true };
+  const timedOut = entries.filter((view) => !isDrained(view.pod));
+  if (timedOut.length === 0) {
+    actions.push(recordEvent("DrainConfirmed", `Drained ${unit.unitLabel}: the router confirmed ${podList(entries)}; ${unit.next}.`));
+  } else {
+    // Only the routers that confirmed can be named: the controller does not see which routers
+    // are live (their Leases), so it names the pods no confirmation came for.
+    const confirmed = [...new Set(timedOut.flatMap(routerAcks))];
+    const known = confirmed.length === 0 ? "no router confirmed them" : `confirmed only by router(s) ${confirmed.join(", ")}`;
+    actions.push(recordEvent("DrainTimeout", `Drain of ${unit.unitLabel} timed out after ${drainTimeoutSeconds}s: ${podList(timedOut)} not confirmed drained (${known}); ${unit.next} anyway, requests still running on them are cut.`));
   }
   return { actions, recheckAtMs: undefined, drained: true };
 }

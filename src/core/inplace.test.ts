@@ -107,7 +107,8 @@ describe("InPlaceUpdate: eligibility", () => {
     const before = uids(cluster);
     setDecode(cluster, "vllm:v2", { args: ["--tp", "8"] });
     const actions = run(cluster, { rounds: 10 });
-    assert.deepEqual(actions.filter((a) => a.type !== "WriteStatus" && a.type !== "CreateRevision").map((a) => a.type), [], "no pod is drained, patched or deleted");
+    assert.deepEqual(actions.filter((a) => a.type !== "WriteStatus" && a.type !== "CreateRevision" && a.type !== "RecordEvent").map((a) => a.type), [], "no pod is drained, patched or deleted");
+    assert.deepEqual(actions.flatMap((a) => (a.type === "RecordEvent" ? [a.reason] : [])), ["RolloutStarted"], "the rollout starts, and goes no further");
     assert.deepEqual(uids(cluster), before);
     assert.ok([...cluster.pods.values()].every(serving));
     const status = cluster.modelServing.status;
@@ -328,7 +329,7 @@ describe("InPlaceUpdate: a bad image", () => {
     setDecode(cluster, "vllm:bad");
     const actions = run(cluster, { rounds: 40 });
     assert.ok(!actions.some((a) => a.type === "DeletePod" || a.type === "CreatePod"), "nothing is recreated");
-    const warnings = actions.filter((a) => a.type === "RecordEvent" && a.reason === "InPlaceUpdateStalled");
+    const warnings = actions.filter((a) => a.type === "RecordEvent" && a.reason === "InPlaceVerifyFailed");
     assert.equal(warnings.length, 2, "one warning per stalled pod (entry and worker), once");
     assert.match((warnings[0] as { message: string }).message, /container vllm on vllm:bad: CrashLoopBackOff.*fix or revert the image/);
     assert.deepEqual(groupsInFlight(cluster), [2], "the bad group holds the only unit of budget");

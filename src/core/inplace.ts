@@ -15,8 +15,8 @@
  *
  * Every step is decided from the observed pod alone, so a restarted controller continues where it
  * stopped. A patched container that fails on its new image (crash loop, pull error) moves the
- * annotation to `Stalled` with one Warning event (the event goes with that phase write, so a
- * stateless planner raises it once); the pod stays as it is and holds the budget: it is never
+ * annotation to `Stalled` with one InPlaceVerifyFailed Warning event (the event goes with that
+ * phase write, so a stateless planner raises it once); the pod stays as it is and holds the budget: it is never
  * recreated unless the user changes the spec again or switches the strategy.
  *
  * Eligibility: only regular-container images may differ between a pod's revision and its target;
@@ -25,7 +25,8 @@
 import type { ContainerStatus, Pod } from "../api/kube.ts";
 import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
-import { planDrain, setServing } from "./drain.ts";
+import { planDrain, podList, setServing } from "./drain.ts";
+import { recordEvent } from "./events.ts";
 import { DRAIN_MARKS } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import type { Model, PodView } from "./model.ts";
@@ -228,8 +229,8 @@ export function planInPlace(input: InPlaceInput, at: { group: number; role: stri
   if (ineligible.length > 0) return { actions: [], recheckAtMs: undefined, ineligible };
   const moves = live.map((view) => podMove(view, target));
   const verdicts = moves.map((move) => (Object.keys(move.changes).length > 0 ? { kind: "pending" as const } : verify(move)));
-  if (verdicts.every((verdict) => verdict.kind === "none" || verdict.kind === "verified")) return { actions: finish(moves, target, at.role, input.nowMs), recheckAtMs: undefined, ineligible: [] };
   const label = `${instanceId(at.role, at.instance)} of group ${at.group}`;
+  if (verdicts.every((verdict) => verdict.kind === "none" || verdict.kind === "verified")) return { actions: finish(moves, target, at.role, input.nowMs, label), recheckAtMs: undefined, ineligible: [] };
   const patching = planPatches(input, label, moves, target);
   const stalls = moves.flatMap((move, index) => {
     const verdict = verdicts[index];
@@ -284,13 +285,24 @@ function planPatches(input: InPlaceInput, label: string, moves: readonly PodMove
   if (unpatched.length === 0) return { actions: [], recheckAtMs: undefined };
   const progressOf = new Map(moves.map((move) => [move.view.uid, move]));
   const drainingMark = (view: PodView) => ({ [ANNOTATION_IN_PLACE]: formatProgress({ from: progressOf.get(view.uid)?.from ?? target.name, to: target.name, phase: "Draining", containerIDs: {} }) });
-  const drain = planDrain(moves.map((move) => move.view), input.model.ms.spec.drain.timeoutSeconds, { unitLabel: label, consequence: "updating images anyway" }, input.nowMs, drainingMark);
+  const drain = planDrain(moves.map((move) => move.view), input.model.ms.spec.drain.timeoutSeconds, { unitLabel: label, next: "updating images" }, input.nowMs, drainingMark);
   // A pod patched before (the target changed since) was drained then: no second DrainTimeout.
   const repatch = moves.some((move) => move.progress !== undefined && move.progress.phase !== "Draining");
   const actions = drain.actions.filter((action) => !(repatch && action.type === "RecordEvent"));
   if (!drain.drained) return { actions, recheckAtMs: drain.recheckAtMs };
-  for (const move of unpatched) if (move.view.facts.drainingSinceMs !== undefined) actions.push(patch(move, target));
+  const patched = unpatched.filter((move) => move.view.facts.drainingSinceMs !== undefined);
+  if (patched.length > 0) actions.push(patchEvent(label, patched, target));
+  for (const move of patched) actions.push(patch(move, target));
   return { actions, recheckAtMs: undefined };
+}
+
+/** InPlacePatched, or InPlaceTakeover when a pod was patched toward another revision before. */
+function patchEvent(label: string, moves: readonly PodMove[], target: Revision): Action {
+  const images = [...new Set(moves.flatMap((move) => Object.entries(move.changes).map(([name, image]) => `${name}=${image}`)))].sort().join(", ");
+  const what = `${podList(moves.map((move) => move.view))} (${images})`;
+  const earlier = [...new Set(moves.flatMap((move) => (move.progress !== undefined && move.progress.phase !== "Draining" && move.progress.to !== target.name ? [`${move.progress.to} (${move.progress.phase})`] : [])))].sort();
+  if (earlier.length > 0) return recordEvent("InPlaceTakeover", `Patching ${label} in place again, to revision ${target.name}, taking over from the update to ${earlier.join(", ")}: ${what}.`);
+  return recordEvent("InPlacePatched", `Patching ${label} in place to revision ${target.name}: ${what}; verifying that the new images run.`);
 }
 
 function patch(move: PodMove, target: Revision): Action {
@@ -307,20 +319,21 @@ function markStalled(move: PodMove, detail: string, label: string): Action[] {
   if (progress === undefined) return [];
   return [
     { type: "AnnotatePod", name: pod.metadata.name, uid: move.view.uid, annotations: { [ANNOTATION_IN_PLACE]: formatProgress({ ...progress, phase: "Stalled" }) } },
-    {
-      type: "RecordEvent",
-      eventType: "Warning",
-      reason: "InPlaceUpdateStalled",
-      pod: pod.metadata.name,
-      message:
-        `${label}: ${pod.metadata.name} does not run revision ${progress.to}: ${detail}. The group stays out of traffic and holds the update budget; it is not recreated. ` +
+    recordEvent(
+      "InPlaceVerifyFailed",
+      `${label}: ${pod.metadata.name} does not run revision ${progress.to}: ${detail}. The group stays out of traffic and holds the update budget; it is not recreated. ` +
         "To recover, fix or revert the image in the spec (the pod is patched again in place), or switch spec.rolloutStrategy.type to a rolling update to replace the pods.",
-    },
+      pod.metadata.name,
+    ),
   ];
 }
 
-/** Opens the gates, removes the drain and progress marks and relabels every pod at `target`. */
-function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs: number): Action[] {
+/**
+ * Opens the gates, removes the drain and progress marks and relabels every pod at `target`; with
+ * an InPlaceUpdated event when pods patched in place are verified (the mark removal is the write
+ * that goes with it).
+ */
+function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs: number, label: string): Action[] {
   const hash = roleHash(target.data, role);
   const gates: Action[] = [];
   const marks: Action[] = [];
@@ -335,5 +348,7 @@ function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs
     const labels = relabel ? { labels: { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) } } : {};
     marks.push({ type: "AnnotatePod", name: pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])), ...labels });
   }
-  return [...gates, ...marks];
+  const verified = moves.filter((move) => move.progress !== undefined && move.progress.phase !== "Draining");
+  const event = verified.length > 0 && marks.length > 0 ? [recordEvent("InPlaceUpdated", `Updated ${label} in place to revision ${target.name}: ${podList(verified.map((move) => move.view))} verified on the new images; back in traffic.`)] : [];
+  return [...event, ...gates, ...marks];
 }

@@ -11,6 +11,7 @@ import {
   groupBudget,
   noDuplicatePods,
   partitionedUnits,
+  pauseBroken,
   placedPods,
   podsByInstance,
   podsMatchTheirRevision,
@@ -193,7 +194,8 @@ describe("invariants", () => {
   });
 
   it("availablePending and rolloutPending say what is missing", () => {
-    const stored = { ...ms, status: { observedGeneration: 1, updateRevision: "m-rev1", currentRevision: "m-rev1", conditions: [{ type: "Available", status: "True" as const, reason: "r", message: "x", observedGeneration: 1 }] } };
+    const progressing = { type: "Progressing", status: "False" as const, reason: "Converged", message: "Nothing to do", observedGeneration: 1 };
+    const stored = { ...ms, status: { observedGeneration: 1, updateRevision: "m-rev1", currentRevision: "m-rev1", conditions: [{ type: "Available", status: "True" as const, reason: "r", message: "x", observedGeneration: 1 }, progressing] } };
     const complete = placedPods(ms, [pod(0, 0), pod(0, 1), pod(1, 0), pod(1, 1)]);
     assert.deepEqual(availablePending(stored, complete, revisions), []);
     assert.deepEqual(rolloutPending(stored, complete, revisions), []);
@@ -201,6 +203,31 @@ describe("invariants", () => {
     assert.deepEqual(availablePending(stored, missing, revisions), []);
     assert.deepEqual(rolloutPending(stored, missing, revisions), ["m: surge or extra pod m-1-decode-2-0 is still there", "m: decode-1 of group 1: not available (no pods)"]);
     assert.deepEqual(rolloutPending({ ...stored, metadata: { ...stored.metadata, generation: 2 } }, complete, revisions), ["m: status.observedGeneration 1 is not generation 2"]);
+  });
+
+  it("rolloutPending waits for the status to agree once the pods are done (the update revision current, Progressing claiming no work)", () => {
+    const complete = placedPods(ms, [pod(0, 0), pod(0, 1), pod(1, 0), pod(1, 1)]);
+    const progressing = (status: "True" | "False", reason: string) => ({ type: "Progressing", status, reason, message: "m", observedGeneration: 1 });
+    const stored = (status: object) => ({ ...ms, status: { observedGeneration: 1, updateRevision: "m-rev1", currentRevision: "m-rev1", ...status } });
+    assert.deepEqual(rolloutPending(stored({ currentRevision: "m-rev0", conditions: [progressing("False", "Converged")] }), complete, revisions), ["m: status.currentRevision m-rev0 is not the update revision m-rev1 yet"]);
+    assert.deepEqual(rolloutPending(stored({ conditions: [progressing("True", "Reconciling")] }), complete, revisions), ["m: condition Progressing still says Reconciling: m"]);
+    assert.deepEqual(rolloutPending(stored({ conditions: [{ ...progressing("False", "Converged"), observedGeneration: 0 }] }), complete, revisions), ["m: condition Progressing is not computed for generation 1 yet"]);
+    const partitioned = { ...stored({ currentRevision: "m-rev0", conditions: [progressing("True", "RolloutWaiting")] }), spec: { ...ms.spec, rolloutStrategy: { ...ms.spec.rolloutStrategy, rollingUpdateConfiguration: { ...ms.spec.rolloutStrategy.rollingUpdateConfiguration, partition: 1 } } } };
+    assert.deepEqual(rolloutPending(partitioned, placedPods(partitioned, [pod(1, 0), pod(1, 1)]), revisions), [], "held by a partition: the current revision stays, and Progressing may say what it holds");
+  });
+});
+
+describe("pauseBroken (the runtime assert of pauseHolds on a plan)", () => {
+  const stored = { currentRevision: "m-a", units: [{ group: 1, revision: "m-b" }, { group: 2, role: "decode", instance: 0, revision: "m-b" }] };
+  it("names every unit a paused plan would newly record at the update revision", () => {
+    const planned = [{ group: 1, revision: "m-b" }, { group: 1, role: "decode", instance: 1, revision: "m-b" }, { group: 2, role: "decode", instance: 0, revision: "m-b" }, { group: 3, revision: "m-b" }, { group: 4, role: "prefill", instance: 2, revision: "m-b" }, { group: 5, revision: "m-a" }];
+    assert.deepEqual(pauseBroken(true, stored, { units: planned, update: "m-b" }), ["group 3 would be recorded at the update revision m-b while the rollout is paused", "prefill-2 of group 4 would be recorded at the update revision m-b while the rollout is paused"]);
+  });
+  it("holds nothing unpaused, with no rollout, or before the first status", () => {
+    const planned = [{ group: 3, revision: "m-b" }];
+    assert.deepEqual(pauseBroken(false, stored, { units: planned, update: "m-b" }), []);
+    assert.deepEqual(pauseBroken(true, { ...stored, currentRevision: "m-b" }, { units: planned, update: "m-b" }), []);
+    assert.deepEqual(pauseBroken(true, {}, { units: planned, update: "m-b" }), []);
   });
 });
 

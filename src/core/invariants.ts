@@ -13,7 +13,7 @@
  * of the revision its pods were built from) is live, Ready and not draining.
  */
 import type { Pod } from "../api/kube.ts";
-import type { ModelServing, Role } from "../api/schema.ts";
+import type { ModelServing, Role, UnitRecord } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
 import { DRAINING_REASON } from "./drain.ts";
@@ -26,7 +26,7 @@ import type { Revision } from "./pods.ts";
 import { roleHash } from "./role-hash.ts";
 
 /** The invariants the simulator checks, by name (the report's `invariants[].name`). */
-export const INVARIANT_NAMES = ["noDuplicatePods", "podsMatchTheirRevision", "groupBudget", "roleBudget", "partitionHolds", "surgeBound", "drainHonoured"] as const;
+export const INVARIANT_NAMES = ["noDuplicatePods", "podsMatchTheirRevision", "groupBudget", "roleBudget", "partitionHolds", "surgeBound", "drainHonoured", "pauseHolds", "settledWithinBound", "convergedMatchesPods"] as const;
 export type InvariantName = (typeof INVARIANT_NAMES)[number];
 
 /** Decoded revisions by name (what `decodeControllerRevision` gives), for one ModelServing. */
@@ -454,7 +454,7 @@ export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): str
  * passed since the mark. The message names the pod, or undefined when the write honours it.
  *
  * It judges only drains: a pod deleted while serving with no drain begun is a recovery when its
- * unit is broken (dead units serve nothing, DESIGN §3.4), which the stored pods alone cannot tell
+ * unit is broken (dead units serve nothing, DESIGN §3.6), which the stored pods alone cannot tell
  * from a skipped drain. Faults (pods deleted by others, nodes lost) are not the controller's: the
  * checker does not judge writes in a fault window.
  */
@@ -508,10 +508,25 @@ export interface PartitionedUnit {
  * partitionHolds by itself).
  */
 export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
+  return heldUnits(ms, placed.filter((entry) => inPartition(ms, entry)), revisions);
+}
+
+/**
+ * pauseHolds (DESIGN §2, "paused"): while a pause the controller has observed lasts, nothing moves
+ * to another revision, as if a partition covered every unit — `partitionedUnits` over every live
+ * instance, surge included. The checker holds them to the hashes they ran when the pause was first
+ * seen (a move under way then may finish at its record), and an instance first seen later to its
+ * record then.
+ */
+export function pausedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
+  return heldUnits(ms, placed.filter((entry) => isLive(entry.pod)), revisions);
+}
+
+/** `partitionedUnits` of the given pods, whatever holds them. */
+function heldUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
   const units = new Map<string, PartitionedUnit>();
   const mixed: string[] = [];
   for (const entry of placed) {
-    if (!inPartition(ms, entry)) continue;
     const { pod, id } = entry;
     const key = unitKey(id.group, id.role, id.instance);
     const hash = runningRoleHash(pod, id.role, revisions);
@@ -534,6 +549,38 @@ function runningRoleHash(pod: Pod, role: string, revisions: RevisionsByName): st
   if (name === pod.metadata.labels?.[LABEL_REVISION]) return label;
   const revision = revisions.get(name);
   return (revision === undefined ? undefined : roleHash(revision.data, role)) ?? label;
+}
+
+/**
+ * What a stored status claims when its condition Progressing, computed for the current generation,
+ * is False: "Converged" (nothing to do: the pods match the spec) or "settled" (paused, blocked:
+ * nothing to do until the spec changes); undefined when it claims work or is not current.
+ * `settledWithinBound` holds a settled claim to the surge limits with nothing tolerated beyond
+ * them, and a Converged one to no unit beyond the desired; `convergedMatchesPods` holds a
+ * Converged claim to the pods (`rolloutPending`, `availablePending`: every unit the rollout may
+ * update runs the update revision and is available, every desired group available, nothing
+ * draining, no surge). The checker gives the controller time to see what changed before a
+ * contradiction counts.
+ */
+export function settledClaim(ms: ModelServing): "Converged" | "settled" | undefined {
+  const progressing = ms.status?.conditions?.find((condition) => condition.type === "Progressing");
+  if (progressing?.status !== "False" || progressing.observedGeneration !== ms.metadata.generation || ms.status?.observedGeneration !== ms.metadata.generation) return undefined;
+  return progressing.reason === "Converged" ? "Converged" : "settled";
+}
+
+/**
+ * pauseHolds as the controller's runtime assert on its own plan (`plan` refuses one that breaks
+ * it): while the spec is paused, no unit gets a record at the update revision that the stored
+ * records did not give it already (no record: the current revision; an instance is also covered by
+ * its group's record). Nothing is held while the update revision is the current one. Returns what
+ * would move.
+ */
+export function pauseBroken(paused: boolean, stored: { readonly units?: readonly UnitRecord[]; readonly currentRevision?: string }, planned: { readonly units: readonly UnitRecord[]; readonly update: string }): string[] {
+  const { update } = planned;
+  if (!paused || stored.currentRevision === undefined || stored.currentRevision === update) return [];
+  const atUpdate = new Set((stored.units ?? []).filter((record) => record.revision === update).map((record) => `${record.group}/${record.role ?? ""}/${record.instance ?? ""}`));
+  const moved = planned.units.filter((record) => record.revision === update && !atUpdate.has(`${record.group}/${record.role ?? ""}/${record.instance ?? ""}`) && !atUpdate.has(`${record.group}//`));
+  return moved.map((record) => `${record.role === undefined ? `group ${record.group}` : `${instanceId(record.role, record.instance ?? 0)} of group ${record.group}`} would be recorded at the update revision ${update} while the rollout is paused`);
 }
 
 /** The pod counts in `partitionedUnits`: it is live and its instance is below a partition. */
@@ -634,7 +681,26 @@ export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName,
   if (update === undefined) return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
   const reasons = [...evidence.surgeAndDrain(limit)];
   if (reasons.length < limit) reasons.push(...unitsPending(ms, update, evidence, limit - reasons.length));
+  // The pods are done; the status must say so too, or a report's final status would not agree.
+  if (reasons.length === 0) reasons.push(...statusPending(ms));
   return limitedTo(reasons, limit);
+}
+
+/**
+ * Why the stored status does not agree yet that a rollout whose pods are done is complete: with
+ * nothing held back by a partition or a pause, the update revision must be current and
+ * Progressing must claim no work (status False, computed for this generation); with units held,
+ * Progressing must at least not claim pods being acted on.
+ */
+function statusPending(ms: ModelServing): string[] {
+  const status = ms.status ?? {};
+  const progressing = status.conditions?.find((condition) => condition.type === "Progressing");
+  const name = ms.metadata.name;
+  const held = ms.spec.rolloutStrategy.paused || resolveGroupBudget(ms.spec).partition > 0 || (ms.spec.rolloutStrategy.type === "RoleRollingUpdate" && ms.spec.template.roles.some((role) => resolveRoleBudget(role).partition > 0));
+  if (!held && status.currentRevision !== status.updateRevision) return [`${name}: status.currentRevision ${status.currentRevision ?? "(none)"} is not the update revision ${status.updateRevision ?? "(none)"} yet`];
+  if (progressing === undefined || progressing.observedGeneration !== ms.metadata.generation) return [`${name}: condition Progressing is not computed for generation ${ms.metadata.generation ?? 0} yet`];
+  const claimsWork = held ? progressing.reason === "Reconciling" : progressing.status !== "False";
+  return claimsWork ? [`${name}: condition Progressing still says ${progressing.reason ?? progressing.status}: ${progressing.message ?? ""}`] : [];
 }
 
 /** Why one placed pod keeps the rollout from completing: it is a surge or extra pod, or it is draining. */

@@ -7,7 +7,8 @@
  */
 import { LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
-import { cancelDrain, openGate, planDrainedDeletion } from "./drain.ts";
+import { cancelDrain, openGate, planDrainedDeletion, podList } from "./drain.ts";
+import { recordEvent } from "./events.ts";
 import { podFailure, range } from "./health.ts";
 import { instanceId, serviceName } from "./identity.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
@@ -47,6 +48,8 @@ interface Context {
   readonly changedRoles: ReadonlySet<string>;
   /** The current revision when `changedRoles` has any (`movedByRollout` compares with it). */
   readonly current: Revision | undefined;
+  /** The layout's current revision (events say why a unit is created or removed). */
+  readonly currentName: string;
 }
 
 /**
@@ -60,7 +63,7 @@ export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: num
   // Only ServingGroupRecreate asks which roles the rollout changes (`movedByRollout`).
   const changedRoles = model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? rolloutChangedRoles(model, revisions, layout) : NO_ROLES;
   const currentLookup = changedRoles.size > 0 ? revisions.lookup(layout.currentName) : undefined;
-  const context = { model, nowMs, work, resolve, changedRoles, current: currentLookup?.ok === true ? currentLookup.revision : undefined };
+  const context = { model, nowMs, work, resolve, changedRoles, current: currentLookup?.ok === true ? currentLookup.revision : undefined, currentName: layout.currentName };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
     if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);
@@ -116,9 +119,20 @@ function instanceServiceName(model: Model, group: number, role: string, instance
 
 function scaleDown(context: Context, units: readonly InstancePods[], label: string): void {
   const pods = units.flatMap((pods) => [...pods.values()]);
-  const step = planDrainedDeletion(pods, context.model.ms.spec.drain.timeoutSeconds, "ScaleDown", label, context.nowMs);
+  const step = planDrainedDeletion(pods, context.model.ms.spec.drain.timeoutSeconds, "ScaleDown", `${label} (${scaleDownCause(context, pods)})`, context.nowMs);
   context.work.actions.push(...step.actions);
   recheckAt(context.work, step.recheckAtMs);
+}
+
+/**
+ * Why a unit beyond the spec goes: surge units are built at the update revision and exist only
+ * while a rollout is in progress, so a unit at another revision than the current one during a
+ * rollout is taken for surge (a unit the rollout moved and a scale-down then removes is too:
+ * docs/design/events.md, Known limits).
+ */
+function scaleDownCause(context: Context, pods: readonly PodView[]): string {
+  const rolling = context.model.ms.status?.updateRevision !== undefined && context.model.ms.status.updateRevision !== context.currentName;
+  return rolling && pods.some((view) => view.revision !== undefined && view.revision !== context.currentName) ? "surge no longer needed" : "scale-down";
 }
 
 /** Scales down, highest ordinal first, the instances of `group` the layout no longer wants. */
@@ -304,7 +318,7 @@ function isInPlace(context: Context): boolean {
 
 function deleteForRecovery(context: Context, victims: readonly PodView[], message: string): void {
   if (victims.length === 0) return;
-  context.work.actions.push({ type: "RecordEvent", eventType: "Warning", reason: "Recovering", message });
+  context.work.actions.push(recordEvent("Recovering", `recoveryPolicy ${context.model.ms.spec.recoveryPolicy}: ${message}; deleting ${podList(victims)}.`));
   // Dead or broken pods serve nothing: no drain (DESIGN §3.4).
   for (const view of victims) context.work.actions.push({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason: "Recovery" });
 }
@@ -327,7 +341,7 @@ function createAbsent(context: Context, state: InstanceState): void {
   if (state.health.absent.length === 0 || (state.health.live.length === 0 && state.health.terminating.length > 0)) return;
   const revision = state.running ?? state.target;
   if (state.health.live.length === 0 && state.health.terminating.length === 0) {
-    work.actions.push({ type: "RecordEvent", eventType: "Normal", reason: "CreateInstance", message: `creating ${instanceId(state.role, state.instance)} of group ${state.group} at revision ${revision.name}` });
+    work.actions.push(recordEvent("InstanceCreated", `Creating ${instanceLabel(state)} at revision ${revision.name} (${creationCause(context, state)}).`));
   }
   if (expectedPods(revision, state.role) > 1 && !model.services.has(serviceName(model.owner.name, state.group, state.role, state.instance))) {
     work.actions.push({ type: "CreateService", service: buildService(model.owner, state.group, state.role, state.instance) });
@@ -336,4 +350,20 @@ function createAbsent(context: Context, state: InstanceState): void {
     const pod = buildPod(model.owner, revision, { group: state.group, role: state.role, instance: state.instance, index });
     if (pod !== undefined) work.actions.push({ type: "CreatePod", pod });
   }
+}
+
+/**
+ * Why an instance with no pod is created, as far as the observation tells (docs/design/events.md):
+ * beyond the spec it is surge; in the first plan of a new generation (or of a new ModelServing),
+ * a scale-up; at a revision other than the current one, the rollout replacing it. Otherwise its
+ * earlier pods are gone, which nothing observed tells apart: lost, deleted by recovery (a
+ * Recovering event came first), or replaced by a rollout back to the current revision (an
+ * InstanceDeleted event came first).
+ */
+function creationCause(context: Context, state: InstanceState): string {
+  const { model } = context;
+  if (state.group >= model.ms.spec.replicas || state.instance >= (model.roles.get(state.role)?.replicas ?? 0)) return `surge for the rollout to ${state.target.name}`;
+  if (model.ms.status?.observedGeneration !== model.generation) return "scale-up";
+  if (state.target.name !== context.currentName) return `replacement for the rollout to ${state.target.name}`;
+  return "its earlier pods are gone: lost, recovered, or replaced by a rollout back to this revision";
 }

@@ -3,13 +3,14 @@
  * reads a clock, randomness or I/O; `nowMs` is an argument and everything else is in `observed`.
  *
  * Order of the returned actions (docs/design/controller-model.md): revision records (barriers),
- * pod and Service writes, the status write, then revision GC.
+ * the rollout's events (events.ts), pod and Service writes, the status write, then revision GC.
  */
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
 import type { Action, Plan } from "./actions.ts";
 import { baseLayout, instanceStates } from "./instances.ts";
 import type { Layout } from "./instances.ts";
+import { pauseBroken } from "./invariants.ts";
 import { planRollout } from "./rollout.ts";
 import { planLifecycle, newWork } from "./lifecycle.ts";
 import type { Work } from "./lifecycle.ts";
@@ -21,6 +22,7 @@ import { sameCanonicalJson } from "./revision/canonical.ts";
 import { planRevisions } from "./revisions.ts";
 import type { Revisions } from "./revisions.ts";
 import { computeStatus, settleConditions } from "./status.ts";
+import { rolloutEvents } from "./events.ts";
 
 /** Plans one reconcile of one ModelServing at time `nowMs` (integer milliseconds). */
 export function plan(observed: Observed, nowMs: number): Plan {
@@ -37,17 +39,29 @@ export function plan(observed: Observed, nowMs: number): Plan {
   const states = instanceStates(model, revisions.revisions);
   const rollout = planRollout(states, baseLayout(model, revisions.revisions), work.unreadable);
   const layout = rollout.layout;
+  // The runtime assert of pauseHolds: a plan that would move a unit while paused is a bug, refused.
+  const moved = pauseBroken(model.ms.spec.rolloutStrategy.paused, model.ms.status ?? {}, { units: layout.units, update: revisions.revisions.update.name });
+  if (moved.length > 0) return blockedPlan(observed, model.generation, { reason: "InvariantViolated", message: `Refusing to act on a plan that breaks pauseHolds, a controller bug (please report it): ${moved.slice(0, 3).join("; ")}` }, nowMs);
   // New unit records are durable before any pod that depends on them is created or deleted.
   let written: ModelServingStatus = model.ms.status ?? {};
   if (rollout.recordsChanged) {
     written = recordsStatus(written, revisions.revisions, layout);
     work.actions.push({ type: "WriteStatus", status: written, barrier: true });
   }
+  // The rollout's events go here, once the revision and records writes they follow are made.
+  const eventsAt = work.actions.length;
   const desired = planLifecycle(states, layout, nowMs, work);
   const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
   if (!sameStatus(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
+  work.actions.splice(eventsAt, 0, ...rolloutEvents(model.ms.status ?? {}, status, { paused: model.ms.spec.rolloutStrategy.paused, rolledBack: advancedRevision(revisions.revisions) }));
   work.actions.push(...collectRevisions(model, revisions.revisions, layout, work));
   return { actions: work.actions, requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs) };
+}
+
+/** The revision this plan advances to the newest number (a rollback to an equal older spec), if any. */
+function advancedRevision(revisions: Revisions): { name: string; revision: number } | undefined {
+  const advance = revisions.actions.find((action) => action.type === "AdvanceRevision");
+  return advance === undefined ? undefined : { name: advance.name, revision: advance.revision };
 }
 
 /** The stored status with the rollout's records and revisions, nothing else changed. */

@@ -262,7 +262,7 @@ describe("RoleRollingUpdate", () => {
 describe("surge", () => {
   it("surgeCount: up to maxSurge while units are unfinished; existing surge kept as far as the floor needs it; starved, only that", () => {
     // One role of 3 with floor 2 and one surge instance Ready; each row changes some inputs.
-    const base: SurgeInputs = { paused: false, existing: 1, maxSurge: 1, outdated: 1, unfinished: 1, availableBase: 2, floor: 2, starved: false, availableSurge: [0], firstStarvedSurge: undefined };
+    const base: SurgeInputs = { paused: false, existing: 1, atUpdate: 1, maxSurge: 1, outdated: 1, unfinished: 1, availableBase: 2, floor: 2, starved: false, availableSurge: [0], firstStarvedSurge: undefined };
     const table: [Partial<SurgeInputs>, number, string][] = [
       [{}, 1, "an unfinished unit"],
       [{ unfinished: 0, outdated: 0 }, 0, "all updated and available: surge goes"],
@@ -281,7 +281,11 @@ describe("surge", () => {
       [{ maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [], firstStarvedSurge: 0 }, 1, "the first surge unit waits for capacity: none beyond it (two each placed in part would both wait for good: fuzz-faults-53 with router traffic)"],
       [{ maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [0], firstStarvedSurge: 1 }, 2, "the second waits while the first serves: it stays, alone in waiting"],
       [{ maxSurge: 2, unfinished: 3, existing: 2, availableBase: 0, availableSurge: [1], firstStarvedSurge: 0 }, 2, "below the floor, a serving surge unit beyond the waiting one still carries the floor"],
-      [{ paused: true, unfinished: 3, existing: 0 }, 0, "paused: none added"],
+      [{ paused: true, unfinished: 3, existing: 0, atUpdate: 0 }, 0, "paused: none added"],
+      [{ paused: true }, 1, "paused: the rollout's own surge stays"],
+      [{ paused: true, atUpdate: 0 }, 0, "paused: a unit left above a lowered replicas at another revision is no surge: scaled down, never moved to the update revision"],
+      [{ paused: true, atUpdate: 0, availableBase: 1 }, 1, "paused: such a unit that carries the floor stays (at its record)"],
+      [{ paused: true, existing: 2, atUpdate: 2, maxSurge: 2, unfinished: 1 }, 1, "paused: never more than a running rollout keeps"],
       [{ outdated: 0, existing: 0, unfinished: 2 }, 0, "creation or scale-up: never"],
       [{ maxSurge: 2, unfinished: 3 }, 2, "at most maxSurge"],
     ];

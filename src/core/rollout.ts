@@ -95,7 +95,7 @@ function sameRecords(a: readonly UnitRecord[], b: readonly UnitRecord[]): boolea
  * Withdraws the permits a partition raised mid-rollout now covers (DESIGN §2.4, StatefulSet
  * semantics: the partition is read at every pass, and a move below it that has not begun does not
  * begin). A unit below a partition whose record names another revision than its live pods run goes
- * back to the revision they run; a drain begun for the move is then cancelled (DESIGN §3.4), and
+ * back to the revision they run; a drain begun for the move is then cancelled (DESIGN §3.6), and
  * a pod of it already deleted is rebuilt at that revision. Moves that can no longer be undone
  * finish at their record: a unit with no live pod (nothing shows what it ran; it is rebuilt at
  * its record, as recovery would, §2.5), one with a pod patched in place (`patchedInPlace`:
@@ -208,12 +208,14 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const starved = eligible.some((group) => statesOf(probe, group).some((state) => state.targetsUpdate && isStarved(state)));
   const availableSurge = range(existingSurge).filter((group) => groupAvailable(statesOf(probe, replicas + group), roles));
   const firstStarvedSurge = range(existingSurge).find((group) => statesOf(probe, replicas + group).some(isStarved));
-  const surgeGroups = surgeCount({ paused, existing: existingSurge, maxSurge: budget.maxSurge, outdated: outdated.length, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, availableSurge, firstStarvedSurge });
+  const atUpdate = 1 + (range(existingSurge).findLast((group) => statesOf(probe, replicas + group).every((state) => state.targetsUpdate)) ?? -1);
+  const surgeGroups = surgeCount({ paused, existing: existingSurge, atUpdate, maxSurge: budget.maxSurge, outdated: outdated.length, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, availableSurge, firstStarvedSurge });
   // Below the floor, desired groups below a partition raised mid-rollout may starve too: any desired group counts.
   const floorStarved = !paused && unpermitted === 0 && surgeGroups > 0 && availableBase < replicas - budget.maxUnavailable && range(replicas).some((group) => statesOf(probe, group).some(isStarved));
   if (floorStarved) scratch.waiting.push(starvedMessage(availableBase, replicas, budget, "ServingGroup(s)", surgeGroups));
   const held = holdSurgeGroups((group) => statesOf(probe, group), roles, { from: replicas, to: replicas + surgeGroups, short: replicas - budget.maxUnavailable - availableBase });
-  for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
+  // Paused, nothing moves: surge units kept stay at their records.
+  if (!paused) for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
   const surge = (): Surge => ({ groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) });
   if (paused || outdated.length === 0) return surge();
   // Role surge instances a RoleRollingUpdate left count as the capacity they are (`roleSurgeKept`).
@@ -296,6 +298,11 @@ function isStarved(state: InstanceState): boolean {
 export interface SurgeInputs {
   readonly paused: boolean;
   readonly existing: number;
+  /**
+   * The existing surge ordinals up to the highest one recorded at the update revision: the
+   * rollout's own surge. Units left above a lowered replica count at another record are not.
+   */
+  readonly atUpdate: number;
   readonly maxSurge: number;
   /** Eligible units not running the update revision (permitted or not). */
   readonly outdated: number;
@@ -328,20 +335,21 @@ export interface SurgeInputs {
  * the coordinator (fuzz-coordinated-69: maxSkew waits for the replacement's progress), or while
  * replacements and a surge unit, without gang placement, each hold part of what they need
  * (fuzz-faults-53). Nor is there surge beyond a surge unit that waits for capacity itself: one
- * waits at a time. Paused: existing surge stays, none is added.
+ * waits at a time. Paused: none is added; the rollout's own existing surge stays (`atUpdate`).
  */
 export function surgeCount(inputs: SurgeInputs): number {
-  if (inputs.paused) return Math.min(inputs.existing, inputs.maxSurge);
   // No rollout (e.g. first creation, scale-up): never surge.
   if (inputs.outdated === 0 && inputs.existing === 0) return 0;
-  const missing = Math.max(0, inputs.floor - inputs.availableBase);
-  // Not capped by maxSurge: surge left beyond a maxSurge lowered mid-rollout may carry the floor.
-  // Only surge that serves now carries it: the ordinals up to the serving ones the floor needs stay.
-  // One that does not serve (still starting; a group above a lowered replicas whose roles were
-  // scaled up) costs no budget to free, and kept it would be built up beyond the bound.
-  const serving = inputs.availableSurge;
-  const kept = Math.min(serving.length, missing);
-  const forFloor = kept === 0 ? 0 : Math.min(inputs.existing, (serving[kept - 1] ?? 0) + 1);
+  const forFloor = surgeForFloor(inputs);
+  const running = surgeWhileRunning(inputs, forFloor);
+  // Paused, none is added: of what a running rollout keeps, only its own existing surge stays,
+  // and what carries the floor. Units left above a lowered replica count are scaled down as at
+  // any scale-down, never kept as surge (they would be moved to the update revision).
+  return inputs.paused ? Math.min(running, Math.max(Math.min(inputs.atUpdate, inputs.existing), forFloor)) : running;
+}
+
+/** `surgeCount` of a rollout that is not paused, given the surge the floor needs. */
+function surgeWhileRunning(inputs: SurgeInputs, forFloor: number): number {
   // No surge unit beyond one that waits for capacity: without gang placement, two surge units can
   // each hold part of what they need and neither start (fuzz-faults-53 with router traffic: room
   // for one surge group, maxSurge 2). The first one waits alone; the rest come once it is placed.
@@ -350,6 +358,18 @@ export function surgeCount(inputs: SurgeInputs): number {
   // Starved: a surge unit still starting would keep the capacity the replacements wait for as long
   // as they wait, below the floor (a deadlock); only the floor's surge stays.
   return forFloor;
+}
+
+/** The existing surge ordinals the availability floor needs: up to the serving ones it counts on. */
+function surgeForFloor(inputs: SurgeInputs): number {
+  const missing = Math.max(0, inputs.floor - inputs.availableBase);
+  // Not capped by maxSurge: surge left beyond a maxSurge lowered mid-rollout may carry the floor.
+  // Only surge that serves now carries it: the ordinals up to the serving ones the floor needs stay.
+  // One that does not serve (still starting; a group above a lowered replicas whose roles were
+  // scaled up) costs no budget to free, and kept it would be built up beyond the bound.
+  const serving = inputs.availableSurge;
+  const kept = Math.min(serving.length, missing);
+  return kept === 0 ? 0 : Math.min(inputs.existing, (serving[kept - 1] ?? 0) + 1);
 }
 
 /** Every role of the group has at least its desired number of available instances. */
@@ -426,7 +446,8 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   // those beyond a maxSurge lowered mid-rollout too, which may carry capacity the budgets need.
   const stored = layoutWith(scratch, base, { groups: spec.replicas, instances: (group, role) => role.replicas + Math.max(resolveRoleBudget(role).maxSurge, existingRoleSurge(model, group, role)) });
   holdSurge(scratch, stored, resolve);
-  const probe = surgeAtUpdate(scratch, stored);
+  // Paused, nothing moves: surge instances are what their records say.
+  const probe = spec.rolloutStrategy.paused ? stored : surgeAtUpdate(scratch, stored);
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
   // GPUs are one pool: a replacement waiting for capacity in one group is starved by surge in any.
   const starvedAnywhere = before.some((states) => states.some((state) => state.targetsUpdate && isStarved(state) && state.instance < (model.roles.get(state.role)?.replicas ?? 0)));
@@ -744,10 +765,12 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   // Any desired instance, below the partition too (`starvedMessage`).
   let starvedDesired = false;
   let firstStarvedSurge: number | undefined;
+  let atUpdate = 0;
   for (const state of states) {
     const desired = state.instance < role.replicas;
     if (desired && state.available) availableBase += 1;
     else if (state.available) availableSurge.push(state.instance - role.replicas);
+    if (!desired && state.targetsUpdate) atUpdate = state.instance + 1 - role.replicas;
     if (isStarved(state)) {
       if (desired) starvedDesired = true;
       else firstStarvedSurge ??= state.instance - role.replicas;
@@ -756,7 +779,7 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   const floor = roleFloor(role);
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
-  let wanted = surgeCount({ paused: limits.paused, existing, maxSurge, outdated, unfinished, availableBase, floor, starved, availableSurge, firstStarvedSurge });
+  let wanted = surgeCount({ paused: limits.paused, existing, atUpdate, maxSurge, outdated, unfinished, availableBase, floor, starved, availableSurge, firstStarvedSurge });
   if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0) scratch.waiting.push(`group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`);
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
@@ -768,7 +791,8 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
     }
   }
   const surge = Math.max(wanted <= existing ? wanted : existing + limits.grant(wanted - existing), held);
-  for (const instance of range(surge)) {
+  // Paused, nothing moves: surge instances kept stay at their records.
+  if (!limits.paused) for (const instance of range(surge)) {
     const record: UnitRecord = { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name };
     if (!scratch.held.has(recordKey(record))) permit(scratch, record);
   }

@@ -3,6 +3,7 @@
  * stable, so a converged system computes exactly the stored status and writes nothing.
  * Conditions keep their lastTransitionTime until their status changes.
  */
+import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
@@ -56,7 +57,8 @@ export function computeStatus(
   const ineligible = [...rollout.ineligible, ...work.ineligible];
   // A refused in-place change blocks the rollout as much as a coordination dead end does.
   const blocked = ineligible.length === 0 ? rollout.blocked : [...rollout.blocked, "InPlaceUpdate cannot make this change (condition RolloutBlocked, reason InPlaceIneligible, says how to apply it)"];
-  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressingCondition(work, { waiting: rollout.waiting, blocked }, desired, () => hasTerminatingPod(model))];
+  const progressing = progressingCondition(work, { waiting: rollout.waiting, blocked }, desired, () => hasTerminatingPod(model));
+  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressing.reason === "Converged" ? (pausedCondition(model, revisions, desired) ?? progressing) : progressing];
   // Each group's coordinator gives its own reasons, often the same ones: each is said once.
   if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", [...new Set(rollout.blocked)]));
   if (ineligible.length > 0) conditions.push({ type: "RolloutBlocked", status: "True", ...ineligibleCondition(ineligible) });
@@ -218,6 +220,27 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
+}
+
+/**
+ * Progressing for a paused rollout with nothing else to do while units it may update (at or above
+ * the partitions) do not run the update revision: not Converged, but paused, with how many wait
+ * and how to resume. Counted in ServingGroups under the group strategies, else in instances.
+ */
+function pausedCondition(model: Model, revisions: Revisions, desired: readonly InstanceState[]): ConditionState | undefined {
+  const { spec } = model.ms;
+  if (!spec.rolloutStrategy.paused) return undefined;
+  const groupPartition = resolveGroupBudget(spec).partition;
+  const eligible = desired.filter((state) => {
+    const role = model.roles.get(state.role);
+    return role !== undefined && state.group >= groupPartition && state.instance < role.replicas && state.instance >= resolveRoleBudget(role).partition;
+  });
+  const waiting = eligible.filter((state) => !state.atUpdate);
+  if (waiting.length === 0) return undefined;
+  const byGroup = spec.rolloutStrategy.type !== "RoleRollingUpdate";
+  const count = (states: readonly InstanceState[]) => (byGroup ? new Set(states.map((state) => state.group)).size : states.length);
+  const unit = byGroup ? "ServingGroup(s)" : "instance(s)";
+  return { type: "Progressing", status: "False", reason: "RolloutPaused", message: `The rollout is paused: ${count(waiting)} of ${count(eligible)} ${unit} the rollout may update wait for revision ${revisions.update.name}. Set spec.rolloutStrategy.paused to false to resume.` };
 }
 
 /**

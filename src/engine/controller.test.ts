@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { Pod } from "../api/kube.ts";
 import type { Action, Plan } from "../core/actions.ts";
 import type { Observed } from "../core/observed.ts";
-import { SimRecorder } from "../sim/client.ts";
+import { EventRecorder } from "./recorder.ts";
 import type { VirtualClock } from "../sim/clock.ts";
 import { SimInformer } from "../sim/informer.ts";
 import { aModelServing, ownedBy, settle, setupServer } from "../sim/test-fixtures.ts";
@@ -97,7 +97,7 @@ interface HarnessOptions {
 function harness(options: HarnessOptions = {}) {
   const sim = setupServer({ gcDelayMs: 10 }, options.seed ?? 1);
   const logger = new MemoryLogger();
-  const recorder = new SimRecorder(sim.server.client("events"), sim.clock, "tandem");
+  const recorder = new EventRecorder({ writer: sim.server.client("events"), clock: sim.clock.onEpoch(), component: "tandem" });
   let informer: SimInformer;
   let controller: Controller;
   /** Starts a controller (and its own cache) as a fresh process would. */

@@ -4,7 +4,7 @@ import type { Pod, PodCondition } from "../api/kube.ts";
 import type { ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "../core/actions.ts";
 import type { ControllerRevision } from "../core/revision/controller-revision.ts";
-import { SimRecorder } from "../sim/client.ts";
+import { EventRecorder } from "./recorder.ts";
 import { SimInformer } from "../sim/informer.ts";
 import { aModelServing, setupServer } from "../sim/test-fixtures.ts";
 import { Executor } from "./executor.ts";
@@ -35,7 +35,7 @@ async function setup(options: { maxParallelWrites?: number } = {}) {
   const ms = await sim.client.create(aModelServing("m"));
   const writer = recording(sim.server.client("controller"));
   const expectations = new Expectations(sim.clock, { logger: new MemoryLogger() });
-  const recorder = new SimRecorder(sim.server.client("events"), sim.clock, "tandem");
+  const recorder = new EventRecorder({ writer: sim.server.client("events"), clock: sim.clock.onEpoch(), component: "tandem" });
   const executor = new Executor({ writer, reader: informer, recorder }, { ...options, expectations });
   sim.clock.advance(0);
   /** The target as the cache now shows the ModelServing. */
@@ -272,13 +272,13 @@ describe("executor", () => {
     const { executor, target, server, clock } = await setup();
     const actions: Action[] = [
       { type: "RecordEvent", eventType: "Warning", reason: "DrainTimeout", message: "pod p0 did not drain in 300 s", pod: "p0" },
-      { type: "RecordEvent", eventType: "Normal", reason: "Scaled", message: "scaled to 3" },
+      { type: "RecordEvent", eventType: "Normal", reason: "RolloutStarted", message: "rolling out m-2" },
     ];
     assert.equal((await executor.execute(target(), actions)).applied, 2);
     clock.advance(0);
     const events = server.list("Event").items.map((event) => [event["reason"], (event["involvedObject"] as { kind: string }).kind]);
     // Listed by event name, which starts with the regarding object's name.
-    assert.deepEqual(events, [["Scaled", "ModelServing"], ["DrainTimeout", "Pod"]]);
+    assert.deepEqual(events, [["RolloutStarted", "ModelServing"], ["DrainTimeout", "Pod"]]);
   });
 
   it("records an expectation for each applied write and none for a failed one", async () => {

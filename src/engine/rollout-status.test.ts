@@ -38,13 +38,19 @@ function cluster() {
 }
 
 describe("rollout status, history, pause, resume (through the ports)", () => {
-  it("status: complete when every unit runs the update revision (none here: replicas 0)", () => {
-    const { reader, names } = cluster();
-    const result = rolloutStatus(reader, target);
-    assert.ok(result.ok);
-    assert.equal(result.complete, true);
-    assert.equal(result.lines[1], `update revision ${names[1] ?? ""} (revision 2), current revision ${names[0] ?? ""} (revision 1)`);
-    assert.equal(result.lines.at(-1), "rollout of m complete");
+  it("status: complete when every unit runs the update revision (none here: replicas 0) and the status agrees", () => {
+    const { server, reader, names } = cluster();
+    const before = rolloutStatus(reader, target);
+    assert.ok(before.ok);
+    assert.equal(before.complete, false, "the pods are done, but the update revision is not current yet");
+    assert.equal(before.lines[1], `update revision ${names[1] ?? ""} (revision 2), current revision ${names[0] ?? ""} (revision 1)`);
+    assert.equal(before.lines.at(-1), `  m: status.currentRevision ${names[0] ?? ""} is not the update revision ${names[1] ?? ""} yet`);
+    const progressing = { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do", observedGeneration: 1, lastTransitionTime: "2026-01-01T00:00:00Z" };
+    server.patchStatus({ kind: "ModelServing", namespace: "default", name: "m" }, { status: { currentRevision: names[1] ?? "", conditions: [progressing] } });
+    const after = rolloutStatus(reader, target);
+    assert.ok(after.ok);
+    assert.equal(after.complete, true);
+    assert.equal(after.lines.at(-1), "rollout of m complete");
     assert.deepEqual(rolloutStatus(reader, { namespace: "default", name: "x" }), { ok: false, message: "ModelServing default/x not found" });
   });
 

@@ -4,7 +4,7 @@ import { VirtualClock } from "../sim/clock.ts";
 import { LeaderElector } from "./leader.ts";
 import { silentLogger } from "../engine/logger.ts";
 import type { Kind, KubeObject } from "../engine/ports.ts";
-import { KubeRecorder } from "./recorder.ts";
+import { EventRecorder } from "../engine/recorder.ts";
 import { PERMISSIONS, RESOURCES } from "./resources.ts";
 import { fakeSend, jsonResponse, until } from "./test-fakes.ts";
 import type { Recorded } from "./test-fakes.ts";
@@ -50,12 +50,13 @@ test("the adapter uses exactly the verbs PERMISSIONS grant (least privilege, bot
     await transport.request({ verb: "list", kind, target: {} });
     await transport.watch({ verb: "watch", kind, target: {} }, AbortSignal.abort()).catch(() => undefined);
   }
-  // Events (create, then a repeat patched into the series) and a Lease acquired, then renewed.
+  // Events (create, then a repeat patched into its count) and a Lease acquired, then renewed.
   const clock = new VirtualClock();
-  const recorder = new KubeRecorder({ transport, clock, controller: "c", instance: "i" });
+  const recorder = new EventRecorder({ writer, clock, component: "c", instance: "i" });
   const event = { regarding: { kind: "Pod" as const, namespace: "ns", name: "x" }, type: "Normal" as const, reason: "R", message: "m" };
   recorder.record(event);
   recorder.record(event);
+  await recorder.flushed();
   const elector = new LeaderElector({ transport, clock, namespace: "ns", name: "l", identity: "me", logger: silentLogger, onStartedLeading: () => undefined, onStoppedLeading: () => undefined, retryPeriodMs: 1 });
   elector.start();
   await until(clock, "the Lease renewed", () => requests.some((request) => request.method === "PUT"));

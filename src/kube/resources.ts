@@ -19,7 +19,7 @@ export const RESOURCES: Readonly<Record<Kind, Resource>> = {
   Pod: { group: "", version: "v1", plural: "pods", namespaced: true },
   Service: { group: "", version: "v1", plural: "services", namespaced: true },
   ControllerRevision: { group: "apps", version: "v1", plural: "controllerrevisions", namespaced: true },
-  Event: { group: "events.k8s.io", version: "v1", plural: "events", namespaced: true },
+  Event: { group: "", version: "v1", plural: "events", namespaced: true },
   Lease: { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true },
   Node: { group: "", version: "v1", plural: "nodes", namespaced: false },
   Namespace: { group: "", version: "v1", plural: "namespaces", namespaced: false },
@@ -42,7 +42,8 @@ export interface Permission {
 /**
  * Everything the controller may do, and nothing more (least privilege). Reads: the informers
  * list and watch the four kinds the engine observes. Writes: exactly the requests the engine
- * sends through `KubeWriter`, plus `KubeRecorder`'s Events and `LeaderElector`'s Lease.
+ * sends through `KubeWriter`, the `EventRecorder`'s among them (core/v1 Events, created, and
+ * patched to count repeats), plus `LeaderElector`'s Lease.
  */
 export const PERMISSIONS: readonly Permission[] = [
   { group: "tandem.dev", resource: "modelservings", verbs: ["list", "watch"], scope: "cluster" },
@@ -54,7 +55,7 @@ export const PERMISSIONS: readonly Permission[] = [
   { group: "", resource: "pods/status", verbs: ["patch"], scope: "cluster" },
   { group: "", resource: "services", verbs: ["list", "watch", "create", "delete"], scope: "cluster" },
   { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch", "create", "patch", "delete"], scope: "cluster" },
-  { group: "events.k8s.io", resource: "events", verbs: ["create", "patch"], scope: "cluster" },
+  { group: "", resource: "events", verbs: ["create", "patch"], scope: "cluster" },
   { group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update"], scope: "controller" },
 ];
 

@@ -1,6 +1,6 @@
 /**
  * Assembles the production controller from the adapter: transport (client-node) → KubeReader,
- * KubeWriter, KubeRecorder, WallClock → the engine's Controller; optional Lease leader election;
+ * KubeWriter, EventRecorder (on the KubeWriter), WallClock → the engine's Controller; optional Lease leader election;
  * the metrics/health server. Used by `tandem controller` and by the e2e tests (in-process).
  *
  * Lifecycle: the health server starts at once. Without leader election the controller starts at
@@ -21,7 +21,7 @@ import type { LeaderElectorOptions } from "./leader.ts";
 import { createMetrics } from "./metrics.ts";
 import { KubeReader } from "./reader.ts";
 import type { KubeReaderOptions } from "./reader.ts";
-import { KubeRecorder } from "./recorder.ts";
+import { EventRecorder } from "../engine/recorder.ts";
 import { startHealthServer } from "./server.ts";
 import type { HealthServer } from "./server.ts";
 import { KubeTransport, clientNodeSend } from "./transport.ts";
@@ -78,8 +78,9 @@ export async function runController(options: RunOptions): Promise<RunningControl
 
   const startWorking = (): void => {
     const reader = new KubeReader({ transport, clock, namespace: options.namespace, logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
-    const recorder = new KubeRecorder({ transport, clock, controller: CONTROLLER_NAME, instance: identity });
-    const ports = { reader, writer: new KubeWriter(transport), clock, recorder, logger: options.logger };
+    const writer = new KubeWriter(transport);
+    const recorder = new EventRecorder({ writer, clock, component: CONTROLLER_NAME, instance: identity });
+    const ports = { reader, writer, clock, recorder, logger: options.logger };
     const controller = new Controller(ports, { ...options.controller, plan: metrics.instrumentPlan(corePlan), onReconciled: (pass) => { metrics.reconciled(pass); } });
     controller.start();
     reader.start();

@@ -48,6 +48,11 @@
  * draining while it served is deleted or restarted in place only after the router's ack or the
  * drain timeout), outside fault windows, and reported at the next check.
  *
+ * `pauseHolds` treats a pause the controller has observed as a partition over every live instance
+ * (`#pauseViolations`); `settledWithinBound` and `convergedMatchesPods` hold a status that says
+ * there is nothing to do to the pods, outside fault windows, once a contradiction has outlasted
+ * `SETTLED_GRACE_MS` (`#settledViolations`).
+ *
  * Violations are counted by onset: a message that was not reported at the previous check.
  *
  * A check costs what changed since the previous one, not a pass over every pod: the stored pods
@@ -71,10 +76,13 @@ import {
   groupAvailable,
   groupBudget,
   ofCountKey,
+  pausedUnits,
   placePod,
+  placedPods,
   revisionMismatch,
   roleBudget,
   sameComparedSpec,
+  settledClaim,
   specRevisionName,
   stillUnderWay,
 } from "../core/invariants.ts";
@@ -112,7 +120,22 @@ export interface CheckerOptions {
    * `drainHonoured`; without it that invariant is not judged.
    */
   epochNowMs?: () => number;
+  /**
+   * Simulated time, for the grace `settledWithinBound` and `convergedMatchesPods` give the
+   * controller to see what changed; without it those two are not judged.
+   */
+  nowMs?: () => number;
 }
+
+/**
+ * How long a status claiming there is nothing to do may contradict the pods before it counts: the
+ * controller sees a change an informer lag later and writes the status after its next plan, later
+ * still under API errors and after a restart (virtual ms).
+ */
+export const SETTLED_GRACE_MS = 30_000;
+
+/** Reasons `convergedMatchesPods` lists at most per ModelServing and check. */
+const MAX_CONTRADICTIONS = 5;
 
 /** What the checker remembers about one ModelServing (by uid). */
 interface Memory {
@@ -141,6 +164,23 @@ interface Memory {
    * from, and the uids of the pods beyond them when they last changed (`trackSurgeKept`).
    */
   surgeKept: { key: string; ms: ModelServing; uids: ReadonlySet<string> } | undefined;
+  /** While a pause the controller has observed lasts: what `pauseHolds` holds each instance to (`PauseMemory`). */
+  paused: PauseMemory | undefined;
+  /** Per invariant, since when (virtual ms) a settled status has contradicted the pods (`#settledViolations`). */
+  readonly contradicted: Map<InvariantName, number>;
+}
+
+/**
+ * What `pauseHolds` remembers while a pause lasts: the records and current revision stored when the
+ * controller was first seen to observe it (a unit first seen later is held to its record then),
+ * and per instance the role hashes it may run, as `partitionHolds` does (`PartitionMemory`).
+ */
+interface PauseMemory {
+  readonly recorded: RecordedRevision;
+  readonly currentRevision: string | undefined;
+  readonly units: Map<string, PartitionMemory>;
+  /** The first check of this pause is still to come: instances seen then may finish a move under way. */
+  first: boolean;
 }
 
 /**
@@ -221,6 +261,9 @@ export class InvariantChecker {
   #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = { stored: [], byOwner: new Map() };
   #lastResourceVersion = "";
   #faultOpen = false;
+  readonly #nowMs: (() => number) | undefined;
+  /** The earliest instant a contradiction now open (`contradicted`) outlasts its grace, if any. */
+  #graceDueMs: number | undefined;
   /** The instances the faults of the open window hit, by ModelServing uid (see `faultInjected`). */
   #faultHit: { readonly uid: string; readonly id: PlacedPod["id"] }[] = [];
   /** `drainHonoured` violations found in pod writes since the last check. */
@@ -231,6 +274,7 @@ export class InvariantChecker {
     this.#podChanges = new PodChanges(server);
     this.#podSpecs = options.podSpecs ?? true;
     this.#faultActive = options.faultActive ?? (() => false);
+    this.#nowMs = options.nowMs;
     const { epochNowMs } = options;
     if (epochNowMs !== undefined) server.onCommit("Pod", (before, after) => { this.#judgeDrain(before as unknown as Pod | undefined, after as unknown as Pod | undefined, epochNowMs()); });
   }
@@ -252,8 +296,10 @@ export class InvariantChecker {
   /** Evaluates every invariant at the current instant (nothing to do when nothing was committed). */
   check(): void {
     const resourceVersion = this.#server.resourceVersion();
-    if (resourceVersion === this.#lastResourceVersion) return;
+    // Nothing committed: only a contradiction whose grace has run out is news.
+    if (resourceVersion === this.#lastResourceVersion && !(this.#graceDueMs !== undefined && (this.#nowMs?.() ?? 0) >= this.#graceDueMs)) return;
     this.#lastResourceVersion = resourceVersion;
+    this.#graceDueMs = undefined;
     const { subjects } = this.#sync();
     const found = new Map<InvariantName, string[]>(INVARIANT_NAMES.map((name) => [name, []]));
     const add = (name: InvariantName, messages: readonly string[]) => found.get(name)?.push(...messages);
@@ -307,6 +353,8 @@ export class InvariantChecker {
     trackSurgeKept(memory, index);
     if (ms.status?.observedGeneration === ms.metadata.generation) add("surgeBound", index.surgeBound(memory.surgeKept?.uids));
     add("partitionHolds", this.#partitionViolations(memory, subject));
+    add("pauseHolds", this.#pauseViolations(memory, subject));
+    this.#settledViolations(memory, subject, add);
     if (this.#podSpecs) add("podsMatchTheirRevision", this.#podSpecViolations(subject));
   }
 
@@ -344,6 +392,75 @@ export class InvariantChecker {
     // Units the partition no longer covers are forgotten; units without pods are remembered.
     for (const [key, { unit }] of [...memory.partitioned]) if (!belowPartition(ms, unit.group, unit.role, unit.instance)) memory.partitioned.delete(key);
     return violations;
+  }
+
+  /**
+   * `pauseHolds`: from the first check at which the stored status shows the controller has observed
+   * a paused spec, until the spec is no longer paused, every live instance (`pausedUnits`) keeps
+   * what it ran then — or finishes the move its record named then — and one first seen later runs
+   * its record then (else the current revision then, or now: a promotion while paused is no move).
+   */
+  #pauseViolations(memory: Memory, subject: Subject): string[] {
+    const { ms, index } = subject;
+    if (!ms.spec.rolloutStrategy.paused) {
+      memory.paused = undefined;
+      return [];
+    }
+    if (memory.paused === undefined) {
+      if (ms.status?.observedGeneration !== ms.metadata.generation) return [];
+      memory.paused = { recorded: recordedRevisions(ms.status?.units ?? []), currentRevision: ms.status?.currentRevision, units: new Map(), first: true };
+    }
+    const paused = memory.paused;
+    const { units, mixed } = pausedUnits(ms, placedPods(ms, this.#storedPods()), index.revisions);
+    // The controller's own assert refused a plan (`pauseBroken`): the bug it caught counts here too.
+    const refused = ms.status?.conditions?.find((condition) => condition.type === "RolloutBlocked" && condition.reason === "InvariantViolated");
+    const violations = [...mixed, ...(refused === undefined ? [] : [`${ms.metadata.name}: ${refused.message ?? "InvariantViolated"}`])];
+    const hashOf = (name: string | undefined, role: string) => {
+      const revision = name === undefined ? undefined : index.revisions.get(name);
+      return revision === undefined ? undefined : roleHash(revision.data, role);
+    };
+    for (const [key, unit] of units) {
+      let had = paused.units.get(key);
+      if (had === undefined) {
+        const record = paused.recorded(unit.group, unit.role, unit.instance) ?? paused.currentRevision;
+        const hashes = paused.first ? partitionHashes(ms, unit, paused.recorded, index.revisions) : [hashOf(record, unit.role), hashOf(ms.status?.currentRevision, unit.role)].filter((hash) => hash !== undefined);
+        had = { unit, hashes };
+        paused.units.set(key, had);
+      }
+      if (!had.hashes.includes(unit.hash)) violations.push(`${ms.metadata.name} ${key} moved while the rollout is paused: it may run role hash ${had.hashes.join(" or ")}, now ${unit.hash}`);
+      else if (unit.settled && had.hashes.length > 1) paused.units.set(key, { unit, hashes: [unit.hash] });
+    }
+    paused.first = false;
+    return violations;
+  }
+
+  /**
+   * `settledWithinBound` and `convergedMatchesPods` (`settledClaim`): a status that says there is
+   * nothing to do, contradicted by the pods outside a fault window for `SETTLED_GRACE_MS` on end,
+   * is a violation (the controller stopped short while its status said it was done).
+   */
+  #settledViolations(memory: Memory, subject: Subject, add: (name: InvariantName, messages: readonly string[]) => void): void {
+    const nowMs = this.#nowMs?.();
+    if (nowMs === undefined) return;
+    const { ms, index } = subject;
+    const claim = this.#faultOpen ? undefined : settledClaim(ms);
+    if (claim === undefined && memory.contradicted.size === 0) return;
+    // Converged: no surge at all (pods beyond the desired are bound), and the pods done.
+    const pending = claim === "Converged" ? [...index.rolloutPending(), ...index.availablePending(MAX_CONTRADICTIONS)] : [];
+    const beyond = pending.filter((reason) => reason.includes(": surge or extra pod "));
+    const found = new Map<InvariantName, string[]>([
+      ["settledWithinBound", claim === undefined ? [] : [...index.surgeBound(), ...beyond].map((message) => `${message}, while condition Progressing says ${claim}`)],
+      ["convergedMatchesPods", pending.filter((reason) => !beyond.includes(reason)).slice(0, MAX_CONTRADICTIONS).map((reason) => `${reason}, while condition Progressing says Converged`)],
+    ]);
+    for (const [name, messages] of found) {
+      if (messages.length === 0) {
+        memory.contradicted.delete(name);
+        continue;
+      }
+      const sinceMs = getOrCreate(memory.contradicted, name, () => nowMs);
+      if (nowMs - sinceMs >= SETTLED_GRACE_MS) add(name, messages);
+      else this.#graceDueMs = Math.min(this.#graceDueMs ?? Number.POSITIVE_INFINITY, sinceMs + SETTLED_GRACE_MS);
+    }
   }
 
   /**
@@ -470,7 +587,7 @@ export class InvariantChecker {
     const uid = ms.metadata.uid ?? "";
     let memory = this.#memory.get(uid);
     if (memory === undefined) {
-      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, underWay: undefined, budgets: undefined, partitioned: new Map(), surgeKept: undefined };
+      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, underWay: undefined, budgets: undefined, partitioned: new Map(), surgeKept: undefined, paused: undefined, contradicted: new Map() };
       this.#memory.set(uid, memory);
     }
     return memory;

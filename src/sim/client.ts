@@ -3,23 +3,19 @@
  * one request, counted under the client's name and subject to fault rules, applied at once (no
  * network latency is modelled) and answered through a promise. `list` and `watch` serve the
  * simulator's informer. A write resolves with the object the server stored, itself: deeply frozen
- * and shared, so read-only (mutating it throws). A `SimRecorder` writes Kubernetes Events through
- * a client.
+ * and shared, so read-only (mutating it throws). Events are written through a client by the
+ * engine's `EventRecorder`, as in production.
  */
-import { ApiError, KINDS } from "../engine/ports.ts";
 import type {
   ClusterWriter,
   DeleteOptions,
-  EventRecord,
   JsonObject,
   Kind,
   KubeObject,
   ListOptions,
   ObjectRef,
-  Recorder,
 } from "../engine/ports.ts";
 import type { ApiServer, ListResult } from "./apiserver.ts";
-import type { VirtualClock } from "./clock.ts";
 import type { Verb } from "./faults.ts";
 import type { WatchHandlers, WatchOptions, WatchStream } from "./watch.ts";
 
@@ -75,53 +71,5 @@ export class SimClient implements ClusterWriter {
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-  }
-}
-
-/**
- * Writes each record as a core/v1 Event in the regarding object's namespace ("default" for
- * cluster-scoped objects). Events are not aggregated into counts. A failed write is dropped and
- * counted, as a real recorder drops events it cannot send.
- */
-export class SimRecorder implements Recorder {
-  readonly #client: SimClient;
-  readonly #clock: VirtualClock;
-  readonly #component: string;
-  #sequence = 0;
-  #droppedCount = 0;
-
-  constructor(client: SimClient, clock: VirtualClock, component: string) {
-    this.#client = client;
-    this.#clock = clock;
-    this.#component = component;
-  }
-
-  record(event: EventRecord): void {
-    const { regarding } = event;
-    const timestamp = this.#clock.nowRfc3339();
-    // Unique per recorder and instant; the millisecond clock keeps names apart across restarts.
-    const name = `${regarding.name}.${this.#clock.nowMs().toString(16)}${(this.#sequence++).toString(16)}`;
-    const object: KubeObject<"Event"> = {
-      apiVersion: "v1",
-      kind: "Event",
-      metadata: { name, namespace: regarding.namespace ?? "default" },
-      involvedObject: { apiVersion: KINDS[regarding.kind].apiVersion, ...regarding },
-      type: event.type,
-      reason: event.reason,
-      message: event.message,
-      source: { component: this.#component },
-      firstTimestamp: timestamp,
-      lastTimestamp: timestamp,
-      count: 1,
-    };
-    void this.#client.create(object).catch((error: unknown) => {
-      if (!(error instanceof ApiError)) throw error;
-      this.#droppedCount++;
-    });
-  }
-
-  /** Events that could not be written. */
-  droppedCount(): number {
-    return this.#droppedCount;
   }
 }

@@ -11,7 +11,7 @@
  */
 import type { Kind } from "../engine/ports.ts";
 import { ApiServer } from "./apiserver.ts";
-import { SimRecorder } from "./client.ts";
+import { EventRecorder } from "../engine/recorder.ts";
 import type { SimClient } from "./client.ts";
 import { VirtualClock } from "./clock.ts";
 import { SimInformer } from "./informer.ts";
@@ -160,8 +160,8 @@ export class SimCluster {
    * A Recorder writing Events through a client named `clientName` — by default not "controller",
    * so the controller's object writes (zero after a restart) are counted apart from its events.
    */
-  recorder(component = "tandem-controller", clientName = "controller-events"): SimRecorder {
-    return new SimRecorder(this.server.client(clientName), this.clock, component);
+  recorder(component = "tandem-controller", clientName = "controller-events"): EventRecorder {
+    return new EventRecorder({ writer: this.server.client(clientName), clock: this.clock.onEpoch(), component });
   }
 
   /** The stream named `name` of this cluster's seed ("controller" for the controller). */

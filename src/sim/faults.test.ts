@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { ApiServer } from "./apiserver.ts";
-import { SimRecorder } from "./client.ts";
+import { EventRecorder } from "../engine/recorder.ts";
 import { aModelServing, aPod, rejectsWith, setupServer } from "./test-fixtures.ts";
 
 const msRef = { kind: "ModelServing", namespace: "default", name: "m" } as const;
@@ -118,12 +118,13 @@ describe("write metrics and events", () => {
 
   it("records Events through a client and drops the ones that cannot be written", async () => {
     const { server, client, clock } = setupServer();
-    const recorder = new SimRecorder(client, clock, "tandem-controller");
+    const recorder = new EventRecorder({ writer: client, clock: clock.onEpoch(), component: "tandem-controller" });
     const regarding = { kind: "ModelServing", namespace: "default", name: "m", uid: "u-1" } as const;
     recorder.record({ regarding, type: "Warning", reason: "DrainTimeout", message: "pod m-0-decode-0-0 did not drain in 300s" });
+    await recorder.flushed();
     server.faults.failNth({ kind: "Event" }, 1, { error: "ServerError" });
     recorder.record({ regarding, type: "Normal", reason: "Dropped", message: "never stored" });
-    await Promise.resolve();
+    await recorder.flushed();
     const events = server.list("Event").items;
     assert.equal(events.length, 1);
     const [event] = events;

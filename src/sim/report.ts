@@ -71,6 +71,44 @@ export interface Report {
   snapshots: Record<string, PodRecord[]>;
   final: { status: JsonValue; pods: PodRecord[]; revisions: { name: string; revision: number }[] };
   events: PodEvent[];
+  /** The controller's Kubernetes Events (docs/design/events.md), repeats counted. */
+  controllerEvents: ControllerEventRecord[];
+}
+
+/** A Kubernetes Event the controller recorded; times in virtual seconds (whole seconds, as Events store them). */
+export interface ControllerEventRecord {
+  first: number;
+  last: number;
+  count: number;
+  type: string;
+  reason: string;
+  /** `<Kind>/<name>` of the object the Event is about. */
+  object: string;
+  message: string;
+}
+
+/**
+ * Records of `events` (in the simulator only the controller writes Events), sorted by first time,
+ * then object, then name (the recorder names one object's Events in the order it made them).
+ */
+export function controllerEventRecords(events: readonly KubeObject[], seconds: (timestamp: string) => number): ControllerEventRecord[] {
+  const text = (value: unknown): string => (typeof value === "string" ? value : "");
+  const named = events.map((event): { name: string; record: ControllerEventRecord } => {
+    const involved = isJsonObject(event["involvedObject"]) ? event["involvedObject"] : {};
+    const count = event["count"];
+    const record = {
+      first: seconds(text(event["firstTimestamp"])),
+      last: seconds(text(event["lastTimestamp"])),
+      count: typeof count === "number" ? count : 1,
+      type: text(event["type"]),
+      reason: text(event["reason"]),
+      object: `${text(involved["kind"])}/${text(involved["name"])}`,
+      message: text(event["message"]),
+    };
+    return { name: event.metadata.name, record };
+  });
+  named.sort((a, b) => a.record.first - b.record.first || compareStrings(a.record.object, b.record.object) || compareStrings(a.name, b.name));
+  return named.map((entry) => entry.record);
 }
 
 /** The report record of a pod as stored. */

@@ -67,7 +67,7 @@ describe("scenario runner", () => {
     // Prefill pods kept their UIDs.
     const uids = (label: string) => (report.snapshots[label] ?? []).filter((pod) => pod.role === "prefill").map((pod) => pod.uid);
     assert.deepEqual(uids("after"), uids("before"));
-    assert.deepEqual(Object.keys(report), ["scenario", "seed", "verdict", "simulatedSeconds", "steps", "invariants", "metrics", "snapshots", "final", "events"]);
+    assert.deepEqual(Object.keys(report), ["scenario", "seed", "verdict", "simulatedSeconds", "steps", "invariants", "metrics", "snapshots", "final", "events", "controllerEvents"]);
     assert.deepEqual(Object.keys(report.final.pods[0] ?? {}), ["name", "uid", "group", "role", "instance", "entry", "revision", "images", "node", "phase", "ready"]);
   });
 
@@ -161,6 +161,8 @@ describe("scenario runner", () => {
     assert.equal(withRestart.verdict, "pass");
     assert.ok(without.metrics.apiWrites.total > 0);
     assert.deepEqual(withRestart.metrics.apiWrites, without.metrics.apiWrites);
+    assert.ok(without.controllerEvents.length > 0);
+    assert.deepEqual(withRestart.controllerEvents, without.controllerEvents, "nor records an Event (docs/design/events.md)");
   });
 
   it("a wait that times out fails the run there, with what it was waiting for", async () => {
@@ -222,6 +224,44 @@ describe("scenario runner", () => {
     const honoured = await runScenario(parsed.scenario);
     assert.equal(honoured.verdict, "pass", JSON.stringify(honoured.steps.filter((step) => !step.ok)));
     assert.equal(honoured.metrics.requests?.cut, 0, "drained pods are deleted with no request on them");
+  });
+
+  it("catches a controller that moves units while the rollout is paused (pauseHolds)", async () => {
+    // Shown the spec unpaused, the controller carries the rollout on.
+    const unpausing: PlanFunction = (observed, nowMs) => {
+      const stored = observed.modelServing as { spec: { rolloutStrategy?: Record<string, unknown> } };
+      return corePlan({ ...observed, modelServing: { ...stored, spec: { ...stored.spec, rolloutStrategy: { ...stored.spec.rolloutStrategy, paused: false } } } }, nowMs);
+    };
+    const pause = { patch: { name: "m", merge: { spec: { rolloutStrategy: { paused: true } } } } };
+    const scenario = small([pause, { advance: { seconds: 5 } }, imagePatch("vllm:v2"), { advance: { seconds: 300 } }]);
+    const caught = await runScenario(scenario, { plan: unpausing });
+    const paused = caught.invariants.find((result) => result.name === "pauseHolds");
+    assert.ok((paused?.violations ?? 0) >= 1);
+    assert.match(paused?.first?.message ?? "", /^m \d\/server-0 moved while the rollout is paused: it may run role hash \w+, now \w+$/);
+    const held = await runScenario(scenario);
+    assert.equal(held.verdict, "pass", JSON.stringify(held.invariants.filter((result) => result.violations > 0)));
+    assert.deepEqual([...new Set(held.final.pods.flatMap((pod) => pod.images))], ["vllm:v1"]);
+  });
+
+  it("catches a status that says Converged while pods differ from the spec, or a unit stays beyond the bound (convergedMatchesPods, settledWithinBound)", async () => {
+    // Every status this controller writes says Converged; it never deletes a pod.
+    const liar: PlanFunction = (observed, nowMs) => {
+      const planned = corePlan(observed, nowMs);
+      const converged = { type: "Progressing", status: "False" as const, reason: "Converged", message: "Nothing to do", observedGeneration: (observed.modelServing as { metadata?: { generation?: number } } | undefined)?.metadata?.generation ?? 0, lastTransitionTime: "2026-01-01T00:00:00Z" };
+      const actions = planned.actions
+        .filter((action) => action.type !== "DeletePod")
+        .map((action) => (action.type === "WriteStatus" ? { ...action, status: { ...action.status, conditions: [...(action.status.conditions ?? []).filter((condition) => condition.type !== "Progressing"), converged] } } : action));
+      return { ...planned, actions };
+    };
+    const scaleDown = { patch: { name: "m", merge: { spec: { replicas: 2 } } } };
+    const extra = await runScenario(small([{ wait: { for: "Available", timeoutSeconds: 600 } }, scaleDown, { advance: { seconds: 120 } }]), { plan: liar });
+    const bound = extra.invariants.find((result) => result.name === "settledWithinBound");
+    assert.ok((bound?.violations ?? 0) >= 1);
+    assert.match(bound?.first?.message ?? "", /^m: surge or extra pod m-2-server-0-0 is still there, while condition Progressing says Converged$/);
+    const stale = await runScenario(small([{ wait: { for: "Available", timeoutSeconds: 600 } }, imagePatch("vllm:v2"), { advance: { seconds: 120 } }]), { plan: liar });
+    const converged = stale.invariants.find((result) => result.name === "convergedMatchesPods");
+    assert.ok((converged?.violations ?? 0) >= 1);
+    assert.match(converged?.first?.message ?? "", /^m: server-0 of group \d: .*, while condition Progressing says Converged$/);
   });
 
   it("catches a plan that ignores the rollout budget", async () => {

@@ -32,7 +32,7 @@ import { InvariantChecker } from "./checker.ts";
 import { SimCluster } from "./cluster.ts";
 import type { SimInformer } from "./informer.ts";
 import { mergePatch } from "./json.ts";
-import { byRole, canonical, controllerWrites, eventRecords, eventsByRole, podRecords } from "./report.ts";
+import { byRole, canonical, controllerEventRecords, controllerWrites, eventRecords, eventsByRole, podRecords } from "./report.ts";
 import type { Metrics, PodRecord, Report, StepRecord } from "./report.ts";
 import type { Prng } from "./prng.ts";
 import { attachRouter } from "./router.ts";
@@ -129,7 +129,7 @@ class ScenarioRun {
     const { nodes, timing, images, router } = scenario.cluster;
     this.#cluster = new SimCluster({ seed: this.#seed, ...(nodes === undefined ? {} : { nodes }), ...(timing === undefined ? {} : { timing }), ...(images === undefined ? {} : { images }) });
     this.#controllerClock = this.#cluster.clock.onEpoch();
-    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods(), epochNowMs: () => this.#controllerClock.nowMs() });
+    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods(), epochNowMs: () => this.#controllerClock.nowMs(), nowMs: () => this.#cluster.clock.nowMs() });
     this.#startController();
     this.#chaos = options.chaos === undefined ? undefined : { options: options.chaos, watchDrops: this.#cluster.rng("chaos-watch") };
     if (options.chaos !== undefined) this.#startChaos(options.chaos.percent);
@@ -382,6 +382,7 @@ class ScenarioRun {
       snapshots: this.#snapshots,
       final: { status: canonical(stored?.status ?? null), pods: this.#pods(), revisions: this.#revisionList() },
       events,
+      controllerEvents: controllerEventRecords(this.#cluster.server.stored("Event"), (timestamp) => this.#cluster.clock.parseRfc3339(timestamp) / 1000),
     };
   }
 

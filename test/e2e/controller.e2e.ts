@@ -23,9 +23,12 @@ import { ROLLOUT_PERMISSIONS } from "../../src/kube/resources.ts";
 import { SnapshotReader } from "../../src/kube/snapshot.ts";
 import { clientNodeSend, KubeTransport } from "../../src/kube/transport.ts";
 import { KubeWriter } from "../../src/kube/writer.ts";
+import { WallClock } from "../../src/kube/clock.ts";
+import { EventRecorder } from "../../src/engine/recorder.ts";
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..");
 const LEASES = { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true } as const;
+const EVENTS = { group: "", version: "v1", plural: "events", namespaced: true } as const;
 const CLUSTER_START_TIMEOUT_MS = 180_000;
 const TEST_TIMEOUT_MS = 120_000;
 const CONVERGE_MS = 60_000;
@@ -62,7 +65,7 @@ function example(file: string, namespace: string): any {
   return object;
 }
 
-describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 12 * TEST_TIMEOUT_MS }, () => {
+describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 13 * TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let controller: TestController | undefined;
   const kubelets: FakeKubelet[] = [];
@@ -148,6 +151,24 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
     await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 1 } });
     const scaledIn = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 3);
     assert.deepEqual(uidsOf(scaledIn.pods), group0, "group 0 pods were replaced by scaling");
+    // Each action was recorded as a core/v1 Event on the ModelServing (docs/design/events.md).
+    const events = (await admin().list(EVENTS, ns)).items.filter((event: any) => event.involvedObject.kind === "ModelServing" && event.involvedObject.name === "llama-pd");
+    const reasons = new Set(events.map((event: any) => event.reason));
+    for (const reason of ["InstanceCreated", "InstanceDeleted"]) assert.ok(reasons.has(reason), `no ${reason} event among ${[...reasons].join(", ")}`);
+    assert.ok(events.every((event: any) => event.source.component === "tandem.dev/controller" && event.count >= 1));
+  });
+
+  test("the EventRecorder on the real API server, as the controller's ServiceAccount: a repeat increments count", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const ns = await namespace("e2e-events");
+    const transport = new KubeTransport(clientNodeSend(loadKubeConfig(cluster.kubeconfigs.controller)));
+    const recorder = new EventRecorder({ writer: new KubeWriter(transport), clock: new WallClock(), component: "tandem-controller", instance: "e2e" });
+    const event = { regarding: { kind: "ModelServing" as const, namespace: ns, name: "m" }, type: "Warning" as const, reason: "DrainTimeout" as const, message: "a repeat" };
+    recorder.record(event);
+    recorder.record(event);
+    await recorder.flushed();
+    assert.equal(recorder.droppedCount(), 0, "the API server refused a create or a patch");
+    const stored = (await admin().list(EVENTS, ns)).items;
+    assert.deepEqual(stored.map((item: any) => [item.reason, item.type, item.count, item.message, item.involvedObject.kind]), [["DrainTimeout", "Warning", 2, "a repeat", "ModelServing"]]);
   });
 
   test("a Decode-only update replaces decode instances and keeps every prefill pod (same UIDs)", { timeout: TEST_TIMEOUT_MS }, async () => {
