@@ -3,16 +3,18 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
-import { parse, parseAllDocuments } from "yaml";
+import { parseAllDocuments } from "yaml";
 import { z } from "zod";
-import { applyOverlays, buildCrd, buildOpenApiSchema, CEL_RULES, renderCrdYaml, type SchemaNode, toStructural } from "./crd.ts";
+import { applyOverlays, buildCrd, buildOpenApiSchema, CEL_RULES, CRD_SOURCES, MODEL_ROUTE_CRD, MODEL_SERVING_CRD, renderCrdYaml, ROUTE_CEL_RULES, type SchemaNode, toStructural } from "./crd.ts";
+import { ModelRoute } from "./route.ts";
 import { ModelServing } from "./schema.ts";
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..");
 const CRD_FILE = join(REPO_ROOT, "deploy", "crd.yaml");
 const EXAMPLES_DIR = join(REPO_ROOT, "deploy", "examples");
 
-const SCHEMA = buildOpenApiSchema();
+const SCHEMA = buildOpenApiSchema(MODEL_SERVING_CRD);
+const ROUTE_SCHEMA = buildOpenApiSchema(MODEL_ROUTE_CRD);
 
 // ---------------------------------------------------------------------------------------------
 // A checker for the structural-schema rules the CRD relies on (Kubernetes docs, "Specifying a
@@ -108,15 +110,16 @@ function structuralViolations(root: SchemaNode): string[] {
   return found;
 }
 
-/** The schema node describing the data at a `$.a.b[*].c` path. */
-function nodeAt(path: string): SchemaNode {
-  const visit = visitAll(SCHEMA).find((candidate) => candidate.path === path);
+/** The schema node describing the data at a `$.a.b[*].c` path (of the ModelServing schema unless said). */
+function nodeAt(path: string, root: SchemaNode = SCHEMA): SchemaNode {
+  const visit = visitAll(root).find((candidate) => candidate.path === path);
   assert.ok(visit, `no schema node at ${path}`);
   return visit.node;
 }
 
-test("the openAPIV3Schema is structural", () => {
+test("the openAPIV3Schemas are structural", () => {
   assert.deepEqual(structuralViolations(SCHEMA), []);
+  assert.deepEqual(structuralViolations(ROUTE_SCHEMA), []);
 });
 
 test("the structural checker itself catches what it looks for", () => {
@@ -199,7 +202,7 @@ test("an overlay for a path the schema no longer has fails loudly", () => {
 // The CRD object.
 
 test("the CRD names, scope, version, subresources and printer columns", () => {
-  const crd = buildCrd();
+  const crd = buildCrd(MODEL_SERVING_CRD);
   assert.equal(crd.metadata.name, "modelservings.tandem.dev");
   assert.deepEqual(crd.spec.names, { kind: "ModelServing", listKind: "ModelServingList", plural: "modelservings", singular: "modelserving", shortNames: ["msv"] });
   assert.equal(crd.spec.scope, "Namespaced");
@@ -220,7 +223,7 @@ test("the scale subresource and printer columns point at schema fields of the ri
   assert.equal(nodeAt("$.spec.replicas").type, "integer");
   assert.equal(nodeAt("$.status.replicas").type, "integer");
   assert.equal(nodeAt("$.status.labelSelector").type, "string");
-  for (const column of buildCrd().spec.versions[0]!.additionalPrinterColumns) {
+  for (const column of buildCrd(MODEL_SERVING_CRD).spec.versions[0]!.additionalPrinterColumns) {
     if (column.jsonPath.startsWith(".metadata.")) continue;
     assert.equal(nodeAt(`$${column.jsonPath}`).type, column.type, column.name);
   }
@@ -262,6 +265,8 @@ test("every zod description reaches the CRD", () => {
   const zodDescriptions = described(openApi(ModelServing) as SchemaNode);
   assert.ok(zodDescriptions.length > 10);
   for (const description of zodDescriptions) assert.ok(crdDescriptions.has(description), description);
+  const routeDescriptions = new Set(described(ROUTE_SCHEMA));
+  for (const description of described(openApi(ModelRoute) as SchemaNode)) assert.ok(routeDescriptions.has(description), description);
   assert.equal(nodeAt("$.spec.replicas").description, "Number of ServingGroups.");
 });
 
@@ -283,6 +288,12 @@ const validateManifest = newAjv().compile(SCHEMA);
 
 function schemaErrors(manifest: unknown): ErrorObject[] {
   return validateManifest(manifest) ? [] : [...(validateManifest.errors ?? [])];
+}
+
+const validateRouteManifest = newAjv().compile(ROUTE_SCHEMA);
+
+function routeSchemaErrors(manifest: unknown): ErrorObject[] {
+  return validateRouteManifest(manifest) ? [] : [...(validateRouteManifest.errors ?? [])];
 }
 
 const container = (image: string) => ({ name: "vllm", image, args: ["--model", "m"], resources: { limits: { "nvidia.com/gpu": "1" } } });
@@ -369,7 +380,7 @@ test("bad ModelServings fail the CRD schema at the offending field (and zod agre
 
 test("every default in the schema is valid for its own field (the API server rejects the CRD otherwise)", () => {
   const ajv = newAjv();
-  for (const { node, path } of visitAll(SCHEMA)) {
+  for (const { node, path } of [...visitAll(SCHEMA), ...visitAll(ROUTE_SCHEMA)]) {
     if (!("default" in node)) continue;
     assert.equal(ajv.validate(node, node.default), true, `${path}: default ${JSON.stringify(node.default)}: ${ajv.errorsText()}`);
   }
@@ -400,14 +411,80 @@ const exampleFiles = existsSync(EXAMPLES_DIR) ? readdirSync(EXAMPLES_DIR).filter
 for (const file of exampleFiles) {
   test(`deploy/examples/${file} passes the CRD schema`, () => {
     const documents = parseAllDocuments(readFileSync(join(EXAMPLES_DIR, file), "utf8")).map((document) => document.toJS() as unknown);
-    const servings = documents.filter((document) => isNode(document) && document.kind === "ModelServing");
-    assert.ok(servings.length > 0, "no ModelServing in the file");
-    for (const manifest of servings) {
-      assert.deepEqual(schemaErrors(manifest), []);
-      assert.deepEqual(prunedFields(manifest, SCHEMA, ""), [], "fields the API server would prune");
+    const ours = documents.filter((document) => isNode(document) && (document.kind === "ModelServing" || document.kind === "ModelRoute"));
+    assert.ok(ours.length > 0, "no ModelServing or ModelRoute in the file");
+    for (const manifest of ours) {
+      const route = isNode(manifest) && manifest.kind === "ModelRoute";
+      assert.deepEqual(route ? routeSchemaErrors(manifest) : schemaErrors(manifest), []);
+      assert.deepEqual(prunedFields(manifest, route ? ROUTE_SCHEMA : SCHEMA, ""), [], "fields the API server would prune");
     }
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// The ModelRoute CRD (DESIGN §7).
+
+const ROUTE = {
+  apiVersion: "tandem.dev/v1alpha1",
+  kind: "ModelRoute",
+  metadata: { name: "llama-pd", namespace: "inference" },
+  spec: { model: "meta-llama/Llama-3.1-8B-Instruct", modelServing: "llama-pd", engine: "vllm", roles: { prefill: "prefill", decode: "decode" } },
+};
+
+test("the ModelRoute CRD names, status subresource (no scale) and printer columns", () => {
+  const crd = buildCrd(MODEL_ROUTE_CRD);
+  assert.equal(crd.metadata.name, "modelroutes.tandem.dev");
+  assert.deepEqual(crd.spec.names, { kind: "ModelRoute", listKind: "ModelRouteList", plural: "modelroutes", singular: "modelroute", shortNames: ["mr"] });
+  const version = crd.spec.versions[0]!;
+  assert.deepEqual(version.subresources, { status: {} });
+  assert.deepEqual(version.additionalPrinterColumns.map(({ name, type, jsonPath }) => [name, type, jsonPath]), [
+    ["Model", "string", ".spec.model"],
+    ["ModelServing", "string", ".spec.modelServing"],
+    ["Mode", "string", ".status.mode"],
+    ["Ready", "string", '.status.conditions[?(@.type=="Ready")].status'],
+    ["Age", "date", ".metadata.creationTimestamp"],
+  ]);
+  assert.deepEqual(nodeAt("$.status.mode", ROUTE_SCHEMA).enum, ["Aggregated", "Disaggregated"]);
+  assert.deepEqual(nodeAt("$.status.conditions[*].type", ROUTE_SCHEMA).enum, ["Accepted", "Ready"]);
+});
+
+test("the ModelRoute schema carries the defaults of DESIGN §7 and its CEL rules where they check", () => {
+  assert.equal(nodeAt("$.spec.port", ROUTE_SCHEMA).default, 8000);
+  assert.equal(nodeAt("$.spec.pairing", ROUTE_SCHEMA).default, "SameGroup");
+  assert.equal(nodeAt("$.spec.retries.attempts", ROUTE_SCHEMA).default, 2);
+  assert.equal(nodeAt("$.spec.timeouts.firstByteSeconds", ROUTE_SCHEMA).default, 60);
+  assert.equal(nodeAt("$.spec.timeouts.idleSeconds", ROUTE_SCHEMA).default, 300);
+  assert.equal("default" in nodeAt("$.spec.kvConnector", ROUTE_SCHEMA), false, "depends on engine: parseModelRoute defaults it");
+  assert.deepEqual(nodeAt("$.spec.roles", ROUTE_SCHEMA)["x-kubernetes-validations"], [ROUTE_CEL_RULES.roles, ROUTE_CEL_RULES.distinctRoles]);
+  assert.deepEqual(nodeAt("$.spec", ROUTE_SCHEMA)["x-kubernetes-validations"], [ROUTE_CEL_RULES.kvConnector, ROUTE_CEL_RULES.kvConnectorEngine]);
+  assert.equal(nodeAt("$.status.endpoints", ROUTE_SCHEMA)["x-kubernetes-list-type"], "map");
+  assert.deepEqual(nodeAt("$.status.endpoints[*].revisions", ROUTE_SCHEMA)["x-kubernetes-list-map-keys"], ["revision"]);
+});
+
+test("bad ModelRoutes fail the CRD schema at the offending field (and zod agrees)", () => {
+  const withRouteSpec = (edit: (spec: Record<string, any>) => void): unknown => {
+    const copy = structuredClone(ROUTE) as { spec: Record<string, any> };
+    edit(copy.spec);
+    return copy;
+  };
+  const cases: [string, unknown, string, string][] = [
+    ["an unknown engine", withRouteSpec((spec) => { spec.engine = "trt"; }), "/spec/engine", "enum"],
+    ["port 0", withRouteSpec((spec) => { spec.port = 0; }), "/spec/port", "minimum"],
+    ["port 65536", withRouteSpec((spec) => { spec.port = 65_536; }), "/spec/port", "maximum"],
+    ["a ModelServing name that is not DNS-1035", withRouteSpec((spec) => { spec.modelServing = "Llama_PD"; }), "/spec/modelServing", "pattern"],
+    ["a model with a space", withRouteSpec((spec) => { spec.model = "llama 3"; }), "/spec/model", "pattern"],
+    ["no roles", withRouteSpec((spec) => { delete spec.roles; }), "/spec", "required"],
+    ["negative retries", withRouteSpec((spec) => { spec.retries = { attempts: -1 }; }), "/spec/retries/attempts", "minimum"],
+    ["an unknown pairing", withRouteSpec((spec) => { spec.pairing = "SameNode"; }), "/spec/pairing", "enum"],
+  ];
+  for (const [what, manifest, instancePath, keyword] of cases) {
+    const errors = routeSchemaErrors(manifest);
+    assert.ok(errors.some((error) => error.instancePath === instancePath && error.keyword === keyword), `${what}: expected ${keyword} at ${instancePath}, got ${JSON.stringify(errors.map((e) => [e.instancePath, e.keyword]))}`);
+    assert.equal(ModelRoute.safeParse(manifest).success, false, `${what}: zod should reject it too`);
+  }
+  assert.deepEqual(routeSchemaErrors(ROUTE), []);
+  assert.deepEqual(prunedFields(withRouteSpec((spec) => { spec.kvConector = "nixl"; }), ROUTE_SCHEMA, ""), [".spec.kvConector"]);
+});
 
 // ---------------------------------------------------------------------------------------------
 // deploy/crd.yaml
@@ -417,9 +494,11 @@ test("deploy/crd.yaml is what `npm run crd` generates", () => {
   assert.ok(committed === renderCrdYaml(), "deploy/crd.yaml is out of date with src/api/schema.ts: run `npm run crd` and commit the result");
 });
 
-test("the YAML is deterministic, starts with the do-not-edit header and parses back to buildCrd()", () => {
+test("the YAML is deterministic, starts with the do-not-edit header and parses back to every CRD, ModelServing first", () => {
   const yaml = renderCrdYaml();
   assert.equal(renderCrdYaml(), yaml);
   assert.match(yaml, /^# Generated by `npm run crd`.*Do not edit by hand\.\n/);
-  assert.deepEqual(parse(yaml), JSON.parse(JSON.stringify(buildCrd())));
+  const documents = parseAllDocuments(yaml).map((document) => document.toJS() as unknown);
+  assert.deepEqual(documents, JSON.parse(JSON.stringify(CRD_SOURCES.map(buildCrd))));
+  assert.deepEqual(documents.map((document: any) => document.metadata.name), ["modelservings.tandem.dev", "modelroutes.tandem.dev"]);
 });

@@ -1,6 +1,6 @@
 /**
- * The ModelServing CustomResourceDefinition (DESIGN §1), generated from the zod schema in
- * `schema.ts` so the API server and the controller accept the same objects.
+ * The CustomResourceDefinitions of ModelServing (DESIGN §1) and ModelRoute (§7), generated from the
+ * zod schemas in `schema.ts` and `route.ts` so the API server and Tandem accept the same objects.
  *
  * `z.toJSONSchema(ModelServing, { target: "openapi-3.0", io: "input" })` is close to what the API
  * server wants but not structural (see the Kubernetes docs, "Specifying a structural schema").
@@ -11,6 +11,7 @@
  */
 import { z } from "zod";
 import { stringify } from "yaml";
+import { ModelRoute, ROUTE_KIND, ROUTE_PLURAL, ROUTE_SHORT_NAME } from "./route.ts";
 import { API_GROUP, API_VERSION, KIND, ModelServing, PLURAL, SHORT_NAME } from "./schema.ts";
 
 /** One node of a JSON Schema / OpenAPI v3 schema, as plain JSON data. */
@@ -29,6 +30,11 @@ export interface PrinterColumn {
   readonly description: string;
 }
 
+export interface Subresources {
+  readonly status: Record<string, never>;
+  readonly scale?: { readonly specReplicasPath: string; readonly statusReplicasPath: string; readonly labelSelectorPath: string };
+}
+
 /** The subset of apiextensions.k8s.io/v1 CustomResourceDefinition that Tandem uses. */
 export interface CustomResourceDefinition {
   readonly apiVersion: "apiextensions.k8s.io/v1";
@@ -43,10 +49,7 @@ export interface CustomResourceDefinition {
       readonly served: boolean;
       readonly storage: boolean;
       readonly schema: { readonly openAPIV3Schema: SchemaNode };
-      readonly subresources: {
-        readonly status: Record<string, never>;
-        readonly scale: { readonly specReplicasPath: string; readonly statusReplicasPath: string; readonly labelSelectorPath: string };
-      };
+      readonly subresources: Subresources;
       readonly additionalPrinterColumns: readonly PrinterColumn[];
     }[];
   };
@@ -268,6 +271,34 @@ export const SCHEMA_OVERLAYS: readonly SchemaOverlay[] = [
   { path: "status.conditions", keywords: mapKeyedBy("type") },
 ];
 
+/** CEL rules of the ModelRoute: the structural part of `validate-route.ts`. */
+export const ROUTE_CEL_RULES = {
+  roles: {
+    rule: "has(self.serve) ? !has(self.prefill) && !has(self.decode) : has(self.prefill) && has(self.decode)",
+    message: "roles must be {serve} (aggregated) or {prefill, decode} (disaggregated)",
+  },
+  distinctRoles: {
+    rule: "!has(self.prefill) || !has(self.decode) || self.prefill != self.decode",
+    message: "prefill and decode must be different roles",
+  },
+  kvConnector: {
+    rule: "!has(self.kvConnector) || !has(self.roles.serve)",
+    message: "kvConnector applies only to a disaggregated route (roles prefill and decode)",
+  },
+  kvConnectorEngine: {
+    rule: "!has(self.kvConnector) || self.kvConnector == 'none' || (self.kvConnector == 'nixl') == (self.engine == 'vllm')",
+    message: "kvConnector nixl needs engine vllm and kvConnector sglang needs engine sglang",
+  },
+} as const satisfies Record<string, ValidationRule>;
+
+export const ROUTE_SCHEMA_OVERLAYS: readonly SchemaOverlay[] = [
+  { path: "spec", keywords: { [VALIDATIONS]: [ROUTE_CEL_RULES.kvConnector, ROUTE_CEL_RULES.kvConnectorEngine] } },
+  { path: "spec.roles", keywords: { [VALIDATIONS]: [ROUTE_CEL_RULES.roles, ROUTE_CEL_RULES.distinctRoles] } },
+  { path: "status.endpoints", keywords: mapKeyedBy("role") },
+  { path: "status.endpoints[*].revisions", keywords: mapKeyedBy("revision") },
+  { path: "status.conditions", keywords: mapKeyedBy("type") },
+];
+
 /** The schema node describing the data at a dotted overlay path; throws if the schema has none. */
 function nodeAt(root: SchemaNode, path: string): SchemaNode {
   let node = root;
@@ -298,7 +329,7 @@ export function applyOverlays(root: SchemaNode, overlays: readonly SchemaOverlay
  * apiVersion, kind and metadata are the API server's: the usual CRD form, with metadata a bare
  * object (structural schemas may only restrict metadata.name and generateName).
  */
-function withKubernetesObjectFields(root: SchemaNode): SchemaNode {
+function withKubernetesObjectFields(root: SchemaNode, kind: string): SchemaNode {
   const properties = asNode(root.properties, "$");
   for (const field of ["apiVersion", "kind", "metadata"]) {
     if (!(field in properties)) unstructural("$", `the root must be a Kubernetes object, but has no ${field}`);
@@ -308,62 +339,106 @@ function withKubernetesObjectFields(root: SchemaNode): SchemaNode {
     ...root,
     properties: {
       ...properties,
-      apiVersion: { type: "string", description: "Versioned schema of this representation of the object (tandem.dev/v1alpha1)." },
-      kind: { type: "string", description: "REST resource this object represents (ModelServing)." },
+      apiVersion: { type: "string", description: `Versioned schema of this representation of the object (${API_GROUP}/${API_VERSION}).` },
+      kind: { type: "string", description: `REST resource this object represents (${kind}).` },
       metadata: { type: "object" },
     },
     required: required.filter((field) => !["apiVersion", "kind", "metadata"].includes(String(field))),
   };
 }
 
-/** The structural openAPIV3Schema of ModelServing. */
-export function buildOpenApiSchema(): SchemaNode {
+/** What one kind's CRD is made of: its names, its zod schema and what the schema cannot say. */
+export interface CrdSource {
+  readonly kind: string;
+  readonly plural: string;
+  readonly shortName: string;
+  readonly schema: z.ZodType;
+  readonly overlays: readonly SchemaOverlay[];
+  readonly subresources: Subresources;
+  readonly printerColumns: readonly PrinterColumn[];
+}
+
+const AGE_COLUMN: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp", description: "Time since creation." };
+
+export const MODEL_SERVING_CRD: CrdSource = {
+  kind: KIND,
+  plural: PLURAL,
+  shortName: SHORT_NAME,
+  schema: ModelServing,
+  overlays: SCHEMA_OVERLAYS,
+  subresources: {
+    status: {},
+    scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.labelSelector" },
+  },
+  printerColumns: [
+    { name: "Replicas", type: "integer", jsonPath: ".spec.replicas", description: "Desired ServingGroups." },
+    { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas", description: "ServingGroups with every instance Ready." },
+    { name: "Updated", type: "integer", jsonPath: ".status.updatedReplicas", description: "ServingGroups at the update revision." },
+    { name: "Revision", type: "string", jsonPath: ".status.updateRevision", description: "The revision the rollout moves to." },
+    AGE_COLUMN,
+  ],
+};
+
+export const MODEL_ROUTE_CRD: CrdSource = {
+  kind: ROUTE_KIND,
+  plural: ROUTE_PLURAL,
+  shortName: ROUTE_SHORT_NAME,
+  schema: ModelRoute,
+  overlays: ROUTE_SCHEMA_OVERLAYS,
+  subresources: { status: {} },
+  printerColumns: [
+    { name: "Model", type: "string", jsonPath: ".spec.model", description: "The request's model value." },
+    { name: "ModelServing", type: "string", jsonPath: ".spec.modelServing", description: "The ModelServing that serves it." },
+    // A printer column is a JSONPath, which cannot compute the mode from spec.roles: the router writes it.
+    { name: "Mode", type: "string", jsonPath: ".status.mode", description: "Aggregated or Disaggregated." },
+    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: "Whether the route has endpoints to serve." },
+    AGE_COLUMN,
+  ],
+};
+
+/** Every CRD Tandem installs, in the order `tandem crd` prints them. */
+export const CRD_SOURCES: readonly CrdSource[] = [MODEL_SERVING_CRD, MODEL_ROUTE_CRD];
+
+/** The structural openAPIV3Schema of one kind. */
+export function buildOpenApiSchema(source: CrdSource): SchemaNode {
   // A JSON round trip gives plain data whose nodes are never shared, so overlays touch one node.
-  const generated: unknown = JSON.parse(JSON.stringify(z.toJSONSchema(ModelServing, { target: "openapi-3.0", io: "input" })));
-  const root = withKubernetesObjectFields(asNode(generated, "$"));
-  applyOverlays(root, SCHEMA_OVERLAYS);
+  const generated: unknown = JSON.parse(JSON.stringify(z.toJSONSchema(source.schema, { target: "openapi-3.0", io: "input" })));
+  const root = withKubernetesObjectFields(asNode(generated, "$"), source.kind);
+  applyOverlays(root, source.overlays);
   return toStructural(root, "$");
 }
 
-const PRINTER_COLUMNS: readonly PrinterColumn[] = [
-  { name: "Replicas", type: "integer", jsonPath: ".spec.replicas", description: "Desired ServingGroups." },
-  { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas", description: "ServingGroups with every instance Ready." },
-  { name: "Updated", type: "integer", jsonPath: ".status.updatedReplicas", description: "ServingGroups at the update revision." },
-  { name: "Revision", type: "string", jsonPath: ".status.updateRevision", description: "The revision the rollout moves to." },
-  { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp", description: "Time since creation." },
-];
-
-/** The ModelServing CustomResourceDefinition (group tandem.dev, version v1alpha1). */
-export function buildCrd(): CustomResourceDefinition {
+/** The CustomResourceDefinition of one kind (group tandem.dev, version v1alpha1). */
+export function buildCrd(source: CrdSource): CustomResourceDefinition {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: `${PLURAL}.${API_GROUP}` },
+    metadata: { name: `${source.plural}.${API_GROUP}` },
     spec: {
       group: API_GROUP,
-      names: { kind: KIND, listKind: `${KIND}List`, plural: PLURAL, singular: KIND.toLowerCase(), shortNames: [SHORT_NAME] },
+      names: { kind: source.kind, listKind: `${source.kind}List`, plural: source.plural, singular: source.kind.toLowerCase(), shortNames: [source.shortName] },
       scope: "Namespaced",
       versions: [
         {
           name: API_VERSION,
           served: true,
           storage: true,
-          schema: { openAPIV3Schema: buildOpenApiSchema() },
-          subresources: {
-            status: {},
-            scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.labelSelector" },
-          },
-          additionalPrinterColumns: PRINTER_COLUMNS,
+          schema: { openAPIV3Schema: buildOpenApiSchema(source) },
+          subresources: source.subresources,
+          additionalPrinterColumns: source.printerColumns,
         },
       ],
     },
   };
 }
 
-export const CRD_YAML_HEADER = "# Generated by `npm run crd` from src/api/schema.ts (see src/api/crd.ts). Do not edit by hand.\n";
+export const CRD_YAML_HEADER = "# Generated by `npm run crd` from src/api/schema.ts and src/api/route.ts (see src/api/crd.ts). Do not edit by hand.\n";
 
-/** `buildCrd()` as the YAML committed in deploy/crd.yaml; the same input gives the same bytes. */
+/**
+ * Every CRD as the multi-document YAML committed in deploy/crd.yaml (ModelServing first); the same
+ * input gives the same bytes.
+ */
 export function renderCrdYaml(): string {
   // lineWidth 0: never fold long descriptions, so a changed word changes one line of the diff.
-  return CRD_YAML_HEADER + stringify(buildCrd(), { lineWidth: 0 });
+  return CRD_YAML_HEADER + CRD_SOURCES.map((source) => stringify(buildCrd(source), { lineWidth: 0 })).join("---\n");
 }

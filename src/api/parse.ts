@@ -7,9 +7,11 @@ import { ModelServing, ModelServingSpec, ModelServingStatus, UnitRecord } from "
 import type { Problem } from "./problems.ts";
 import { problemsFromZod } from "./problems.ts";
 import { validateModelServing } from "./validate.ts";
+import { ModelRoute } from "./route.ts";
+import { validateModelRoute } from "./validate-route.ts";
 
-export type ParseResult =
-  | { readonly ok: true; readonly value: ModelServing }
+export type ParseResult<T = ModelServing> =
+  | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly problems: readonly Problem[] };
 
 /**
@@ -48,7 +50,18 @@ function parseWhole(input: unknown): ParseResult {
   return validated(parsed.data, validateModelServing(parsed.data));
 }
 
-function validated(value: ModelServing, problems: readonly Problem[]): ParseResult {
+/**
+ * Parses, defaults and validates a ModelRoute (`route.ts`, `validate-route.ts`); like
+ * `parseModelServing`, input is never modified and defaulting is idempotent. Routes are few and
+ * small, so nothing is remembered.
+ */
+export function parseModelRoute(input: unknown): ParseResult<ModelRoute> {
+  const parsed = ModelRoute.safeParse(input, { reportInput: true });
+  if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error.issues) };
+  return validated(parsed.data, validateModelRoute(parsed.data));
+}
+
+function validated<T>(value: T, problems: readonly Problem[]): ParseResult<T> {
   return problems.length === 0 ? { ok: true, value } : { ok: false, problems };
 }
 

@@ -57,7 +57,7 @@ function reasonOf(issue: z.core.$ZodIssue): string {
       return isNumeric(issue.origin) ? `must be at most ${issue.maximum}` : issue.message;
     case "invalid_value":
       if (issue.values.length === 1) return `must be ${JSON.stringify(issue.values[0])}`;
-      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+      return `${issue.input === undefined ? "is required: " : ""}must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     default:
       return issue.message;
   }

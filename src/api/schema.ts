@@ -9,6 +9,7 @@
  * fields and are marked `x-kubernetes-preserve-unknown-fields` for the API server.
  */
 import { z } from "zod";
+import { MAX_MODEL_SERVING_NAME_LENGTH } from "./wellknown.ts";
 
 export const API_GROUP = "tandem.dev";
 export const API_VERSION = "v1alpha1";
@@ -78,12 +79,20 @@ export const PodTemplateSpec = z.strictObject({
 });
 export type PodTemplateSpec = z.infer<typeof PodTemplateSpec>;
 
+/** Why a name is not a DNS-1035 label, in plain words. */
+export const DNS1035_REASON = "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit";
+
+/** A role name: a DNS-1035 label of at most 12 characters (it is part of every pod name). */
+export const RoleName = z.string({ error: "is required" }).max(12).regex(DNS1035_LABEL, { error: DNS1035_REASON });
+
+/** A ModelServing name as another object names it (a route): what `validate.ts` requires of metadata.name. */
+export const ModelServingName = z
+  .string({ error: "is required" })
+  .max(MAX_MODEL_SERVING_NAME_LENGTH)
+  .regex(DNS1035_LABEL, { error: DNS1035_REASON });
+
 export const Role = z.strictObject({
-  name: z
-    .string({ error: "is required" })
-    .max(12)
-    .regex(DNS1035_LABEL, { error: "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit" })
-    .describe("Role name: DNS-1035 label, at most 12 characters."),
+  name: RoleName.describe("Role name: DNS-1035 label, at most 12 characters."),
   replicas: nonNegativeInt().default(1).describe("Instances of this role in each ServingGroup."),
   entryTemplate: PodTemplateSpec.describe("Pod template of each instance's entry pod (k=0). Versioned."),
   workerReplicas: nonNegativeInt().default(0).describe("Worker pods per instance. Versioned."),
@@ -212,13 +221,16 @@ export const ObjectMeta = z
   .meta(PRESERVE);
 export type ObjectMeta = z.infer<typeof ObjectMeta>;
 
-export const ModelServing = z.strictObject({
-  apiVersion: z.literal(API_GROUP_VERSION),
-  kind: z.literal(KIND),
-  metadata: ObjectMeta,
-  spec: ModelServingSpec.describe("The desired serving: ServingGroups of roles of multi-pod instances, and how to update them."),
-  status: ModelServingStatus.optional().describe("Observed state, written by the controller."),
-}).describe("ModelServing runs multi-role, multi-node LLM inference: replicas ServingGroups, each with every role's instances.");
+/** The envelope of every Tandem kind: apiVersion tandem.dev/v1alpha1, the kind, metadata, spec, status. */
+export function tandemObject<Kind extends string, Spec extends z.ZodType, Status extends z.ZodType>(kind: Kind, spec: Spec, status: Status) {
+  return z.strictObject({ apiVersion: z.literal(API_GROUP_VERSION), kind: z.literal(kind), metadata: ObjectMeta, spec, status: status.optional() });
+}
+
+export const ModelServing = tandemObject(
+  KIND,
+  ModelServingSpec.describe("The desired serving: ServingGroups of roles of multi-pod instances, and how to update them."),
+  ModelServingStatus.describe("Observed state, written by the controller."),
+).describe("ModelServing runs multi-role, multi-node LLM inference: replicas ServingGroups, each with every role's instances.");
 
 /** A ModelServing with every default applied (the output of `parseModelServing`). */
 export type ModelServing = z.infer<typeof ModelServing>;

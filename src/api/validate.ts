@@ -7,7 +7,7 @@ import { resolveGroupBudget, resolveRoleBudget } from "./budgets.ts";
 import type { PathSegment, Problem } from "./problems.ts";
 import { problem } from "./problems.ts";
 import type { Container, Coordination, ModelServing, PodTemplateSpec, Role } from "./schema.ts";
-import { DNS1035_LABEL } from "./schema.ts";
+import { DNS1035_LABEL, DNS1035_REASON } from "./schema.ts";
 import { CONTROLLER_ENV, MAX_LABEL_VALUE_LENGTH, MAX_MODEL_SERVING_NAME_LENGTH, RESERVED_PREFIX } from "./wellknown.ts";
 
 
@@ -35,7 +35,7 @@ export function validateModelServing(ms: ModelServing): Problem[] {
 function validateName(ms: ModelServing): Problem[] {
   const name = ms.metadata.name;
   if (!DNS1035_LABEL.test(name)) {
-    return [problem(["metadata", "name"], "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit")];
+    return [problem(["metadata", "name"], DNS1035_REASON)];
   }
   if (name.length > MAX_MODEL_SERVING_NAME_LENGTH) {
     return [problem(["metadata", "name"], `must be at most ${MAX_MODEL_SERVING_NAME_LENGTH} characters (it has ${name.length}): revision names "<name>-<hash>" are label values of at most ${MAX_LABEL_VALUE_LENGTH}`)];

@@ -4,6 +4,7 @@ import { Command, CommanderError } from "commander";
 import { registerController } from "./controller.ts";
 import { registerCrd } from "./crd.ts";
 import { registerDemo } from "./demo.ts";
+import { registerEngineMock } from "./engine-mock.ts";
 import { registerManifests } from "./install.ts";
 import { registerPlan } from "./plan.ts";
 import { registerRevision } from "./revision.ts";
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerController(program);
   registerManifests(program);
   registerRollout(program);
+  registerEngineMock(program);
   return program;
 }
 

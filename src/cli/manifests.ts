@@ -1,18 +1,23 @@
 /**
- * Reading ModelServing manifests from YAML text: every document of a multi-document file, with
+ * Reading Tandem manifests (ModelServing, ModelRoute) from YAML text: every document of a multi-document file, with
  * YAML errors (including duplicate keys, which would otherwise silently lose a value) reported
  * per document instead of thrown.
  */
 import { parseAllDocuments } from "yaml";
-import { parseModelServing } from "../api/parse.ts";
+import type { ParseResult } from "../api/parse.ts";
+import { parseModelRoute, parseModelServing } from "../api/parse.ts";
+import { problem } from "../api/problems.ts";
+import { ROUTE_KIND } from "../api/route.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { API_GROUP, KIND } from "../api/schema.ts";
 
-/** One YAML document that claims to be a ModelServing (by kind or by API group). */
+/** One YAML document that claims to be a Tandem object (a kind of ours, or our API group). */
 export interface ManifestDocument {
   /** 1-based position of the document in its file. */
   readonly index: number;
-  /** `ModelServing/<name>` as far as the document says. */
+  /** The kind the document says, or ModelServing when it says none. */
+  readonly kind: string;
+  /** `<kind>/<name>` as far as the document says. */
   readonly label: string;
   readonly value: unknown;
 }
@@ -34,7 +39,7 @@ export function readManifests(text: string): ManifestFile {
       return;
     }
     const value: unknown = document.toJS();
-    if (isOurs(value)) documents.push({ index, label: labelOf(value), value });
+    if (isOurs(value)) documents.push({ index, kind: kindOf(value), label: labelOf(value), value });
   });
   return { documents, errors };
 }
@@ -42,14 +47,28 @@ export function readManifests(text: string): ManifestFile {
 function isOurs(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
   const { apiVersion, kind } = value as Record<string, unknown>;
-  return kind === KIND || (typeof apiVersion === "string" && apiVersion.startsWith(`${API_GROUP}/`));
+  return kind === KIND || kind === ROUTE_KIND || (typeof apiVersion === "string" && apiVersion.startsWith(`${API_GROUP}/`));
+}
+
+function kindOf(value: Record<string, unknown>): string {
+  return typeof value.kind === "string" ? value.kind : KIND;
 }
 
 function labelOf(value: Record<string, unknown>): string {
-  const kind = typeof value.kind === "string" ? value.kind : KIND;
+  const kind = kindOf(value);
   const metadata = value.metadata as Record<string, unknown> | undefined;
   const name = typeof metadata?.name === "string" && metadata.name !== "" ? metadata.name : "(unnamed)";
   return `${kind}/${name}`;
+}
+
+/**
+ * Parses a document as the kind it says: a ModelRoute as a route, a ModelServing (or a document of
+ * ours without a kind) as a ModelServing; another kind in our API group is named as such.
+ */
+export function parseManifest(document: ManifestDocument): ParseResult<unknown> {
+  if (document.kind === ROUTE_KIND) return parseModelRoute(document.value);
+  if (document.kind === KIND) return parseModelServing(document.value);
+  return { ok: false, problems: [problem(["kind"], `must be "${KIND}" or "${ROUTE_KIND}" (it is ${JSON.stringify(document.kind)})`)] };
 }
 
 export type LoadResult = { readonly ok: true; readonly value: ModelServing } | { readonly ok: false; readonly lines: readonly string[] };
@@ -61,7 +80,7 @@ export type LoadResult = { readonly ok: true; readonly value: ModelServing } | {
 export function loadModelServing(file: string, text: string): LoadResult {
   const manifests = readManifests(text);
   if (manifests.errors.length > 0) return { ok: false, lines: manifests.errors.map((error) => `${file}: ${error}`) };
-  const document = manifests.documents[0];
+  const document = manifests.documents.find((candidate) => candidate.kind !== ROUTE_KIND);
   if (document === undefined) return { ok: false, lines: [`${file}: no ${KIND} found`] };
   const parsed = parseModelServing(document.value);
   if (!parsed.ok) return { ok: false, lines: parsed.problems.map((problem) => `${file}: ${document.label}: ${problem.path}: ${problem.reason}`) };

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { loadModelServing } from "./manifests.ts";
 import { readSource, validateFiles } from "./validate.ts";
 
 const EXAMPLES = join(import.meta.dirname, "../../deploy/examples");
@@ -19,7 +20,7 @@ spec:
 describe("tandem validate", () => {
   it("accepts every shipped example", async () => {
     const paths = readdirSync(EXAMPLES).filter((f) => f.endsWith(".yaml")).map((f) => join(EXAMPLES, f));
-    assert.ok(paths.length >= 4);
+    assert.ok(paths.length >= 6);
     const output = validateFiles(await Promise.all(paths.map(readSource)));
     assert.equal(output.stdout.split("\n").filter((line) => !line.endsWith(": valid") && line !== "").length, 0, output.stdout);
     assert.equal(output.exitCode, 0);
@@ -50,8 +51,38 @@ describe("tandem validate", () => {
     assert.equal(output.exitCode, 1);
     const lines = output.stdout.trimEnd().split("\n");
     assert.match(lines[0] ?? "", /^dup\.yaml: document 1: Map keys must be unique/);
-    assert.equal(lines[1], "empty.yaml: no ModelServing found");
+    assert.equal(lines[1], "empty.yaml: no ModelServing or ModelRoute found");
     assert.match(lines[2] ?? "", /^\/nonexistent\/x\.yaml: cannot read: ENOENT/);
+  });
+
+  it("checks ModelRoutes beside ModelServings; a file of routes alone is fine", () => {
+    const route = "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: r}\nspec: {model: m, modelServing: a, engine: vllm, roles: {serve: server}}\n";
+    const bad = route.replace("name: r", "name: s").replace("{serve: server}", "{serve: server, decode: d}");
+    const output = validateFiles([{ path: "routes.yaml", text: route }, { path: "both.yaml", text: `${valid}---\n${bad}` }]);
+    assert.equal(
+      output.stdout,
+      [
+        "routes.yaml: ModelRoute/r: valid",
+        "both.yaml: ModelServing/a: valid",
+        "both.yaml: ModelRoute/s: spec.roles.decode: cannot be set with serve: a route is aggregated {serve} or disaggregated {prefill, decode}",
+        "",
+      ].join("\n"),
+    );
+    assert.equal(output.exitCode, 1);
+  });
+
+  it("names a kind of Tandem's API group that is neither ModelServing nor ModelRoute", () => {
+    const output = validateFiles([{ path: "t.yaml", text: "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoutes\nmetadata: {name: r}\n" }]);
+    assert.equal(output.stdout, 't.yaml: ModelRoutes/r: kind: must be "ModelServing" or "ModelRoute" (it is "ModelRoutes")\n');
+    assert.equal(output.exitCode, 1);
+  });
+
+  it("commands that read one ModelServing skip the routes beside it", () => {
+    const route = "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: r}\nspec: {model: m, modelServing: a, engine: vllm, roles: {serve: server}}\n";
+    const loaded = loadModelServing("f.yaml", `${route}---\n${valid}`);
+    assert.ok(loaded.ok);
+    assert.equal(loaded.value.metadata.name, "a");
+    assert.deepEqual(loadModelServing("r.yaml", route), { ok: false, lines: ["r.yaml: no ModelServing found"] });
   });
 
   it("validates a ModelServing written for another API group by kind", () => {

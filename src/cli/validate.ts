@@ -1,10 +1,9 @@
-/** `tandem validate FILE...`: checks ModelServing manifests without a cluster. */
+/** `tandem validate FILE...`: checks ModelServing and ModelRoute manifests without a cluster. */
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { parseModelServing } from "../api/parse.ts";
 import type { CommandOutput } from "./io.ts";
 import { emit } from "./io.ts";
-import { readManifests } from "./manifests.ts";
+import { parseManifest, readManifests } from "./manifests.ts";
 
 export interface SourceFile {
   readonly path: string;
@@ -13,7 +12,7 @@ export interface SourceFile {
 }
 
 /**
- * Validates every ModelServing in `files`. Output: one line per problem,
+ * Validates every ModelServing and ModelRoute in `files`. Output: one line per problem,
  * `FILE: <kind>/<name>: <path>: <reason>`, and `FILE: <kind>/<name>: valid` for each valid object.
  * Exit code 0 when every object is valid and every file has at least one, 1 otherwise.
  */
@@ -28,10 +27,10 @@ export function validateFiles(files: readonly SourceFile[]): CommandOutput {
     }
     const manifests = readManifests(file.text);
     for (const error of manifests.errors) lines.push(`${file.path}: ${error}`);
-    if (manifests.errors.length === 0 && manifests.documents.length === 0) lines.push(`${file.path}: no ModelServing found`);
+    if (manifests.errors.length === 0 && manifests.documents.length === 0) lines.push(`${file.path}: no ModelServing or ModelRoute found`);
     failed ||= manifests.errors.length > 0 || manifests.documents.length === 0;
     for (const document of manifests.documents) {
-      const result = parseModelServing(document.value);
+      const result = parseManifest(document);
       if (result.ok) lines.push(`${file.path}: ${document.label}: valid`);
       else for (const p of result.problems) lines.push(`${file.path}: ${document.label}: ${p.path}: ${p.reason}`);
       failed ||= !result.ok;
@@ -52,7 +51,7 @@ export async function readSource(path: string): Promise<SourceFile> {
 export function registerValidate(program: Command): void {
   program
     .command("validate")
-    .description("Validate ModelServing manifests (multi-document YAML); exit 1 if any is invalid.")
+    .description("Validate ModelServing and ModelRoute manifests (multi-document YAML); exit 1 if any is invalid.")
     .argument("<files...>", "YAML files to check")
     .action(async (paths: string[]) => {
       emit(validateFiles(await Promise.all(paths.map(readSource))));

@@ -13,9 +13,9 @@ test("deploy/rbac.yaml and deploy/deployment.yaml are current (regenerate with `
   assert.equal(readFileSync(join(DEPLOY_DIR, "deployment.yaml"), "utf8"), renderDeploymentYaml());
 });
 
-test("tandem manifests prints the CRD, the RBAC objects and the Deployment, in install order", () => {
+test("tandem manifests prints the CRDs (ModelServing, ModelRoute), the RBAC objects and the Deployment, in install order", () => {
   const kinds = parseAllDocuments(renderManifests(undefined)).map((document) => (document.toJS() as { kind?: string } | null)?.kind).filter((kind) => kind !== undefined);
-  assert.deepEqual(kinds, ["CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"]);
+  assert.deepEqual(kinds, ["CustomResourceDefinition", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"]);
 });
 
 test("the ClusterRole is least privilege: no wildcards, no secrets, Leases only through the namespaced Role", () => {

@@ -21,11 +21,11 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-/** Parses `host:port` (IPv6 in brackets); throws on anything else. */
-export function parseAddress(address: string): { host: string; port: number } {
+/** Parses `host:port` (IPv6 in brackets); throws on anything else, naming `flag`. */
+export function parseAddress(address: string, flag = "--metrics-addr"): { host: string; port: number } {
   const match = /^(\[[0-9a-fA-F:.]+\]|[^:]+):(\d{1,5})$/.exec(address);
   const port = Number(match?.[2]);
-  if (match?.[1] === undefined || port > 65_535) throw new Error(`--metrics-addr "${address}" is not host:port`);
+  if (match?.[1] === undefined || port > 65_535) throw new Error(`${flag} "${address}" is not host:port`);
   return { host: match[1].replace(/^\[|\]$/g, ""), port };
 }
 

@@ -18,6 +18,7 @@ export interface Resource {
 export const NAMESPACES: Resource = { group: "", version: "v1", plural: "namespaces", namespaced: false };
 export const CRDS: Resource = { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions", namespaced: false };
 export const MODEL_SERVINGS: Resource = { group: "tandem.dev", version: "v1alpha1", plural: "modelservings", namespaced: true };
+export const MODEL_ROUTES: Resource = { group: "tandem.dev", version: "v1alpha1", plural: "modelroutes", namespaced: true };
 
 /** Selects one object, or a collection when `name` is absent, optionally a subresource of it. */
 export interface Target {

@@ -1,7 +1,8 @@
 /**
- * The ModelServing CRD on a real kube-apiserver (DESIGN §1): accepted and Established, the examples
- * stored unchanged with the same defaults `parseModelServing` applies, invalid specs refused with
- * messages a person can act on, and the status and scale subresources.
+ * The ModelServing CRD (DESIGN §1) and the ModelRoute CRD (§7) on a real kube-apiserver: accepted
+ * and Established, the examples stored unchanged with the same defaults `parseModelServing` and
+ * `parseModelRoute` apply, invalid specs refused with messages a person can act on, and the status
+ * and scale subresources.
  *
  * Needs the binaries from `bash hack/kube-testenv/build.sh`. Run: node --test test/e2e/crd.e2e.ts
  */
@@ -10,17 +11,18 @@ import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse } from "yaml";
-import { parseModelServing } from "../../src/api/parse.ts";
+import { parse, parseAllDocuments } from "yaml";
+import { parseModelRoute, parseModelServing } from "../../src/api/parse.ts";
 import { type Cluster, startCluster } from "./cluster.ts";
-import { CRDS, type KubeClient, KubeError, MODEL_SERVINGS, NAMESPACES, resourcePath } from "./client.ts";
+import { CRDS, type KubeClient, KubeError, MODEL_ROUTES, MODEL_SERVINGS, NAMESPACES, type Resource, resourcePath } from "./client.ts";
 import { waitFor } from "./wait.ts";
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..");
-const CRD = parse(readFileSync(join(REPO_ROOT, "deploy", "crd.yaml"), "utf8"));
+const [CRD, ROUTE_CRD] = parseAllDocuments(readFileSync(join(REPO_ROOT, "deploy", "crd.yaml"), "utf8")).map((document): any => document.toJS());
 const EXAMPLES_DIR = join(REPO_ROOT, "deploy", "examples");
 const EXAMPLE_FILES = readdirSync(EXAMPLES_DIR).filter((file) => file.endsWith(".yaml")).sort();
 const SPEC_SCHEMA = CRD.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+const ROUTE_SPEC_SCHEMA = ROUTE_CRD.spec.versions[0].schema.openAPIV3Schema.properties.spec;
 
 const CLUSTER_START_TIMEOUT_MS = 180_000;
 const TEST_TIMEOUT_MS = 60_000;
@@ -43,23 +45,23 @@ async function ensureNamespace(client: KubeClient, name: string): Promise<void> 
 }
 
 /**
- * Creates the CRD, waits for Established and NamesAccepted, then for a LIST to succeed: right after
+ * Creates a CRD, waits for Established and NamesAccepted, then for a LIST to succeed: right after
  * Established the API server still answers 429 "storage is (re)initializing" while the resource's
  * watch cache fills. Resolves with the create response's warnings.
  */
-async function installCrd(client: KubeClient): Promise<readonly string[]> {
-  const response = await client.request("POST", resourcePath(CRDS), CRD);
+async function installCrd(client: KubeClient, crd: any, resource: Resource): Promise<readonly string[]> {
+  const response = await client.request("POST", resourcePath(CRDS), crd);
   if (response.status !== 201) throw new KubeError("POST", resourcePath(CRDS), response);
   await waitFor(async () => {
-    const crd = await client.get(CRDS, CRD.metadata.name);
-    const conditions: any[] = crd.status?.conditions ?? [];
+    const stored = await client.get(CRDS, crd.metadata.name);
+    const conditions: any[] = stored.status?.conditions ?? [];
     const isTrue = (type: string): boolean => conditions.some((c) => c.type === type && c.status === "True");
     return isTrue("Established") && isTrue("NamesAccepted") ? true : undefined;
-  }, { timeoutMs: 30_000, what: `CRD ${CRD.metadata.name} Established` });
+  }, { timeoutMs: 30_000, what: `CRD ${crd.metadata.name} Established` });
   await waitFor(async () => {
-    const list = await client.request("GET", resourcePath(MODEL_SERVINGS));
+    const list = await client.request("GET", resourcePath(resource));
     return list.status === 200 ? true : undefined;
-  }, { timeoutMs: 30_000, what: "LIST modelservings to succeed (watch cache ready)" });
+  }, { timeoutMs: 30_000, what: `LIST ${resource.plural} to succeed (watch cache ready)` });
   return response.warnings;
 }
 
@@ -71,7 +73,7 @@ async function installCrd(client: KubeClient): Promise<readonly string[]> {
 function defaultMismatches(schema: any, served: unknown, parsed: unknown, path: string): string[] {
   const found: string[] = [];
   if (schema.default !== undefined && !isDeepStrictEqual(served, parsed)) {
-    found.push(`${path}: API server ${JSON.stringify(served)}, parseModelServing ${JSON.stringify(parsed)}`);
+    found.push(`${path}: API server ${JSON.stringify(served)}, parse ${JSON.stringify(parsed)}`);
   }
   const asObject = (value: unknown): Record<string, unknown> | undefined =>
     typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
@@ -101,6 +103,7 @@ function lostValues(written: unknown, served: unknown, path: string): string[] {
 describe("ModelServing CRD on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 10 * TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster | undefined;
   let crdWarnings: readonly string[] = [];
+  let routeCrdWarnings: readonly string[] = [];
   const admin = (): KubeClient => {
     assert.ok(cluster, "cluster not started");
     return cluster.admin;
@@ -108,7 +111,8 @@ describe("ModelServing CRD on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
 
   before(async () => {
     cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
-    crdWarnings = await installCrd(cluster.admin);
+    crdWarnings = await installCrd(cluster.admin, CRD, MODEL_SERVINGS);
+    routeCrdWarnings = await installCrd(cluster.admin, ROUTE_CRD, MODEL_ROUTES);
   }, { timeout: CLUSTER_START_TIMEOUT_MS + TEST_TIMEOUT_MS });
 
   after(async () => {
@@ -124,6 +128,14 @@ describe("ModelServing CRD on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
     assert.equal(list.kind, "ModelServingList");
   });
 
+  test("the ModelRoute CRD is accepted without warnings and serves v1alpha1", { timeout: TEST_TIMEOUT_MS }, async () => {
+    assert.deepEqual(routeCrdWarnings, [], "the API server warned about the ModelRoute CRD");
+    const crd = await admin().get(CRDS, ROUTE_CRD.metadata.name);
+    assert.deepEqual(crd.status.acceptedNames.shortNames, ["mr"]);
+    const list = await admin().list(MODEL_ROUTES, "default");
+    assert.equal(list.kind, "ModelRouteList");
+  });
+
   test("the controller identity is authenticated but gets nothing without RBAC", { timeout: TEST_TIMEOUT_MS }, async () => {
     assert.ok(cluster);
     const response = await cluster.controller.request("GET", resourcePath(MODEL_SERVINGS));
@@ -133,20 +145,22 @@ describe("ModelServing CRD on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
 
   describe("examples", () => {
     for (const file of EXAMPLE_FILES) {
-      test(`deploy/examples/${file} is stored as written, with parseModelServing's defaults`, { timeout: TEST_TIMEOUT_MS }, async () => {
+      test(`deploy/examples/${file} is stored as written, with parseModelServing's or parseModelRoute's defaults`, { timeout: TEST_TIMEOUT_MS }, async () => {
         const example = parse(readFileSync(join(EXAMPLES_DIR, file), "utf8"));
-        const parsed = parseModelServing(example);
-        assert.ok(parsed.ok, `parseModelServing rejects ${file}: ${JSON.stringify(parsed)}`);
+        const route = example.kind === "ModelRoute";
+        const [resource, schema] = route ? [MODEL_ROUTES, ROUTE_SPEC_SCHEMA] : [MODEL_SERVINGS, SPEC_SCHEMA];
+        const parsed = route ? parseModelRoute(example) : parseModelServing(example);
+        assert.ok(parsed.ok, `${file} does not parse: ${JSON.stringify(parsed)}`);
         await ensureNamespace(admin(), example.metadata.namespace ?? "default");
-        const path = resourcePath(MODEL_SERVINGS, { namespace: example.metadata.namespace ?? "default", query: { fieldValidation: "Strict" } });
+        const path = resourcePath(resource, { namespace: example.metadata.namespace ?? "default", query: { fieldValidation: "Strict" } });
         const response = await admin().request("POST", path, example);
         if (response.status !== 201) throw new KubeError("POST", path, response);
         assert.deepEqual(response.warnings, [], "the API server warned about the example");
         const created = response.body;
-        const served = await admin().get(MODEL_SERVINGS, example.metadata.name, example.metadata.namespace);
+        const served = await admin().get(resource, example.metadata.name, example.metadata.namespace);
         assert.deepEqual(served.spec, created.spec, "read back differs from the create response");
         assert.deepEqual(lostValues(example.spec, served.spec, "spec"), [], "the API server dropped or changed written fields");
-        assert.deepEqual(defaultMismatches(SPEC_SCHEMA, served.spec, parsed.value.spec, "spec"), [], "defaults differ");
+        assert.deepEqual(defaultMismatches(schema, served.spec, parsed.value.spec, "spec"), [], "defaults differ");
         assert.equal(served.metadata.generation, 1);
       });
     }
@@ -219,6 +233,48 @@ describe("ModelServing CRD on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
 
     test("the valid base object is accepted (the cases above fail for their own reason)", { timeout: TEST_TIMEOUT_MS }, async () => {
       await admin().create(MODEL_SERVINGS, validModelServing("valid-base", namespace));
+    });
+  });
+
+  describe("invalid ModelRoutes are rejected with readable messages", () => {
+    const namespace = "e2e-invalid-routes";
+    const validRoute = (name: string): any => ({
+      apiVersion: "tandem.dev/v1alpha1",
+      kind: "ModelRoute",
+      metadata: { name, namespace },
+      spec: { model: "m", modelServing: "llm", engine: "vllm", roles: { prefill: "prefill", decode: "decode" } },
+    });
+    const cases: readonly { readonly name: string; readonly mutate: (spec: any) => void; readonly expect: readonly RegExp[] }[] = [
+      { name: "serve with decode (CEL)", mutate: (spec) => { spec.roles = { serve: "server", decode: "decode" }; }, expect: [/spec\.roles/, /roles must be \{serve\} \(aggregated\) or \{prefill, decode\} \(disaggregated\)/] },
+      { name: "prefill without decode (CEL)", mutate: (spec) => { spec.roles = { prefill: "prefill" }; }, expect: [/spec\.roles/, /roles must be/] },
+      { name: "the same role twice (CEL)", mutate: (spec) => { spec.roles = { prefill: "pd", decode: "pd" }; }, expect: [/spec\.roles/, /prefill and decode must be different roles/] },
+      { name: "kvConnector on an aggregated route (CEL)", mutate: (spec) => { spec.roles = { serve: "server" }; spec.kvConnector = "nixl"; }, expect: [/spec: Invalid value/, /kvConnector applies only to a disaggregated route/] },
+      { name: "kvConnector nixl with engine sglang (CEL)", mutate: (spec) => { spec.engine = "sglang"; spec.kvConnector = "nixl"; }, expect: [/kvConnector nixl needs engine vllm/] },
+      { name: "port 0", mutate: (spec) => { spec.port = 0; }, expect: [/spec\.port/, /greater than or equal to 1/] },
+      { name: "an unknown engine", mutate: (spec) => { spec.engine = "trt"; }, expect: [/spec\.engine/, /Unsupported value: "trt"/] },
+    ];
+
+    before(async () => {
+      await ensureNamespace(admin(), namespace);
+    });
+
+    cases.forEach((c, index) => {
+      test(c.name, { timeout: TEST_TIMEOUT_MS }, async (t) => {
+        const object = validRoute(`invalid-${index}`);
+        c.mutate(object.spec);
+        assert.equal(parseModelRoute(object).ok, false, "parseModelRoute accepts it");
+        const response = await admin().request("POST", resourcePath(MODEL_ROUTES, { namespace }), object);
+        assert.equal(response.status, 422, `expected 422 Invalid, got ${response.status}: ${JSON.stringify(response.body)}`);
+        t.diagnostic(`message: ${response.body.message}`);
+        for (const pattern of c.expect) assert.match(response.body.message, pattern);
+      });
+    });
+
+    test("the valid base route is accepted, and its status written through /status", { timeout: TEST_TIMEOUT_MS }, async () => {
+      await admin().create(MODEL_ROUTES, validRoute("valid-base"));
+      const status = { mode: "Disaggregated", endpoints: [{ role: "decode", ready: 1, draining: 0, revisions: [{ revision: "llm-1", ready: 1, draining: 0 }] }], conditions: [{ type: "Ready", status: "True", reason: "EndpointsReady" }] };
+      const written = await admin().mergePatch(MODEL_ROUTES, { namespace, name: "valid-base", subresource: "status" }, { status });
+      assert.deepEqual(written.status, status);
     });
   });
 
