@@ -29,8 +29,18 @@ export type Action =
    */
   | { readonly type: "WriteStatus"; readonly status: ModelServingStatus; readonly barrier: boolean }
   | { readonly type: "CreatePod"; readonly pod: Pod }
-  /** Delete with a UID precondition, so a pod re-created under the same name is never hit. */
-  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number }
+  /**
+   * Delete with a UID precondition, so a pod re-created under the same name is never hit. With
+   * `release` (the pod holds the recovery finalizer), the executor first removes the finalizer
+   * as ReleasePod does and deletes only once that write is applied: a pod the controller deletes
+   * never looks lost to someone else (docs/design/pod-tracking.md).
+   */
+  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number; readonly release?: Release }
+  /**
+   * Remove the recovery finalizer: a lost pod the controller has accounted for, or one it no
+   * longer tracks (its ModelServing is gone or being deleted). UID precondition as for deletion.
+   */
+  | ({ readonly type: "ReleasePod"; readonly name: string; readonly uid: string } & Release)
   /**
    * Set (string) or remove (null) pod annotations and, when given, labels, in one write; UID
    * precondition as for deletion.
@@ -52,6 +62,16 @@ export type Action =
   | { readonly type: "CreateService"; readonly service: Service }
   | { readonly type: "DeleteService"; readonly name: string; readonly uid: string }
   | { readonly type: "RecordEvent"; readonly eventType: "Normal" | "Warning"; readonly reason: string; readonly message: string; readonly pod?: string };
+
+/**
+ * How to remove the recovery finalizer from a pod: the pod's finalizers without it, sent whole
+ * (a merge patch replaces lists) under the resourceVersion the plan saw, so a finalizer another
+ * party added meanwhile is never dropped (a Conflict, and the key is planned again).
+ */
+export interface Release {
+  readonly resourceVersion: string;
+  readonly finalizers: readonly string[];
+}
 
 /** The result of one planning pass over one ModelServing. */
 export interface Plan {

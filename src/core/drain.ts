@@ -16,6 +16,7 @@ import { ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
 import type { Action, DeleteReason } from "./actions.ts";
 import { DRAIN_MARKS, isDrained, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
+import { deletePod } from "./tracking.ts";
 
 /** The serving gate's reason while the controller drains the pod. */
 export const DRAINING_REASON = "Draining";
@@ -60,7 +61,7 @@ export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSecond
   if (live.length === 0) return { actions: [], recheckAtMs: undefined };
   const step = planDrain(live, drainTimeoutSeconds, { unitLabel, consequence: "deleting anyway" }, nowMs);
   if (!step.drained) return step;
-  const deletions = live.map((view): Action => ({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason }));
+  const deletions = live.map((view) => deletePod(view, reason));
   return { actions: [...step.actions, ...deletions], recheckAtMs: undefined };
 }
 
