@@ -14,6 +14,8 @@ import type { ClusterWriter, DeleteOptions, JsonObject, KubeObject, ObjectRef } 
 import { SimCluster } from "../src/sim/cluster.ts";
 import type { SimInformer } from "../src/sim/informer.ts";
 import type { PodRecord, Report } from "../src/sim/report.ts";
+import { plan as corePlan } from "../src/core/plan.ts";
+import type { PlanFunction } from "../src/engine/reconciler.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 
@@ -258,6 +260,46 @@ describe("ServingGroupRecreate recovery of a lost instance across a controller c
         assert.equal(run.writesAfterRestart, 0, `${label}: a restart on the converged system writes nothing`);
         assert.ok(run.finalizers.every((list) => list.includes(FINALIZER_RECOVERY)), `${label}: every pod tracked`);
       }
+    }
+  });
+});
+
+describe("ServingGroupRecreate recovery of a lost instance with a restart at every instant the controller writes", () => {
+  /** The deletion scenario, with `restart` (seconds after the deletion) a controller restart. */
+  function scenario(restartAfterSeconds: number | undefined) {
+    const restart = restartAfterSeconds === undefined ? [] : [{ advance: { seconds: restartAfterSeconds } }, { restartController: {} }];
+    const parsed = parseScenario({ name: "restart-every-instant", seed: 3, cluster: { nodes: [nodes], timing }, steps: [{ apply: modelServing("ServingGroupRecreate") }, ready, { snapshot: "before" }, deleteOnePrefill, ...restart, ready, settle, { snapshot: "after" }] });
+    assert.ok(parsed.ok);
+    return parsed.scenario;
+  }
+
+  it("the group is rebuilt exactly once, every invariant holds, nothing else moves", async () => {
+    // The instants (seconds after the deletion) at which the uninterrupted recovery plans writes.
+    const instants: number[] = [];
+    let deletedAtMs: number | undefined;
+    const recording: PlanFunction = (observed, nowMs) => {
+      const planned = corePlan(observed, nowMs);
+      const lost = observed.pods.some((pod) => pod.metadata.name === "m-1-prefill-0-0" && pod.metadata.deletionTimestamp !== undefined);
+      if (lost) deletedAtMs ??= nowMs;
+      if (deletedAtMs !== undefined && planned.actions.length > 0) instants.push(nowMs - deletedAtMs);
+      return planned;
+    };
+    const baseline = await runScenario(scenario(undefined), { plan: recording });
+    assert.equal(baseline.verdict, "pass");
+    const distinct = [...new Set(instants)].sort((a, b) => a - b);
+    assert.ok(distinct.length >= 3, `the recovery writes at several instants: ${distinct.join(", ")}`);
+    // The deletion reached the controller one informer lag after it happened; restart just
+    // before each instant it writes at and just after.
+    const lagMs = 100;
+    const restarts = [...new Set(distinct.flatMap((ms) => [ms + lagMs - 1, ms + lagMs + 1]))];
+    for (const ms of restarts) {
+      const report = await runScenario(scenario(ms / 1000));
+      const label = `restart ${ms} ms after the deletion`;
+      assert.equal(report.verdict, "pass", `${label}: ${JSON.stringify(report.steps.filter((step) => !step.ok))}`);
+      assert.deepEqual(report.invariants.filter((invariant) => invariant.violations > 0), [], label);
+      assert.deepEqual(changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []), groupPods(1), `${label}: group 1 rebuilt, group 0 kept`);
+      assert.equal(report.metrics.podsCreated.total, 9, `${label}: each pod of group 1 created once`);
+      assert.equal(report.metrics.podsDeleted.total, 3, `${label}: each old pod of group 1 deleted once`);
     }
   });
 });
