@@ -84,7 +84,7 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
       case "WriteStatus": cluster.modelServing.status = structuredClone(action.status); break;
       case "CreatePod": cluster.pods.set(action.pod.metadata.name, readyPod({ ...structuredClone(action.pod), metadata: { ...action.pod.metadata, uid: `uid-${++cluster.uidCounter}`, resourceVersion: "1" } }, false)); break;
       case "DeletePod": remove(cluster, action.name, action.release?.finalizers); break;
-      case "ReleasePod":
+      case "SetPodFinalizers":
         podWrite(cluster, action.name, action.resourceVersion, (pod) => {
           pod.metadata.finalizers = [...action.finalizers];
         });

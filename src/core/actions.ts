@@ -31,16 +31,17 @@ export type Action =
   | { readonly type: "CreatePod"; readonly pod: Pod }
   /**
    * Delete with a UID precondition, so a pod re-created under the same name is never hit. With
-   * `release` (the pod holds the recovery finalizer), the executor first removes the finalizer
-   * as ReleasePod does and deletes only once that write is applied: a pod the controller deletes
-   * never looks lost to someone else (docs/design/pod-tracking.md).
+   * `release` (the pod holds the recovery finalizer), the executor first sets the finalizers
+   * without it, as SetPodFinalizers does, and deletes only once that write is applied: a pod the
+   * controller deletes never looks lost to someone else (docs/design/pod-tracking.md).
    */
-  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number; readonly release?: Release }
+  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number; readonly release?: PodFinalizers }
   /**
-   * Remove the recovery finalizer: a lost pod the controller has accounted for, or one it no
-   * longer tracks (its ModelServing is gone or being deleted). UID precondition as for deletion.
+   * Set the pod's finalizers: without the recovery finalizer to release a lost pod the controller
+   * has accounted for (or one of a ModelServing that is gone), with it to track a pod that lacks
+   * it. UID precondition as for deletion.
    */
-  | ({ readonly type: "ReleasePod"; readonly name: string; readonly uid: string } & Release)
+  | ({ readonly type: "SetPodFinalizers"; readonly name: string; readonly uid: string } & PodFinalizers)
   /**
    * Set (string) or remove (null) pod annotations and, when given, labels, in one write; UID
    * precondition as for deletion.
@@ -64,11 +65,11 @@ export type Action =
   | { readonly type: "RecordEvent"; readonly eventType: "Normal" | "Warning"; readonly reason: string; readonly message: string; readonly pod?: string };
 
 /**
- * How to remove the recovery finalizer from a pod: the pod's finalizers without it, sent whole
- * (a merge patch replaces lists) under the resourceVersion the plan saw, so a finalizer another
- * party added meanwhile is never dropped (a Conflict, and the key is planned again).
+ * A pod's finalizers as they are to be: sent whole (a merge patch replaces lists) under the
+ * resourceVersion the plan saw, so a finalizer another party changed meanwhile is never lost (a
+ * Conflict, and the key is planned again).
  */
-export interface Release {
+export interface PodFinalizers {
   readonly resourceVersion: string;
   readonly finalizers: readonly string[];
 }

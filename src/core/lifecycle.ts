@@ -18,7 +18,7 @@ import type { InstancePods, Model, PodView } from "./model.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
 import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
-import { deletePod, releasePods } from "./tracking.ts";
+import { deletePod, releasePods, trackPod } from "./tracking.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -279,6 +279,8 @@ function planInstance(context: Context, state: InstanceState): void {
     const cancel = cancelDrain(view, nowMs);
     const open = openGate(view, nowMs);
     if (cancel.length + open.length > 0) work.actions.push(...cancel, ...open);
+    // Another write to the pod in this plan would make this one a Conflict: it waits a plan.
+    else if (!view.facts.tracked) work.actions.push(trackPod(view));
   }
   relabelUnchanged(context, state);
 }

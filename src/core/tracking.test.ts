@@ -27,7 +27,7 @@ function converged(recoveryPolicy: string, prefill = 2): IdealCluster {
 }
 
 const deleted = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "DeletePod" ? [a.name] : [])).sort();
-const released = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "ReleasePod" ? [a.name] : [])).sort();
+const released = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "SetPodFinalizers" && !a.finalizers.includes(FINALIZER_RECOVERY) ? [a.name] : [])).sort();
 const created = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "CreatePod" ? [a.pod.metadata.name] : [])).sort();
 const group1 = ["llm-1-decode-0-0", "llm-1-prefill-0-0", "llm-1-prefill-1-0"];
 
@@ -35,6 +35,15 @@ describe("pod tracking", () => {
   it("every pod is created with the recovery finalizer, and a converged system plans nothing", () => {
     const cluster = converged("ServingGroupRecreate");
     assert.ok([...cluster.pods.values()].every((p) => p.metadata.finalizers?.includes(FINALIZER_RECOVERY)));
+    assert.deepEqual(plan(observe(cluster), NOW).actions, []);
+  });
+
+  it("a live pod without the finalizer (created before tracking, or released for a deletion a restart left undone) gets it back, once", () => {
+    const cluster = converged("ServingGroupRecreate");
+    for (const name of ["llm-0-prefill-0-0", "llm-1-decode-0-0"]) cluster.pods.get(name)!.metadata.finalizers = ["example.com/other"];
+    const { actions } = plan(observe(cluster), NOW);
+    assert.deepEqual(actions.map((a) => (a.type === "SetPodFinalizers" ? [a.name, a.finalizers] : [a.type])), [["llm-0-prefill-0-0", ["example.com/other", FINALIZER_RECOVERY]], ["llm-1-decode-0-0", ["example.com/other", FINALIZER_RECOVERY]]]);
+    apply(cluster, actions);
     assert.deepEqual(plan(observe(cluster), NOW).actions, []);
   });
 
@@ -102,7 +111,7 @@ describe("pod tracking", () => {
     const cluster = converged("ServingGroupRecreate");
     for (const name of ["llm-0-prefill-0-0", "llm-1-decode-0-0"]) deleteByOthers(cluster, name);
     cluster.modelServing.metadata.deletionTimestamp = "2026-11-30T00:59:00Z";
-    assert.deepEqual(plan(observe(cluster), NOW).actions.map((a) => [a.type, "name" in a ? a.name : ""]), [["ReleasePod", "llm-0-prefill-0-0"], ["ReleasePod", "llm-1-decode-0-0"]]);
+    assert.deepEqual(plan(observe(cluster), NOW).actions.map((a) => [a.type, "name" in a ? a.name : ""]), [["SetPodFinalizers", "llm-0-prefill-0-0"], ["SetPodFinalizers", "llm-1-decode-0-0"]]);
   });
 
   it("a terminating tracked pod of an earlier ModelServing of the same name is released", () => {

@@ -6,7 +6,7 @@
  */
 import type { Pod } from "../api/kube.ts";
 import { FINALIZER_RECOVERY } from "../api/wellknown.ts";
-import type { Action, DeleteReason, Release } from "./actions.ts";
+import type { Action, DeleteReason, PodFinalizers } from "./actions.ts";
 import { isTerminating, isTracked } from "./health.ts";
 import type { PodView } from "./model.ts";
 
@@ -18,7 +18,16 @@ export function deletePod(view: PodView, reason: DeleteReason): Action {
 
 /** Releases each of `views` that holds the finalizer. */
 export function releasePods(views: readonly PodView[], actions: Action[]): void {
-  for (const view of views) if (view.facts.tracked) actions.push({ type: "ReleasePod", name: view.pod.metadata.name, uid: view.uid, ...releaseOf(view.pod) });
+  for (const view of views) if (view.facts.tracked) actions.push({ type: "SetPodFinalizers", name: view.pod.metadata.name, uid: view.uid, ...releaseOf(view.pod) });
+}
+
+/**
+ * Tracks a live pod that lacks the finalizer: one created before tracking, or one released for a
+ * deletion that a restart left undone and that is no longer to be deleted.
+ */
+export function trackPod(view: PodView): Action {
+  const finalizers = [...(view.pod.metadata.finalizers ?? []), FINALIZER_RECOVERY];
+  return { type: "SetPodFinalizers", name: view.pod.metadata.name, uid: view.uid, resourceVersion: view.pod.metadata.resourceVersion ?? "", finalizers };
 }
 
 /**
@@ -32,11 +41,11 @@ export function releaseUnplaced(pods: readonly Pod[], placed: (pod: Pod) => bool
   for (const pod of pods) {
     const uid = pod.metadata.uid;
     if (uid === undefined || !isTerminating(pod) || !isTracked(pod) || placed(pod)) continue;
-    actions.push({ type: "ReleasePod", name: pod.metadata.name, uid, ...releaseOf(pod) });
+    actions.push({ type: "SetPodFinalizers", name: pod.metadata.name, uid, ...releaseOf(pod) });
   }
   return actions;
 }
 
-function releaseOf(pod: Pod): Release {
+function releaseOf(pod: Pod): PodFinalizers {
   return { resourceVersion: pod.metadata.resourceVersion ?? "", finalizers: (pod.metadata.finalizers ?? []).filter((finalizer) => finalizer !== FINALIZER_RECOVERY) };
 }

@@ -25,7 +25,7 @@
  * resourceVersion go with it as preconditions, so the patch applies to exactly the status it was
  * computed from (else Conflict, and the key is planned again on a fresher cache).
  */
-import type { Action, Release } from "../core/actions.ts";
+import type { Action, PodFinalizers } from "../core/actions.ts";
 import { FINALIZER_RECOVERY } from "../api/wellknown.ts";
 import type { PodCondition } from "../api/kube.ts";
 import { expectCreated, expectDeleted, expectExists, expectPatched } from "./expectations.ts";
@@ -181,10 +181,10 @@ export class Executor {
       case "DeletePod":
         // Released first, deleted only once that is applied: a pod the controller deletes never
         // looks lost (core/tracking.ts). A failed release fails the action, nothing deleted.
-        if (action.release !== undefined) await this.#release({ ...action.release, name: action.name, uid: action.uid }, namespace);
+        if (action.release !== undefined) await this.#setFinalizers({ ...action.release, name: action.name, uid: action.uid }, namespace);
         return this.#delete({ kind: "Pod", namespace, name: action.name }, action.uid, action.gracePeriodSeconds);
-      case "ReleasePod":
-        return this.#release(action, namespace);
+      case "SetPodFinalizers":
+        return this.#setFinalizers(action, namespace);
       case "DeleteService":
         return this.#delete({ kind: "Service", namespace, name: action.name }, action.uid);
       case "AnnotatePod":
@@ -215,13 +215,14 @@ export class Executor {
   }
 
   /**
-   * Removes the recovery finalizer: the pod's other finalizers sent whole (a merge patch replaces
-   * lists) under the UID and the resourceVersion the plan saw.
+   * Sets the pod's finalizers: the whole list (a merge patch replaces lists) under the UID and the
+   * resourceVersion the plan saw. Met once the cache shows the recovery finalizer as sent.
    */
-  async #release(release: Release & { readonly name: string; readonly uid: string }, namespace: string): Promise<{ expectation: Expectation }> {
-    const { name, uid, resourceVersion, finalizers } = release;
+  async #setFinalizers(set: PodFinalizers & { readonly name: string; readonly uid: string }, namespace: string): Promise<{ expectation: Expectation }> {
+    const { name, uid, resourceVersion, finalizers } = set;
     const ref = { kind: "Pod", namespace, name } as const;
-    const expectation = expectPatched(ref, uid, `finalizer ${FINALIZER_RECOVERY} removed`, (object) => !(object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY));
+    const tracked = finalizers.includes(FINALIZER_RECOVERY);
+    const expectation = expectPatched(ref, uid, `finalizer ${FINALIZER_RECOVERY} ${tracked ? "added" : "removed"}`, (object) => (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked);
     await orUnknown(this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, finalizers: [...finalizers] } }), expectation);
     return { expectation };
   }
@@ -361,7 +362,7 @@ function refOfAction(action: Action, target: PlanTarget): ObjectRef {
     case "DeleteRevision":
       return { kind: "ControllerRevision", namespace, name: action.name };
     case "DeletePod":
-    case "ReleasePod":
+    case "SetPodFinalizers":
     case "AnnotatePod":
     case "PatchPodImages":
     case "SetPodCondition":
