@@ -1,12 +1,12 @@
 /**
  * Reading ModelServing manifests from YAML text: every document of a multi-document file, with
- * YAML errors (including duplicate keys, which would otherwise silently lose a value) reported
- * per document instead of thrown.
+ * YAML errors (including duplicate keys, which would otherwise silently lose a value, and alias
+ * bombs) reported per document instead of thrown (`parseYamlDocuments`).
  */
-import { parseAllDocuments } from "yaml";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { API_GROUP, KIND } from "../api/schema.ts";
+import { parseYamlDocuments } from "../api/yaml.ts";
 
 /** One YAML document that claims to be a ModelServing (by kind or by API group). */
 export interface ManifestDocument {
@@ -19,7 +19,7 @@ export interface ManifestDocument {
 
 export interface ManifestFile {
   readonly documents: readonly ManifestDocument[];
-  /** YAML syntax problems, each `document N: <message>`. */
+  /** YAML problems, each `document N: not valid YAML: <reason>`. */
   readonly errors: readonly string[];
 }
 
@@ -27,14 +27,13 @@ export interface ManifestFile {
 export function readManifests(text: string): ManifestFile {
   const documents: ManifestDocument[] = [];
   const errors: string[] = [];
-  parseAllDocuments(text).forEach((document, position) => {
+  parseYamlDocuments(text).forEach((document, position) => {
     const index = position + 1;
-    if (document.errors.length > 0) {
-      for (const error of document.errors) errors.push(`document ${index}: ${error.message.split("\n")[0] ?? error.message}`);
+    if (!document.ok) {
+      for (const error of document.errors) errors.push(`document ${index}: not valid YAML: ${error}`);
       return;
     }
-    const value: unknown = document.toJS();
-    if (isOurs(value)) documents.push({ index, label: labelOf(value), value });
+    if (isOurs(document.value)) documents.push({ index, label: labelOf(document.value), value: document.value });
   });
   return { documents, errors };
 }

@@ -7,11 +7,11 @@
  * validated as `tandem validate` would (a scenario cannot apply what the CRD would refuse);
  * merge patches can only be checked when they run.
  */
-import { parseDocument } from "yaml";
 import { z } from "zod";
 import { parseModelServing } from "../api/parse.ts";
 import type { Problem } from "../api/problems.ts";
 import { formatPath, problem, problemsFromZod } from "../api/problems.ts";
+import { parseYamlDocument } from "../api/yaml.ts";
 import { KINDS, isKind } from "../engine/ports.ts";
 import type { JsonObject } from "../engine/ports.ts";
 
@@ -85,11 +85,11 @@ const TopLevel = z.strictObject({
 
 export type ScenarioResult = { readonly ok: true; readonly scenario: Scenario } | { readonly ok: false; readonly problems: readonly Problem[] };
 
-/** Parses scenario YAML text. YAML errors (duplicate keys included) are problems at `(root)`. */
+/** Parses scenario YAML text. YAML errors (duplicate keys, alias bombs included) are problems at `(root)`. */
 export function parseScenarioText(text: string): ScenarioResult {
-  const document = parseDocument(text, { uniqueKeys: true });
-  if (document.errors.length > 0) return { ok: false, problems: document.errors.map((error) => problem([], `YAML: ${error.message.split("\n")[0] ?? error.message}`)) };
-  return parseScenario(document.toJS() as unknown);
+  const document = parseYamlDocument(text);
+  if (!document.ok) return { ok: false, problems: document.errors.map((error) => problem([], `not valid YAML: ${error}`)) };
+  return parseScenario(document.value);
 }
 
 /** Validates a scenario given as plain data (parsed YAML or JSON). */

@@ -1,0 +1,41 @@
+/**
+ * Hostile input on every command that reads a file (issue #20): each gets a clear error naming the
+ * file and the reason and a non-zero exit, never an exception, and loses nothing of other inputs.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { planCommand } from "../src/cli/plan.ts";
+import { revisionCommand } from "../src/cli/revision.ts";
+import { simulateText } from "../src/cli/simulate.ts";
+import { validateFiles } from "../src/cli/validate.ts";
+import { ALIAS_BOMB, VALID_MANIFEST } from "./hostile.ts";
+
+const TOO_MANY_ALIASES = 'not valid YAML: too many aliases (expanding them would exceed 100 alias uses, as in a "billion laughs" attack)';
+
+describe("an alias bomb", () => {
+  it("tandem validate: a per-file error, and the other file's result is still printed", () => {
+    const output = validateFiles([
+      { path: "good.yaml", text: VALID_MANIFEST },
+      { path: "bomb.yaml", text: ALIAS_BOMB },
+    ]);
+    assert.equal(output.stdout, `good.yaml: ModelServing/good: valid\nbomb.yaml: document 1: ${TOO_MANY_ALIASES}\n`);
+    assert.equal(output.exitCode, 1);
+  });
+
+  it("tandem revision", () => {
+    assert.deepEqual(revisionCommand("bomb.yaml", ALIAS_BOMB), { exitCode: 1, stdout: "", stderr: `bomb.yaml: document 1: ${TOO_MANY_ALIASES}\n` });
+  });
+
+  it("tandem plan, as FILE and as --from", () => {
+    assert.deepEqual(planCommand({ file: { path: "bomb.yaml", text: ALIAS_BOMB } }), { exitCode: 1, stdout: "", stderr: `bomb.yaml: document 1: ${TOO_MANY_ALIASES}\n` });
+    const coordinated = readFileSync(join(import.meta.dirname, "../deploy/examples/coordinated-chain.yaml"), "utf8");
+    assert.deepEqual(planCommand({ file: { path: "ms.yaml", text: coordinated }, from: { path: "bomb.yaml", text: ALIAS_BOMB } }), { exitCode: 1, stdout: "", stderr: `bomb.yaml: document 1: ${TOO_MANY_ALIASES}\n` });
+  });
+
+  it("tandem simulate", async () => {
+    const { output } = await simulateText("bomb.yaml", ALIAS_BOMB);
+    assert.deepEqual(output, { exitCode: 1, stdout: "", stderr: `bomb.yaml: (root): ${TOO_MANY_ALIASES}\n` });
+  });
+});
