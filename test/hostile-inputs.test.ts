@@ -39,3 +39,20 @@ describe("an alias bomb", () => {
     assert.deepEqual(output, { exitCode: 1, stdout: "", stderr: `bomb.yaml: (root): ${TOO_MANY_ALIASES}\n` });
   });
 });
+
+describe("a huge string", () => {
+  const huge = "q".repeat(1024 * 1024);
+
+  it("tandem validate echoes at most a short excerpt of a huge name or image", () => {
+    const output = validateFiles([
+      { path: "name.yaml", text: VALID_MANIFEST.replace("name: good", `name: ${huge}`) },
+      { path: "image.yaml", text: VALID_MANIFEST.replace('image: "vllm:v1"', `image: "a ${huge}"`) },
+    ]);
+    assert.equal(output.exitCode, 1);
+    const lines = output.stdout.trimEnd().split("\n");
+    assert.equal(lines.length, 2, output.stdout.slice(0, 2000));
+    for (const line of lines) assert.ok(line.length < 400, line.slice(0, 400));
+    assert.match(lines[0] ?? "", /^name\.yaml: ModelServing\/"q{80}"… \(1048576 characters\): metadata\.name: /);
+    assert.match(lines[1] ?? "", /^image\.yaml: ModelServing\/good: spec\.template\.roles\[0\]\.entryTemplate\.spec\.containers\[0\]\.image: must not contain spaces \("a q{78}"… \(1048578 characters\)\)$/);
+  });
+});

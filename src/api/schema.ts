@@ -9,6 +9,7 @@
  * fields and are marked `x-kubernetes-preserve-unknown-fields` for the API server.
  */
 import { z } from "zod";
+import { quote } from "./problems.ts";
 
 export const API_GROUP = "tandem.dev";
 export const API_VERSION = "v1alpha1";
@@ -54,7 +55,7 @@ export const Container = z
     image: z
       .string()
       .min(1)
-      .regex(/^\S*$/, { error: (issue) => `must not contain spaces (${JSON.stringify(issue.input)})` }),
+      .regex(/^\S*$/, { error: (issue) => `must not contain spaces (${typeof issue.input === "string" ? quote(issue.input) : ""})` }),
     env: z.array(EnvVar).optional(),
   })
   .meta(PRESERVE);

@@ -4,6 +4,7 @@
  * bombs) reported per document instead of thrown (`parseYamlDocuments`).
  */
 import { parseModelServing } from "../api/parse.ts";
+import { quote } from "../api/problems.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { API_GROUP, KIND } from "../api/schema.ts";
 import { parseYamlDocuments } from "../api/yaml.ts";
@@ -44,11 +45,16 @@ function isOurs(value: unknown): value is Record<string, unknown> {
   return kind === KIND || (typeof apiVersion === "string" && apiVersion.startsWith(`${API_GROUP}/`));
 }
 
+/** `<kind>/<name>`; a kind or name that is no Kubernetes name (too long, odd characters) is shown quoted and cut. */
 function labelOf(value: Record<string, unknown>): string {
   const kind = typeof value.kind === "string" ? value.kind : KIND;
   const metadata = value.metadata as Record<string, unknown> | undefined;
   const name = typeof metadata?.name === "string" && metadata.name !== "" ? metadata.name : "(unnamed)";
-  return `${kind}/${name}`;
+  return `${shown(kind)}/${shown(name)}`;
+}
+
+function shown(text: string): string {
+  return /^[-.()A-Za-z0-9]{1,253}$/.test(text) ? text : quote(text);
 }
 
 export type LoadResult = { readonly ok: true; readonly value: ModelServing } | { readonly ok: false; readonly lines: readonly string[] };

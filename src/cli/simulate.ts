@@ -9,6 +9,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
+import { quote } from "../api/problems.ts";
 import { DEFAULT_TIMING } from "../sim/cluster.ts";
 import type { Report } from "../sim/report.ts";
 import { runScenario } from "../sim/runner.ts";
@@ -45,7 +46,7 @@ export async function simulateText(file: string, text: string, options: Simulate
 
 function parseSeed(value: string | undefined): number | undefined | string {
   if (value === undefined) return undefined;
-  if (!/^(0|[1-9][0-9]{0,9})$/.test(value) || Number(value) > 0xffffffff) return `must be an integer from 0 to 4294967295, not ${JSON.stringify(value)}`;
+  if (!/^(0|[1-9][0-9]{0,9})$/.test(value) || Number(value) > 0xffffffff) return `must be an integer from 0 to 4294967295, not ${quote(value)}`;
   return Number(value);
 }
 
