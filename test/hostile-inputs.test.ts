@@ -10,7 +10,7 @@ import { planCommand } from "../src/cli/plan.ts";
 import { revisionCommand } from "../src/cli/revision.ts";
 import { simulateText } from "../src/cli/simulate.ts";
 import { validateFiles } from "../src/cli/validate.ts";
-import { ALIAS_BOMB, VALID_MANIFEST } from "./hostile.ts";
+import { ALIAS_BOMB, VALID_MANIFEST, manifestWithExtra, nestedLists } from "./hostile.ts";
 
 const TOO_MANY_ALIASES = 'not valid YAML: too many aliases (expanding them would exceed 100 alias uses, as in a "billion laughs" attack)';
 
@@ -54,5 +54,31 @@ describe("a huge string", () => {
     for (const line of lines) assert.ok(line.length < 400, line.slice(0, 400));
     assert.match(lines[0] ?? "", /^name\.yaml: ModelServing\/"q{80}"… \(1048576 characters\): metadata\.name: /);
     assert.match(lines[1] ?? "", /^image\.yaml: ModelServing\/good: spec\.template\.roles\[0\]\.entryTemplate\.spec\.containers\[0\]\.image: must not contain spaces \("a q{78}"… \(1048578 characters\)\)$/);
+  });
+});
+
+describe("deep nesting and self-reference", () => {
+  const deep = manifestWithExtra(nestedLists(500));
+  const tooDeep = /^deep\.yaml: ModelServing\/good: spec\.template\.roles\[0\]\.entryTemplate\.spec\.extra(\[0\]){93}: nests objects and lists more than 100 levels deep\n$/;
+
+  it("tandem validate, revision and plan refuse a pod template nested 500 deep, naming where", () => {
+    assert.match(validateFiles([{ path: "deep.yaml", text: deep }]).stdout, tooDeep);
+    assert.match(revisionCommand("deep.yaml", deep).stderr, tooDeep);
+    assert.match(planCommand({ file: { path: "deep.yaml", text: deep } }).stderr, tooDeep);
+    const revisionJson = `{"data": {"schedulerName": "s", "roles": [{"name": "r", "workerReplicas": 0, "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}], "extra": ${nestedLists(500)}}}}]}}`;
+    const coordinated = readFileSync(join(import.meta.dirname, "../deploy/examples/coordinated-chain.yaml"), "utf8");
+    assert.match(planCommand({ file: { path: "ms.yaml", text: coordinated }, from: { path: "deep.json", text: revisionJson } }).stderr, /^deep\.json: data\.roles\[0\]\.entryTemplate\.spec\.extra(\[0\]){94}: nests objects and lists more than 100 levels deep\n$/);
+  });
+
+  it("tandem simulate refuses any step nested too deep: a ModelServing, another kind, a patch", async () => {
+    const steps = [`{apply: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: ${nestedLists(500)}}}`, `{patch: {name: good, merge: {spec: ${nestedLists(500)}}}}`];
+    const { output } = await simulateText("deep.yaml", `name: deep\nsteps:\n${steps.map((step) => `  - ${step}\n`).join("")}`);
+    assert.equal(output.exitCode, 1);
+    assert.match(output.stderr, /^deep\.yaml: steps\[0\]\.apply\.data(\[0\]){99}: nests objects and lists more than 100 levels deep\ndeep\.yaml: steps\[1\]\.patch\.merge\.spec(\[0\]){98}: nests objects and lists more than 100 levels deep\n$/);
+  });
+
+  it("an alias inside its own anchor (a collection containing itself) is not valid YAML", () => {
+    const output = validateFiles([{ path: "cycle.yaml", text: manifestWithExtra("&loop [*loop]") }]);
+    assert.equal(output.stdout, "cycle.yaml: document 1: not valid YAML: an alias refers to a collection it is part of, so the data would be infinite\n");
   });
 });

@@ -19,3 +19,13 @@ spec:
       - name: server
         entryTemplate: {spec: {containers: [{name: c, image: "vllm:v1"}]}}
 `;
+
+/** `VALID_MANIFEST` with `extra` (YAML flow text) in its pod spec, 7 levels below the root. */
+export function manifestWithExtra(extra: string): string {
+  return VALID_MANIFEST.replace('image: "vllm:v1"}]}}', `image: "vllm:v1"}], extra: ${extra}}}`);
+}
+
+/** Lists nested `depth` deep as YAML flow text: `[[[...]]]`. */
+export function nestedLists(depth: number): string {
+  return `${"[".repeat(depth)}${"]".repeat(depth)}`;
+}

@@ -37,11 +37,43 @@ export function parseYamlDocument(text: string): YamlDocument {
 function toData(document: Document.Parsed): YamlDocument {
   // The parser reports running out of stack once per level it unwinds: said once is enough.
   if (document.errors.length > 0) return { ok: false, errors: [...new Set(document.errors.map((error) => (error.code === "RESOURCE_EXHAUSTION" ? TOO_DEEP : firstLine(error.message))))] };
+  let value: unknown;
   try {
-    return { ok: true, value: document.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSIONS }) };
+    value = document.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSIONS });
   } catch (error) {
     return { ok: false, errors: [reasonOf(error)] };
   }
+  // An alias inside the collection it names makes that collection contain itself: no JSON has that.
+  if (hasCycle(value)) return { ok: false, errors: ["an alias refers to a collection it is part of, so the data would be infinite"] };
+  return { ok: true, value };
+}
+
+/**
+ * Whether an object contains itself, directly or not. A depth-first walk with an explicit stack
+ * (data of any depth) that visits each object once (aliases share objects, so a tree walk could
+ * take exponential time).
+ */
+function hasCycle(value: unknown): boolean {
+  const finished = new Set<object>();
+  const onPath = new Set<object>();
+  const walk: { readonly object: object; readonly children: Iterator<unknown> }[] = [];
+  const enter = (child: unknown): boolean => {
+    if (typeof child !== "object" || child === null || finished.has(child)) return false;
+    if (onPath.has(child)) return true;
+    onPath.add(child);
+    walk.push({ object: child, children: Object.values(child).values() });
+    return false;
+  };
+  if (enter(value)) return true;
+  for (let top = walk.at(-1); top !== undefined; top = walk.at(-1)) {
+    const next = top.children.next();
+    if (next.done === true) {
+      walk.pop();
+      onPath.delete(top.object);
+      finished.add(top.object);
+    } else if (enter(next.value)) return true;
+  }
+  return false;
 }
 
 const TOO_DEEP = "collections are nested too deeply to parse";

@@ -8,6 +8,7 @@
  */
 import type { Command } from "commander";
 import { resolveRoleBudget } from "../api/budgets.ts";
+import { nestingProblem } from "../api/nesting.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { parseYamlDocuments } from "../api/yaml.ts";
 import type { PreviewRole, Preview } from "../core/coordination-preview.ts";
@@ -35,8 +36,10 @@ type Loaded<T> = { ok: true; value: T } | { ok: false; lines: readonly string[] 
  */
 function loadRevisionData(path: string, text: string): Loaded<RevisionData> {
   const first = parseYamlDocuments(text)[0];
-  const parsed = first?.ok === true ? first.value : undefined;
-  const data = RevisionDataSchema.safeParse((parsed as { data?: unknown } | null | undefined)?.data);
+  const candidate = first?.ok === true ? (first.value as { data?: unknown } | null | undefined)?.data : undefined;
+  const tooDeep = nestingProblem({ data: candidate }); // counted from the document's root
+  if (tooDeep !== undefined) return { ok: false, lines: [`${path}: ${tooDeep.path}: ${tooDeep.reason}`] };
+  const data = RevisionDataSchema.safeParse(candidate);
   if (data.success) return { ok: true, value: data.data };
   const loaded = loadModelServing(path, text);
   return loaded.ok ? { ok: true, value: revisionData(loaded.value) } : loaded;

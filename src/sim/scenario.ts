@@ -8,6 +8,7 @@
  * merge patches can only be checked when they run.
  */
 import { z } from "zod";
+import { nestingProblem } from "../api/nesting.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { Problem } from "../api/problems.ts";
 import { formatPath, problem, problemsFromZod } from "../api/problems.ts";
@@ -117,6 +118,12 @@ function parseStep(raw: unknown, path: readonly (string | number)[], problems: P
   const [kind, value] = Object.entries(raw)[0] as [string, unknown];
   if (!isStepKind(kind)) {
     problems.push(problem([...path, kind], `is not a step kind; must be one of ${STEP_KINDS.join(", ")}`));
+    return undefined;
+  }
+  // A step's value is an object as the API server would store it (or a patch of one): nested no deeper.
+  const tooDeep = nestingProblem(value, [...path, kind]);
+  if (tooDeep !== undefined) {
+    problems.push(tooDeep);
     return undefined;
   }
   const parsed = STEP_SCHEMAS[kind].safeParse(value, { reportInput: true });
