@@ -5,7 +5,8 @@
  *
  * Each step is a mapping with exactly one key, its kind. ModelServings in `apply` steps are
  * validated as `tandem validate` would (a scenario cannot apply what the CRD would refuse);
- * merge patches can only be checked when they run.
+ * merge patches can only be checked when they run. The totals the fields multiply into (nodes,
+ * pods, router requests) are bounded up front (`limits.ts`).
  */
 import { z } from "zod";
 import { nestingProblem } from "../api/nesting.ts";
@@ -14,6 +15,8 @@ import type { Problem } from "../api/problems.ts";
 import { formatPath, problem, problemsFromZod } from "../api/problems.ts";
 import { parseYamlDocument } from "../api/yaml.ts";
 import { KINDS, isKind } from "../engine/ports.ts";
+import { limitProblems } from "./limits.ts";
+import type { LimitStep } from "./limits.ts";
 import type { JsonObject } from "../engine/ports.ts";
 
 /** Longest single wait or advance: one simulated week. */
@@ -98,16 +101,26 @@ export function parseScenario(input: unknown): ScenarioResult {
   const top = TopLevel.safeParse(input, { reportInput: true });
   if (!top.success) return { ok: false, problems: problemsFromZod(top.error.issues) };
   const problems: Problem[] = [];
-  const steps: Step[] = [];
+  const steps: { step: Step; index: number }[] = [];
   const labels = new Set<string>();
   top.data.steps.forEach((raw, index) => {
     const step = parseStep(raw, ["steps", index], problems);
     if (step?.kind === "snapshot" && labels.has(step.value)) problems.push(problem(["steps", index, "snapshot"], `label "${step.value}" is used by an earlier snapshot`));
     if (step?.kind === "snapshot") labels.add(step.value);
-    if (step !== undefined) steps.push(step);
+    if (step !== undefined) steps.push({ step, index });
   });
+  problems.push(...limitProblems({ nodes: top.data.cluster.nodes, router: top.data.cluster.router, steps: steps.map(limitStep) }));
   if (problems.length > 0) return { ok: false, problems };
-  return { ok: true, scenario: { name: top.data.name, seed: top.data.seed, cluster: top.data.cluster, steps } };
+  return { ok: true, scenario: { name: top.data.name, seed: top.data.seed, cluster: top.data.cluster, steps: steps.map(({ step }) => step) } };
+}
+
+/** What the limits read of a step. */
+function limitStep({ step, index }: { readonly step: Step; readonly index: number }): LimitStep {
+  const path = ["steps", index, step.kind];
+  const maxSeconds = step.kind === "wait" ? step.value.timeoutSeconds : step.kind === "advance" ? step.value.seconds : 0;
+  if (step.kind !== "apply" || step.value.kind !== "ModelServing") return { path, kind: step.kind, maxSeconds };
+  const parsed = parseModelServing(step.value);
+  return { path, kind: step.kind, maxSeconds, modelServing: parsed.ok ? parsed.value : undefined };
 }
 
 function parseStep(raw: unknown, path: readonly (string | number)[], problems: Problem[]): Step | undefined {
