@@ -78,6 +78,16 @@ function derivedOptions(scenario: Scenario): string {
   return `nodes ${pools}; timing ${timings}; jitter 10%; informer lag 100ms; images with overrides: ${imageList === "" ? "none" : imageList}; ${traffic}`;
 }
 
+/** `output` once the report is written to `out`; a write error is added to it (exit 1), the run's output kept. */
+export async function writeReport(out: string, reportJson: string, output: CommandOutput): Promise<CommandOutput> {
+  try {
+    await writeFile(out, reportJson, "utf8");
+    return output;
+  } catch (error) {
+    return { exitCode: 1, stdout: output.stdout, stderr: `${output.stderr}--out: cannot write ${out}: ${error instanceof Error ? error.message : String(error)}\n` };
+  }
+}
+
 export function registerSimulate(program: Command): void {
   program
     .command("simulate")
@@ -93,7 +103,6 @@ export function registerSimulate(program: Command): void {
         return;
       }
       const result = await simulateText(file, source.text, options);
-      if (options.out !== undefined && result.reportJson !== undefined) await writeFile(options.out, result.reportJson, "utf8");
-      emit(result.output);
+      emit(options.out === undefined || result.reportJson === undefined ? result.output : await writeReport(options.out, result.reportJson, result.output));
     });
 }
