@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { quote } from "../api/problems.ts";
 import { loadKubeConfig } from "../kube/config.ts";
@@ -56,8 +57,15 @@ export function runOptionsOf(flags: ControllerFlags, env: NodeJS.ProcessEnv): Om
 
 async function runFromFlags(flags: ControllerFlags): Promise<number> {
   const options = runOptionsOf(flags, process.env); // first: it checks the flags
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = loadKubeConfig(flags.kubeconfig);
+  } catch (error) {
+    process.stderr.write(`tandem controller: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
   const logger = createLogger(flags.logLevel as LogLevelName);
-  const running = await runController({ ...options, kubeConfig: loadKubeConfig(flags.kubeconfig), logger });
+  const running = await runController({ ...options, kubeConfig, logger });
   logger.info({ identity: running.identity, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)" }, "controller started");
   const onSignal = (signal: string): void => {
     logger.info({ signal }, "stopping");
