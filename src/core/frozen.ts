@@ -7,9 +7,9 @@
 
 /**
  * Freezes `value` and everything reachable from it; returns it. A frozen object met on the way is
- * taken as deep-frozen already. Iterative (an explicit stack), so an object of any depth — the API
- * server stores JSON up to 10,000 levels deep — is frozen, and refused later by the parse, instead
- * of overflowing the stack where it is read.
+ * taken as deep-frozen already. Iterative (an explicit stack), so an object of any depth — the
+ * Kubernetes API server accepts JSON thousands of levels deep — is frozen (and refused later by
+ * the parse) instead of overflowing the stack where it is read.
  */
 export function deepFreeze<T>(value: T): T {
   const pending: unknown[] = [value];
