@@ -55,6 +55,16 @@ describe("a huge string", () => {
     assert.match(lines[0] ?? "", /^name\.yaml: ModelServing\/"q{80}"… \(1048576 characters\): metadata\.name: /);
     assert.match(lines[1] ?? "", /^image\.yaml: ModelServing\/good: spec\.template\.roles\[0\]\.entryTemplate\.spec\.containers\[0\]\.image: must not contain spaces \("a q{78}"… \(1048578 characters\)\)$/);
   });
+
+  it("tandem validate echoes at most a short excerpt of a huge name in a rule's message (coordination, gang policy, plugins)", () => {
+    const spec = `spec:\n  rolloutStrategy: {type: RoleRollingUpdate, coordination: {maxSkew: 10%, roles: [${huge}], dependencies: [{role: ${huge}, dependsOn: [${huge}]}]}}\n  plugins: [{name: p, scope: {roles: [${huge}]}}]\n`;
+    const text = VALID_MANIFEST.replace("spec:\n", spec).replace("  template:\n", `  template:\n    gangPolicy: {minRoleReplicas: {${huge}: 1}}\n`);
+    const output = validateFiles([{ path: "rules.yaml", text }]);
+    assert.equal(output.exitCode, 1);
+    const lines = output.stdout.trimEnd().split("\n");
+    assert.ok(lines.length >= 4, output.stdout.slice(0, 2000));
+    for (const line of lines) assert.ok(line.length < 500, line.slice(0, 500));
+  });
 });
 
 describe("deep nesting and self-reference", () => {
