@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
+import { quote } from "../api/problems.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
 import { roleHash } from "../core/role-hash.ts";
 import type { KubeObject } from "../engine/ports.ts";
@@ -20,6 +21,7 @@ import { runScenario } from "../sim/runner.ts";
 import type { Scenario, Step } from "../sim/scenario.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
 import { renderFrame } from "./demo-view.ts";
+import { FlagError } from "./io.ts";
 
 
 
@@ -229,7 +231,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
 function parseSpeed(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const speed = Number(value);
-  if (!Number.isFinite(speed) || speed <= 0) throw new Error(`--speed: must be a positive number of simulated seconds per second, not ${JSON.stringify(value)}`);
+  if (!Number.isFinite(speed) || speed <= 0) throw new FlagError("--speed", `must be a positive number of simulated seconds per second, not ${quote(value)}`);
   return speed;
 }
 
