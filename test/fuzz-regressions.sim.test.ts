@@ -215,6 +215,12 @@ const FAULT_RUNS: readonly {
     seed: 2,
     what: "a checker fix: paused while a surge group (at the update revision) served; it was scaled down, and a scale-up while still paused rebuilt group 2 as a desired group at the current revision, which pauseHolds took for a move (a unit without live pods is now forgotten and held to its record at the pause)",
   },
+  {
+    generatorSeed: 830135,
+    seed: 1,
+    modes: { crash: true, gang: true },
+    what: "ServingGroupRecreate, a decode instance of 2 pods being replaced (its first pod already deleted by the controller) when a rollback undid its move: the half-deleted instance counted as failed and its whole group was rebuilt below the role budget (roleBudget); an instance the controller emptied itself is now rebuilt alone, only a failed or lost pod rebuilds the group",
+  },
 ];
 
 describe("fuzz-found scenarios, fixed", () => {

@@ -178,8 +178,9 @@ describe("events: one per controller action, on transitions only", () => {
 
   it("ServingGroupRecreate says so", () => {
     const cluster = converged({ recoveryPolicy: "ServingGroupRecreate" });
-    cluster.pods.delete("llm-0-decode-0-1");
-    assert.match(eventsOf(round(cluster, NOW))[0]!.message, /^recoveryPolicy ServingGroupRecreate: group 0 failed \(decode-0: lost pod 1\); rebuilding the group; deleting pod\(s\) llm-0-decode-0-0\.$/);
+    // Deleted by someone else: the tracking finalizer keeps it, terminating (lost).
+    cluster.pods.get("llm-0-decode-0-1")!.metadata.deletionTimestamp = "2026-11-30T00:59:00Z";
+    assert.match(eventsOf(round(cluster, NOW))[0]!.message, /^recoveryPolicy ServingGroupRecreate: group 0 failed \(decode-0: lost llm-0-decode-0-1\); rebuilding the group; deleting pod\(s\) llm-0-decode-0-0\.$/);
   });
 });
 

@@ -160,7 +160,7 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
  * every group instead of the rollout stalling.
  */
 function planGroup(context: Context, group: number, states: readonly InstanceState[]): void {
-  const broken = context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? states.filter((state) => isBroken(context, state) && !movedByRollout(context, state)) : [];
+  const broken = context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? states.filter((state) => hasFailed(context, state) && !movedByRollout(context, state)) : [];
   if (broken.length > 0) {
     const why = broken.map((state) => `${instanceId(state.role, state.instance)}: ${describeFailure(context, state)}`).join("; ");
     const live = states.flatMap((state) => state.health.live);
@@ -225,10 +225,23 @@ const NO_ROLES: ReadonlySet<string> = new Set();
 function isBroken(context: Context, state: InstanceState): boolean {
   // In place, the pods of a unit being moved stay: their failures are recovered like any other.
   if (state.replacing && !isInPlace(context)) return false;
+  if (hasFailed(context, state)) return true;
   const { health } = state;
-  if (health.lost.length > 0 || failedPods(context, health.live).length > 0) return true;
   const incomplete = health.absent.length > 0 || health.terminating.length > 0;
   return incomplete && health.live.some((view) => view.facts.started);
+}
+
+/**
+ * The instance failed: a pod of it failed or is lost. Only this rebuilds a group under
+ * ServingGroupRecreate. An instance that is merely incomplete lacks pods the controller deleted
+ * itself — the tracking finalizer shows every other deletion as lost — such as a replacement
+ * undone midway by a rollback after its first pod went (fuzz-faults-crash-gang-830135: the whole
+ * group was rebuilt, below the role budget). The controller never treats its own deletions as
+ * failures (DESIGN §2.5), so such an instance is rebuilt alone.
+ */
+function hasFailed(context: Context, state: InstanceState): boolean {
+  if (state.replacing && !isInPlace(context)) return false;
+  return state.health.lost.length > 0 || failedPods(context, state.health.live).length > 0;
 }
 
 function failedPods(context: Context, pods: readonly PodView[]): PodView[] {

@@ -168,7 +168,8 @@ describe("plan: recovery", () => {
     const cluster = idealCluster(manifest({ recoveryPolicy }));
     converge(cluster, NOW);
     const before = new Map([...cluster.pods].map(([name, p]) => [name, p.metadata.uid]));
-    cluster.pods.delete("llm-1-decode-0-0");
+    // Deleted by someone else: the tracking finalizer keeps it, terminating (lost).
+    cluster.pods.get("llm-1-decode-0-0")!.metadata.deletionTimestamp = "2026-11-30T00:59:00Z";
     const { actions } = plan(observe(cluster), NOW);
     apply(cluster, actions);
     converge(cluster, NOW);
