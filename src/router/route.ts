@@ -4,6 +4,7 @@
  * replaces it once both exist, so nothing here validates — a discovery implementation hands over
  * routes that its source has already validated and defaulted.
  */
+import type { ModelRoute } from "../api/route.ts";
 import { compareStrings } from "../core/maps.ts";
 
 export type EngineKind = "vllm" | "sglang";
@@ -35,6 +36,32 @@ export interface RouterRoute {
   readonly retries: { readonly attempts: number };
   /** Defaults 60 and 300. */
   readonly timeouts: { readonly firstByteSeconds: number; readonly idleSeconds: number };
+}
+
+/**
+ * The router's view of a ModelRoute that `parseModelRoute` accepted (defaults applied, roles
+ * exactly `{serve}` or `{prefill, decode}`), in `namespace` (the object's own when it has one).
+ * An aggregated route has no KV connector: `none`.
+ */
+export function routerRouteOf(route: ModelRoute, namespace: string): RouterRoute {
+  const { metadata, spec } = route;
+  const { serve, prefill, decode } = spec.roles;
+  const roles: RouteRoles = prefill !== undefined && decode !== undefined ? { prefill, decode } : { serve: serve ?? "" };
+  const created = typeof metadata["creationTimestamp"] === "string" ? { creationTimestamp: metadata["creationTimestamp"] } : {};
+  return {
+    namespace: metadata.namespace ?? namespace,
+    name: metadata.name,
+    ...created,
+    model: spec.model,
+    modelServing: spec.modelServing,
+    engine: spec.engine,
+    port: spec.port,
+    roles,
+    kvConnector: spec.kvConnector ?? "none",
+    pairing: spec.pairing,
+    retries: { attempts: spec.retries.attempts },
+    timeouts: { firstByteSeconds: spec.timeouts.firstByteSeconds, idleSeconds: spec.timeouts.idleSeconds },
+  };
 }
 
 export function isDisaggregated(roles: RouteRoles): roles is { readonly prefill: string; readonly decode: string } {

@@ -3,13 +3,13 @@
  * field path and the reason (`steps[3].wait.for: must be one of ...`). Nothing runs unless the
  * whole file is valid. Unknown fields and unknown step kinds are errors.
  *
- * Each step is a mapping with exactly one key, its kind. ModelServings in `apply` steps are
- * validated as `tandem validate` would (a scenario cannot apply what the CRD would refuse);
+ * Each step is a mapping with exactly one key, its kind. ModelServings and ModelRoutes in `apply`
+ * steps are validated as `tandem validate` would (a scenario cannot apply what the CRD would refuse);
  * merge patches can only be checked when they run.
  */
 import { parseDocument } from "yaml";
 import { z } from "zod";
-import { parseModelServing } from "../api/parse.ts";
+import { parseModelRoute, parseModelServing } from "../api/parse.ts";
 import type { Problem } from "../api/problems.ts";
 import { formatPath, problem, problemsFromZod } from "../api/problems.ts";
 import { KINDS, isKind } from "../engine/ports.ts";
@@ -133,12 +133,12 @@ function isStepKind(kind: string): kind is StepKind {
   return Object.hasOwn(STEP_SCHEMAS, kind);
 }
 
-/** Kind and apiVersion must be one the simulator stores; a ModelServing must be valid. */
+/** Kind and apiVersion must be one the simulator stores; a ModelServing or a ModelRoute must be valid. */
 function applyProblems(value: z.output<typeof ObjectManifest>): Problem[] {
   if (!isKind(value.kind)) return [problem(["kind"], `must be one of ${Object.keys(KINDS).join(", ")}`)];
   if (value.apiVersion !== KINDS[value.kind].apiVersion) return [problem(["apiVersion"], `must be "${KINDS[value.kind].apiVersion}" for kind ${value.kind}`)];
-  if (value.kind !== "ModelServing") return [];
-  const result = parseModelServing(value);
+  if (value.kind !== "ModelServing" && value.kind !== "ModelRoute") return [];
+  const result = value.kind === "ModelServing" ? parseModelServing(value) : parseModelRoute(value);
   return result.ok ? [] : [...result.problems];
 }
 
