@@ -4,12 +4,13 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { Agent, request } from "undici";
 import type { Pod } from "../api/kube.ts";
+import type { KubeObject } from "../engine/ports.ts";
 import type { SimCluster } from "../sim/cluster.ts";
 import type { RunObserver } from "../sim/runner.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
 import type { Scenario, Step } from "../sim/scenario.ts";
 import { DEFAULT_SERVE_SCENARIO } from "./demo.ts";
-import { formatTotals, kvFormatOf, runServe } from "./demo-serve.ts";
+import { formatTotals, kvFormatOf, runServe, SERVE_ROUTER_ID } from "./demo-serve.ts";
 
 const SCENARIO_PATH = join(import.meta.dirname, "../../deploy/examples/scenarios", DEFAULT_SERVE_SCENARIO);
 /** Simulated seconds per wall second in tests: the shipped scenario (~200 s) in a few seconds. */
@@ -46,6 +47,11 @@ function testView(onStep: (index: number, step: Step, cluster: SimCluster | unde
   return view;
 }
 
+/** The router's Lease as stored, if any. */
+function routerLease(cluster: SimCluster | undefined): KubeObject | undefined {
+  return cluster?.server.stored("Lease").find((lease) => lease.metadata.name === SERVE_ROUTER_ID);
+}
+
 function entryPodNames(cluster: SimCluster | undefined): string[] {
   return ((cluster?.server.stored("Pod") ?? []) as unknown as Pod[]).filter((pod) => pod.metadata.labels?.["tandem.dev/entry"] === "true").map((pod) => pod.metadata.name);
 }
@@ -59,8 +65,12 @@ describe("tandem demo --serve", () => {
     let rolloutDone = false;
     const rollout: { status: number; revision: unknown }[] = [];
     const servedBy = new Set<string>();
+    const renewTimes: unknown[] = [];
     const view = testView(
       (index, step, cluster) => {
+        const lease = routerLease(cluster);
+        if (index >= 3) renewTimes.push(lease?.spec?.["renewTime"]);
+        if (index === 3) assert.deepEqual([lease?.metadata.labels, lease?.metadata.annotations, lease?.spec?.["holderIdentity"]], [{ "tandem.dev/router": "true" }, { "tandem.dev/scope": "*" }, SERVE_ROUTER_ID]);
         // Steady state, the simulation held while we ask (the step waits for this promise).
         if (step.kind === "advance" && index === 3) return steadyState(url, cluster, servedBy);
         // The rollout: requests one after another while the simulation runs on, until the wait ends.
@@ -82,6 +92,8 @@ describe("tandem demo --serve", () => {
     assert.equal(code, 0, out);
     assert.match(out, /^router: http:\/\/127\.0\.0\.1:\d+\n/m);
     assert.ok(servedBy.size > 0);
+    assert.ok(renewTimes.every((time) => typeof time === "string") && new Set(renewTimes).size > 2, `the Lease is renewed: ${renewTimes.join(", ")}`);
+    assert.equal(routerLease(view.cluster), undefined, "the Lease is deleted once the router stopped");
     assert.ok(rollout.length > 0, "no request ran during the rollout");
     assert.deepEqual(rollout.filter((answer) => answer.status !== 200), [], "every request during the rollout succeeded");
     // Drains were confirmed by the router (nothing of ours in flight), not left to time out.

@@ -5,8 +5,10 @@
  * the real data plane (`RequestRouter`, debug headers on) reads the simulated cluster through the
  * simulator's Discovery (`SimDiscovery`, a lagged cache) and confirms drains (DESIGN §3.4) from
  * its own in-flight counts and the engine-mock's queue, so a rolling update waits for the
- * requests a user sends. It prints `router: http://127.0.0.1:PORT` once it accepts requests and,
- * when the scenario ends or on SIGINT/SIGTERM, the request totals.
+ * requests a user sends. The router registers as on a cluster (DESIGN §3.1): its Lease exists
+ * before it routes, is renewed on virtual time, and is deleted after it stops routing. It prints
+ * `router: http://127.0.0.1:PORT` once it accepts requests and, when the scenario ends or on
+ * SIGINT/SIGTERM, the request totals.
  */
 import { createServer } from "node:http";
 import type { Server } from "node:http";
@@ -15,9 +17,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseModelRoute } from "../api/parse.ts";
 import type { Pod } from "../api/kube.ts";
 import type { Engine } from "../api/route.ts";
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_ROUTER_SCOPE, LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROUTER } from "../api/wellknown.ts";
 import { isTerminating } from "../core/health.ts";
-import type { JsonObject, Timer } from "../engine/ports.ts";
+import type { Clock, JsonObject, KubeObject, Timer } from "../engine/ports.ts";
 import { startEngineMock } from "../router/engine-mock/server.ts";
 import type { EngineMock } from "../router/engine-mock/server.ts";
 import type { Address } from "../router/endpoints.ts";
@@ -34,6 +36,11 @@ import type { Scenario, Step } from "../sim/scenario.ts";
 /** Virtual time between pacing points: no simulated event runs more than this early in wall time. */
 const PACE_TICK_MS = 100;
 const LOOPBACK = "127.0.0.1";
+/** The router replica's identity: its Lease's name and holder (DESIGN §3.1). */
+export const SERVE_ROUTER_ID = "demo-serve";
+/** DESIGN §3.1's default; renewed every third of it. */
+const LEASE_DURATION_SECONDS = 15;
+const LEASE_NAMESPACE = "default";
 
 export interface ServeOptions {
   readonly scenario: Scenario;
@@ -89,6 +96,7 @@ class ServeRun implements RunObserver {
   #router: RequestRouter | undefined;
   #server: Server | undefined;
   #drains: DrainConfirmer | undefined;
+  #lease: RouterLease | undefined;
   #tick: Timer | undefined;
   #unhook: (() => void) | undefined;
 
@@ -105,6 +113,7 @@ class ServeRun implements RunObserver {
     this.#engines = engines;
     this.#discovery = discovery;
     this.#router = router;
+    this.#lease = new RouterLease(cluster);
     this.#drains = new DrainConfirmer(cluster, discovery, (pod) => router.inFlight.count(`${pod.metadata.namespace ?? ""}/${pod.metadata.name}`) + engines.queued(pod));
     this.#pace(cluster);
   }
@@ -122,6 +131,7 @@ class ServeRun implements RunObserver {
   async #listen(): Promise<void> {
     const router = this.#router;
     if (router === undefined) throw new Error("demo --serve: the run was not attached");
+    await this.#lease?.register();
     const server = createServer({ noDelay: true }, (req, res) => {
       res.once("close", () => {
         this.#count(res.writableFinished, res.statusCode);
@@ -177,6 +187,7 @@ class ServeRun implements RunObserver {
       await closed;
     }
     await this.#router?.close();
+    await this.#lease?.release();
     this.#discovery?.stop();
     await this.#engines?.close();
   }
@@ -277,6 +288,58 @@ class PodEngines {
     this.#engines.clear();
     await Promise.all(entries.map(async (entry) => (await entry.started)?.close()));
   }
+}
+
+/**
+ * The router replica's registration (DESIGN §3.1) in the simulated cluster: a Lease named and
+ * held by SERVE_ROUTER_ID, labelled as a router, scope `*`, renewed every third of its duration
+ * on virtual time (so it is as live to the controller as a real replica's), deleted on release.
+ */
+class RouterLease {
+  readonly #cluster: SimCluster;
+  /** The epoch clock: renewTime is compared with the controller's clock. */
+  readonly #clock: Clock;
+  #renewal: Timer | undefined;
+
+  constructor(cluster: SimCluster) {
+    this.#cluster = cluster;
+    this.#clock = cluster.clock.onEpoch();
+  }
+
+  async register(): Promise<void> {
+    const lease = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, labels: { [LABEL_ROUTER]: "true" }, annotations: { [ANNOTATION_ROUTER_SCOPE]: "*" } },
+      spec: { holderIdentity: SERVE_ROUTER_ID, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime: microTime(this.#clock.nowMs()) },
+    } as unknown as KubeObject<"Lease">;
+    await this.#writer().create(lease);
+    this.#renewLater();
+  }
+
+  #renewLater(): void {
+    this.#renewal = this.#cluster.clock.setTimer((LEASE_DURATION_SECONDS * 1000) / 3, () => {
+      // A failed renewal is tried again at the next one, well within the Lease's duration.
+      this.#writer().patch({ kind: "Lease", namespace: LEASE_NAMESPACE, name: SERVE_ROUTER_ID }, { spec: { renewTime: microTime(this.#clock.nowMs()) } }).catch(() => undefined);
+      this.#renewLater();
+    });
+  }
+
+  async release(): Promise<void> {
+    if (this.#renewal === undefined) return;
+    this.#renewal.cancel();
+    this.#renewal = undefined;
+    await this.#writer().delete({ kind: "Lease", namespace: LEASE_NAMESPACE, name: SERVE_ROUTER_ID }).catch(() => undefined);
+  }
+
+  #writer() {
+    return this.#cluster.writer("router");
+  }
+}
+
+/** A Lease's `renewTime` format (Kubernetes MicroTime): RFC 3339 with 6 fractional digits. */
+function microTime(epochMs: number): string {
+  return new Date(epochMs).toISOString().replace("Z", "000Z");
 }
 
 /** The first container's env `KV_FORMAT`, default `v1` (DESIGN §7). */
