@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { Agent, request } from "undici";
@@ -112,6 +114,20 @@ describe("tandem demo --serve", () => {
     const code = await runServe({ scenario, port: 0, speed: TEST_SPEED, view, write: (text) => (out += text), signal: stop.signal });
     assert.equal(code, 0, out);
     assert.match(out, /stopped after \d+s simulated\nrouter requests: 0 total, 0 ok, 0 failed, 0 aborted by the client\n$/);
+  });
+
+  it("says which port it cannot listen on, and returns 1", { timeout: 60_000 }, async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const { port } = taken.address() as AddressInfo;
+    let out = "";
+    try {
+      const code = await runServe({ scenario: await defaultScenario(), port, speed: TEST_SPEED, view: testView(() => undefined), write: (text) => (out += text), signal: new AbortController().signal });
+      assert.equal(code, 1);
+      assert.equal(out, `--port ${port}: cannot listen on 127.0.0.1:${port}: EADDRINUSE\n`);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   it("formats totals by status, and reads KV_FORMAT from the first container", () => {

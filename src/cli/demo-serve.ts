@@ -69,17 +69,26 @@ export interface RequestTotals {
   aborted: number;
 }
 
+/** The router cannot listen on its port (in use, not allowed). */
+class ListenError extends Error {}
+
 /** Plays the scenario behind a real router; 0 when it passed (or was stopped on request), 1 otherwise. */
 export async function runServe(options: ServeOptions): Promise<number> {
   const serve = new ServeRun(options);
   let report: Report | undefined;
+  let listenFailure: string | undefined;
   try {
     report = await runScenario(options.scenario, { observer: serve });
   } catch (error) {
+    if (error instanceof ListenError) listenFailure = error.message;
     // The pacer rejects out of the runner when the run is stopped between steps.
-    if (!options.signal.aborted) throw error;
+    else if (!options.signal.aborted) throw error;
   } finally {
     await serve.close();
+  }
+  if (listenFailure !== undefined) {
+    options.write(`${listenFailure}\n`);
+    return 1;
   }
   options.write(serve.summary(report));
   if (options.signal.aborted) return 0;
@@ -140,7 +149,9 @@ class ServeRun implements RunObserver {
     });
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
+      server.once("error", (error: NodeJS.ErrnoException) => {
+        reject(new ListenError(`--port ${this.#options.port}: cannot listen on ${LOOPBACK}:${this.#options.port}: ${error.code ?? error.message}`));
+      });
       server.listen(this.#options.port, LOOPBACK, resolve);
     });
     const url = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;

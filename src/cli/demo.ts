@@ -37,6 +37,8 @@ export interface DemoOptions {
   /** Simulated seconds per wall second; undefined = fit each act into ACT_WALL_SECONDS. */
   readonly speed: number | undefined;
   readonly tty: boolean;
+  /** Without a TTY: print pod events as they happen, not when the step ends (real-time runs). */
+  readonly liveEvents?: boolean;
   readonly write: (text: string) => void;
 }
 
@@ -83,6 +85,12 @@ class ActView implements RunObserver {
     this.#cluster = cluster;
     this.#router = router;
     if (this.options.tty) cluster.onSettle(() => this.#tick());
+    else if (this.options.liveEvents === true) {
+      cluster.onSettle(() => {
+        this.#collectEvents();
+        return Promise.resolve();
+      });
+    }
   }
 
   stepStarted(_index: number, step: Step): void {
@@ -266,7 +274,7 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
   process.once("SIGTERM", onSignal);
   try {
     write(`== Tandem demo --serve · ${scenario.name} (${speed}× real time) ==\n`);
-    const view = new ActView(scenario.name, { scenarios: [path], speed, tty: false, write }, speed);
+    const view = new ActView(scenario.name, { scenarios: [path], speed, tty: false, liveEvents: true, write }, speed);
     return await runServe({ scenario, port, speed, view, write, signal: stop.signal });
   } finally {
     process.off("SIGINT", onSignal);
