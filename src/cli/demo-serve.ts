@@ -221,12 +221,18 @@ export function formatTotals(totals: RequestTotals): string {
 
 // ---------------------------------------------------------------------------------------------
 
+/** The engine-mock of one pod: `started` settles once it listens (or failed to), setting `engine`. */
+interface PodEngine {
+  readonly podIP: string;
+  started: Promise<EngineMock | undefined> | undefined;
+  engine: EngineMock | undefined;
+}
+
 /** One engine-mock per running entry pod, keyed by pod uid. */
 class PodEngines {
   readonly #cluster: SimCluster;
   readonly #latency: { ttftMs?: number; tpotMs?: number };
-  /** By uid; the promise settles once the engine listens. */
-  readonly #engines = new Map<string, { podIP: string; started: Promise<EngineMock | undefined>; engine: EngineMock | undefined }>();
+  readonly #engines = new Map<string, PodEngine>();
   readonly #follower: Follower;
 
   constructor(cluster: SimCluster, latency: { ttftMs?: number; tpotMs?: number }) {
@@ -265,14 +271,11 @@ class PodEngines {
       return;
     }
     if (this.#engines.has(uid)) return;
-    const entry: { podIP: string; started: Promise<EngineMock | undefined>; engine: EngineMock | undefined } = { podIP: pod.status?.podIP ?? "", started: Promise.resolve(undefined), engine: undefined };
-    entry.started = startEngineMock({ host: LOOPBACK, port: 0, engine: this.#engineOf(pod), kvFormat: kvFormatOf(pod), ...this.#latency }).then(
-      (engine) => {
-        entry.engine = engine;
-        return engine;
-      },
-      () => undefined,
-    );
+    const entry: PodEngine = { podIP: pod.status?.podIP ?? "", started: undefined, engine: undefined };
+    // An engine that cannot listen leaves the pod without an address: the router counts it
+    // ineligible ("no pod IP"), as it would a pod whose engine never came up.
+    const started = startEngineMock({ host: LOOPBACK, port: 0, engine: this.#engineOf(pod), kvFormat: kvFormatOf(pod), ...this.#latency }).catch(() => undefined);
+    entry.started = started.then((engine) => (entry.engine = engine));
     this.#engines.set(uid, entry);
   }
 
@@ -280,7 +283,7 @@ class PodEngines {
     const entry = this.#engines.get(uid);
     if (entry === undefined) return;
     this.#engines.delete(uid);
-    void entry.started.then((engine) => engine?.close());
+    void entry.started?.then((engine) => engine?.close());
   }
 
   /** The engine of the route that serves the pod's ModelServing; vLLM when no route names it. */
