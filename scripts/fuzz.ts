@@ -86,7 +86,9 @@ async function failure(scenario: Record<string, unknown>, seed: number, faults: 
   const blocked = conditions.find((condition) => condition.type === "RolloutBlocked" && condition.status === "True");
   if (progressing?.status === "False" && progressing.reason === "Converged") return { kind: "stalled", reason: "Converged", message: `${message} (the status says Converged)` };
   const reason = blocked?.reason ?? progressing?.reason ?? "no Progressing condition";
-  return { kind: "waiting", reason, message: `${message} (status: ${reason})` };
+  // What the status tells a person, so a sweep shows every wait is explained (cut: waits list many units).
+  const said = (blocked ?? progressing)?.message ?? "";
+  return { kind: "waiting", reason, message: `${message} (status: ${reason}: ${said.length > 240 ? `${said.slice(0, 240)}…` : said})` };
 }
 
 /** One line for the failures of a sweep: how many of each kind, the waits by reason. */

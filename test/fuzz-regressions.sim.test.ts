@@ -205,6 +205,16 @@ const FAULT_RUNS: readonly {
     modes: { coordination: true, crash: true, gang: true },
     what: "a paused rollout with a new image and a lower replicas after a node outage: a group left above the new replicas counted as existing surge and was rebuilt at the update revision while paused, below the partition (partitionHolds; the issue's pause-scale reproduction is test/paused.sim.test.ts)",
   },
+  {
+    generatorSeed: 810262,
+    seed: 2,
+    what: "ServingGroupRollingUpdate with maxUnavailable 0, one group: the group, down with its node, got a free permit for a new image, served again before its pod could go (the finalizer's release before the deletion failed under API faults), and was replaced while the surge group still started (groupBudget); its permit now lapses until the budget allows it",
+  },
+  {
+    generatorSeed: 820059,
+    seed: 2,
+    what: "a checker fix: paused while a surge group (at the update revision) served; it was scaled down, and a scale-up while still paused rebuilt group 2 as a desired group at the current revision, which pauseHolds took for a move (a unit without live pods is now forgotten and held to its record at the pause)",
+  },
 ];
 
 describe("fuzz-found scenarios, fixed", () => {

@@ -83,7 +83,13 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
       case "DeleteRevision": cluster.revisions.delete(action.name); break;
       case "WriteStatus": cluster.modelServing.status = structuredClone(action.status); break;
       case "CreatePod": cluster.pods.set(action.pod.metadata.name, readyPod({ ...structuredClone(action.pod), metadata: { ...action.pod.metadata, uid: `uid-${++cluster.uidCounter}`, resourceVersion: "1" } }, false)); break;
-      case "DeletePod": cluster.pods.delete(action.name); break;
+      case "DeletePod": remove(cluster, action.name, action.release?.finalizers); break;
+      case "SetPodFinalizers":
+        podWrite(cluster, action.name, action.resourceVersion, (pod) => {
+          pod.metadata.finalizers = [...action.finalizers];
+        });
+        if (cluster.pods.get(action.name)?.metadata.deletionTimestamp !== undefined) remove(cluster, action.name, action.finalizers);
+        break;
       case "AnnotatePod":
         podWrite(cluster, action.name, undefined, (pod) => {
           const merged = { ...pod.metadata.annotations, ...action.annotations };
@@ -111,6 +117,22 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
       case "RecordEvent": break;
     }
   }
+}
+
+/**
+ * Deletes the pod as the API server would (`finalizers`: what it holds then, its own when
+ * undefined): gone at once without finalizers, else terminating until they are removed.
+ */
+function remove(cluster: IdealCluster, name: string, finalizers: readonly string[] | undefined): void {
+  const pod = cluster.pods.get(name);
+  if (pod === undefined) return;
+  if ((finalizers ?? pod.metadata.finalizers ?? []).length === 0) cluster.pods.delete(name);
+  else pod.metadata.deletionTimestamp ??= T0;
+}
+
+/** Someone other than the controller deletes the pod (a user, an eviction). */
+export function deleteByOthers(cluster: IdealCluster, name: string): void {
+  remove(cluster, name, undefined);
 }
 
 /** Plans and applies until a plan is empty; returns every action applied. Bounded. */

@@ -3,6 +3,7 @@
  * (zod), then the semantic rules of `validate.ts`. Input is never modified.
  */
 import { z } from "zod";
+import { nestingProblem } from "./nesting.ts";
 import { ModelServing, ModelServingSpec, ModelServingStatus, UnitRecord } from "./schema.ts";
 import type { Problem } from "./problems.ts";
 import { problemsFromZod } from "./problems.ts";
@@ -17,6 +18,8 @@ export type ParseResult<T = ModelServing> =
 /**
  * Parses, defaults and validates a ModelServing. Defaulting is idempotent: parsing the `value` of a
  * successful result again yields an equal value. Problems are ordered as found (schema first).
+ * Input nested deeper than `MAX_NESTING_DEPTH` is refused before anything else reads it, with the
+ * one problem that says where.
  *
  * Stored objects are parsed once (a frozen input's result is remembered, `RESULT_MEMO`), and a
  * stored spec or unit record once across the versions that share it (`SPEC_MEMO`, `UNIT_MEMO`;
@@ -41,6 +44,9 @@ export function parseModelServing(input: unknown): ParseResult {
 const RESULT_MEMO = new WeakMap<object, ParseResult>();
 
 function parseParts(input: unknown): ParseResult {
+  // First, so nothing deeper than the limit reaches a schema, a rule or a revision hash.
+  const tooDeep = nestingProblem(input);
+  if (tooDeep !== undefined) return { ok: false, problems: [tooDeep] };
   return parseByParts(input) ?? parseWhole(input);
 }
 

@@ -12,6 +12,9 @@ export interface Problem {
 /** A path segment: an object key or an array index. */
 export type PathSegment = string | number;
 
+/** The most characters of an input string a message shows (`quote`). */
+export const MAX_QUOTED_CHARACTERS = 80;
+
 const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Formats `["spec", "template", "roles", 1, "name"]` as `spec.template.roles[1].name`. */
@@ -19,8 +22,8 @@ export function formatPath(segments: readonly PropertyKey[]): string {
   let out = "";
   for (const segment of segments) {
     if (typeof segment === "number") out += `[${segment}]`;
-    else if (typeof segment === "string" && PLAIN_KEY.test(segment)) out += out === "" ? segment : `.${segment}`;
-    else out += `[${JSON.stringify(String(segment))}]`;
+    else if (typeof segment === "string" && segment.length <= MAX_QUOTED_CHARACTERS && PLAIN_KEY.test(segment)) out += out === "" ? segment : `.${segment}`;
+    else out += `[${quote(String(segment))}]`;
   }
   return out === "" ? "(root)" : out;
 }
@@ -77,9 +80,40 @@ function article(expected: string): string {
   return /^[aeiou]/.test(noun) ? `an ${noun}` : `a ${noun}`;
 }
 
-function describeValue(value: unknown): string {
+/**
+ * `text` as a JSON string literal (so control characters, quotes and binary show escaped), cut to
+ * its first `MAX_QUOTED_CHARACTERS` with its length said when longer: a message echoes at most a
+ * line of what it was given, however large the input.
+ */
+export function quote(text: string): string {
+  if (text.length <= MAX_QUOTED_CHARACTERS) return JSON.stringify(text);
+  return `${JSON.stringify(text.slice(0, MAX_QUOTED_CHARACTERS))}… (${text.length} characters)`;
+}
+
+/**
+ * A bad value in a message, e.g. `string "3"`, `number NaN`, `a list`: any JavaScript value,
+ * never throwing (bigints, symbols, functions, circular objects included) and never long.
+ */
+export function describeValue(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "a list";
-  if (typeof value === "object") return "an object";
-  return `${typeof value} ${JSON.stringify(value)}`;
+  switch (typeof value) {
+    case "object":
+      return "an object";
+    case "string":
+      return `string ${quote(value)}`;
+    case "number":
+    case "boolean":
+      return `${typeof value} ${String(value)}`; // not JSON, which writes NaN and Infinity as null
+    case "bigint": {
+      const digits = String(value); // JSON.stringify throws on a bigint
+      return `bigint ${digits.length <= MAX_QUOTED_CHARACTERS ? digits : `${digits.slice(0, MAX_QUOTED_CHARACTERS)}… (${digits.length} digits)`}`;
+    }
+    case "undefined":
+      return "undefined";
+    case "symbol":
+      return "a symbol";
+    default:
+      return "a function";
+  }
 }

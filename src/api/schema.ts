@@ -10,6 +10,7 @@
  */
 import { z } from "zod";
 import { MAX_MODEL_SERVING_NAME_LENGTH } from "./wellknown.ts";
+import { quote } from "./problems.ts";
 
 export const API_GROUP = "tandem.dev";
 export const API_VERSION = "v1alpha1";
@@ -55,7 +56,7 @@ export const Container = z
     image: z
       .string()
       .min(1)
-      .regex(/^\S*$/, { error: (issue) => `must not contain spaces (${JSON.stringify(issue.input)})` }),
+      .regex(/^\S*$/, { error: (issue) => `must not contain spaces (${typeof issue.input === "string" ? quote(issue.input) : ""})` }),
     env: z.array(EnvVar).optional(),
   })
   .meta(PRESERVE);

@@ -5,7 +5,7 @@
  */
 import { resolveGroupBudget, resolveRoleBudget } from "./budgets.ts";
 import type { PathSegment, Problem } from "./problems.ts";
-import { problem } from "./problems.ts";
+import { problem, quote } from "./problems.ts";
 import type { Container, Coordination, ModelServing, PodTemplateSpec, Role } from "./schema.ts";
 import { DNS1035_LABEL, DNS1035_REASON } from "./schema.ts";
 import { CONTROLLER_ENV, MAX_LABEL_VALUE_LENGTH, MAX_MODEL_SERVING_NAME_LENGTH, RESERVED_PREFIX } from "./wellknown.ts";
@@ -93,7 +93,7 @@ function validatePodTemplate(template: PodTemplateSpec, path: readonly PathSegme
       const containerPath = [...path, "spec", list, index];
       const first = seen.get(container.name);
       if (first !== undefined) problems.push(problem([...containerPath, "name"], `duplicates ${first}: container names must be unique within a pod`));
-      else seen.set(container.name, `${list}[${index}].name "${container.name}"`);
+      else seen.set(container.name, `${list}[${index}].name ${quote(container.name)}`);
       problems.push(...validateContainer(container, containerPath));
     });
   }
@@ -167,8 +167,8 @@ function coordinationParticipants(coordination: Coordination, roleNames: Readonl
   const participants = new Set<string>();
   listed.forEach((name, index) => {
     const path = [...COORDINATION, "roles", index];
-    if (!roleNames.has(name)) problems.push(problem(path, `names no role in spec.template.roles ("${name}")`));
-    else if (participants.has(name)) problems.push(problem(path, `lists role "${name}" twice`));
+    if (!roleNames.has(name)) problems.push(problem(path, `names no role in spec.template.roles (${quote(name)})`));
+    else if (participants.has(name)) problems.push(problem(path, `lists role ${quote(name)} twice`));
     else participants.add(name);
   });
   return participants;
@@ -181,11 +181,11 @@ function validateDependencies(coordination: Coordination, participants: Readonly
     const path = [...COORDINATION, "dependencies", index];
     const roleProblem = participantProblem(dependency.role, participants);
     if (roleProblem !== undefined) problems.push(problem([...path, "role"], roleProblem));
-    else if (edges.has(dependency.role)) problems.push(problem([...path, "role"], `lists the dependencies of role "${dependency.role}" a second time; merge them into one entry`));
+    else if (edges.has(dependency.role)) problems.push(problem([...path, "role"], `lists the dependencies of role ${quote(dependency.role)} a second time; merge them into one entry`));
     const targets: string[] = [];
     dependency.dependsOn.forEach((target, targetIndex) => {
       const targetPath = [...path, "dependsOn", targetIndex];
-      const targetProblem = target === dependency.role ? `role "${target}" cannot depend on itself` : participantProblem(target, participants);
+      const targetProblem = target === dependency.role ? `role ${quote(target)} cannot depend on itself` : participantProblem(target, participants);
       if (targetProblem !== undefined) problems.push(problem(targetPath, targetProblem));
       else targets.push(target);
     });
@@ -197,7 +197,7 @@ function validateDependencies(coordination: Coordination, participants: Readonly
 }
 
 function participantProblem(name: string, participants: ReadonlySet<string>): string | undefined {
-  return participants.has(name) ? undefined : `names role "${name}", which does not take part in the coordination (see spec.rolloutStrategy.coordination.roles and spec.template.roles)`;
+  return participants.has(name) ? undefined : `names role ${quote(name)}, which does not take part in the coordination (see spec.rolloutStrategy.coordination.roles and spec.template.roles)`;
 }
 
 /** The first dependency cycle found (in listing order), as `[a, b, …, a]`, or undefined. */
@@ -228,8 +228,8 @@ function validateGangPolicy(ms: ModelServing): Problem[] {
   const path = [...SPEC, "template", "gangPolicy", "minRoleReplicas"];
   return Object.entries(minimums).flatMap(([name, minimum]) => {
     const role = ms.spec.template.roles.find((candidate) => candidate.name === name);
-    if (role === undefined) return [problem([...path, name], `names no role in spec.template.roles ("${name}")`)];
-    if (minimum > role.replicas) return [problem([...path, name], `is ${minimum}, more than the ${role.replicas} replica(s) of role "${name}"`)];
+    if (role === undefined) return [problem([...path, name], `names no role in spec.template.roles (${quote(name)})`)];
+    if (minimum > role.replicas) return [problem([...path, name], `is ${minimum}, more than the ${role.replicas} replica(s) of role ${quote(name)}`)];
     return [];
   });
 }
@@ -238,7 +238,7 @@ function validatePlugins(ms: ModelServing): Problem[] {
   const roleNames = new Set(ms.spec.template.roles.map((role) => role.name));
   return (ms.spec.plugins ?? []).flatMap((plugin, pluginIndex) =>
     (plugin.scope?.roles ?? []).flatMap((name, index) =>
-      roleNames.has(name) ? [] : [problem([...SPEC, "plugins", pluginIndex, "scope", "roles", index], `names no role in spec.template.roles ("${name}")`)],
+      roleNames.has(name) ? [] : [problem([...SPEC, "plugins", pluginIndex, "scope", "roles", index], `names no role in spec.template.roles (${quote(name)})`)],
     ),
   );
 }

@@ -41,6 +41,14 @@ export const ANNOTATION_REVISION_FORMAT = "tandem.dev/revision-format";
 /** On ControllerRevisions: the collision count the hash was computed with; absent means 0. */
 export const ANNOTATION_COLLISION_COUNT = "tandem.dev/collision-count";
 
+/**
+ * Finalizer on every pod the controller creates: a pod deleted by anyone but the controller (a
+ * user, an eviction, the node lifecycle controller) stays observable as lost until the controller
+ * has acted on the loss, and the controller removes it before deleting a pod itself
+ * (docs/design/pod-tracking.md).
+ */
+export const FINALIZER_RECOVERY = "tandem.dev/recovery";
+
 /** Readiness gate condition type on every pod: True once it may take traffic (DESIGN §1). */
 export const SERVING_GATE = "tandem.dev/serving";
 

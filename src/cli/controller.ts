@@ -5,13 +5,17 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
+import { quote } from "../api/problems.ts";
 import { loadKubeConfig } from "../kube/config.ts";
 import { DEFAULT_NAMESPACE, LEASE_NAME } from "../kube/install.ts";
-import { createLogger } from "../kube/logger.ts";
+import { LOG_LEVELS, createLogger } from "../kube/logger.ts";
 import type { LogLevelName } from "../kube/logger.ts";
 import { runController } from "../kube/run.ts";
+import { parseAddress } from "../kube/server.ts";
 import type { RunEnd, RunOptions } from "../kube/run.ts";
+import { FlagError } from "./io.ts";
 
 export interface ControllerFlags {
   readonly kubeconfig?: string;
@@ -28,10 +32,19 @@ export function exitCodeOf(end: RunEnd): number {
   return end === "lost-leadership" ? 1 : 0;
 }
 
-/** RunOptions from flags and the environment (POD_NAME, POD_NAMESPACE name the leader identity and Lease namespace). */
+/**
+ * RunOptions from flags and the environment (POD_NAME, POD_NAMESPACE name the leader identity and
+ * Lease namespace). Throws a FlagError for a flag it cannot use.
+ */
 export function runOptionsOf(flags: ControllerFlags, env: NodeJS.ProcessEnv): Omit<RunOptions, "kubeConfig" | "logger"> {
   const workers = Number(flags.workers);
-  if (!Number.isSafeInteger(workers) || workers < 1) throw new Error(`--workers must be a positive integer, got "${flags.workers}"`);
+  if (!Number.isSafeInteger(workers) || workers < 1) throw new FlagError("--workers", `must be a positive integer, not ${quote(flags.workers)}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(flags.logLevel)) throw new FlagError("--log-level", `must be one of ${LOG_LEVELS.join(", ")}, not ${quote(flags.logLevel)}`);
+  try {
+    parseAddress(flags.metricsAddr);
+  } catch {
+    throw new FlagError("--metrics-addr", `must be host:port (IPv6 in brackets), not ${quote(flags.metricsAddr)}`);
+  }
   const identity = `${env["POD_NAME"] ?? hostname()}_${randomBytes(4).toString("hex")}`;
   const leaseNamespace = flags.leaderElectNamespace ?? env["POD_NAMESPACE"] ?? DEFAULT_NAMESPACE;
   return {
@@ -43,8 +56,16 @@ export function runOptionsOf(flags: ControllerFlags, env: NodeJS.ProcessEnv): Om
 }
 
 async function runFromFlags(flags: ControllerFlags): Promise<number> {
+  const options = runOptionsOf(flags, process.env); // first: it checks the flags
+  let kubeConfig: KubeConfig;
+  try {
+    kubeConfig = loadKubeConfig(flags.kubeconfig);
+  } catch (error) {
+    process.stderr.write(`tandem controller: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
   const logger = createLogger(flags.logLevel as LogLevelName);
-  const running = await runController({ ...runOptionsOf(flags, process.env), kubeConfig: loadKubeConfig(flags.kubeconfig), logger });
+  const running = await runController({ ...options, kubeConfig, logger });
   logger.info({ identity: running.identity, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)" }, "controller started");
   const onSignal = (signal: string): void => {
     logger.info({ signal }, "stopping");

@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
+import { quote } from "../api/problems.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
 import { roleHash } from "../core/role-hash.ts";
 import type { KubeObject } from "../engine/ports.ts";
@@ -21,6 +22,7 @@ import type { Scenario, Step } from "../sim/scenario.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
 import { runServe } from "./demo-serve.ts";
 import { renderFrame } from "./demo-view.ts";
+import { FlagError } from "./io.ts";
 
 const SCENARIOS = join(import.meta.dirname, "../../deploy/examples/scenarios");
 /** The default acts, in order. */
@@ -238,13 +240,13 @@ export async function runDemo(options: DemoOptions): Promise<number> {
 function parseSpeed(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const speed = Number(value);
-  if (!Number.isFinite(speed) || speed <= 0) throw new Error(`--speed: must be a positive number of simulated seconds per second, not ${JSON.stringify(value)}`);
+  if (!Number.isFinite(speed) || speed <= 0) throw new FlagError("--speed", `must be a positive number of simulated seconds per second, not ${quote(value)}`);
   return speed;
 }
 
 function parsePort(value: string): number {
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--port: must be a TCP port, 0 to 65535 (0: any free port), not ${JSON.stringify(value)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new FlagError("--port", `must be a TCP port, 0 to 65535 (0: any free port), not ${quote(value)}`);
   return port;
 }
 

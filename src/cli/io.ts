@@ -11,6 +11,17 @@ export interface CommandOutput {
   readonly stderr: string;
 }
 
+/**
+ * A flag's value cannot be used. Thrown by a command's flag parsing; `main` prints the message
+ * (`--workers: must be ...`) and exits 1, so a typo never ends in a stack trace.
+ */
+export class FlagError extends Error {
+  constructor(flag: string, reason: string) {
+    super(`${flag}: ${reason}`);
+    this.name = "FlagError";
+  }
+}
+
 export function succeed(stdout: string): CommandOutput {
   return { exitCode: 0, stdout, stderr: "" };
 }

@@ -10,6 +10,7 @@ import { registerPlan } from "./plan.ts";
 import { registerRevision } from "./revision.ts";
 import { registerRollout } from "./rollout.ts";
 import { registerSimulate } from "./simulate.ts";
+import { FlagError } from "./io.ts";
 import { registerValidate } from "./validate.ts";
 
 export function buildProgram(): Command {
@@ -30,13 +31,17 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Runs the CLI; commander's own exits (help, usage errors) become exit codes, not exceptions. */
+/** Runs the CLI; commander's own exits (help, usage errors) and bad flag values become exit codes, not exceptions. */
 export async function main(argv: readonly string[]): Promise<number> {
   try {
     await buildProgram().parseAsync(argv, { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;
+    if (error instanceof FlagError) {
+      process.stderr.write(`tandem: ${error.message}\n`);
+      return 1;
+    }
     throw error;
   }
 }

@@ -1,15 +1,15 @@
 /**
- * Reading Tandem manifests (ModelServing, ModelRoute) from YAML text: every document of a multi-document file, with
- * YAML errors (including duplicate keys, which would otherwise silently lose a value) reported
- * per document instead of thrown.
+ * Reading Tandem manifests (ModelServing, ModelRoute) from YAML text: every document of a
+ * multi-document file, with YAML errors (including duplicate keys, which would otherwise silently
+ * lose a value, and alias bombs) reported per document instead of thrown (`parseYamlDocuments`).
  */
-import { parseAllDocuments } from "yaml";
 import type { ParseResult } from "../api/parse.ts";
 import { parseModelRoute, parseModelServing } from "../api/parse.ts";
-import { problem } from "../api/problems.ts";
+import { problem, quote } from "../api/problems.ts";
 import { ROUTE_KIND } from "../api/route.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { API_GROUP, KIND } from "../api/schema.ts";
+import { parseYamlDocuments } from "../api/yaml.ts";
 
 /** One YAML document that claims to be a Tandem object (a kind of ours, or our API group). */
 export interface ManifestDocument {
@@ -24,7 +24,7 @@ export interface ManifestDocument {
 
 export interface ManifestFile {
   readonly documents: readonly ManifestDocument[];
-  /** YAML syntax problems, each `document N: <message>`. */
+  /** YAML problems, each `document N: not valid YAML: <reason>`. */
   readonly errors: readonly string[];
 }
 
@@ -32,14 +32,13 @@ export interface ManifestFile {
 export function readManifests(text: string): ManifestFile {
   const documents: ManifestDocument[] = [];
   const errors: string[] = [];
-  parseAllDocuments(text).forEach((document, position) => {
+  parseYamlDocuments(text).forEach((document, position) => {
     const index = position + 1;
-    if (document.errors.length > 0) {
-      for (const error of document.errors) errors.push(`document ${index}: ${error.message.split("\n")[0] ?? error.message}`);
+    if (!document.ok) {
+      for (const error of document.errors) errors.push(`document ${index}: not valid YAML: ${error}`);
       return;
     }
-    const value: unknown = document.toJS();
-    if (isOurs(value)) documents.push({ index, kind: kindOf(value), label: labelOf(value), value });
+    if (isOurs(document.value)) documents.push({ index, kind: kindOf(document.value), label: labelOf(document.value), value: document.value });
   });
   return { documents, errors };
 }
@@ -54,11 +53,16 @@ function kindOf(value: Record<string, unknown>): string {
   return typeof value.kind === "string" ? value.kind : KIND;
 }
 
+/** `<kind>/<name>`; a kind or name that is no Kubernetes name (too long, odd characters) is shown quoted and cut. */
 function labelOf(value: Record<string, unknown>): string {
   const kind = kindOf(value);
   const metadata = value.metadata as Record<string, unknown> | undefined;
   const name = typeof metadata?.name === "string" && metadata.name !== "" ? metadata.name : "(unnamed)";
-  return `${kind}/${name}`;
+  return `${shown(kind)}/${shown(name)}`;
+}
+
+function shown(text: string): string {
+  return /^[-.()A-Za-z0-9]{1,253}$/.test(text) ? text : quote(text);
 }
 
 /**
@@ -68,7 +72,7 @@ function labelOf(value: Record<string, unknown>): string {
 export function parseManifest(document: ManifestDocument): ParseResult<unknown> {
   if (document.kind === ROUTE_KIND) return parseModelRoute(document.value);
   if (document.kind === KIND) return parseModelServing(document.value);
-  return { ok: false, problems: [problem(["kind"], `must be "${KIND}" or "${ROUTE_KIND}" (it is ${JSON.stringify(document.kind)})`)] };
+  return { ok: false, problems: [problem(["kind"], `must be "${KIND}" or "${ROUTE_KIND}" (it is ${quote(document.kind)})`)] };
 }
 
 export type LoadResult = { readonly ok: true; readonly value: ModelServing } | { readonly ok: false; readonly lines: readonly string[] };

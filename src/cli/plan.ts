@@ -7,9 +7,10 @@
  * every role moves).
  */
 import type { Command } from "commander";
-import { parse as parseYaml } from "yaml";
 import { resolveRoleBudget } from "../api/budgets.ts";
+import { nestingProblem } from "../api/nesting.ts";
 import type { ModelServing } from "../api/schema.ts";
+import { parseYamlDocuments } from "../api/yaml.ts";
 import type { PreviewRole, Preview } from "../core/coordination-preview.ts";
 import { previewCoordinatedRollout } from "../core/coordination-preview.ts";
 import type { RevisionData } from "../core/revision/format.ts";
@@ -29,15 +30,16 @@ export interface PlanInputs {
 
 type Loaded<T> = { ok: true; value: T } | { ok: false; lines: readonly string[] };
 
-/** Revision data from a ModelServing manifest or from `tandem revision` JSON output. */
+/**
+ * Revision data from a ModelServing manifest or from `tandem revision` JSON output (its first
+ * document; YAML errors are reported by `loadModelServing`).
+ */
 function loadRevisionData(path: string, text: string): Loaded<RevisionData> {
-  let parsed: unknown;
-  try {
-    parsed = parseYaml(text);
-  } catch (error) {
-    return { ok: false, lines: [`${path}: ${error instanceof Error ? error.message : String(error)}`] };
-  }
-  const data = RevisionDataSchema.safeParse((parsed as { data?: unknown } | null)?.data);
+  const first = parseYamlDocuments(text)[0];
+  const candidate = first?.ok === true ? (first.value as { data?: unknown } | null | undefined)?.data : undefined;
+  const tooDeep = nestingProblem({ data: candidate }); // counted from the document's root
+  if (tooDeep !== undefined) return { ok: false, lines: [`${path}: ${tooDeep.path}: ${tooDeep.reason}`] };
+  const data = RevisionDataSchema.safeParse(candidate);
   if (data.success) return { ok: true, value: data.data };
   const loaded = loadModelServing(path, text);
   return loaded.ok ? { ok: true, value: revisionData(loaded.value) } : loaded;

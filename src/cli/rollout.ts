@@ -5,6 +5,7 @@
  * through KubeWriter. Also works as `kubectl tandem rollout ...` with the `kubectl-tandem` shim.
  */
 import type { Command } from "commander";
+import { quote } from "../api/problems.ts";
 import type { ClusterWriter } from "../engine/ports.ts";
 import { rollback, rolloutHistory, rolloutStatus, setPaused } from "../engine/rollout-commands.ts";
 import type { RolloutTarget } from "../engine/rollout-commands.ts";
@@ -14,7 +15,7 @@ import { SnapshotReader } from "../kube/snapshot.ts";
 import { KubeTransport, clientNodeSend } from "../kube/transport.ts";
 import { KubeWriter } from "../kube/writer.ts";
 import type { CommandOutput } from "./io.ts";
-import { emit, fail, succeed } from "./io.ts";
+import { FlagError, emit, fail, succeed } from "./io.ts";
 
 /** What the commands need from a cluster: a snapshot reader of one ModelServing and a writer. */
 export interface RolloutClient {
@@ -114,12 +115,20 @@ export function registerRollout(program: Command): void {
   withClusterFlags(rollout.command("status").description("Show the rollout state; with --watch, wait until it completes."))
     .option("-w, --watch", "wait until the rollout completes")
     .option("--timeout <seconds>", "give up waiting after this long", "600")
-    .action((name: string, flags: ClusterFlags & { watch?: boolean; timeout: string }) => run(name, flags, (client, target) => statusCommand(client, target, { watch: flags.watch === true, timeoutSeconds: Number(flags.timeout) })));
+    .action((name: string, flags: ClusterFlags & { watch?: boolean; timeout: string }) => {
+      const timeoutSeconds = Number(flags.timeout);
+      if (flags.timeout.trim() === "" || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) throw new FlagError("--timeout", `must be a number of seconds, 0 or more, not ${quote(flags.timeout)}`);
+      return run(name, flags, (client, target) => statusCommand(client, target, { watch: flags.watch === true, timeoutSeconds }));
+    });
   withClusterFlags(rollout.command("history").description("List the revisions with their images."))
     .action((name: string, flags: ClusterFlags) => run(name, flags, historyCommand));
   withClusterFlags(rollout.command("undo").description("Roll back to the previous revision (or --to-revision); runtime fields are kept."))
     .option("--to-revision <n>", "revision number to roll back to")
-    .action((name: string, flags: ClusterFlags & { toRevision?: string }) => run(name, flags, (client, target) => undoCommand(client, target, flags.toRevision === undefined ? undefined : Number(flags.toRevision))));
+    .action((name: string, flags: ClusterFlags & { toRevision?: string }) => {
+      const toRevision = flags.toRevision === undefined ? undefined : Number(flags.toRevision);
+      if (flags.toRevision !== undefined && !/^[1-9][0-9]{0,8}$/.test(flags.toRevision)) throw new FlagError("--to-revision", `must be a revision number (1 or more), not ${quote(flags.toRevision)}`);
+      return run(name, flags, (client, target) => undoCommand(client, target, toRevision));
+    });
   withClusterFlags(rollout.command("pause").description("Pause the rollout: no new updates start."))
     .action((name: string, flags: ClusterFlags) => run(name, flags, (client, target) => pauseCommand(client, target, true)));
   withClusterFlags(rollout.command("resume").description("Resume a paused rollout."))

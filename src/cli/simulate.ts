@@ -9,6 +9,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
+import { quote } from "../api/problems.ts";
 import { DEFAULT_TIMING } from "../sim/cluster.ts";
 import type { Report } from "../sim/report.ts";
 import { runScenario } from "../sim/runner.ts";
@@ -45,7 +46,7 @@ export async function simulateText(file: string, text: string, options: Simulate
 
 function parseSeed(value: string | undefined): number | undefined | string {
   if (value === undefined) return undefined;
-  if (!/^(0|[1-9][0-9]{0,9})$/.test(value) || Number(value) > 0xffffffff) return `must be an integer from 0 to 4294967295, not ${JSON.stringify(value)}`;
+  if (!/^(0|[1-9][0-9]{0,9})$/.test(value) || Number(value) > 0xffffffff) return `must be an integer from 0 to 4294967295, not ${quote(value)}`;
   return Number(value);
 }
 
@@ -90,6 +91,16 @@ function derivedOptions(scenario: Scenario): string {
   return `nodes ${pools}; timing ${timings}; jitter 10%; informer lag 100ms; images with overrides: ${imageList === "" ? "none" : imageList}; ${traffic}`;
 }
 
+/** `output` once the report is written to `out`; a write error is added to it (exit 1), the run's output kept. */
+export async function writeReport(out: string, reportJson: string, output: CommandOutput): Promise<CommandOutput> {
+  try {
+    await writeFile(out, reportJson, "utf8");
+    return output;
+  } catch (error) {
+    return { exitCode: 1, stdout: output.stdout, stderr: `${output.stderr}--out: cannot write ${out}: ${error instanceof Error ? error.message : String(error)}\n` };
+  }
+}
+
 export function registerSimulate(program: Command): void {
   program
     .command("simulate")
@@ -105,7 +116,6 @@ export function registerSimulate(program: Command): void {
         return;
       }
       const result = await simulateText(file, source.text, options);
-      if (options.out !== undefined && result.reportJson !== undefined) await writeFile(options.out, result.reportJson, "utf8");
-      emit(result.output);
+      emit(options.out === undefined || result.reportJson === undefined ? result.output : await writeReport(options.out, result.reportJson, result.output));
     });
 }

@@ -50,7 +50,7 @@ describe("tandem validate", () => {
     ]);
     assert.equal(output.exitCode, 1);
     const lines = output.stdout.trimEnd().split("\n");
-    assert.match(lines[0] ?? "", /^dup\.yaml: document 1: Map keys must be unique/);
+    assert.match(lines[0] ?? "", /^dup\.yaml: document 1: not valid YAML: Map keys must be unique/);
     assert.equal(lines[1], "empty.yaml: no ModelServing or ModelRoute found");
     assert.match(lines[2] ?? "", /^\/nonexistent\/x\.yaml: cannot read: ENOENT/);
   });

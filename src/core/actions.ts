@@ -30,8 +30,19 @@ export type Action =
    */
   | { readonly type: "WriteStatus"; readonly status: ModelServingStatus; readonly barrier: boolean }
   | { readonly type: "CreatePod"; readonly pod: Pod }
-  /** Delete with a UID precondition, so a pod re-created under the same name is never hit. */
-  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number }
+  /**
+   * Delete with a UID precondition, so a pod re-created under the same name is never hit. With
+   * `release` (the pod holds the recovery finalizer), the executor first sets the finalizers
+   * without it, as SetPodFinalizers does, and deletes only once that write is applied: a pod the
+   * controller deletes never looks lost to someone else (docs/design/pod-tracking.md).
+   */
+  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number; readonly release?: PodFinalizers }
+  /**
+   * Set the pod's finalizers: without the recovery finalizer to release a lost pod the controller
+   * has accounted for (or one of a ModelServing that is gone), with it to track a pod that lacks
+   * it. UID precondition as for deletion.
+   */
+  | ({ readonly type: "SetPodFinalizers"; readonly name: string; readonly uid: string } & PodFinalizers)
   /**
    * Set (string) or remove (null) pod annotations and, when given, labels, in one write; UID
    * precondition as for deletion.
@@ -54,6 +65,16 @@ export type Action =
   | { readonly type: "DeleteService"; readonly name: string; readonly uid: string }
   /** A Kubernetes Event (reasons and types in `events.ts`; build it with `recordEvent`). */
   | { readonly type: "RecordEvent"; readonly eventType: "Normal" | "Warning"; readonly reason: EventReason; readonly message: string; readonly pod?: string };
+
+/**
+ * A pod's finalizers as they are to be: sent whole (a merge patch replaces lists) under the
+ * resourceVersion the plan saw, so a finalizer another party changed meanwhile is never lost (a
+ * Conflict, and the key is planned again).
+ */
+export interface PodFinalizers {
+  readonly resourceVersion: string;
+  readonly finalizers: readonly string[];
+}
 
 /** The result of one planning pass over one ModelServing. */
 export interface Plan {

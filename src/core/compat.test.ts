@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { FINALIZER_RECOVERY } from "../api/wellknown.ts";
 import type { Observed } from "./observed.ts";
 import { plan } from "./plan.ts";
 
@@ -19,8 +20,13 @@ function load(file: string): Golden {
 const LATER = Date.parse("2027-06-01T00:00:00Z");
 
 describe("compatibility with objects written by earlier releases", () => {
-  it("v0.1.0, a held RoleRollingUpdate canary: one reconcile plans zero writes", () => {
-    assert.deepEqual(plan(load("v0.1.0-pd-partitioned.json"), LATER).actions, []);
+  it("v0.1.0, a held RoleRollingUpdate canary: one reconcile only adds the recovery finalizer to each pod, and the next plans zero writes", () => {
+    const observed = load("v0.1.0-pd-partitioned.json");
+    const { actions } = plan(observed, LATER);
+    // Pods from before tracking get the finalizer, once (docs/design/pod-tracking.md); nothing rolls.
+    assert.deepEqual(actions.map((action) => (action.type === "SetPodFinalizers" ? [action.name, action.finalizers] : [action.type])), observed.pods.map((pod) => [pod.metadata.name, [FINALIZER_RECOVERY]]));
+    const tracked = observed.pods.map((pod) => ({ ...pod, metadata: { ...pod.metadata, finalizers: [FINALIZER_RECOVERY] } }));
+    assert.deepEqual(plan({ ...observed, pods: tracked }, LATER).actions, []);
   });
 });
 

@@ -21,6 +21,7 @@ import type { Action, DeleteReason } from "./actions.ts";
 import { recordEvent } from "./events.ts";
 import { DRAIN_MARKS, isDrained, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
+import { deletePod } from "./tracking.ts";
 
 /** The serving gate's reason while the controller drains the pod. */
 export const DRAINING_REASON = "Draining";
@@ -65,7 +66,7 @@ export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSecond
   if (live.length === 0) return { actions: [], recheckAtMs: undefined };
   const step = planDrain(live, drainTimeoutSeconds, { unitLabel, next: "deleting" }, nowMs);
   if (!step.drained) return step;
-  const deletions = live.map((view): Action => ({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason }));
+  const deletions = live.map((view) => deletePod(view, reason));
   const event = recordEvent("InstanceDeleted", `Deleting ${unitLabel}: ${podList(live)}.`);
   return { actions: [...step.actions, event, ...deletions], recheckAtMs: undefined };
 }

@@ -5,16 +5,24 @@
  * built. A mutable object passed in (a unit test's fixture) is simply not memoized.
  */
 
-/** Freezes `value` and everything reachable from it; returns it. JSON values only (no cycles). */
+/**
+ * Freezes `value` and everything reachable from it; returns it. A frozen object met on the way is
+ * taken as deep-frozen already. Iterative (an explicit stack), so an object of any depth — the
+ * Kubernetes API server accepts JSON thousands of levels deep — is frozen (and refused later by
+ * the parse) instead of overflowing the stack where it is read.
+ */
 export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+  const pending: unknown[] = [value];
+  for (let next = pending.pop(); next !== undefined || pending.length > 0; next = pending.pop()) {
+    if (typeof next !== "object" || next === null || Object.isFrozen(next)) continue;
+    // Frozen before its members: freezing does not change what they are, and each is pushed once.
+    Object.freeze(next);
     // Loops rather than Object.values: no array built per object (the same own values).
-    if (Array.isArray(value)) {
-      for (let index = 0; index < value.length; index++) deepFreeze(value[index]);
+    if (Array.isArray(next)) {
+      for (let index = 0; index < next.length; index++) pending.push(next[index]);
     } else {
-      for (const key in value) if (Object.hasOwn(value, key)) deepFreeze(value[key]);
+      for (const key in next) if (Object.hasOwn(next, key)) pending.push((next as Record<string, unknown>)[key]);
     }
-    Object.freeze(value);
   }
   return value;
 }

@@ -4,7 +4,7 @@
  * Pure; time is an argument.
  */
 import type { Pod, PodCondition } from "../api/kube.ts";
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, SERVING_GATE } from "../api/wellknown.ts";
+import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, FINALIZER_RECOVERY, SERVING_GATE } from "../api/wellknown.ts";
 import type { InstancePods, PodView } from "./model.ts";
 
 export function podCondition(pod: Pod, type: string): PodCondition | undefined {
@@ -14,6 +14,11 @@ export function podCondition(pod: Pod, type: string): PodCondition | undefined {
 /** The pod is being deleted (it has a deletionTimestamp). */
 export function isTerminating(pod: Pod): boolean {
   return pod.metadata.deletionTimestamp !== undefined;
+}
+
+/** The pod holds the recovery finalizer: the controller has not released it (docs/design/pod-tracking.md). */
+export function isTracked(pod: Pod): boolean {
+  return pod.metadata.finalizers?.includes(FINALIZER_RECOVERY) === true;
 }
 
 /** Ready as Kubernetes computes it (containers ready and every readiness gate True), not terminating. */
@@ -81,11 +86,19 @@ export interface PodFacts {
   readonly containersReadySinceMs: number;
   /** Some annotation of `DRAIN_MARKS` is present (no in-place progress can be read without one). */
   readonly marked: boolean;
+  /** It holds the recovery finalizer (`isTracked`). */
+  readonly tracked: boolean;
+  /**
+   * Terminating while it holds the recovery finalizer: deleted by someone other than the
+   * controller (which releases a pod before deleting it), and not accounted for yet.
+   */
+  readonly lost: boolean;
 }
 
 /** Reads every fact of `pod`. */
 export function podFacts(pod: Pod): PodFacts {
   const since = podCondition(pod, "ContainersReady")?.lastTransitionTime;
+  const tracked = isTracked(pod);
   return {
     terminating: isTerminating(pod),
     ready: isPodReady(pod),
@@ -98,6 +111,8 @@ export function podFacts(pod: Pod): PodFacts {
     restarted: hasRestarted(pod),
     containersReadySinceMs: since === undefined ? Number.NaN : Date.parse(since),
     marked: DRAIN_MARKS.some((key) => pod.metadata.annotations?.[key] !== undefined),
+    tracked,
+    lost: tracked && isTerminating(pod),
   };
 }
 
@@ -132,6 +147,8 @@ export interface InstanceHealth {
   readonly live: readonly PodView[];
   /** Pods being deleted (by anyone). */
   readonly terminating: readonly PodView[];
+  /** Terminating pods at expected indices deleted by someone else and not released yet (`PodFacts.lost`). */
+  readonly lost: readonly PodView[];
   /** Expected pod indices with no pod at all. */
   readonly absent: readonly number[];
   /** Live pods beyond the expected count (a smaller workerReplicas). */
@@ -152,6 +169,7 @@ export interface InstanceHealth {
 export function instanceHealth(pods: InstancePods | undefined, expectedPods: number): InstanceHealth {
   const live: PodView[] = [];
   const terminating: PodView[] = [];
+  const lost: PodView[] = [];
   const extra: PodView[] = [];
   // Pods at expected indices: all of them, and the live ones.
   let expectedPresent = 0;
@@ -166,6 +184,7 @@ export function instanceHealth(pods: InstancePods | undefined, expectedPods: num
     if (index < expectedPods) expectedPresent += 1;
     if (facts.terminating) {
       terminating.push(view);
+      if (facts.lost && index < expectedPods) lost.push(view);
       continue;
     }
     live.push(view);
@@ -180,7 +199,7 @@ export function instanceHealth(pods: InstancePods | undefined, expectedPods: num
   // Usually every expected index has a pod: then none is searched for.
   if (expectedPresent < expectedPods) for (let index = 0; index < expectedPods; index++) if (pods?.has(index) !== true) absent.push(index);
   const complete = expectedLive === expectedPods;
-  return { live, terminating, absent, extra, complete, ready: complete && allReady, draining, marked, unschedulable };
+  return { live, terminating, lost, absent, extra, complete, ready: complete && allReady, draining, marked, unschedulable };
 }
 
 /** `[0, 1, …, count − 1]` for an integer `count`; empty when `count` ≤ 0. */

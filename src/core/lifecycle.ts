@@ -19,6 +19,7 @@ import type { InstancePods, Model, PodView } from "./model.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
 import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
+import { deletePod, releasePods, trackPod } from "./tracking.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -117,10 +118,12 @@ function instanceServiceName(model: Model, group: number, role: string, instance
   return pods?.get(0)?.pod.metadata.name ?? serviceName(model.owner.name, group, role, instance);
 }
 
+/** Deletes units no longer desired, drained; their lost pods need no recovery and are released. */
 function scaleDown(context: Context, units: readonly InstancePods[], label: string): void {
   const pods = units.flatMap((pods) => [...pods.values()]);
   const step = planDrainedDeletion(pods, context.model.ms.spec.drain.timeoutSeconds, "ScaleDown", `${label} (${scaleDownCause(context, pods)})`, context.nowMs);
   context.work.actions.push(...step.actions);
+  releasePods(pods.filter((view) => view.facts.lost), context.work.actions);
   recheckAt(context.work, step.recheckAtMs);
 }
 
@@ -160,7 +163,14 @@ function planGroup(context: Context, group: number, states: readonly InstanceSta
   const broken = context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? states.filter((state) => isBroken(context, state) && !movedByRollout(context, state)) : [];
   if (broken.length > 0) {
     const why = broken.map((state) => `${instanceId(state.role, state.instance)}: ${describeFailure(context, state)}`).join("; ");
-    deleteForRecovery(context, states.flatMap((state) => state.health.live), `group ${group} failed (${why}); rebuilding the group`);
+    const live = states.flatMap((state) => state.health.live);
+    deleteForRecovery(context, live, `group ${group} failed (${why}); rebuilding the group`);
+    // Lost pods keep the group broken until none of its pods lives: then the rebuild cannot be
+    // undone (a restart sees a group with nothing to keep) and they are released.
+    for (const state of states) {
+      releaseStrays(context, state);
+      if (live.length === 0) releaseLost(context, state);
+    }
     return;
   }
   for (const state of states) planInstance(context, state);
@@ -174,9 +184,12 @@ function planGroup(context: Context, group: number, states: readonly InstanceSta
  * available instance down with it).
  */
 function movedByRollout(context: Context, state: InstanceState): boolean {
-  const { running } = state;
-  if (running === undefined || !context.changedRoles.has(state.role)) return false;
-  return state.atUpdate || (context.current !== undefined && !sameRoleSpec(running.data, context.current.data, state.role));
+  if (!context.changedRoles.has(state.role)) return false;
+  // An instance whose pods are all lost ran what their label names.
+  const lostLabel = state.running === undefined ? state.health.lost[0]?.revision : undefined;
+  const runs = state.running ?? (lostLabel === undefined ? undefined : context.resolve(lostLabel, instanceLabel(state)));
+  if (runs === undefined) return false;
+  return state.atUpdate || (context.current !== undefined && !sameRoleSpec(runs.data, context.current.data, state.role));
 }
 
 /**
@@ -203,16 +216,17 @@ function rolloutChangedRoles(model: Model, revisions: InstanceStates["revisions"
 const NO_ROLES: ReadonlySet<string> = new Set();
 
 /**
- * An instance is broken when a pod has failed, or when a pod is missing or being deleted while
- * another has already started (a partially created instance whose pods are all still pending is
- * just being created, e.g. by a controller that restarted mid-creation). An instance being
- * replaced is not broken: its pods go away on purpose.
+ * An instance is broken when a pod has failed or is lost (deleted by someone else: the recovery
+ * finalizer tells it from one the controller deleted, and from one never created), or when a pod
+ * is missing or being deleted while another has already started (a partially created instance
+ * whose pods are all still pending is just being created, e.g. by a controller that restarted
+ * mid-creation). An instance being replaced is not broken: its pods go away on purpose.
  */
 function isBroken(context: Context, state: InstanceState): boolean {
   // In place, the pods of a unit being moved stay: their failures are recovered like any other.
   if (state.replacing && !isInPlace(context)) return false;
   const { health } = state;
-  if (failedPods(context, health.live).length > 0) return true;
+  if (health.lost.length > 0 || failedPods(context, health.live).length > 0) return true;
   const incomplete = health.absent.length > 0 || health.terminating.length > 0;
   return incomplete && health.live.some((view) => view.facts.started);
 }
@@ -241,18 +255,24 @@ function planInstance(context: Context, state: InstanceState): void {
   // be replaced, so they are.
   // Only a marked pod can carry in-place progress (most instances have none: nothing to parse).
   const abandoned = !inPlace && health.marked && health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
+  releaseStrays(context, state);
   if ((state.replacing && !inPlace) || abandoned) {
+    // The replacement rebuilds the instance anyway: a loss needs nothing more.
+    releaseLost(context, state);
     const why = abandoned && !state.replacing ? "in-place update abandoned" : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
     const step = planDrainedDeletion(health.live, model.ms.spec.drain.timeoutSeconds, "Update", `${instanceLabel(state)} (${why})`, nowMs);
     work.actions.push(...step.actions);
     recheckAt(work, step.recheckAtMs);
     return;
   }
-  for (const view of health.extra) work.actions.push({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason: "Orphan" });
+  for (const view of health.extra) work.actions.push(deletePod(view, "Orphan"));
   if (isBroken(context, state)) {
     const policy = model.ms.spec.recoveryPolicy;
     const victims = policy === "None" ? failedPods(context, health.live) : health.live;
     deleteForRecovery(context, victims, `${instanceLabel(state)} failed (${describeFailure(context, state)}); ${policy === "None" ? "replacing the failed pods" : "rebuilding the instance"}`);
+    // Under None a lost pod is its own unit, refilled once its object goes; else the instance is,
+    // and the rebuild cannot be undone once none of its pods lives.
+    if (policy === "None" || health.live.length === 0) releaseLost(context, state);
     if (policy === "None") createAbsent(context, state);
     return;
   }
@@ -273,6 +293,8 @@ function planInstance(context: Context, state: InstanceState): void {
     const cancel = cancelDrain(view, nowMs);
     const open = openGate(view, nowMs);
     if (cancel.length + open.length > 0) work.actions.push(...cancel, ...open);
+    // Another write to the pod in this plan would make this one a Conflict: it waits a plan.
+    else if (!view.facts.tracked) work.actions.push(trackPod(view));
   }
   relabelUnchanged(context, state);
 }
@@ -320,7 +342,19 @@ function deleteForRecovery(context: Context, victims: readonly PodView[], messag
   if (victims.length === 0) return;
   context.work.actions.push(recordEvent("Recovering", `recoveryPolicy ${context.model.ms.spec.recoveryPolicy}: ${message}; deleting ${podList(victims)}.`));
   // Dead or broken pods serve nothing: no drain (DESIGN §3.4).
-  for (const view of victims) context.work.actions.push({ type: "DeletePod", name: view.pod.metadata.name, uid: view.uid, reason: "Recovery" });
+  for (const view of victims) context.work.actions.push(deletePod(view, "Recovery"));
+}
+
+/** Releases the instance's lost pods: the controller has acted on their loss. */
+function releaseLost(context: Context, state: InstanceState): void {
+  releasePods(state.health.lost, context.work.actions);
+}
+
+/** Releases lost pods beyond the instance's expected count: they were going anyway. */
+function releaseStrays(context: Context, state: InstanceState): void {
+  const { health } = state;
+  // Usually nothing terminates: no search.
+  if (health.terminating.length > health.lost.length) releasePods(health.terminating.filter((view) => view.facts.lost && !health.lost.includes(view)), context.work.actions);
 }
 
 function describeFailure(context: Context, state: InstanceState): string {

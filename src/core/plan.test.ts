@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Action } from "./actions.ts";
+import { deepFreeze } from "./frozen.ts";
 import { plan } from "./plan.ts";
 import { apply, converge, idealCluster, observe } from "../../test/ideal-cluster.ts";
 
@@ -304,5 +305,19 @@ describe("plan: invalid input", () => {
     const condition = write.status.conditions?.[0];
     assert.equal(condition?.reason, "InvalidSpec");
     assert.match(condition.message ?? "", /spec\.replicas: must be 0 or more/);
+  });
+
+  it("reports a pod template nested 20,000 deep (as read from the cluster: parsed JSON, deep-frozen) as invalid instead of overflowing the stack", () => {
+    const depth = 20_000;
+    const stored = manifest() as { spec: { template: { roles: { entryTemplate: { spec: Record<string, unknown> } }[] } } };
+    const entry = stored.spec.template.roles[0]?.entryTemplate.spec ?? {};
+    entry["extra"] = JSON.parse(`${'{"x":'.repeat(depth)}1${"}".repeat(depth)}`);
+    const { actions } = plan({ modelServing: deepFreeze(stored), pods: [], services: [], revisions: [] }, NOW);
+    assert.deepEqual(types(actions), ["WriteStatus"]);
+    const write = actions[0];
+    assert.ok(write?.type === "WriteStatus");
+    const condition = write.status.conditions?.[0];
+    assert.equal(condition?.reason, "InvalidSpec");
+    assert.match(condition.message ?? "", /spec\.template\.roles\[0\]\.entryTemplate\.spec\.extra(\.x){93}: nests objects and lists more than 100 levels deep/);
   });
 });

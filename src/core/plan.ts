@@ -7,13 +7,16 @@
  */
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
+import type { Pod } from "../api/kube.ts";
 import type { Action, Plan } from "./actions.ts";
+import { releaseUnplaced } from "./tracking.ts";
 import { baseLayout, instanceStates } from "./instances.ts";
 import type { Layout } from "./instances.ts";
 import { pauseBroken } from "./invariants.ts";
 import { planRollout } from "./rollout.ts";
 import { planLifecycle, newWork } from "./lifecycle.ts";
 import type { Work } from "./lifecycle.ts";
+import { parsePodIdentity } from "./identity.ts";
 import { buildModel } from "./model.ts";
 import type { Model } from "./model.ts";
 import type { Observed } from "./observed.ts";
@@ -26,6 +29,9 @@ import { rolloutEvents } from "./events.ts";
 
 /** Plans one reconcile of one ModelServing at time `nowMs` (integer milliseconds). */
 export function plan(observed: Observed, nowMs: number): Plan {
+  // Being deleted, a ModelServing gets no new pods (garbage collection removes them again) and
+  // its pods' deletion must not wait for a recovery: they are only released.
+  if (isDeleting(observed.modelServing)) return { actions: releaseUnplaced(observed.pods, () => false), requeueAfterMs: undefined };
   const built = buildModel(observed);
   if (!built.ok) {
     const message = built.problems.slice(0, 5).map((problem) => `${problem.path}: ${problem.reason}`).join("; ");
@@ -51,6 +57,7 @@ export function plan(observed: Observed, nowMs: number): Plan {
   // The rollout's events go here, once the revision and records writes they follow are made.
   const eventsAt = work.actions.length;
   const desired = planLifecycle(states, layout, nowMs, work);
+  work.actions.push(...releaseUnplaced(observed.pods, (pod) => isPlaced(model, pod)));
   const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
   if (!sameStatus(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
   work.actions.splice(eventsAt, 0, ...rolloutEvents(model.ms.status ?? {}, status, { paused: model.ms.spec.rolloutStrategy.paused, rolledBack: advancedRevision(revisions.revisions) }));
@@ -62,6 +69,18 @@ export function plan(observed: Observed, nowMs: number): Plan {
 function advancedRevision(revisions: Revisions): { name: string; revision: number } | undefined {
   const advance = revisions.actions.find((action) => action.type === "AdvanceRevision");
   return advance === undefined ? undefined : { name: advance.name, revision: advance.revision };
+}
+
+/** The ModelServing as stored has a deletionTimestamp. */
+function isDeleting(modelServing: unknown): boolean {
+  const metadata = (modelServing as { metadata?: { deletionTimestamp?: unknown } } | null)?.metadata;
+  return metadata?.deletionTimestamp !== undefined && metadata.deletionTimestamp !== null;
+}
+
+/** `pod` is the one the model's tree holds under its identity. */
+function isPlaced(model: Model, pod: Pod): boolean {
+  const id = parsePodIdentity(model.owner.name, pod.metadata.name, pod.metadata.labels);
+  return id !== undefined && model.tree.get(id.group)?.get(id.role)?.get(id.instance)?.get(id.index)?.pod === pod;
 }
 
 /** The stored status with the rollout's records and revisions, nothing else changed. */

@@ -5,7 +5,7 @@
  */
 import type { Container } from "../api/schema.ts";
 import type { Pod, Service } from "../api/kube.ts";
-import { LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
+import { FINALIZER_RECOVERY, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
 import { entryAddress, instanceId, ownerReference, podName, serviceName } from "./identity.ts";
 import type { NamespacedOwner, PodIdentity } from "./identity.ts";
 import type { RevisionData, RevisionPodTemplate } from "./revision/format.ts";
@@ -59,6 +59,7 @@ export function buildPod(owner: NamespacedOwner, revision: Revision, id: PodIden
       labels,
       ...(annotations !== undefined ? { annotations: { ...annotations } } : {}),
       ownerReferences: [ownerReference(owner)],
+      finalizers: [FINALIZER_RECOVERY],
     },
     spec: buildPodSpec(template, revision.data.schedulerName, env),
   };

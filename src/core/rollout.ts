@@ -72,6 +72,7 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
   const scratch: Scratch = { model, revisions, states, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable, held: new Set() };
   const strategy = model.ms.spec.rolloutStrategy;
   withdrawPermitsBelowPartition(scratch, base);
+  lapseServingPermits(scratch, base);
   const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
   const currentName = promoted ? revisions.update.name : base.currentName;
@@ -116,6 +117,39 @@ function withdrawPermitsBelowPartition(scratch: Scratch, base: Layout): void {
     if (!byRole) withdrawGroupPermit(scratch, group, states);
     else for (const state of states) if (group < groupPartition || belowRolePartition(scratch, state)) withdrawInstancePermit(scratch, state);
   }
+}
+
+/**
+ * A permit lapses when its unit serves as it is and its move has not begun: every instance of the
+ * unit (the group under the group strategies) Ready, none marked for a drain or an in-place move,
+ * none with a pod terminating. Such a permit was granted to the unit while it was unavailable, for
+ * free; moving it now takes capacity, which only the budget may allow, so the budgeted pass of
+ * this plan grants it again only if the budget lets it (fuzz-faults-810262: a group down with its
+ * node got a free permit, served again before its pod could go — the deletion waited for a write
+ * that failed — and was then replaced with maxUnavailable 0 while the surge group still started).
+ * A permit the budget granted lapses too when its drain mark was not written yet, and the same
+ * budget grants it again at once.
+ */
+function lapseServingPermits(scratch: Scratch, base: Layout): void {
+  if (scratch.records.size === 0) return;
+  const spec = scratch.model.ms.spec;
+  const byRole = spec.rolloutStrategy.type === "RoleRollingUpdate";
+  const resolve = resolver(scratch.revisions, scratch.unreadable);
+  const layout = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas });
+  const groups = new Set([...scratch.records.values()].map((record) => record.group).filter((group) => group < spec.replicas));
+  for (const group of groups) {
+    const states = desiredInstanceStates(scratch.states, layout, resolve, group);
+    if (!byRole) {
+      if (states.some((state) => state.replacing) && states.every(servesUnmoved)) withdrawGroupPermit(scratch, group, states);
+      continue;
+    }
+    for (const state of states) if (state.replacing && servesUnmoved(state)) withdrawInstancePermit(scratch, state);
+  }
+}
+
+/** Every pod of the instance is live and Ready, none marked or being deleted: no move of it has begun. */
+function servesUnmoved(state: InstanceState): boolean {
+  return state.health.ready && !state.health.marked && state.health.terminating.length === 0;
 }
 
 function belowRolePartition(scratch: Scratch, state: InstanceState): boolean {

@@ -125,7 +125,11 @@ export class Controller {
     this.#reconciler = new Reconciler({ reader: ports.reader, clock: ports.clock, executor, expectations: this.#expectations, plan: options.plan ?? corePlan });
   }
 
-  /** Subscribes to the cache and queues every ModelServing it already holds. Once only. */
+  /**
+   * Subscribes to the cache and queues every ModelServing it already holds, and the owner of every
+   * pod it holds (a ModelServing deleted while no controller ran leaves terminating pods that only
+   * the controller releases). Once only.
+   */
   start(): void {
     if (this.#started) throw new Error("a Controller starts once; construct a new one to restart");
     this.#started = true;
@@ -135,6 +139,12 @@ export class Controller {
     for (const modelServing of this.#reader.list("ModelServing")) {
       this.#enqueue(keyOf(modelServing.metadata.namespace ?? "", modelServing.metadata.name));
     }
+    const owners = new Set<string>();
+    for (const pod of this.#reader.list("Pod")) {
+      const key = keyOfEvent({ type: "ADDED", object: pod });
+      if (key !== undefined) owners.add(key);
+    }
+    for (const key of owners) this.#enqueue(key);
   }
 
   /**

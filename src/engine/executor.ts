@@ -25,7 +25,8 @@
  * resourceVersion go with it as preconditions, so the patch applies to exactly the status it was
  * computed from (else Conflict, and the key is planned again on a fresher cache).
  */
-import type { Action } from "../core/actions.ts";
+import type { Action, PodFinalizers } from "../core/actions.ts";
+import { FINALIZER_RECOVERY } from "../api/wellknown.ts";
 import type { PodCondition } from "../api/kube.ts";
 import { expectCreated, expectDeleted, expectExists, expectPatched } from "./expectations.ts";
 import type { Expectation, Expectations } from "./expectations.ts";
@@ -178,7 +179,12 @@ export class Executor {
       case "CreateService":
         return this.#create(toJsonObject(action.service), namespace);
       case "DeletePod":
+        // Released first, deleted only once that is applied: a pod the controller deletes never
+        // looks lost (core/tracking.ts). A failed release fails the action, nothing deleted.
+        if (action.release !== undefined) await this.#setFinalizers({ ...action.release, name: action.name, uid: action.uid }, namespace);
         return this.#delete({ kind: "Pod", namespace, name: action.name }, action.uid, action.gracePeriodSeconds);
+      case "SetPodFinalizers":
+        return this.#setFinalizers(action, namespace);
       case "DeleteService":
         return this.#delete({ kind: "Service", namespace, name: action.name }, action.uid);
       case "AnnotatePod":
@@ -205,6 +211,19 @@ export class Executor {
     const options = { ...(uid === undefined ? {} : { uid }), ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }) };
     const expectation = expectDeleted(ref, uid);
     await orUnknown(this.#ports.writer.delete(ref, options), expectation);
+    return { expectation };
+  }
+
+  /**
+   * Sets the pod's finalizers: the whole list (a merge patch replaces lists) under the UID and the
+   * resourceVersion the plan saw. Met once the cache shows the recovery finalizer as sent.
+   */
+  async #setFinalizers(set: PodFinalizers & { readonly name: string; readonly uid: string }, namespace: string): Promise<{ expectation: Expectation }> {
+    const { name, uid, resourceVersion, finalizers } = set;
+    const ref = { kind: "Pod", namespace, name } as const;
+    const tracked = finalizers.includes(FINALIZER_RECOVERY);
+    const expectation = expectPatched(ref, uid, `finalizer ${FINALIZER_RECOVERY} ${tracked ? "added" : "removed"}`, (object) => (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked);
+    await orUnknown(this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, finalizers: [...finalizers] } }), expectation);
     return { expectation };
   }
 
@@ -343,6 +362,7 @@ function refOfAction(action: Action, target: PlanTarget): ObjectRef {
     case "DeleteRevision":
       return { kind: "ControllerRevision", namespace, name: action.name };
     case "DeletePod":
+    case "SetPodFinalizers":
     case "AnnotatePod":
     case "PatchPodImages":
     case "SetPodCondition":

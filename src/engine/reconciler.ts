@@ -7,6 +7,7 @@ import type { Pod, Service } from "../api/kube.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { Plan } from "../core/actions.ts";
 import type { Observed } from "../core/observed.ts";
+import { releaseUnplaced } from "../core/tracking.ts";
 import type { Executor, ExecutionResult } from "./executor.ts";
 import type { Expectations } from "./expectations.ts";
 import { isJsonObject } from "./json.ts";
@@ -16,7 +17,10 @@ import type { Clock, ClusterReader, KubeObject, WatchEvent } from "./ports.ts";
 export type PlanFunction = (observed: Observed, nowMs: number) => Plan;
 
 export type ReconcileOutcome =
-  /** The ModelServing is not in the cache: nothing to do (its children go by garbage collection). */
+  /**
+   * The ModelServing is not in the cache and none of its pods waits for the controller: nothing
+   * to do (its children go by garbage collection).
+   */
   | { readonly kind: "gone" }
   /** Writes of an earlier pass are not in the cache yet; nothing planned. */
   | { readonly kind: "waiting"; readonly recheckAfterMs: number }
@@ -51,8 +55,7 @@ export function keyOfEvent(event: WatchEvent): string | undefined {
 
 /** What `plan` sees of `modelServing`: it and its labelled children, from the cache. */
 export function observe(reader: ClusterReader, modelServing: KubeObject<"ModelServing">): Observed {
-  const namespace = modelServing.metadata.namespace;
-  const options = { ...(namespace === undefined ? {} : { namespace }), labelSelector: `${LABEL_MODEL_SERVING}=${modelServing.metadata.name}` };
+  const options = childOptions(modelServing.metadata.namespace, modelServing.metadata.name);
   return {
     modelServing,
     // The cache holds what the API server stored; the core checks shapes and ownership itself.
@@ -60,6 +63,11 @@ export function observe(reader: ClusterReader, modelServing: KubeObject<"ModelSe
     services: reader.list("Service", options) as unknown as Service[],
     revisions: reader.list("ControllerRevision", options),
   };
+}
+
+/** The list options of a ModelServing's children: its namespace, its `tandem.dev/modelserving` label. */
+function childOptions(namespace: string | undefined, name: string): { namespace?: string; labelSelector: string } {
+  return { ...(namespace === undefined ? {} : { namespace }), labelSelector: `${LABEL_MODEL_SERVING}=${name}` };
 }
 
 export interface ReconcilerParts {
@@ -85,9 +93,16 @@ export class Reconciler {
     const { reader, clock, executor, expectations } = this.#parts;
     const { namespace, name } = parseKey(key);
     const modelServing = reader.get("ModelServing", namespace, name);
-    if (modelServing === undefined) return { kind: "gone" };
+    // Its pods that terminate hold the recovery finalizer until released: garbage collection of
+    // the pods of a deleted ModelServing must not hang on it.
+    const orphans = modelServing === undefined ? releaseUnplaced(reader.list("Pod", childOptions(namespace, name)) as unknown as Pod[], () => false) : [];
+    if (modelServing === undefined && orphans.length === 0) return { kind: "gone" };
     const check = expectations.pending(key, reader);
     if (!check.satisfied) return { kind: "waiting", recheckAfterMs: check.recheckAfterMs };
+    if (modelServing === undefined) {
+      const result = await executor.execute({ key, namespace, name, uid: undefined, resourceVersion: undefined, status: undefined }, orphans, signal);
+      return { kind: "executed", result, requeueAfterMs: undefined };
+    }
     const plan = this.#parts.plan(observe(reader, modelServing), clock.nowMs());
     const { uid, resourceVersion } = modelServing.metadata;
     const status = isJsonObject(modelServing.status) ? modelServing.status : undefined;

@@ -5,7 +5,9 @@
 import { pino } from "pino";
 import type { Logger } from "../engine/logger.ts";
 
-export type LogLevelName = "debug" | "info" | "warn" | "error";
+/** The levels `--log-level` takes. */
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
 
 /** A pino logger writing one JSON object per line to `destination` (default stdout). */
 export function createLogger(level: LogLevelName = "info", destination?: NodeJS.WritableStream): Logger & pino.Logger {

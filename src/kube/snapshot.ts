@@ -2,9 +2,12 @@
  * A point-in-time reader for the rollout commands: one ModelServing with its ControllerRevisions
  * and pods, listed from the API server at once, served through the ClusterReader's synchronous
  * `get`/`list` (so the port-based commands in src/engine/rollout-commands.ts run unchanged).
- * `refresh()` lists again.
+ * `refresh()` lists again. Objects are deep-frozen and handed out as they are, as by the
+ * controller's reader (a copy per read would also overflow the stack on a deeply nested object,
+ * which the parse then refuses with a message).
  */
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { deepFreeze } from "../core/frozen.ts";
 import { matchesSelector, parseSelector } from "../engine/labels.ts";
 import { KINDS } from "../engine/ports.ts";
 import type { ClusterReader, Kind, KubeObject, ListOptions } from "../engine/ports.ts";
@@ -37,21 +40,20 @@ export class SnapshotReader implements Pick<ClusterReader, "get" | "list"> {
 
   get<K extends Kind>(kind: K, namespace: string | undefined, name: string): KubeObject<K> | undefined {
     const found = this.#objects.find((object) => object.kind === kind && object.metadata.namespace === namespace && object.metadata.name === name);
-    return found === undefined ? undefined : (structuredClone(found) as KubeObject<K>);
+    return found as KubeObject<K> | undefined;
   }
 
   list<K extends Kind>(kind: K, options: ListOptions = {}): KubeObject<K>[] {
     const selector = parseSelector(options.labelSelector ?? "");
     return this.#objects
       .filter((object) => object.kind === kind && (options.namespace === undefined || object.metadata.namespace === options.namespace))
-      .filter((object) => matchesSelector(selector, object.metadata.labels))
-      .map((object) => structuredClone(object) as KubeObject<K>);
+      .filter((object) => matchesSelector(selector, object.metadata.labels)) as KubeObject<K>[];
   }
 
   async #list(kind: Kind, query: Record<string, string>): Promise<KubeObject[]> {
     try {
       const body = (await this.#transport.request({ verb: "list", kind, target: { namespace: this.#namespace }, query })) as { items?: KubeObject[] };
-      return (body.items ?? []).map((item) => ({ ...item, apiVersion: KINDS[kind].apiVersion, kind }));
+      return (body.items ?? []).map((item) => deepFreeze({ ...item, apiVersion: KINDS[kind].apiVersion, kind }));
     } catch (error) {
       throw toApiError(error);
     }

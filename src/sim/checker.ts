@@ -397,8 +397,9 @@ export class InvariantChecker {
   /**
    * `pauseHolds`: from the first check at which the stored status shows the controller has observed
    * a paused spec, until the spec is no longer paused, every live instance (`pausedUnits`) keeps
-   * what it ran then — or finishes the move its record named then — and one first seen later runs
-   * its record then (else the current revision then, or now: a promotion while paused is no move).
+   * what it ran then — or finishes the move its record named then — and one first seen later, or
+   * built again after all its pods went, runs its record then (else the current revision then, or
+   * now: a promotion while paused is no move).
    */
   #pauseViolations(memory: Memory, subject: Subject): string[] {
     const { ms, index } = subject;
@@ -423,13 +424,17 @@ export class InvariantChecker {
       let had = paused.units.get(key);
       if (had === undefined) {
         const record = paused.recorded(unit.group, unit.role, unit.instance) ?? paused.currentRevision;
-        const hashes = paused.first ? partitionHashes(ms, unit, paused.recorded, index.revisions) : [hashOf(record, unit.role), hashOf(ms.status?.currentRevision, unit.role)].filter((hash) => hash !== undefined);
+        const hashes = paused.first ? partitionHashes(ms, unit, paused.recorded, index.revisions) : [...new Set([hashOf(record, unit.role), hashOf(ms.status?.currentRevision, unit.role)])].filter((hash) => hash !== undefined);
         had = { unit, hashes };
         paused.units.set(key, had);
       }
       if (!had.hashes.includes(unit.hash)) violations.push(`${ms.metadata.name} ${key} moved while the rollout is paused: it may run role hash ${had.hashes.join(" or ")}, now ${unit.hash}`);
       else if (unit.settled && had.hashes.length > 1) paused.units.set(key, { unit, hashes: [unit.hash] });
     }
+    // A unit without live pods is forgotten: built again, it is held to its record at the pause
+    // (a surge group scaled down while paused may come back as a desired group at the current
+    // revision: fuzz-faults-820059).
+    for (const key of [...paused.units.keys()]) if (!units.has(key)) paused.units.delete(key);
     paused.first = false;
     return violations;
   }

@@ -193,11 +193,12 @@ describe("scenario runner", () => {
     assert.deepEqual(report.final.revisions.map((revision) => revision.revision), [2, 3], "re-using revision 1 advances its number");
   });
 
-  it("fails steps that cannot act: unknown node, nothing to delete, an invalid patch", async () => {
+  it("fails steps that cannot act: unknown node, nothing to delete, an invalid patch, a patch beyond the pod limit", async () => {
     for (const [step, message] of [
       [{ failNode: { name: "gpu-9" } }, /^no node gpu-9; nodes are gpu-0, gpu-1$/],
       [{ deletePods: { selector: "tandem.dev/role=nobody" } }, /^no pod matches/],
       [{ patch: { name: "m", merge: { spec: { replicas: -1 } } } }, /^patch refused, the result is invalid: spec.replicas: must be 0 or more$/],
+      [{ patch: { name: "m", merge: { spec: { replicas: 20_000 } } } }, /^patch refused: the result asks for 20000 pods \(replicas × the sum over roles of replicas × \(1 \+ workerReplicas\)\); the simulator runs at most 10000$/],
     ] as const) {
       const report = await runScenario(small([step]));
       assert.equal(report.verdict, "fail");

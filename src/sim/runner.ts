@@ -37,12 +37,11 @@ import type { Metrics, PodRecord, Report, StepRecord } from "./report.ts";
 import type { Prng } from "./prng.ts";
 import { attachRouter } from "./router.ts";
 import type { SimRouter } from "./router.ts";
+import { MAX_SIMULATED_SECONDS, podsOf, podsReason } from "./limits.ts";
 import { applyObject } from "./scenario.ts";
 import type { Scenario, Step } from "./scenario.ts";
 import { compareStrings } from "../core/maps.ts";
 
-/** Bound on a whole run's simulated time: 30 days. */
-export const MAX_SIMULATED_SECONDS = 30 * 24 * 3600;
 
 export interface RunOptions {
   /** Overrides the scenario's seed. */
@@ -244,6 +243,8 @@ class ScenarioRun {
     const merged = mergePatch(existing as unknown as JsonObject, value.merge as JsonObject);
     const parsed = parseModelServing(merged);
     if (!parsed.ok) return { ok: false, message: `patch refused, the result is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+    const tooMany = podsReason(podsOf(parsed.value), podsOf(parsed.value) + this.#podsOfOthers(ref));
+    if (tooMany !== undefined) return { ok: false, message: `patch refused: the result ${tooMany}` };
     const written = await this.#cluster.writer("user").patch(ref, value.merge as JsonObject);
     return { ok: true, message: `patched ModelServing ${ref.namespace}/${ref.name} (generation ${written.metadata.generation ?? "?"})` };
   }
@@ -330,6 +331,17 @@ class ScenarioRun {
     }
     this.#lastPending = { version, reasons };
     return reasons;
+  }
+
+  /** The pods the applied ModelServings other than `except` ask for, as stored now (the limit of `podsReason`). */
+  #podsOfOthers(except: { namespace: string; name: string }): number {
+    let pods = 0;
+    for (const { namespace, name } of this.#applied) {
+      if (namespace === except.namespace && name === except.name) continue;
+      const parsed = parseModelServing(this.#cluster.server.peek({ kind: "ModelServing", namespace, name }));
+      if (parsed.ok) pods += podsOf(parsed.value);
+    }
+    return pods;
   }
 
   /** Some crashed node still has pods bound to it (not yet evicted): its failure is still unfolding. */

@@ -93,7 +93,7 @@ describe("scenario files", () => {
   it("reports YAML errors, duplicate keys included, and a missing name or steps", () => {
     const duplicate = parseScenarioText("name: a\nname: b\nsteps: []\n");
     if (duplicate.ok) assert.fail("expected a YAML problem");
-    assert.match(duplicate.problems[0]?.reason ?? "", /^YAML: Map keys must be unique/);
+    assert.match(duplicate.problems[0]?.reason ?? "", /^not valid YAML: Map keys must be unique/);
     assert.deepEqual(problemsOf({ steps: [] }), ["name: is required", "steps: must list at least 1 item"]);
   });
 });

@@ -5,14 +5,18 @@
  *
  * Each step is a mapping with exactly one key, its kind. ModelServings and ModelRoutes in `apply`
  * steps are validated as `tandem validate` would (a scenario cannot apply what the CRD would refuse);
- * merge patches can only be checked when they run.
+ * merge patches can only be checked when they run. The totals the fields multiply into (nodes,
+ * pods, router requests) are bounded up front (`limits.ts`).
  */
-import { parseDocument } from "yaml";
 import { z } from "zod";
+import { nestingProblem } from "../api/nesting.ts";
 import { parseModelRoute, parseModelServing } from "../api/parse.ts";
 import type { Problem } from "../api/problems.ts";
 import { formatPath, problem, problemsFromZod } from "../api/problems.ts";
+import { parseYamlDocument } from "../api/yaml.ts";
 import { KINDS, isKind } from "../engine/ports.ts";
+import { limitProblems } from "./limits.ts";
+import type { LimitStep } from "./limits.ts";
 import type { JsonObject } from "../engine/ports.ts";
 
 /** Longest single wait or advance: one simulated week. */
@@ -85,11 +89,11 @@ const TopLevel = z.strictObject({
 
 export type ScenarioResult = { readonly ok: true; readonly scenario: Scenario } | { readonly ok: false; readonly problems: readonly Problem[] };
 
-/** Parses scenario YAML text. YAML errors (duplicate keys included) are problems at `(root)`. */
+/** Parses scenario YAML text. YAML errors (duplicate keys, alias bombs included) are problems at `(root)`. */
 export function parseScenarioText(text: string): ScenarioResult {
-  const document = parseDocument(text, { uniqueKeys: true });
-  if (document.errors.length > 0) return { ok: false, problems: document.errors.map((error) => problem([], `YAML: ${error.message.split("\n")[0] ?? error.message}`)) };
-  return parseScenario(document.toJS() as unknown);
+  const document = parseYamlDocument(text);
+  if (!document.ok) return { ok: false, problems: document.errors.map((error) => problem([], `not valid YAML: ${error}`)) };
+  return parseScenario(document.value);
 }
 
 /** Validates a scenario given as plain data (parsed YAML or JSON). */
@@ -97,16 +101,26 @@ export function parseScenario(input: unknown): ScenarioResult {
   const top = TopLevel.safeParse(input, { reportInput: true });
   if (!top.success) return { ok: false, problems: problemsFromZod(top.error.issues) };
   const problems: Problem[] = [];
-  const steps: Step[] = [];
+  const steps: { step: Step; index: number }[] = [];
   const labels = new Set<string>();
   top.data.steps.forEach((raw, index) => {
     const step = parseStep(raw, ["steps", index], problems);
     if (step?.kind === "snapshot" && labels.has(step.value)) problems.push(problem(["steps", index, "snapshot"], `label "${step.value}" is used by an earlier snapshot`));
     if (step?.kind === "snapshot") labels.add(step.value);
-    if (step !== undefined) steps.push(step);
+    if (step !== undefined) steps.push({ step, index });
   });
+  problems.push(...limitProblems({ nodes: top.data.cluster.nodes, router: top.data.cluster.router, steps: steps.map(limitStep) }));
   if (problems.length > 0) return { ok: false, problems };
-  return { ok: true, scenario: { name: top.data.name, seed: top.data.seed, cluster: top.data.cluster, steps } };
+  return { ok: true, scenario: { name: top.data.name, seed: top.data.seed, cluster: top.data.cluster, steps: steps.map(({ step }) => step) } };
+}
+
+/** What the limits read of a step. */
+function limitStep({ step, index }: { readonly step: Step; readonly index: number }): LimitStep {
+  const path = ["steps", index, step.kind];
+  const maxSeconds = step.kind === "wait" ? step.value.timeoutSeconds : step.kind === "advance" ? step.value.seconds : 0;
+  if (step.kind !== "apply" || step.value.kind !== "ModelServing") return { path, kind: step.kind, maxSeconds };
+  const parsed = parseModelServing(step.value);
+  return { path, kind: step.kind, maxSeconds, modelServing: parsed.ok ? parsed.value : undefined };
 }
 
 function parseStep(raw: unknown, path: readonly (string | number)[], problems: Problem[]): Step | undefined {
@@ -117,6 +131,12 @@ function parseStep(raw: unknown, path: readonly (string | number)[], problems: P
   const [kind, value] = Object.entries(raw)[0] as [string, unknown];
   if (!isStepKind(kind)) {
     problems.push(problem([...path, kind], `is not a step kind; must be one of ${STEP_KINDS.join(", ")}`));
+    return undefined;
+  }
+  // A step's value is an object as the API server would store it (or a patch of one): nested no deeper.
+  const tooDeep = nestingProblem(value, [...path, kind]);
+  if (tooDeep !== undefined) {
+    problems.push(tooDeep);
     return undefined;
   }
   const parsed = STEP_SCHEMAS[kind].safeParse(value, { reportInput: true });

@@ -16,7 +16,7 @@ import { type KubeClient, KubeError, MODEL_SERVINGS } from "./client.ts";
 import { StopWaiting, waitFor } from "./wait.ts";
 import { ensureNamespace, forbiddenLines, installCrd, installRbac, startTestController, type TestController } from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
-import { imagesOf, podsOf, readState, SERVICES, waitUntil } from "./observe.ts";
+import { imagesOf, PODS, podsOf, readState, SERVICES, waitUntil } from "./observe.ts";
 import { undoCommand, historyCommand, type RolloutClient } from "../../src/cli/rollout.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { ROLLOUT_PERMISSIONS } from "../../src/kube/resources.ts";
@@ -169,6 +169,25 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
     assert.equal(recorder.droppedCount(), 0, "the API server refused a create or a patch");
     const stored = (await admin().list(EVENTS, ns)).items;
     assert.deepEqual(stored.map((item: any) => [item.reason, item.type, item.count, item.message, item.involvedObject.kind]), [["DrainTimeout", "Warning", 2, "a repeat", "ModelServing"]]);
+  });
+
+  test("ServingGroupRecreate: a deleted single-pod prefill rebuilds its whole group; deleting the ModelServing leaves no pod held by the recovery finalizer", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const ns = await namespace("e2e-tracking");
+    const manifest = example("prefill-decode-2p1d.yaml", ns);
+    manifest.spec.recoveryPolicy = "ServingGroupRecreate";
+    manifest.spec.drain = { timeoutSeconds: 0 };
+    await admin().create(MODEL_SERVINGS, manifest);
+    const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+    assert.ok(before.pods.every((pod) => pod.metadata.finalizers?.includes("tandem.dev/recovery")), "every pod tracked");
+    const groupUids = (state: typeof before, group: string) => uidsOf(state.pods.filter((pod) => pod.metadata.labels?.["tandem.dev/group"] === group));
+    await admin().delete(PODS, "llama-pd-1-prefill-0-0", ns);
+    const rebuilt = (state: typeof before) => state.pods.length === before.pods.length && groupUids(state, "1").every((uid) => !groupUids(before, "1").includes(uid));
+    const after = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, rebuilt);
+    assert.deepEqual(groupUids(after, "0"), groupUids(before, "0"), "group 0 untouched");
+    // No garbage collector runs here: the test deletes the pods as it would, after their owner.
+    await admin().delete(MODEL_SERVINGS, "llama-pd", ns);
+    for (const pod of after.pods) await admin().delete(PODS, pod.metadata.name, ns);
+    await waitFor(async () => ((await admin().list(PODS, ns)).items.length === 0 ? true : undefined), { timeoutMs: CONVERGE_MS, intervalMs: 250, what: `the pods of ${ns}/llama-pd gone` });
   });
 
   test("a Decode-only update replaces decode instances and keeps every prefill pod (same UIDs)", { timeout: TEST_TIMEOUT_MS }, async () => {

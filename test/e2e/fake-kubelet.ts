@@ -8,6 +8,8 @@
  * - computes `Ready` as Kubernetes does: containers ready and every readiness gate's condition True
  *   (the controller sets `tandem.dev/serving`), keeping conditions other writers own;
  * - removes terminating pods at once (delete with grace 0), as a kubelet does once containers stop;
+ *   a pod with finalizers (the controller's `tandem.dev/recovery`) then stays until they are
+ *   removed, and is not deleted again;
  * - plays the router's side of the drain handshake (DESIGN §3): a pod annotated
  *   `tandem.dev/draining` has no requests in flight here, so it is annotated `tandem.dev/drained`.
  *
@@ -55,6 +57,8 @@ export function startFakeKubelet(admin: KubeClient, namespace: string, intervalM
 async function tend(admin: KubeClient, namespace: string, pod: any): Promise<number> {
   const name: string = pod.metadata.name;
   if (pod.metadata.deletionTimestamp !== undefined) {
+    // Deleted with grace 0 already: only its finalizers hold it, which are not the kubelet's.
+    if (pod.metadata.deletionGracePeriodSeconds === 0) return 0;
     const response = await admin.request("DELETE", resourcePath(PODS, { namespace, name }), { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
     return response.status === 200 ? 1 : 0;
   }

@@ -103,6 +103,12 @@ describe("decodeControllerRevision", () => {
     }
   });
 
+  it("reports data nested 20,000 deep (an edited revision) instead of overflowing the stack", () => {
+    const object = stored();
+    object.data.roles[0].entryTemplate.spec.extra = JSON.parse(`${"[".repeat(20_000)}${"]".repeat(20_000)}`);
+    assert.match(reasonOf(decodeControllerRevision(object)), /^data roles\[0\]\.entryTemplate\.spec\.extra(\[0\]){95}: nests objects and lists more than 100 levels deep$/);
+  });
+
   it("reports duplicate role names", () => {
     const object = stored();
     object.data.roles.push(object.data.roles[0]);

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { problemsFromZod } from "../../api/index.ts";
+import { nestingProblem } from "../../api/nesting.ts";
 import { ANNOTATION_COLLISION_COUNT, ANNOTATION_REVISION_FORMAT, LABEL_MODEL_SERVING, LABEL_REVISION_HASH } from "../../api/wellknown.ts";
 import type { OwnerReference } from "../../api/kube.ts";
 import type { Owner } from "../identity.ts";
@@ -144,6 +145,8 @@ function readIdentity(envelope: Envelope): { hash: string; collisionCount: numbe
 
 /** The data as a validated projection, or why it is not one. */
 function readData(data: unknown): RevisionData | string {
+  const tooDeep = nestingProblem(data); // before any recursive walk of it
+  if (tooDeep !== undefined) return `data ${tooDeep.path}: ${tooDeep.reason}`;
   if (!isJsonValue(data)) return "data is missing or not JSON";
   const parsed = RevisionDataSchema.safeParse(data);
   if (!parsed.success) return `data is not a revision format ${REVISION_FORMAT} projection: ${describeIssues(parsed.error)}`;
