@@ -59,7 +59,6 @@ describe("the simulator's router Discovery", () => {
     await cluster.advance(LAG_MS);
     assert.notEqual(discovery.routes(), first);
     assert.deepEqual(discovery.routes().map((found) => found.name), ["llama"]);
-    assert.equal(discovery.routes()[0]?.kvConnector, "none", "an aggregated route has no connector");
     discovery.stop();
     cluster.stop();
   });

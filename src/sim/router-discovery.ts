@@ -49,7 +49,7 @@ export class SimDiscovery implements Discovery {
   routes(): readonly RouterRoute[] {
     this.#routes ??= this.#cache.list("ModelRoute").flatMap((object) => {
       const parsed = parseModelRoute(object);
-      return parsed.ok ? [routerRouteOf(parsed.value, object.metadata.namespace ?? "default")] : [];
+      return parsed.ok ? [routerRouteOf(parsed.value)] : [];
     });
     return this.#routes;
   }
