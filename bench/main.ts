@@ -15,11 +15,16 @@
  * Each run also prints the wall time spent inside the core's `plan` and what is left without it
  * (the simulated cluster, the engine, the checker): the speed the run would have were plans free,
  * an upper bound on what planner work alone can gain.
+ *
+ * Then the router benchmark (`bench/router.ts`): Tandem's router against the engine directly,
+ * nginx and SGLang's router, side by side. `npm run bench -- router` runs only that one,
+ * `npm run bench -- SMALL LARGE` only the simulator's.
  */
 import { performance } from "node:perf_hooks";
 import { plan } from "../src/core/plan.ts";
 import type { Observed } from "../src/core/observed.ts";
 import { runScenario } from "../src/sim/runner.ts";
+import { benchRouter } from "./router.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 import type { Scenario } from "../src/sim/scenario.ts";
 
@@ -111,10 +116,15 @@ async function compare(smallGroups: number, largeGroups: number, minReconcileInt
   return large;
 }
 
-/** `npm run bench -- SMALL LARGE` picks other sizes (default 10 and 100 groups). */
-const [smallGroups, largeGroups] = [Number(process.argv[2] ?? 10), Number(process.argv[3] ?? 100)];
-for (const minReconcileIntervalMs of [0, COALESCE_MS]) {
-  const large = await compare(smallGroups, largeGroups, minReconcileIntervalMs);
-  const verdict = large.ratio >= TARGET_RATIO ? "target met" : "target missed";
-  console.log(`  ${verdict}: ${large.ratio.toFixed(1)}× real time for ${largeGroups} groups, ${large.config} (target ≥ ${TARGET_RATIO}× for 100 groups)`);
+/** `npm run bench -- SMALL LARGE` picks other sizes (default 10 and 100 groups) and skips the router's. */
+async function benchSimulator(smallGroups: number, largeGroups: number): Promise<void> {
+  for (const minReconcileIntervalMs of [0, COALESCE_MS]) {
+    const large = await compare(smallGroups, largeGroups, minReconcileIntervalMs);
+    const verdict = large.ratio >= TARGET_RATIO ? "target met" : "target missed";
+    console.log(`  ${verdict}: ${large.ratio.toFixed(1)}× real time for ${largeGroups} groups, ${large.config} (target ≥ ${TARGET_RATIO}× for 100 groups)`);
+  }
 }
+
+const [first, second] = process.argv.slice(2);
+if (first !== "router") await benchSimulator(Number(first ?? 10), Number(second ?? 100));
+if (first === undefined || first === "router") await benchRouter();

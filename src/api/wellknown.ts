@@ -24,6 +24,10 @@ export const LABEL_REVISION_HASH = "tandem.dev/revision-hash";
 export const ANNOTATION_DRAINING = "tandem.dev/draining";
 /** `"true"` once the router has no request left on the pod (DESIGN §3). */
 export const ANNOTATION_DRAINED = "tandem.dev/drained";
+/** `"true"` on a router replica's Lease (DESIGN §3.1). */
+export const LABEL_ROUTER = "tandem.dev/router";
+/** On a router replica's Lease: `*` or a comma list of the namespaces it routes (DESIGN §3.1). */
+export const ANNOTATION_ROUTER_SCOPE = "tandem.dev/scope";
 /**
  * In-place update progress on a pod (DESIGN §2.10, §4), JSON
  * `{"from":"<revision>","to":"<revision>","phase":"Draining"|"Patched"|"Stalled","containerIDs":{"<container>":"<id>"}}`:

@@ -20,14 +20,15 @@ import type { RunObserver } from "../sim/runner.ts";
 import { runScenario } from "../sim/runner.ts";
 import type { Scenario, Step } from "../sim/scenario.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
+import { runServe } from "./demo-serve.ts";
 import { renderFrame } from "./demo-view.ts";
 import { FlagError } from "./io.ts";
-
-
 
 const SCENARIOS = join(import.meta.dirname, "../../deploy/examples/scenarios");
 /** The default acts, in order. */
 export const DEFAULT_ACTS = ["demo-lifecycle.yaml", "demo-coordinated.yaml"] as const;
+/** The scenario `demo --serve` plays when `--scenario` is not given. */
+export const DEFAULT_SERVE_SCENARIO = "demo-serve.yaml";
 /** Wall seconds one act should take in a terminal when `--speed` is not given. */
 const ACT_WALL_SECONDS = 20;
 const FRAME_WALL_MS = 100;
@@ -38,6 +39,8 @@ export interface DemoOptions {
   /** Simulated seconds per wall second; undefined = fit each act into ACT_WALL_SECONDS. */
   readonly speed: number | undefined;
   readonly tty: boolean;
+  /** Without a TTY: print pod events as they happen, not when the step ends (real-time runs). */
+  readonly liveEvents?: boolean;
   readonly write: (text: string) => void;
 }
 
@@ -46,7 +49,7 @@ export function describeStep(step: Step): string {
   switch (step.kind) {
     case "apply": {
       const name = (step.value.metadata as { name?: unknown } | undefined)?.name;
-      return `Applying ${typeof name === "string" ? `ModelServing ${name}` : "an object"}`;
+      return `Applying ${typeof name === "string" ? `${step.value.kind} ${name}` : "an object"}`;
     }
     case "wait": return step.value.for === "Seconds" ? `Waiting ${step.value.timeoutSeconds}s` : `Waiting for ${step.value.for}`;
     case "deletePods": return `Failure injected: deleting ${step.value.count} pod(s) matching ${step.value.selector}`;
@@ -84,6 +87,12 @@ class ActView implements RunObserver {
     this.#cluster = cluster;
     this.#router = router;
     if (this.options.tty) cluster.onSettle(() => this.#tick());
+    else if (this.options.liveEvents === true) {
+      cluster.onSettle(() => {
+        this.#collectEvents();
+        return Promise.resolve();
+      });
+    }
   }
 
   stepStarted(_index: number, step: Step): void {
@@ -235,16 +244,65 @@ function parseSpeed(value: string | undefined): number | undefined {
   return speed;
 }
 
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new FlagError("--port", `must be a TCP port, 0 to 65535 (0: any free port), not ${quote(value)}`);
+  return port;
+}
+
+interface DemoFlags {
+  scenario?: string;
+  speed?: string;
+  tty: boolean;
+  serve?: boolean;
+  port: string;
+}
+
+/** `demo --serve`: one scenario in real time (or `--speed`) behind the real router, until it ends or a signal. */
+async function serve(flags: DemoFlags, write: (text: string) => void): Promise<number> {
+  const path = flags.scenario ?? join(SCENARIOS, DEFAULT_SERVE_SCENARIO);
+  const port = parsePort(flags.port);
+  const speed = parseSpeed(flags.speed) ?? 1;
+  const scenario = await loadAct(path);
+  if (typeof scenario === "string") {
+    write(`${scenario}\n`);
+    return 1;
+  }
+  const stop = new AbortController();
+  const onSignal = (): void => {
+    stop.abort();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    write(`== Tandem demo --serve · ${scenario.name} (${speed}× real time) ==\n`);
+    const view = new ActView(scenario.name, { scenarios: [path], speed, tty: false, liveEvents: true, write }, speed);
+    return await runServe({ scenario, port, speed, view, write, signal: stop.signal });
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
 export function registerDemo(program: Command): void {
   program
     .command("demo")
     .description("Watch Tandem serve, recover, update and roll back on the embedded simulated cluster (under a minute).")
     .option("--scenario <file>", "play this scenario instead of the built-in acts")
-    .option("--speed <x>", "simulated seconds per wall second (default: fit each act into ~20 s)")
+    .option("--speed <x>", "simulated seconds per wall second (default: fit each act into ~20 s; with --serve, 1)")
     .option("--no-tty", "print plain lines at full speed, for logs")
-    .action(async (flags: { scenario?: string; speed?: string; tty: boolean }) => {
+    .option("--serve", "play one scenario in real time behind the real router, every entry pod an engine-mock on 127.0.0.1")
+    .option("--port <port>", "with --serve: the router's port on 127.0.0.1", "8000")
+    .action(async (flags: DemoFlags) => {
+      const write = (text: string): void => {
+        process.stdout.write(text);
+      };
+      if (flags.serve === true) {
+        process.exitCode = await serve(flags, write);
+        return;
+      }
       const scenarios = flags.scenario === undefined ? DEFAULT_ACTS.map((act) => join(SCENARIOS, act)) : [flags.scenario];
       const tty = flags.tty && process.stdout.isTTY;
-      process.exitCode = await runDemo({ scenarios, speed: parseSpeed(flags.speed), tty, write: (text) => process.stdout.write(text) });
+      process.exitCode = await runDemo({ scenarios, speed: parseSpeed(flags.speed), tty, write });
     });
 }

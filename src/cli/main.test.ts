@@ -25,6 +25,7 @@ describe("tandem: bad flag values are messages, not stack traces", () => {
 
   it("demo --speed, rollout --timeout and --to-revision name the flag and exit 1", async (t) => {
     assert.deepEqual(await cli(t, "demo", "--speed", "abc"), { code: 1, stderr: 'tandem: --speed: must be a positive number of simulated seconds per second, not "abc"\n' });
+    assert.deepEqual(await cli(t, "demo", "--serve", "--port", "99999"), { code: 1, stderr: 'tandem: --port: must be a TCP port, 0 to 65535 (0: any free port), not "99999"\n' });
     assert.deepEqual(await cli(t, "rollout", "status", "m", "--timeout", "soon"), { code: 1, stderr: 'tandem: --timeout: must be a number of seconds, 0 or more, not "soon"\n' });
     assert.deepEqual(await cli(t, "rollout", "undo", "m", "--to-revision", "1.5"), { code: 1, stderr: 'tandem: --to-revision: must be a revision number (1 or more), not "1.5"\n' });
   });

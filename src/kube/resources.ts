@@ -16,6 +16,7 @@ export interface Resource {
 /** The resource of every kind the adapter reads or writes. */
 export const RESOURCES: Readonly<Record<Kind, Resource>> = {
   ModelServing: { group: "tandem.dev", version: "v1alpha1", plural: "modelservings", namespaced: true },
+  ModelRoute: { group: "tandem.dev", version: "v1alpha1", plural: "modelroutes", namespaced: true },
   Pod: { group: "", version: "v1", plural: "pods", namespaced: true },
   Service: { group: "", version: "v1", plural: "services", namespaced: true },
   ControllerRevision: { group: "apps", version: "v1", plural: "controllerrevisions", namespaced: true },

@@ -79,7 +79,9 @@ type StepOutcome = { readonly ok: boolean; readonly message: string };
 /**
  * Hooks for watching a run without changing it: the cluster and router once built, and each step
  * as it starts and ends. A hook may await (the demo paces itself in wall time); the simulation
- * waits for it, so virtual time and the report are unaffected.
+ * waits for it, so virtual time and the report are unaffected. One observer acts on the cluster:
+ * `demo --serve`'s, which is the run's router (its Lease and drain confirmations), as a component
+ * of the cluster would.
  */
 export interface RunObserver {
   attach?(cluster: SimCluster, router: SimRouter | undefined): void;

@@ -78,8 +78,16 @@ describe("scenario files", () => {
       "steps[0].apply.spec.template.roles[0].name: must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
     ]);
     assert.deepEqual(problemsOf({ name: "s", steps: [{ apply: { ...modelServing, kind: "Deployment" } }] }), [
-      "steps[0].apply.kind: must be one of ModelServing, Pod, Service, ControllerRevision, Event, Lease, Node, Namespace",
+      "steps[0].apply.kind: must be one of ModelServing, ModelRoute, Pod, Service, ControllerRevision, Event, Lease, Node, Namespace",
     ]);
+  });
+
+  it("accepts a valid ModelRoute and validates one as tandem validate does", () => {
+    const route = { apiVersion: "tandem.dev/v1alpha1", kind: "ModelRoute", metadata: { name: "r" }, spec: { model: "m", modelServing: "ms", engine: "vllm", roles: { serve: "server" } } };
+    assert.equal(parseScenario({ name: "s", steps: [{ apply: route }] }).ok, true);
+    const problems = problemsOf({ name: "s", steps: [{ apply: { ...route, spec: { ...route.spec, engine: "trt" } } }] });
+    assert.equal(problems.length, 1);
+    assert.match(problems[0] ?? "", /^steps\[0\]\.apply\.spec\.engine: /);
   });
 
   it("reports YAML errors, duplicate keys included, and a missing name or steps", () => {

@@ -3,14 +3,14 @@
  * field path and the reason (`steps[3].wait.for: must be one of ...`). Nothing runs unless the
  * whole file is valid. Unknown fields and unknown step kinds are errors.
  *
- * Each step is a mapping with exactly one key, its kind. ModelServings in `apply` steps are
- * validated as `tandem validate` would (a scenario cannot apply what the CRD would refuse);
+ * Each step is a mapping with exactly one key, its kind. ModelServings and ModelRoutes in `apply`
+ * steps are validated as `tandem validate` would (a scenario cannot apply what the CRD would refuse);
  * merge patches can only be checked when they run. The totals the fields multiply into (nodes,
  * pods, router requests) are bounded up front (`limits.ts`).
  */
 import { z } from "zod";
 import { nestingProblem } from "../api/nesting.ts";
-import { parseModelServing } from "../api/parse.ts";
+import { parseModelRoute, parseModelServing } from "../api/parse.ts";
 import type { Problem } from "../api/problems.ts";
 import { formatPath, problem, problemsFromZod } from "../api/problems.ts";
 import { parseYamlDocument } from "../api/yaml.ts";
@@ -153,12 +153,12 @@ function isStepKind(kind: string): kind is StepKind {
   return Object.hasOwn(STEP_SCHEMAS, kind);
 }
 
-/** Kind and apiVersion must be one the simulator stores; a ModelServing must be valid. */
+/** Kind and apiVersion must be one the simulator stores; a ModelServing or a ModelRoute must be valid. */
 function applyProblems(value: z.output<typeof ObjectManifest>): Problem[] {
   if (!isKind(value.kind)) return [problem(["kind"], `must be one of ${Object.keys(KINDS).join(", ")}`)];
   if (value.apiVersion !== KINDS[value.kind].apiVersion) return [problem(["apiVersion"], `must be "${KINDS[value.kind].apiVersion}" for kind ${value.kind}`)];
-  if (value.kind !== "ModelServing") return [];
-  const result = parseModelServing(value);
+  if (value.kind !== "ModelServing" && value.kind !== "ModelRoute") return [];
+  const result = value.kind === "ModelServing" ? parseModelServing(value) : parseModelRoute(value);
   return result.ok ? [] : [...result.problems];
 }
 

@@ -1,0 +1,260 @@
+/**
+ * The router benchmark (`npm run bench`, or `npm run bench -- router` alone): what a proxy adds on
+ * loopback in front of one engine-mock (ttft 0, tpot 0, its own process), measured side by side
+ * in one run by one load generator (Debian's `wrk`, a Lua script for the POST body) against:
+ * the engine directly; Tandem's router (bench/router-server.ts, StaticDiscovery); nginx
+ * (`proxy_pass` to a keep-alive upstream, one worker, generated config in a temp dir, not a
+ * daemon); SGLang's Rust router (`sglang-router` 0.3.2 from PyPI, in a venv under .cache/).
+ * It installs nothing: a missing peer is skipped with the command that installs it.
+ *
+ * Figures (method in docs/design/router.md, "Benchmark"):
+ * - added latency p50/p99: wrk cannot hold a fixed request rate (wrk2 can; it is not in Debian),
+ *   so latency is measured at a fixed low concurrency instead — one connection, one request at a
+ *   time — and "added" is the target's percentile minus the direct one's;
+ * - closed-loop throughput (requests/s at THROUGHPUT_CONNECTIONS connections), as ratios to nginx
+ *   and to SGLang's router;
+ * - streaming tokens/s (STREAM_TOKENS tokens per SSE response), as a ratio to direct.
+ * Every process shares the machine's cores, the load generator included: ratios measured in the
+ * same run are what compares, not the absolute figures.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+const ROOT = join(import.meta.dirname, "..");
+const SGLANG_PYTHON = join(ROOT, ".cache/sglang-venv/bin/python");
+const SGLANG_INSTALL = "python3 -m venv .cache/sglang-venv && .cache/sglang-venv/bin/pip install sglang-router==0.3.2";
+/** Wall seconds of each wrk run (`BENCH_SECONDS` overrides). */
+const RUN_SECONDS = Number(process.env["BENCH_SECONDS"] ?? 4);
+const THROUGHPUT_CONNECTIONS = 32;
+const STREAM_CONNECTIONS = 8;
+const STREAM_TOKENS = 64;
+const TARGET_ADDED_P50_MS = 0.3;
+const TARGET_ADDED_P99_MS = 1;
+const READY_TIMEOUT_MS = 30_000;
+
+interface Target {
+  readonly name: string;
+  readonly url: string;
+}
+
+interface WrkResult {
+  readonly requestsPerSecond: number;
+  /** Latency percentiles in ms (50, 99). */
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Non-2xx answers and socket errors. */
+  readonly errors: number;
+}
+
+/** Runs the whole router benchmark; prints what it measured and what it skipped. */
+export async function benchRouter(): Promise<void> {
+  console.log(`\nrouter benchmark: loopback, one engine-mock (ttft 0, tpot 0), wrk, ${RUN_SECONDS} s per run; every process shares the same cores`);
+  if (!hasCommand("wrk", ["-v"])) {
+    console.log("  skipped: wrk is not installed (apt-get install nginx wrk)");
+    return;
+  }
+  const children: ChildProcess[] = [];
+  const dir = await mkdtemp(join(tmpdir(), "tandem-bench-"));
+  try {
+    const enginePort = Number(await startChild(children, process.execPath, [join(ROOT, "src/cli/main.ts"), "engine-mock", "--listen", "127.0.0.1:0", "--ttft-ms", "0", "--tpot-ms", "0"], /listening on http:\/\/127\.0\.0\.1:(\d+)/));
+    const tandemPort = Number(await startChild(children, process.execPath, [join(ROOT, "bench/router-server.ts"), String(enginePort)], /listening on (\d+)/));
+    const targets: Target[] = [
+      { name: "direct", url: `http://127.0.0.1:${enginePort}` },
+      { name: "tandem", url: `http://127.0.0.1:${tandemPort}` },
+    ];
+    for (const start of [() => startNginx(children, dir, enginePort), () => startSglang(children, enginePort)]) {
+      const peer = await start().catch((error: unknown) => {
+        // A peer that is installed but does not come up is skipped, not the whole benchmark.
+        console.log(`  skipped a peer: ${error instanceof Error ? error.message : String(error)}`);
+        return undefined;
+      });
+      if (peer !== undefined) targets.push(peer);
+    }
+    await measureAll(targets, dir);
+  } finally {
+    for (const child of children) child.kill("SIGTERM");
+    await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((resolve) => child.once("exit", resolve))));
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The three measurements, each over every target one after the other. */
+async function measureAll(targets: readonly Target[], dir: string): Promise<void> {
+  const plain = join(dir, "plain.lua");
+  const stream = join(dir, "stream.lua");
+  await writeFile(plain, wrkScript({ model: "m", prompt: "hello", max_tokens: 1 }));
+  await writeFile(stream, wrkScript({ model: "m", prompt: "hello", max_tokens: STREAM_TOKENS, stream: true }));
+
+  console.log("  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md):");
+  const latency = new Map<string, WrkResult>();
+  for (const target of targets) latency.set(target.name, runWrk(target, plain, 1));
+  const direct = latency.get("direct");
+  for (const target of targets) {
+    const result = latency.get(target.name);
+    if (result === undefined || direct === undefined) continue;
+    const added = target.name === "direct" ? "" : `, added p50 ${fmtMs(result.p50Ms - direct.p50Ms)} p99 ${fmtMs(result.p99Ms - direct.p99Ms)}`;
+    const verdict = target.name === "tandem" ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})` : "";
+    console.log(`    ${target.name.padEnd(7)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${errorsNote(result)}${verdict}`);
+  }
+
+  console.log(`  closed-loop throughput, ${THROUGHPUT_CONNECTIONS} connections:`);
+  const throughput = new Map<string, WrkResult>();
+  for (const target of targets) throughput.set(target.name, runWrk(target, plain, THROUGHPUT_CONNECTIONS));
+  const tandem = throughput.get("tandem")?.requestsPerSecond ?? 0;
+  for (const target of targets) {
+    const result = throughput.get(target.name);
+    if (result !== undefined) console.log(`    ${target.name.padEnd(7)} ${result.requestsPerSecond.toFixed(0)} req/s${errorsNote(result)}`);
+  }
+  for (const peer of ["nginx", "sglang"]) {
+    const other = throughput.get(peer)?.requestsPerSecond;
+    if (other === undefined) continue;
+    const verdict = peer === "sglang" ? `  (target ≥ 1×: ${tandem >= other ? "met" : "missed"})` : "";
+    console.log(`    tandem / ${peer}: ${(tandem / other).toFixed(2)}×${verdict}`);
+  }
+
+  console.log(`  streaming, ${STREAM_TOKENS} tokens per SSE response, ${STREAM_CONNECTIONS} connections:`);
+  const streaming = new Map<string, number>();
+  for (const target of targets) {
+    const result = runWrk(target, stream, STREAM_CONNECTIONS);
+    streaming.set(target.name, result.requestsPerSecond * STREAM_TOKENS);
+    console.log(`    ${target.name.padEnd(7)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${errorsNote(result)}`);
+  }
+  const directTokens = streaming.get("direct") ?? 0;
+  for (const target of targets) if (target.name !== "direct") console.log(`    ${target.name} / direct: ${((streaming.get(target.name) ?? 0) / directTokens).toFixed(2)}×`);
+}
+
+/** A wrk script sending `body` as a JSON POST to /v1/completions. */
+function wrkScript(body: Record<string, unknown>): string {
+  const lua = JSON.stringify(JSON.stringify(body));
+  return `wrk.method = "POST"\nwrk.path = "/v1/completions"\nwrk.body = ${lua}\nwrk.headers["Content-Type"] = "application/json"\n`;
+}
+
+/** One wrk run, one thread (the load generator should not take the cores it measures). */
+function runWrk(target: Target, script: string, connections: number): WrkResult {
+  const run = spawnSync("wrk", ["-t1", `-c${connections}`, `-d${RUN_SECONDS}s`, "--latency", "-s", script, target.url], { encoding: "utf8" });
+  if (run.status !== 0) throw new Error(`wrk against ${target.name} failed: ${run.stderr || run.stdout}`);
+  return parseWrk(run.stdout);
+}
+
+/** Requests/s, the 50th and 99th latency percentiles and the error counts of wrk's report. */
+export function parseWrk(text: string): WrkResult {
+  const percentile = (p: number): number => {
+    const match = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)\\s*$`, "m").exec(text);
+    if (match === null) throw new Error(`wrk printed no ${p}% latency:\n${text}`);
+    return Number(match[1]) * ({ us: 0.001, ms: 1, s: 1000 } as const)[match[2] as "us" | "ms" | "s"];
+  };
+  const rate = /^Requests\/sec:\s+([\d.]+)/m.exec(text);
+  if (rate === null) throw new Error(`wrk printed no Requests/sec:\n${text}`);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
+  const socketErrors = socket === null ? 0 : socket.slice(1).reduce((sum, value) => sum + Number(value), 0);
+  return { requestsPerSecond: Number(rate[1]), p50Ms: percentile(50), p99Ms: percentile(99), errors: non2xx + socketErrors };
+}
+
+function errorsNote(result: WrkResult): string {
+  return result.errors === 0 ? "" : ` (${result.errors} errors!)`;
+}
+
+function fmtMs(ms: number): string {
+  return `${ms.toFixed(3)} ms`;
+}
+
+function hasCommand(command: string, args: readonly string[]): boolean {
+  return spawnSync(command, args, { stdio: "ignore" }).error === undefined;
+}
+
+/** Spawns a child and resolves with the first capture of `ready` in its output. */
+function startChild(children: ChildProcess[], command: string, args: readonly string[], ready: RegExp): Promise<string> {
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString("utf8");
+      const match = ready.exec(output);
+      if (match !== null) resolve(match[1] ?? "");
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      reject(new Error(`${command} ${args.join(" ")} exited (${String(code)}) before it was ready:\n${output}`));
+    });
+  });
+}
+
+/** nginx with one worker in front of the engine, keep-alive upstream, unbuffered; undefined when not installed. */
+async function startNginx(children: ChildProcess[], dir: string, enginePort: number): Promise<Target | undefined> {
+  if (!hasCommand("nginx", ["-v"])) {
+    console.log("  nginx: skipped, not installed (apt-get install nginx wrk)");
+    return undefined;
+  }
+  const port = await freePort();
+  await mkdir(join(dir, "nginx"), { recursive: true });
+  const temp = (name: string): string => `${name}_temp_path ${join(dir, "nginx", name)};`;
+  const config = [
+    ...(process.getuid?.() === 0 ? ["user root;"] : []),
+    "worker_processes 1;",
+    "daemon off;",
+    `pid ${join(dir, "nginx/nginx.pid")};`,
+    `error_log ${join(dir, "nginx/error.log")} warn;`,
+    "events { worker_connections 4096; }",
+    "http {",
+    "  access_log off;",
+    `  ${["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(temp).join(" ")}`,
+    `  upstream engine { server 127.0.0.1:${enginePort}; keepalive 128; }`,
+    `  server { listen 127.0.0.1:${port}; location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; } }`,
+    "}",
+  ].join("\n");
+  await writeFile(join(dir, "nginx.conf"), config);
+  const child = spawn("nginx", ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: "ignore" });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await untilAnswering(url, "nginx");
+  return { name: "nginx", url };
+}
+
+/** SGLang's router in front of the engine; undefined when its venv is missing. */
+async function startSglang(children: ChildProcess[], enginePort: number): Promise<Target | undefined> {
+  if (!existsSync(SGLANG_PYTHON) || !hasCommand(SGLANG_PYTHON, ["-c", "import sglang_router"])) {
+    console.log(`  sglang: skipped, sglang-router is not installed (${SGLANG_INSTALL})`);
+    return undefined;
+  }
+  const port = await freePort();
+  const child = spawn(SGLANG_PYTHON, ["-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", String(port), "--worker-urls", `http://127.0.0.1:${enginePort}`, "--log-level", "error"], { stdio: "ignore" });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await untilAnswering(url, "sglang-router");
+  return { name: "sglang", url };
+}
+
+/** Polls a completion until it answers 200 (a peer's start-up has no line to wait for). */
+async function untilAnswering(url: string, name: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      const response = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 1 }) });
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) throw new Error(`${name} did not answer on ${url} within ${READY_TIMEOUT_MS / 1000} s`);
+    await sleep(100);
+  }
+}
+
+/** A port free now on 127.0.0.1 (for peers that cannot report the one they bound). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

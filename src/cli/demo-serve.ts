@@ -1,0 +1,399 @@
+/**
+ * `tandem demo --serve` (DESIGN §7): a scenario played in real time (the virtual clock paced to
+ * the wall clock, `--speed` times faster) with the real router in front of it. Every simulated
+ * entry pod is backed by an engine-mock on 127.0.0.1 from the moment it runs until it goes away;
+ * the real data plane (`RequestRouter`, debug headers on) reads the simulated cluster through the
+ * simulator's Discovery (`SimDiscovery`, a lagged cache) and confirms drains (DESIGN §3.4) from
+ * its own in-flight counts and the engine-mock's queue, so a rolling update waits for the
+ * requests a user sends. The router registers as on a cluster (DESIGN §3.1): its Lease exists
+ * before it routes, is renewed on virtual time, and is deleted after it stops routing. It prints
+ * `router: http://127.0.0.1:PORT` once it accepts requests and, when the scenario ends or on
+ * SIGINT/SIGTERM, the request totals.
+ */
+import { createServer } from "node:http";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseModelRoute } from "../api/parse.ts";
+import type { Pod } from "../api/kube.ts";
+import type { Engine } from "../api/route.ts";
+import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_ROUTER_SCOPE, LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROUTER } from "../api/wellknown.ts";
+import { isTerminating } from "../core/health.ts";
+import type { Clock, JsonObject, KubeObject, Timer } from "../engine/ports.ts";
+import { startEngineMock } from "../router/engine-mock/server.ts";
+import type { EngineMock } from "../router/engine-mock/server.ts";
+import type { Address } from "../router/endpoints.ts";
+import { RequestRouter } from "../router/proxy/router.ts";
+import type { SimCluster } from "../sim/cluster.ts";
+import { followStored } from "../sim/follow.ts";
+import type { Follower } from "../sim/follow.ts";
+import type { Report, StepRecord } from "../sim/report.ts";
+import { SimDiscovery } from "../sim/router-discovery.ts";
+import type { RunObserver } from "../sim/runner.ts";
+import { runScenario } from "../sim/runner.ts";
+import type { Scenario, Step } from "../sim/scenario.ts";
+
+/** Virtual time between pacing points: no simulated event runs more than this early in wall time. */
+const PACE_TICK_MS = 100;
+const LOOPBACK = "127.0.0.1";
+/** The router replica's identity: its Lease's name and holder (DESIGN §3.1). */
+export const SERVE_ROUTER_ID = "demo-serve";
+/** DESIGN §3.1's default; renewed every third of it. */
+const LEASE_DURATION_SECONDS = 15;
+const LEASE_NAMESPACE = "default";
+
+export interface ServeOptions {
+  readonly scenario: Scenario;
+  /** The router's port on 127.0.0.1; 0 picks a free one. */
+  readonly port: number;
+  /** Simulated seconds per wall second: 1 is real time. */
+  readonly speed: number;
+  /** Engine-mock latencies (defaults: engine-mock's). */
+  readonly ttftMs?: number;
+  readonly tpotMs?: number;
+  /** Step lines and events while the scenario plays (the demo's plain view). */
+  readonly view: RunObserver;
+  readonly write: (text: string) => void;
+  /** Aborted: stop now (SIGINT/SIGTERM), print the totals and return. */
+  readonly signal: AbortSignal;
+  /** Called with the router's URL once it accepts requests (tests). */
+  readonly onListening?: (url: string) => void;
+}
+
+/** Requests the router answered, by outcome. */
+export interface RequestTotals {
+  ok: number;
+  /** Answers with a status ≥ 400, by status. */
+  failedByStatus: Record<number, number>;
+  /** Clients that left before their answer was complete. */
+  aborted: number;
+}
+
+/** The router cannot listen on its port (in use, not allowed). */
+class ListenError extends Error {}
+
+/** Plays the scenario behind a real router; 0 when it passed (or was stopped on request), 1 otherwise. */
+export async function runServe(options: ServeOptions): Promise<number> {
+  const serve = new ServeRun(options);
+  let report: Report | undefined;
+  let listenFailure: string | undefined;
+  try {
+    report = await runScenario(options.scenario, { observer: serve });
+  } catch (error) {
+    if (error instanceof ListenError) listenFailure = error.message;
+    // The pacer rejects out of the runner when the run is stopped between steps.
+    else if (!options.signal.aborted) throw error;
+  } finally {
+    await serve.close();
+  }
+  if (listenFailure !== undefined) {
+    options.write(`${listenFailure}\n`);
+    return 1;
+  }
+  options.write(serve.summary(report));
+  if (options.signal.aborted) return 0;
+  return report?.verdict === "pass" ? 0 : 1;
+}
+
+/** The run's observer: builds the serving side on the runner's cluster and paces it. */
+class ServeRun implements RunObserver {
+  readonly #options: ServeOptions;
+  readonly totals: RequestTotals = { ok: 0, failedByStatus: {}, aborted: 0 };
+  #cluster: SimCluster | undefined;
+  #engines: PodEngines | undefined;
+  #discovery: SimDiscovery | undefined;
+  #router: RequestRouter | undefined;
+  #server: Server | undefined;
+  #drains: DrainConfirmer | undefined;
+  #lease: RouterLease | undefined;
+  #tick: Timer | undefined;
+  #unhook: (() => void) | undefined;
+
+  constructor(options: ServeOptions) {
+    this.#options = options;
+  }
+
+  attach(cluster: SimCluster): void {
+    this.#cluster = cluster;
+    this.#options.view.attach?.(cluster, undefined);
+    const engines = new PodEngines(cluster, this.#options);
+    const discovery = new SimDiscovery(cluster, { addressOf: (pod) => engines.addressOf(pod) });
+    const router = new RequestRouter({ discovery, rng: cluster.rng("demo-serve-router"), debugHeaders: true });
+    this.#engines = engines;
+    this.#discovery = discovery;
+    this.#router = router;
+    this.#lease = new RouterLease(cluster);
+    this.#drains = new DrainConfirmer(cluster, discovery, (pod) => router.inFlight.count(`${pod.metadata.namespace ?? ""}/${pod.metadata.name}`) + engines.queued(pod));
+    this.#pace(cluster);
+  }
+
+  /** Before the first step: the router listens; later steps are only passed to the view. */
+  async stepStarted(index: number, step: Step): Promise<void> {
+    if (index === 0) await this.#listen();
+    await this.#options.view.stepStarted?.(index, step);
+  }
+
+  async stepEnded(record: StepRecord): Promise<void> {
+    await this.#options.view.stepEnded?.(record);
+  }
+
+  async #listen(): Promise<void> {
+    const router = this.#router;
+    if (router === undefined) throw new Error("demo --serve: the run was not attached");
+    await this.#lease?.register();
+    const server = createServer({ noDelay: true }, (req, res) => {
+      res.once("close", () => {
+        this.#count(res.writableFinished, res.statusCode);
+      });
+      router.handle(req, res);
+    });
+    this.#server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", (error: NodeJS.ErrnoException) => {
+        reject(new ListenError(`--port ${this.#options.port}: cannot listen on ${LOOPBACK}:${this.#options.port}: ${error.code ?? error.message}`));
+      });
+      server.listen(this.#options.port, LOOPBACK, resolve);
+    });
+    const url = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;
+    this.#options.write(`router: ${url}\n`);
+    this.#options.onListening?.(url);
+  }
+
+  #count(finished: boolean, status: number): void {
+    if (!finished) this.totals.aborted++;
+    else if (status < 400) this.totals.ok++;
+    else this.totals.failedByStatus[status] = (this.totals.failedByStatus[status] ?? 0) + 1;
+  }
+
+  /**
+   * Paces virtual time to the wall clock: after every simulated instant, sleeps until the wall
+   * clock has caught up with it (`speed` simulated seconds per wall second), and a tick every
+   * PACE_TICK_MS keeps the instants close together, so nothing happens more than a tick early.
+   * The sleeps are where the router and the engine-mocks serve. Stopping rejects the sleep, which
+   * ends the run at its current step.
+   */
+  #pace(cluster: SimCluster): void {
+    const { speed, signal } = this.#options;
+    const virtualStartMs = cluster.clock.nowMs();
+    const wallStartMs = Date.now();
+    const tick = (): void => {
+      this.#tick = cluster.clock.setTimer(PACE_TICK_MS, tick);
+    };
+    tick();
+    this.#unhook = cluster.onSettle(async () => {
+      signal.throwIfAborted();
+      const aheadMs = (cluster.clock.nowMs() - virtualStartMs) / speed - (Date.now() - wallStartMs);
+      if (aheadMs >= 1) await sleep(aheadMs, undefined, { signal });
+      this.#drains?.confirm();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#unhook?.();
+    this.#tick?.cancel();
+    const server = this.#server;
+    if (server !== undefined) {
+      const closed = new Promise((resolve) => server.close(resolve));
+      server.closeAllConnections();
+      await closed;
+    }
+    await this.#router?.close();
+    await this.#lease?.release();
+    this.#discovery?.stop();
+    await this.#engines?.close();
+  }
+
+  /** The closing lines: the scenario's verdict and the router's request totals. */
+  summary(report: Report | undefined): string {
+    const seconds = Math.round((this.#cluster?.clock.nowMs() ?? 0) / 1000);
+    const head = report === undefined ? `stopped after ${seconds}s simulated` : `${report.scenario}: ${report.verdict === "pass" ? "PASS" : "FAIL"} after ${seconds}s simulated`;
+    return `${head}\nrouter requests: ${formatTotals(this.totals)}\n`;
+  }
+}
+
+/** `12 ok, 2 failed (503: 2), 1 aborted by the client`. */
+export function formatTotals(totals: RequestTotals): string {
+  const failed = Object.entries(totals.failedByStatus).sort(([a], [b]) => Number(a) - Number(b));
+  const failedCount = failed.reduce((sum, [, count]) => sum + count, 0);
+  const byStatus = failed.length === 0 ? "" : ` (${failed.map(([status, count]) => `${status}: ${count}`).join(", ")})`;
+  return `${totals.ok + failedCount + totals.aborted} total, ${totals.ok} ok, ${failedCount} failed${byStatus}, ${totals.aborted} aborted by the client`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** The engine-mock of one pod: `started` settles once it listens (or failed to), setting `engine`. */
+interface PodEngine {
+  readonly podIP: string;
+  started: Promise<EngineMock | undefined> | undefined;
+  engine: EngineMock | undefined;
+}
+
+/** One engine-mock per running entry pod, keyed by pod uid. */
+class PodEngines {
+  readonly #cluster: SimCluster;
+  readonly #latency: { ttftMs?: number; tpotMs?: number };
+  readonly #engines = new Map<string, PodEngine>();
+  readonly #follower: Follower;
+
+  constructor(cluster: SimCluster, latency: { ttftMs?: number; tpotMs?: number }) {
+    this.#cluster = cluster;
+    this.#latency = { ...(latency.ttftMs === undefined ? {} : { ttftMs: latency.ttftMs }), ...(latency.tpotMs === undefined ? {} : { tpotMs: latency.tpotMs }) };
+    // The containers' truth, without lag: an engine runs while its pod runs, whatever a cache says.
+    this.#follower = followStored(cluster.server, "Pod", {
+      seen: (object) => {
+        this.#seen(object as unknown as Pod);
+      },
+      gone: (uid) => {
+        this.#stop(uid);
+      },
+      knownUids: () => this.#engines.keys(),
+    });
+  }
+
+  /** Where the engine of `pod` listens (its podIP mapped to 127.0.0.1:port), once it does. */
+  addressOf(pod: Pod): Address | undefined {
+    const entry = this.#engines.get(pod.metadata.uid ?? "");
+    if (entry?.engine === undefined || entry.podIP !== pod.status?.podIP) return undefined;
+    return { host: LOOPBACK, port: entry.engine.port };
+  }
+
+  /** Requests running or waiting in the engine of `pod` (0 without one). */
+  queued(pod: Pod): number {
+    const stats = this.#engines.get(pod.metadata.uid ?? "")?.engine?.stats();
+    return stats === undefined ? 0 : stats.running + stats.waiting;
+  }
+
+  #seen(pod: Pod): void {
+    const uid = pod.metadata.uid ?? "";
+    const running = pod.metadata.labels?.[LABEL_ENTRY] === "true" && pod.status?.phase === "Running" && typeof pod.status.podIP === "string";
+    if (!running) {
+      this.#stop(uid);
+      return;
+    }
+    if (this.#engines.has(uid)) return;
+    const entry: PodEngine = { podIP: pod.status?.podIP ?? "", started: undefined, engine: undefined };
+    // An engine that cannot listen leaves the pod without an address: the router counts it
+    // ineligible ("no pod IP"), as it would a pod whose engine never came up.
+    const started = startEngineMock({ host: LOOPBACK, port: 0, engine: this.#engineOf(pod), kvFormat: kvFormatOf(pod), ...this.#latency }).catch(() => undefined);
+    entry.started = started.then((engine) => (entry.engine = engine));
+    this.#engines.set(uid, entry);
+  }
+
+  #stop(uid: string): void {
+    const entry = this.#engines.get(uid);
+    if (entry === undefined) return;
+    this.#engines.delete(uid);
+    void entry.started?.then((engine) => engine?.close());
+  }
+
+  /** The engine of the route that serves the pod's ModelServing; vLLM when no route names it. */
+  #engineOf(pod: Pod): Engine {
+    const modelServing = pod.metadata.labels?.[LABEL_MODEL_SERVING];
+    for (const object of this.#cluster.server.stored("ModelRoute")) {
+      const parsed = parseModelRoute(object);
+      if (parsed.ok && parsed.value.spec.modelServing === modelServing && object.metadata.namespace === pod.metadata.namespace) return parsed.value.spec.engine;
+    }
+    return "vllm";
+  }
+
+  async close(): Promise<void> {
+    this.#follower.stop();
+    const entries = [...this.#engines.values()];
+    this.#engines.clear();
+    await Promise.all(entries.map(async (entry) => (await entry.started)?.close()));
+  }
+}
+
+/**
+ * The router replica's registration (DESIGN §3.1) in the simulated cluster: a Lease named and
+ * held by SERVE_ROUTER_ID, labelled as a router, scope `*`, renewed every third of its duration
+ * on virtual time (so it is as live to the controller as a real replica's), deleted on release.
+ */
+class RouterLease {
+  readonly #cluster: SimCluster;
+  /** The epoch clock: renewTime is compared with the controller's clock. */
+  readonly #clock: Clock;
+  #renewal: Timer | undefined;
+
+  constructor(cluster: SimCluster) {
+    this.#cluster = cluster;
+    this.#clock = cluster.clock.onEpoch();
+  }
+
+  async register(): Promise<void> {
+    const lease = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, labels: { [LABEL_ROUTER]: "true" }, annotations: { [ANNOTATION_ROUTER_SCOPE]: "*" } },
+      spec: { holderIdentity: SERVE_ROUTER_ID, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime: microTime(this.#clock.nowMs()) },
+    } as unknown as KubeObject<"Lease">;
+    await this.#writer().create(lease);
+    this.#renewLater();
+  }
+
+  #renewLater(): void {
+    this.#renewal = this.#cluster.clock.setTimer((LEASE_DURATION_SECONDS * 1000) / 3, () => {
+      // A failed renewal is tried again at the next one, well within the Lease's duration.
+      this.#writer().patch({ kind: "Lease", namespace: LEASE_NAMESPACE, name: SERVE_ROUTER_ID }, { spec: { renewTime: microTime(this.#clock.nowMs()) } }).catch(() => undefined);
+      this.#renewLater();
+    });
+  }
+
+  async release(): Promise<void> {
+    if (this.#renewal === undefined) return;
+    this.#renewal.cancel();
+    this.#renewal = undefined;
+    await this.#writer().delete({ kind: "Lease", namespace: LEASE_NAMESPACE, name: SERVE_ROUTER_ID }).catch(() => undefined);
+  }
+
+  #writer() {
+    return this.#cluster.writer("router");
+  }
+}
+
+/** A Lease's `renewTime` format (Kubernetes MicroTime): RFC 3339 with 6 fractional digits. */
+function microTime(epochMs: number): string {
+  return new Date(epochMs).toISOString().replace("Z", "000Z");
+}
+
+/** The first container's env `KV_FORMAT`, default `v1` (DESIGN §7). */
+export function kvFormatOf(pod: Pod): string {
+  const env = (pod.spec.containers[0] as { env?: { name?: string; value?: string }[] } | undefined)?.env ?? [];
+  return env.find((variable) => variable.name === "KV_FORMAT")?.value ?? "v1";
+}
+
+/**
+ * The router's drain confirmation (DESIGN §3.4), with the simulator's one shared ack annotation
+ * (`tandem.dev/drained`, as the simulated router writes it): an entry pod the cache shows marked
+ * draining, not yet confirmed, not being deleted, with nothing of this router in flight on it and
+ * nothing running or waiting in its engine. Once per mark; a failed write is tried again at the
+ * next look.
+ */
+class DrainConfirmer {
+  readonly #cluster: SimCluster;
+  readonly #discovery: SimDiscovery;
+  readonly #busy: (pod: Pod) => number;
+  /** `<uid>@<draining mark>` of the confirmations written or being written. */
+  readonly #sent = new Set<string>();
+
+  constructor(cluster: SimCluster, discovery: SimDiscovery, busy: (pod: Pod) => number) {
+    this.#cluster = cluster;
+    this.#discovery = discovery;
+    this.#busy = busy;
+  }
+
+  confirm(): void {
+    for (const pod of this.#discovery.entryPods()) {
+      const mark = pod.metadata.annotations?.[ANNOTATION_DRAINING];
+      if (mark === undefined || pod.metadata.annotations?.[ANNOTATION_DRAINED] === "true" || isTerminating(pod)) continue;
+      const key = `${pod.metadata.uid ?? ""}@${mark}`;
+      if (this.#sent.has(key) || this.#busy(pod) > 0) continue;
+      this.#sent.add(key);
+      const patch: JsonObject = { metadata: { uid: pod.metadata.uid ?? "", annotations: { [ANNOTATION_DRAINED]: "true" } } };
+      this.#cluster
+        .writer("router")
+        .patch({ kind: "Pod", namespace: pod.metadata.namespace ?? "default", name: pod.metadata.name }, patch)
+        .catch(() => this.#sent.delete(key));
+    }
+  }
+}
