@@ -16,9 +16,10 @@ export interface JsonObject {
   [key: string]: JsonValue;
 }
 
-/** The kinds the controller reads or writes. */
+/** The kinds the controller or the router reads or writes. */
 export type Kind =
   | "ModelServing"
+  | "ModelRoute"
   | "Pod"
   | "Service"
   | "ControllerRevision"
@@ -40,6 +41,7 @@ export interface KindInfo {
 /** Static facts about each kind, shared by both implementations. */
 export const KINDS: Readonly<Record<Kind, KindInfo>> = {
   ModelServing: { apiVersion: "tandem.dev/v1alpha1", namespaced: true, hasGeneration: true, statusSubresource: true },
+  ModelRoute: { apiVersion: "tandem.dev/v1alpha1", namespaced: true, hasGeneration: true, statusSubresource: true },
   Pod: { apiVersion: "v1", namespaced: true, hasGeneration: false, statusSubresource: true },
   Service: { apiVersion: "v1", namespaced: true, hasGeneration: false, statusSubresource: true },
   ControllerRevision: { apiVersion: "apps/v1", namespaced: true, hasGeneration: false, statusSubresource: false },

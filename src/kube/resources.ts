@@ -16,6 +16,7 @@ export interface Resource {
 /** The resource of every kind the adapter reads or writes. */
 export const RESOURCES: Readonly<Record<Kind, Resource>> = {
   ModelServing: { group: "tandem.dev", version: "v1alpha1", plural: "modelservings", namespaced: true },
+  ModelRoute: { group: "tandem.dev", version: "v1alpha1", plural: "modelroutes", namespaced: true },
   Pod: { group: "", version: "v1", plural: "pods", namespaced: true },
   Service: { group: "", version: "v1", plural: "services", namespaced: true },
   ControllerRevision: { group: "apps", version: "v1", plural: "controllerrevisions", namespaced: true },
@@ -57,6 +58,20 @@ export const PERMISSIONS: readonly Permission[] = [
   { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch", "create", "patch", "delete"], scope: "cluster" },
   { group: "", resource: "events", verbs: ["create", "patch"], scope: "cluster" },
   { group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update"], scope: "controller" },
+];
+
+/**
+ * Everything `tandem router` may do (its own ServiceAccount and ClusterRole), and nothing more.
+ * Reads: its discovery lists and watches ModelRoutes, the entry Pods and ControllerRevisions
+ * behind them, and ModelServings (a route naming a missing one is not Accepted). Writes: the
+ * route status it computes, as a merge patch of the status subresource.
+ */
+export const ROUTER_PERMISSIONS: readonly Permission[] = [
+  { group: "tandem.dev", resource: "modelroutes", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "tandem.dev", resource: "modelroutes/status", verbs: ["patch"], scope: "cluster" },
+  { group: "tandem.dev", resource: "modelservings", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "", resource: "pods", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch"], scope: "cluster" },
 ];
 
 /**

@@ -1,16 +1,19 @@
 /**
- * The route as the router reads it (DESIGN §7 `ModelRoute`), defaults applied. This is the
- * router's own minimal shape: the ModelRoute API type (zod schema and validation in `src/api/`)
- * replaces it once both exist, so nothing here validates — a discovery implementation hands over
- * routes that its source has already validated and defaulted.
+ * The route as the router reads it (DESIGN §7 `ModelRoute`), defaults applied: one function,
+ * `routerRouteOf`, derives it from a parsed ModelRoute (the zod type of `src/api/route.ts`), so
+ * the API type is the one source and this shape only flattens it for the decisions — `roles` as
+ * a union the type system can narrow, `kvConnector` always set. Nothing here validates: a
+ * discovery implementation hands over routes `parseModelRoute` has already validated and defaulted.
  */
+import type { Engine, KvConnector as ApiKvConnector, ModelRoute, Pairing } from "../api/route.ts";
+import { DEFAULT_KV_CONNECTOR } from "../api/route.ts";
 import { compareStrings } from "../core/maps.ts";
 
-export type EngineKind = "vllm" | "sglang";
+export type EngineKind = Engine;
 /** How prefill hands its KV cache to decode; `none` means no disaggregation protocol. */
-export type KvConnector = "nixl" | "sglang" | "none";
+export type KvConnector = ApiKvConnector;
 /** Which prefill may serve a decode (DESIGN §7). */
-export type PairingMode = "SameGroup" | "SameRevision" | "Any";
+export type PairingMode = Pairing;
 
 /** Aggregated (one role serves the whole request) or disaggregated (prefill then decode). */
 export type RouteRoles = { readonly serve: string } | { readonly prefill: string; readonly decode: string };
@@ -35,6 +38,32 @@ export interface RouterRoute {
   readonly retries: { readonly attempts: number };
   /** Defaults 60 and 300. */
   readonly timeouts: { readonly firstByteSeconds: number; readonly idleSeconds: number };
+}
+
+/**
+ * The router's view of a parsed, validated ModelRoute (`parseModelRoute`). Validation guarantees
+ * `roles` is exactly `{serve}` or `{prefill, decode}`; `kvConnector` of an aggregated route is
+ * unused, and set to the engine's default so the shape has no optional protocol.
+ */
+export function routerRouteOf(route: ModelRoute): RouterRoute {
+  const { metadata, spec } = route;
+  const { serve, prefill, decode } = spec.roles;
+  const created = metadata["creationTimestamp"];
+  const roles: RouteRoles = prefill !== undefined && decode !== undefined ? { prefill, decode } : { serve: serve ?? "" };
+  return {
+    namespace: metadata.namespace ?? "",
+    name: metadata.name,
+    ...(typeof created === "string" ? { creationTimestamp: created } : {}),
+    model: spec.model,
+    modelServing: spec.modelServing,
+    engine: spec.engine,
+    port: spec.port,
+    roles,
+    kvConnector: spec.kvConnector ?? DEFAULT_KV_CONNECTOR[spec.engine],
+    pairing: spec.pairing,
+    retries: { attempts: spec.retries.attempts },
+    timeouts: { firstByteSeconds: spec.timeouts.firstByteSeconds, idleSeconds: spec.timeouts.idleSeconds },
+  };
 }
 
 export function isDisaggregated(roles: RouteRoles): roles is { readonly prefill: string; readonly decode: string } {

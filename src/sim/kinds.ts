@@ -30,6 +30,7 @@ const base: Behaviour = {
 const BEHAVIOURS: Readonly<Record<Kind, Behaviour>> = {
   // Status subresource kinds: the server decides the initial status.
   ModelServing: { ...base, initialStatus: () => undefined },
+  ModelRoute: { ...base, initialStatus: () => undefined },
   Pod: {
     initialStatus: () => ({ phase: "Pending" }),
     updateProblem: podUpdateProblem,
@@ -49,6 +50,7 @@ const BEHAVIOURS: Readonly<Record<Kind, Behaviour>> = {
 
 export const STRATEGIES: Readonly<Record<Kind, KindStrategy>> = {
   ModelServing: { ...KINDS.ModelServing, ...BEHAVIOURS.ModelServing },
+  ModelRoute: { ...KINDS.ModelRoute, ...BEHAVIOURS.ModelRoute },
   Pod: { ...KINDS.Pod, ...BEHAVIOURS.Pod },
   Service: { ...KINDS.Service, ...BEHAVIOURS.Service },
   ControllerRevision: { ...KINDS.ControllerRevision, ...BEHAVIOURS.ControllerRevision },

@@ -78,7 +78,7 @@ describe("scenario files", () => {
       "steps[0].apply.spec.template.roles[0].name: must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit",
     ]);
     assert.deepEqual(problemsOf({ name: "s", steps: [{ apply: { ...modelServing, kind: "Deployment" } }] }), [
-      "steps[0].apply.kind: must be one of ModelServing, Pod, Service, ControllerRevision, Event, Lease, Node, Namespace",
+      "steps[0].apply.kind: must be one of ModelServing, ModelRoute, Pod, Service, ControllerRevision, Event, Lease, Node, Namespace",
     ]);
   });
 
