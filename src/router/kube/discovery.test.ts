@@ -23,13 +23,16 @@ const modelServing = { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", 
 interface World {
   routes: object[];
   pods: object[];
+  /** Holds back the ControllerRevision list until it resolves. */
+  revisionsListed?: Promise<void>;
   /** Answers a status patch; default 200 with the patched object. */
   patch?: (request: Recorded) => HttpResponse;
 }
 
 /** A fake API server for the four kinds: lists from `world`, watches that stay open. */
 function apiServer(world: World) {
-  return fakeSend((request) => {
+  return fakeSend(async (request) => {
+    if (request.path.includes("/controllerrevisions?") && !request.path.includes("watch=true")) await world.revisionsListed;
     if (request.method === "PATCH") return world.patch?.(request) ?? jsonResponse(200, { ...route("r", "m"), status: (request.json as { status: unknown }).status });
     if (request.path.includes("watch=true")) return watchResponse([], request.signal);
     const items = request.path.includes("/modelroutes") ? world.routes : request.path.includes("/pods") ? world.pods : request.path.includes("/modelservings") ? [modelServing] : [];
@@ -42,14 +45,14 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((discovery) => discovery.stop()));
 });
 
-async function startDiscovery(world: World) {
+async function startDiscovery(world: World, synced = true) {
   const { send, requests } = apiServer(world);
   const clock = new VirtualClock();
   const transport = new KubeTransport(send, { permissions: ROUTER_PERMISSIONS });
   const discovery = new KubeDiscovery({ transport, clock, logger: silentLogger, namespace: "ns" });
   discovery.start();
   started.push(discovery);
-  await until(clock, "the caches synced", () => discovery.hasSynced());
+  if (synced) await until(clock, "the caches synced", () => discovery.hasSynced());
   return { discovery, requests, clock, transport };
 }
 
@@ -100,6 +103,22 @@ describe("RouteStatusSync", () => {
     const again = new RouteStatusSync({ discovery: second.discovery, writer: new KubeWriter(second.transport), clock: second.clock, logger: silentLogger });
     assert.deepEqual(await again.sync(), { written: 0, conflicts: 0, failed: 0 });
     assert.equal(second.requests.filter((request) => request.method === "PATCH").length, 0);
+  });
+
+  it("started before the caches synced, it writes once they have, though the last kind synced brought no event", async () => {
+    let release: () => void = () => undefined;
+    const revisionsListed = new Promise<void>((resolve) => { release = resolve; });
+    const { discovery, requests, clock, transport } = await startDiscovery({ routes: [route("r", "m")], pods: [], revisionsListed }, false);
+    const sync = new RouteStatusSync({ discovery, writer: new KubeWriter(transport), clock, logger: silentLogger, delayMs: 10 });
+    sync.start();
+    await until(clock, "routes, pods and servings listed", () => requests.filter((request) => !request.path.includes("watch=true")).length >= 3);
+    // The sync the first events scheduled comes due while ControllerRevisions are still listing.
+    clock.advance(20);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(discovery.hasSynced(), false);
+    release();
+    await until(clock, "the status written", () => requests.some((request) => request.method === "PATCH"));
+    await sync.stop();
   });
 
   it("a 409 (the route changed since the cache saw it) is a conflict, not an error: counted, logged nowhere, retried on the next change", async () => {

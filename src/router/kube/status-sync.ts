@@ -10,7 +10,7 @@
  *   usually equal — `routeStatus` keeps transition times — so nothing more is written);
  * - changes are coalesced: the first change after a sync schedules the next one `delayMs` later,
  *   one sync runs at a time, and nothing is written before the caches have synced (a route
- *   would otherwise read its ModelServing as missing).
+ *   would otherwise read its ModelServing as missing): until then the sync is put off again.
  */
 import type { ModelRouteStatus } from "../../api/route.ts";
 import { isApiError } from "../../engine/ports.ts";
@@ -80,6 +80,11 @@ export class RouteStatusSync {
   }
 
   async #run(): Promise<void> {
+    // The last kind to sync may bring no objects, hence no event to schedule the first sync.
+    if (!this.#options.discovery.hasSynced()) {
+      this.schedule();
+      return;
+    }
     this.#running = this.sync();
     const result = await this.#running;
     this.#running = undefined;
