@@ -71,6 +71,8 @@ describe("KubeDiscovery", () => {
     assert.equal(discovery.modelServingExists("ns", "gone"), false);
     assert.equal(discovery.revision("ns", "ms-rev1"), undefined, "an unknown revision");
     assert.ok(requests.every((request) => request.path.includes("/namespaces/ns/")), "only the one namespace is read");
+    const podQueries = requests.filter((request) => request.path.includes("/pods?")).map((request) => new URLSearchParams(request.path.split("?")[1]).get("labelSelector"));
+    assert.deepEqual(podQueries, ["tandem.dev/entry=true", "tandem.dev/entry=true"], "entry pods only, listed and watched");
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * The router's `Discovery` on a Kubernetes API server: one `KubeReader` (the controller's
  * reflectors — paginated list, watch with bookmarks, relist on 410, backoff, watchdog) over
- * ModelRoutes, Pods, ControllerRevisions and ModelServings, in one namespace or all.
+ * ModelRoutes, entry Pods (label selector `tandem.dev/entry=true`), ControllerRevisions and
+ * ModelServings, in one namespace or all.
  *
  * Reads never block and never fail: they answer from the caches, memoized until the next event of
  * their kind, so a request does not re-filter every pod. ModelRoutes are parsed and validated with
@@ -51,7 +52,8 @@ export class KubeDiscovery implements Discovery {
   readonly #parsed = new WeakMap<object, StoredRoute["parsed"]>();
 
   constructor(options: KubeDiscoveryOptions) {
-    this.#reader = new KubeReader({ ...options, kinds: ROUTER_KINDS });
+    // Only entry pods: the router never reads workers, and a cluster may hold many other pods.
+    this.#reader = new KubeReader({ ...options, kinds: ROUTER_KINDS, labelSelectors: { Pod: `${LABEL_ENTRY}=true` } });
     this.#reader.subscribe((event) => {
       this.#invalidate(event);
     });
