@@ -1,6 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { silentLogger } from "../engine/logger.ts";
 import { defaultClusterConfigured } from "../kube/config.ts";
+import { fakeSend, jsonResponse } from "../kube/test-fakes.ts";
+import { ListenError, runRouter } from "../router/kube/run.ts";
 import { routerOptionsOf } from "./router.ts";
 import type { RouterFlags } from "./router.ts";
 
@@ -30,5 +35,22 @@ describe("tandem router flags", () => {
     assert.equal(defaultClusterConfigured({ KUBECONFIG: "/missing" }, "/home/x", (path) => path === "/home/x/.kube/config"), false, "$KUBECONFIG names the files to read");
     assert.equal(defaultClusterConfigured({}, "/home/x", (path) => path === "/home/x/.kube/config"), true);
     assert.equal(defaultClusterConfigured({ KUBERNETES_SERVICE_HOST: "10.96.0.1" }, "/home/x", (path) => path.endsWith("/serviceaccount/token")), true);
+  });
+
+  it("an address in use is a ListenError naming the flag (--listen, or --metrics-addr), and nothing is left listening", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const address = `127.0.0.1:${(taken.address() as AddressInfo).port}`;
+    const { send } = fakeSend(() => jsonResponse(200, { items: [], metadata: { resourceVersion: "1" } }));
+    try {
+      for (const [options, flag] of [[{ listen: address }, "--listen"], [{ listen: "127.0.0.1:0", metricsAddress: address }, "--metrics-addr"]] as const) {
+        const failure = await runRouter({ send, logger: silentLogger, id: "t", ...options }).then(() => undefined, (error: unknown) => error);
+        assert.ok(failure instanceof ListenError, String(failure));
+        assert.equal(failure.message, `cannot listen on ${address} (${flag})`);
+        assert.equal((failure.cause as { code?: string }).code, "EADDRINUSE");
+      }
+    } finally {
+      taken.close();
+    }
   });
 });

@@ -12,7 +12,7 @@ import { loadKubeConfig } from "../kube/config.ts";
 import { createLogger } from "../kube/logger.ts";
 import type { LogLevelName } from "../kube/logger.ts";
 import { parseAddress } from "../kube/server.ts";
-import { runRouter } from "../router/kube/run.ts";
+import { ListenError, runRouter } from "../router/kube/run.ts";
 import type { RouterRunOptions } from "../router/kube/run.ts";
 import { errorText } from "./engine-mock.ts";
 
@@ -63,7 +63,8 @@ async function runFromFlags(flags: RouterFlags): Promise<number> {
   try {
     running = await runRouter({ ...options, kubeConfig, logger });
   } catch (error) {
-    process.stderr.write(`tandem router: cannot listen on ${flags.listen}: ${errorText(error)}\n`);
+    const text = error instanceof ListenError ? `${error.message}: ${errorText(error.cause)}` : errorText(error);
+    process.stderr.write(`tandem router: ${text}\n`);
     return 1;
   }
   logger.info({ listen: running.address, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)" }, "router started");

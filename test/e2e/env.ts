@@ -4,6 +4,9 @@
  * controller run in-process with the adapter under the ServiceAccount identity, so every request
  * it makes is checked against exactly the RBAC we ship.
  */
+import { spawn } from "node:child_process";
+import type { ChildProcessByStdio } from "node:child_process";
+import type { Readable } from "node:stream";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -76,4 +79,22 @@ export async function startTestController(cluster: Cluster, options: Partial<Omi
  */
 export function forbiddenLines(logger: MemoryLogger): string[] {
   return logger.lines().map((line) => `${line.message} ${JSON.stringify(line.fields)}`).filter((text) => / 403 |forbidden/i.test(text));
+}
+
+export interface TandemProcess {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>;
+  /** Everything it wrote so far, stdout and stderr interleaved. */
+  readonly output: () => string;
+  /** Its exit code (null when killed by a signal). */
+  readonly exited: Promise<number | null>;
+}
+
+/** Runs `tandem ARGS...` (src/cli/main.ts) as a child process, collecting its output. */
+export function startTandem(args: readonly string[]): TandemProcess {
+  const child = spawn(process.execPath, [join(REPO_ROOT, "src", "cli", "main.ts"), ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
+  child.stderr.on("data", (chunk: Buffer) => { output += chunk.toString(); });
+  const exited = new Promise<number | null>((resolve) => { child.once("exit", (code) => { resolve(code); }); });
+  return { child, output: () => output, exited };
 }

@@ -26,9 +26,9 @@ import { startEngineMock } from "../../src/router/engine-mock/server.ts";
 import type { EngineMock } from "../../src/router/engine-mock/server.ts";
 import { runRouter } from "../../src/router/kube/run.ts";
 import type { RunningRouter } from "../../src/router/kube/run.ts";
-import { type Cluster, startCluster } from "./cluster.ts";
+import { type Cluster, freePorts, startCluster } from "./cluster.ts";
 import { type KubeClient, MODEL_ROUTES, MODEL_SERVINGS } from "./client.ts";
-import { ensureNamespace, forbiddenLines, installCrd, installRbac } from "./env.ts";
+import { ensureNamespace, forbiddenLines, installCrd, installRbac, startTandem } from "./env.ts";
 import { PODS } from "./observe.ts";
 import { waitFor } from "./wait.ts";
 
@@ -84,7 +84,7 @@ function route(name: string, model: string, port: number, modelServing = "qwen-s
 
 const conditionOf = (object: any, type: string): any => object?.status?.conditions?.find((condition: any) => condition.type === type);
 
-describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 8 * TEST_TIMEOUT_MS }, () => {
+describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 9 * TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let engines: EngineMock[] = [];
   let router: RunningRouter | undefined;
@@ -243,5 +243,26 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     await stopped;
     await assert.rejects(request(url("/healthz")));
     router = undefined;
+  });
+
+  test("tandem router as a process: ready, routes, JSON access log, exit 0 on SIGTERM", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const [port] = await freePorts(1);
+    const { child, output: outputSoFar, exited } = startTandem(["router", "--kubeconfig", cluster.kubeconfigs.admin, "--namespace", NAMESPACE, "--listen", `127.0.0.1:${port}`, "--id", "cli"]);
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      await waitFor(async () => ((await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined), { timeoutMs: 30_000, intervalMs: 100, what: "/readyz 200" });
+      const response = await fetch(`${base}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "Qwen/Qwen3-8B", prompt: "hi", max_tokens: 2 }) });
+      assert.equal(response.status, 200, await response.text());
+      child.kill("SIGTERM");
+      const code = await exited;
+      const output = outputSoFar();
+      assert.equal(code, 0, output);
+      const lines = output.trim().split("\n").map((line) => JSON.parse(line) as { msg: string; router?: string; status?: number });
+      assert.ok(lines.some((line) => line.msg === "router started" && line.router === "cli"));
+      assert.ok(lines.some((line) => line.msg === "request" && line.status === 200));
+      assert.ok(lines.some((line) => line.msg === "router stopped"));
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
   });
 });

@@ -63,6 +63,18 @@ export interface RunningRouter {
 
 const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
 
+/** An address `runRouter` could not listen on, with the flag that named it; `cause` says why. */
+export class ListenError extends Error {
+  readonly flag: string;
+  readonly address: string;
+
+  constructor(flag: string, address: string, cause: unknown) {
+    super(`cannot listen on ${address} (${flag})`, { cause });
+    this.flag = flag;
+    this.address = address;
+  }
+}
+
 export async function runRouter(options: RouterRunOptions): Promise<RunningRouter> {
   const send = options.send ?? (options.kubeConfig === undefined ? undefined : clientNodeSend(options.kubeConfig));
   if (send === undefined) throw new Error("runRouter needs a kubeConfig or a send");
@@ -85,13 +97,18 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
   observers.push(metrics);
   let stopping = false;
   const ready = (): boolean => !stopping && discovery.hasSynced();
-  const health = options.metricsAddress === undefined ? undefined : await startHealthServer({ address: options.metricsAddress, registry: metrics.registry, ready });
   const server = createServer({ noDelay: true }, (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (OPS_PATHS.has(path)) serveHealth(req, res, { registry: metrics.registry, ready });
     else router.handle(req, res);
   });
-  const address = await listen(server, options.listen);
+  const address = await listen(server, options.listen).catch((error: unknown) => { throw new ListenError("--listen", options.listen, error); });
+  const metricsAddress = options.metricsAddress;
+  const health = metricsAddress === undefined ? undefined : await startHealthServer({ address: metricsAddress, registry: metrics.registry, ready }).catch(async (error: unknown) => {
+    await router.close();
+    await new Promise((resolve) => server.close(resolve));
+    throw new ListenError("--metrics-addr", metricsAddress, error);
+  });
   discovery.start();
   statusSync.start();
   let done: Promise<void> | undefined;
