@@ -14,7 +14,7 @@ function input(overrides: Partial<RouteStatusInput> = {}): RouteStatusInput {
     generation: 3,
     previous: undefined,
     conflictWinner: undefined,
-    modelServingExists: true,
+    modelServingRoles: ["serve"],
     pods: [aPod({ name: "a" }), aPod({ name: "b", revision: "ms-rev2" })],
     nowIso: T0,
     ...overrides,
@@ -44,7 +44,7 @@ describe("routeStatus", () => {
       aPod({ name: "x", role: "decode", modelServing: "other" }),
       aPod({ name: "w", role: "decode", entry: false }),
     ];
-    const status = routeStatus(input({ route: { ok: true, value: aRoute({ roles }) }, pods }));
+    const status = routeStatus(input({ route: { ok: true, value: aRoute({ roles }) }, pods, modelServingRoles: ["prefill", "decode"] }));
     assert.equal(status.mode, "Disaggregated");
     assert.deepEqual(status.endpoints, [
       { role: "prefill", ready: 1, draining: 0, revisions: [{ revision: "ms-rev1", ready: 1, draining: 0 }] },
@@ -67,9 +67,14 @@ describe("routeStatus", () => {
   });
 
   it("a missing ModelServing: Accepted False ModelServingNotFound", () => {
-    const status = routeStatus(input({ modelServingExists: false, pods: [] }));
+    const status = routeStatus(input({ modelServingRoles: undefined, pods: [] }));
     assert.deepEqual([conditionOf(status, "Accepted")?.status, conditionOf(status, "Accepted")?.reason], ["False", "ModelServingNotFound"]);
     assert.equal(conditionOf(status, "Accepted")?.message, "ModelServing ns/ms does not exist");
+  });
+
+  it("a role the ModelServing does not have: Accepted False RoleNotFound, naming it and the roles there are", () => {
+    const status = routeStatus(input({ route: { ok: true, value: aRoute({ roles: { prefill: "prefill", decode: "decode" } }) }, modelServingRoles: ["prefill", "server"] }));
+    assert.deepEqual([conditionOf(status, "Accepted")?.reason, conditionOf(status, "Accepted")?.message], ["RoleNotFound", "ModelServing ns/ms has no role decode (its roles: prefill, server)"]);
   });
 
   it("a spec that does not parse: Accepted False InvalidSpec with the problem; no mode, no endpoints", () => {

@@ -21,6 +21,7 @@ import type { RouterRoute } from "./route.ts";
 export const REASON_ACCEPTED = "Accepted";
 export const REASON_INVALID_SPEC = "InvalidSpec";
 export const REASON_MODEL_SERVING_NOT_FOUND = "ModelServingNotFound";
+export const REASON_ROLE_NOT_FOUND = "RoleNotFound";
 export const REASON_READY = "EndpointsReady";
 export const REASON_NO_READY_ENDPOINTS = "NoReadyEndpoints";
 export const REASON_NOT_ACCEPTED = "NotAccepted";
@@ -34,7 +35,8 @@ export interface RouteStatusInput {
   readonly previous: ModelRouteStatus | undefined;
   /** `namespace/name` of the older route that serves the same model, when this one lost it. */
   readonly conflictWinner: string | undefined;
-  readonly modelServingExists: boolean;
+  /** The role names of the route's ModelServing; undefined when there is no such ModelServing. */
+  readonly modelServingRoles: readonly string[] | undefined;
   /** The entry pods of the route's ModelServing (discovery's `pods(route)`). */
   readonly pods: readonly DiscoveredPod[];
   /** RFC 3339: the transition time of a condition that changes status now. */
@@ -68,8 +70,13 @@ function acceptance(input: RouteStatusInput): Verdict {
   if (input.conflictWinner !== undefined) {
     return { status: "False", reason: REASON_MODEL_CONFLICT, message: `model ${route.model} is served by the older route ${input.conflictWinner}` };
   }
-  if (!input.modelServingExists) {
+  const roles = input.modelServingRoles;
+  if (roles === undefined) {
     return { status: "False", reason: REASON_MODEL_SERVING_NOT_FOUND, message: `ModelServing ${route.namespace}/${route.modelServing} does not exist` };
+  }
+  const missing = routeRoleNames(route.roles).filter((role) => !roles.includes(role));
+  if (missing.length > 0) {
+    return { status: "False", reason: REASON_ROLE_NOT_FOUND, message: `ModelServing ${route.namespace}/${route.modelServing} has no role ${missing.join(", ")} (its roles: ${roles.join(", ")})` };
   }
   return { status: "True", reason: REASON_ACCEPTED, message: `serves model ${route.model} from ModelServing ${route.modelServing}` };
 }

@@ -170,7 +170,7 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     }
   });
 
-  test("a newer route for the same model is not Accepted (ModelConflict); a route of a missing ModelServing says ModelServingNotFound", { timeout: TEST_TIMEOUT_MS }, async () => {
+  test("a newer route for the same model is not Accepted (ModelConflict); a route of a missing ModelServing or role says ModelServingNotFound or RoleNotFound", { timeout: TEST_TIMEOUT_MS }, async () => {
     await admin().create(MODEL_ROUTES, route("qwen-again", "Qwen/Qwen3-8B", engines[0]!.port));
     await admin().create(MODEL_ROUTES, route("nowhere", "other-model", engines[0]!.port, "missing"));
     const conflict = await waitForRoute("qwen-again", "Accepted False", (candidate) => conditionOf(candidate, "Accepted")?.status === "False");
@@ -179,6 +179,12 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     const missing = await waitForRoute("nowhere", "Accepted False", (candidate) => conditionOf(candidate, "Accepted")?.status === "False");
     assert.equal(conditionOf(missing, "Accepted").reason, "ModelServingNotFound");
     assert.equal(conditionOf(missing, "Ready").reason, "NotAccepted");
+    const wrong = route("wrong-role", "third-model", engines[0]!.port);
+    wrong.spec.roles = { serve: "decode" };
+    await admin().create(MODEL_ROUTES, wrong);
+    const wrongRole = await waitForRoute("wrong-role", "Accepted False", (candidate) => conditionOf(candidate, "Accepted")?.status === "False");
+    assert.equal(conditionOf(wrongRole, "Accepted").reason, "RoleNotFound");
+    assert.equal(conditionOf(wrongRole, "Accepted").message, "ModelServing serve/qwen-small has no role decode (its roles: server)");
   });
 
   test("the status is written only when it changes: a change elsewhere costs one write, of the route it changed", { timeout: TEST_TIMEOUT_MS }, async () => {

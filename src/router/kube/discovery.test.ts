@@ -18,7 +18,7 @@ const route = (name: string, model: string, extra: Record<string, unknown> = {})
   metadata: { name, namespace: "ns", resourceVersion: "5", generation: 1, creationTimestamp: "2026-01-01T00:00:00Z" },
   spec: { model, modelServing: "ms", engine: "vllm", port: 9000, roles: { serve: "serve" }, ...extra },
 });
-const modelServing = { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "ms", namespace: "ns", resourceVersion: "2" }, spec: {} };
+const modelServing = { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "ms", namespace: "ns", resourceVersion: "2" }, spec: { template: { roles: [{ name: "serve" }, { name: "extra" }] } } };
 
 interface World {
   routes: object[];
@@ -67,8 +67,8 @@ describe("KubeDiscovery", () => {
     assert.equal(discovery.pods(served), discovery.pods(served), "memoized until the next pod event");
     const invalid = discovery.storedRoutes().find((stored) => stored.object.metadata.name === "bad");
     assert.equal(invalid?.parsed.ok, false);
-    assert.equal(discovery.modelServingExists("ns", "ms"), true);
-    assert.equal(discovery.modelServingExists("ns", "gone"), false);
+    assert.deepEqual(discovery.modelServingRoles("ns", "ms"), ["serve", "extra"]);
+    assert.equal(discovery.modelServingRoles("ns", "gone"), undefined);
     assert.equal(discovery.revision("ns", "ms-rev1"), undefined, "an unknown revision");
     assert.ok(requests.every((request) => request.path.includes("/namespaces/ns/")), "only the one namespace is read");
     const podQueries = requests.filter((request) => request.path.includes("/pods?")).map((request) => new URLSearchParams(request.path.split("?")[1]).get("labelSelector"));

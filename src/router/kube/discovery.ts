@@ -2,7 +2,7 @@
  * The router's `Discovery` on a Kubernetes API server: one `KubeReader` (the controller's
  * reflectors — paginated list, watch with bookmarks, relist on 410, backoff, watchdog) over
  * ModelRoutes, entry Pods (label selector `tandem.dev/entry=true`), ControllerRevisions and
- * ModelServings, in one namespace or all.
+ * ModelServings (whether a route's ModelServing and roles exist), in one namespace or all.
  *
  * Reads never block and never fail: they answer from the caches, memoized until the next event of
  * their kind, so a request does not re-filter every pod. ModelRoutes are parsed and validated with
@@ -21,6 +21,7 @@ import type { KubeReaderOptions } from "../../kube/reader.ts";
 import type { KubeTransport } from "../../kube/transport.ts";
 import type { Discovery } from "../discovery.ts";
 import type { DiscoveredPod } from "../endpoints.ts";
+import { isJsonObject } from "../../engine/json.ts";
 import { routerRouteOf } from "../route.ts";
 import type { RouterRoute } from "../route.ts";
 
@@ -89,8 +90,13 @@ export class KubeDiscovery implements Discovery {
     return this.#stored;
   }
 
-  modelServingExists(namespace: string, name: string): boolean {
-    return this.#reader.get("ModelServing", namespace, name) !== undefined;
+  /** The role names of ModelServing `namespace/name`, in spec order; undefined when there is none. */
+  modelServingRoles(namespace: string, name: string): readonly string[] | undefined {
+    const object = this.#reader.get("ModelServing", namespace, name);
+    if (object === undefined) return undefined;
+    const template = object.spec?.["template"];
+    const roles = isJsonObject(template) && Array.isArray(template["roles"]) ? template["roles"] : [];
+    return roles.flatMap((role) => (isJsonObject(role) && typeof role["name"] === "string" ? [role["name"]] : []));
   }
 
   pods(route: RouterRoute): readonly DiscoveredPod[] {

@@ -127,7 +127,7 @@ export class RouteStatusSync {
       generation: object.metadata.generation,
       previous: object.status,
       conflictWinner: lost ? `${winner.namespace}/${winner.name}` : undefined,
-      modelServingExists: parsed.ok && discovery.modelServingExists(parsed.value.namespace, parsed.value.modelServing),
+      modelServingRoles: parsed.ok ? discovery.modelServingRoles(parsed.value.namespace, parsed.value.modelServing) : undefined,
       pods: parsed.ok ? discovery.pods(parsed.value) : [],
       nowIso: new Date(clock.nowMs()).toISOString(),
     });
