@@ -2,8 +2,9 @@
  * `tandem router` on the real kube-apiserver: the router runs in-process under its own
  * ServiceAccount (the admin identity impersonating `system:serviceaccount:tandem-system:tandem-router`,
  * with the RBAC `tandem manifests` ships), over a ModelRoute and entry pods created by the test,
- * whose `status.podIP` (127.0.0.1 and 127.0.0.2) points at engine-mocks on one port. Checked:
- * requests are routed to both pods, the route status shows the endpoints and the conditions
+ * whose `status.podIP` (127.0.0.1 and 127.0.0.2) points at engine-mocks on one port, and a
+ * disaggregated route over a prefill and a decode pod (127.0.0.3, 127.0.0.4). Checked: requests
+ * are routed to both pods, NIXL legs go to the prefill then the decode, the route status shows the endpoints and the conditions
  * (ModelConflict, ModelServingNotFound, NoReadyEndpoints), a draining mark moves a pod from ready
  * to draining, the router's identity is refused everything its RBAC does not grant, and a
  * graceful shutdown lets a request in flight finish.
@@ -37,7 +38,9 @@ const CLUSTER_START_TIMEOUT_MS = 180_000;
 const TEST_TIMEOUT_MS = 60_000;
 const NAMESPACE = "serve";
 const ROUTER_USER = `system:serviceaccount:${DEFAULT_NAMESPACE}:${ROUTER_NAME}`;
-const HOSTS = ["127.0.0.1", "127.0.0.2"];
+const HOSTS = ["127.0.0.1", "127.0.0.2"] as const;
+/** The prefill and the decode engine of the disaggregated route. */
+const PD_HOSTS = ["127.0.0.3", "127.0.0.4"] as const;
 
 /** The admin's connection, every request impersonating `user` (RBAC decides as for `user`). */
 function impersonating(cluster: Cluster, user: string): Send {
@@ -45,27 +48,27 @@ function impersonating(cluster: Cluster, user: string): Send {
   return (exchange) => send({ ...exchange, headers: { ...exchange.headers, "impersonate-user": user } });
 }
 
-/** Two engine-mocks on one port, at 127.0.0.1 and 127.0.0.2 (a pod's address is podIP:route.port). */
-async function startEngines(): Promise<EngineMock[]> {
+/** Two engine-mocks on one port, at `hosts` (a pod's address is podIP:route.port). */
+async function startEngines(hosts: readonly [string, string]): Promise<EngineMock[]> {
   for (let tries = 0; tries < 10; tries++) {
-    const first = await startEngineMock({ host: HOSTS[0], ttftMs: 20, tpotMs: 5 });
+    const first = await startEngineMock({ host: hosts[0], ttftMs: 20, tpotMs: 5 });
     try {
-      return [first, await startEngineMock({ host: HOSTS[1], port: first.port, ttftMs: 20, tpotMs: 5 })];
+      return [first, await startEngineMock({ host: hosts[1], port: first.port, ttftMs: 20, tpotMs: 5 })];
     } catch {
       await first.close();
     }
   }
-  throw new Error("no port free on both 127.0.0.1 and 127.0.0.2");
+  throw new Error(`no port free on both ${hosts.join(" and ")}`);
 }
 
-function entryPod(name: string, host: string, modelServing = "qwen-small"): any {
+function entryPod(name: string, host: string, modelServing = "qwen-small", role = "server"): any {
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
       name,
       namespace: NAMESPACE,
-      labels: { [LABEL_MODEL_SERVING]: modelServing, [LABEL_ROLE]: "server", [LABEL_GROUP]: "0", [LABEL_REVISION]: `${modelServing}-rev1`, [LABEL_ROLE_HASH]: "0123456789", [LABEL_ENTRY]: "true" },
+      labels: { [LABEL_MODEL_SERVING]: modelServing, [LABEL_ROLE]: role, [LABEL_GROUP]: "0", [LABEL_REVISION]: `${modelServing}-rev1`, [LABEL_ROLE_HASH]: "0123456789", [LABEL_ENTRY]: "true" },
     },
     spec: { containers: [{ name: "engine", image: "engine-mock:1" }], readinessGates: [{ conditionType: SERVING_GATE }] },
     statusToBe: { phase: "Running", podIP: host, podIPs: [{ ip: host }], conditions: [{ type: "Ready", status: "True" }, { type: SERVING_GATE, status: "True" }] },
@@ -84,7 +87,7 @@ function route(name: string, model: string, port: number, modelServing = "qwen-s
 
 const conditionOf = (object: any, type: string): any => object?.status?.conditions?.find((condition: any) => condition.type === type);
 
-describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 9 * TEST_TIMEOUT_MS }, () => {
+describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 10 * TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let engines: EngineMock[] = [];
   let router: RunningRouter | undefined;
@@ -104,12 +107,12 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     await installCrd(cluster.admin);
     await installRbac(cluster.admin);
     await ensureNamespace(cluster.admin, NAMESPACE);
-    engines = await startEngines();
+    engines = [...(await startEngines(HOSTS)), ...(await startEngines(PD_HOSTS))];
     const servingExample = parse(readFileSync(join(REPO_ROOT, "deploy", "examples", "single-role.yaml"), "utf8"));
     servingExample.metadata.namespace = NAMESPACE;
     await admin().create(MODEL_SERVINGS, servingExample);
-    await createRunningPod(admin(), entryPod("qwen-0", HOSTS[0]!));
-    await createRunningPod(admin(), entryPod("qwen-1", HOSTS[1]!));
+    await createRunningPod(admin(), entryPod("qwen-0", HOSTS[0]));
+    await createRunningPod(admin(), entryPod("qwen-1", HOSTS[1]));
     await admin().create(MODEL_ROUTES, route("qwen", "Qwen/Qwen3-8B", engines[0]!.port));
     const send = impersonating(cluster, ROUTER_USER);
     const counting: Send = async (exchange) => {
@@ -149,6 +152,26 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     const metrics = await (await request(url("/metrics"), { dispatcher: client })).body.text();
     assert.match(metrics, /tandem_router_requests_total\{model="Qwen\/Qwen3-8B",role="server",code="200"\} 12/);
     assert.ok(logger.lines().filter((line) => line.message === "request" && line.fields["model"] === "Qwen/Qwen3-8B").length >= 12, "one access-log line per request");
+  });
+
+  test("a disaggregated route: the prefill leg on the prefill pod, then the decode leg, whose answer streams to the client", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const serving = parse(readFileSync(join(REPO_ROOT, "deploy", "examples", "prefill-decode-2p1d.yaml"), "utf8"));
+    serving.metadata.namespace = NAMESPACE;
+    await admin().create(MODEL_SERVINGS, serving);
+    await createRunningPod(admin(), entryPod("llama-prefill-0", PD_HOSTS[0], "llama-pd", "prefill"));
+    await createRunningPod(admin(), entryPod("llama-decode-0", PD_HOSTS[1], "llama-pd", "decode"));
+    const pd = route("llama-pd", "llama", engines[2]!.port, "llama-pd");
+    pd.spec.roles = { prefill: "prefill", decode: "decode" };
+    await admin().create(MODEL_ROUTES, pd);
+    const object = await waitForRoute("llama-pd", "Ready True", (candidate) => conditionOf(candidate, "Ready")?.status === "True");
+    assert.equal(object.status.mode, "Disaggregated");
+    assert.deepEqual(object.status.endpoints.map((role: any) => [role.role, role.ready]), [["prefill", 1], ["decode", 1]]);
+    const response = await complete("llama", { stream: true });
+    const text = await response.body.text();
+    assert.equal(response.statusCode, 200, text);
+    assert.deepEqual([response.headers["x-tandem-prefill"], response.headers["x-tandem-decode"]], ["llama-prefill-0", "llama-decode-0"]);
+    assert.match(text, /data: \[DONE\]/);
+    assert.deepEqual([engines[2]!.stats().legs.prefill, engines[3]!.stats().legs.decode], [1, 1]);
   });
 
   test("the route status shows the endpoints per role and revision, Accepted and Ready", { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -219,7 +242,7 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
       { verb: "patch", kind: "ModelServing", target: { namespace: NAMESPACE, name: "qwen-small" }, body: { spec: {} }, contentType: "application/merge-patch+json" },
       { verb: "patch", kind: "ModelServing", target: { namespace: NAMESPACE, name: "qwen-small", subresource: "status" }, body: { status: {} }, contentType: "application/merge-patch+json" },
       { verb: "get", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0" } },
-      { verb: "create", kind: "Pod", target: { namespace: NAMESPACE }, body: entryPod("rogue", HOSTS[0]!) },
+      { verb: "create", kind: "Pod", target: { namespace: NAMESPACE }, body: entryPod("rogue", HOSTS[0]) },
       { verb: "patch", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0" }, body: { metadata: { labels: { x: "y" } } }, contentType: "application/merge-patch+json" },
       { verb: "patch", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0", subresource: "status" }, body: { status: {} }, contentType: "application/merge-patch+json" },
       { verb: "delete", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0" } },
