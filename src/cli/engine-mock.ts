@@ -53,7 +53,8 @@ export function listeningLine(mock: EngineMock): string {
   return `engine-mock: listening on ${mock.url} (${mock.engine}, kv-format ${mock.kvFormat})\n`;
 }
 
-function errorText(error: unknown): string {
+/** A bind error's or a flag error's one-line text (EADDRINUSE and friends in words). */
+export function errorText(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   if (code === "EADDRINUSE") return "address already in use";
   if (code === "EADDRNOTAVAIL") return "address not available on this machine";

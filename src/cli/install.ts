@@ -33,10 +33,10 @@ export function runManifests(options: ManifestsOptions, write?: WriteTextFile): 
 export function registerManifests(program: Command): void {
   program
     .command("manifests")
-    .description("Print the install manifests (CRD, RBAC, ServiceAccount, Deployment) for kubectl apply -f -.")
+    .description("Print the install manifests (CRDs; RBAC, ServiceAccounts and Deployments of the controller and the router; the router Service) for kubectl apply -f -.")
     .option("--only <part>", "print one part: crd, rbac or deployment")
-    .option("--namespace <namespace>", "namespace of the controller", "tandem-system")
-    .option("--image <image>", "controller image")
+    .option("--namespace <namespace>", "namespace of the controller and the router", "tandem-system")
+    .option("--image <image>", "image of the controller and the router")
     .option("--out <file>", "write to FILE instead of stdout")
     .action((options: ManifestsOptions) => {
       emit(runManifests(options));

@@ -9,6 +9,7 @@ import { registerManifests } from "./install.ts";
 import { registerPlan } from "./plan.ts";
 import { registerRevision } from "./revision.ts";
 import { registerRollout } from "./rollout.ts";
+import { registerRouter } from "./router.ts";
 import { registerSimulate } from "./simulate.ts";
 import { FlagError } from "./io.ts";
 import { registerValidate } from "./validate.ts";
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerManifests(program);
   registerRollout(program);
   registerEngineMock(program);
+  registerRouter(program);
   return program;
 }
 

@@ -16,7 +16,7 @@ export interface JsonObject {
   [key: string]: JsonValue;
 }
 
-/** The kinds the controller reads or writes. */
+/** The kinds the controller or the router reads or writes. */
 export type Kind =
   | "ModelServing"
   | "ModelRoute"

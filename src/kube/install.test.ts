@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { renderManifests } from "../cli/install.ts";
-import { deploymentManifest, policyRules, rbacManifests, renderDeploymentYaml, renderRbacYaml } from "./install.ts";
+import { deploymentManifest, policyRules, rbacManifests, renderDeploymentYaml, renderRbacYaml, routerDeploymentManifest, routerRbacManifests, routerServiceManifest } from "./install.ts";
 
 const DEPLOY_DIR = join(import.meta.dirname, "..", "..", "deploy");
 
@@ -13,9 +13,46 @@ test("deploy/rbac.yaml and deploy/deployment.yaml are current (regenerate with `
   assert.equal(readFileSync(join(DEPLOY_DIR, "deployment.yaml"), "utf8"), renderDeploymentYaml());
 });
 
-test("tandem manifests prints the CRDs (ModelServing, ModelRoute), the RBAC objects and the Deployment, in install order", () => {
+test("tandem manifests prints the CRDs (ModelServing, ModelRoute), the RBAC objects, the Deployments and the router Service, in install order", () => {
   const kinds = parseAllDocuments(renderManifests(undefined)).map((document) => (document.toJS() as { kind?: string } | null)?.kind).filter((kind) => kind !== undefined);
-  assert.deepEqual(kinds, ["CustomResourceDefinition", "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"]);
+  assert.deepEqual(kinds, [
+    "CustomResourceDefinition", "CustomResourceDefinition",
+    "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+    "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+    "Deployment", "Deployment", "Service",
+  ]);
+});
+
+test("the router's ClusterRole is exactly ROUTER_PERMISSIONS: reads of routes, servings, pods and revisions, and route status patches", () => {
+  const role = routerRbacManifests().find((manifest) => manifest["kind"] === "ClusterRole");
+  assert.deepEqual(role?.["rules"], [
+    { apiGroups: ["tandem.dev"], resources: ["modelroutes"], verbs: ["list", "watch"] },
+    { apiGroups: ["tandem.dev"], resources: ["modelroutes/status"], verbs: ["patch"] },
+    { apiGroups: ["tandem.dev"], resources: ["modelservings"], verbs: ["list", "watch"] },
+    { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
+    { apiGroups: ["apps"], resources: ["controllerrevisions"], verbs: ["list", "watch"] },
+  ]);
+  const binding = routerRbacManifests({ namespace: "ops" }).find((manifest) => manifest["kind"] === "ClusterRoleBinding");
+  assert.deepEqual(binding?.["subjects"], [{ kind: "ServiceAccount", name: "tandem-router", namespace: "ops" }]);
+});
+
+test("the router Deployment: 2 replicas of tandem router, the controller's image and security context, probes; the Service maps 8000 and metrics", () => {
+  const deployment = routerDeploymentManifest({ image: "example/tandem:1" }) as any;
+  const controller = deploymentManifest({ image: "example/tandem:1" }) as any;
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+  assert.equal(deployment.spec.replicas, 2);
+  assert.equal(container.image, controller.spec.template.spec.containers[0].image);
+  assert.equal(container.args[0], "router");
+  assert.ok(container.args.includes("--listen=0.0.0.0:8000"));
+  assert.equal(container.livenessProbe.httpGet.path, "/healthz");
+  assert.equal(container.readinessProbe.httpGet.path, "/readyz");
+  assert.deepEqual(pod.securityContext, controller.spec.template.spec.securityContext);
+  assert.deepEqual(container.securityContext, controller.spec.template.spec.containers[0].securityContext);
+  assert.equal(pod.serviceAccountName, "tandem-router");
+  const service = routerServiceManifest() as any;
+  assert.deepEqual(service.spec.ports.map((port: any) => [port.port, port.targetPort]), [[8000, "http"], [9090, "metrics"]]);
+  assert.deepEqual(service.spec.selector, deployment.spec.selector.matchLabels);
 });
 
 test("the ClusterRole is least privilege: no wildcards, no secrets, Leases only through the namespaced Role", () => {

@@ -6,23 +6,9 @@ import { silentLogger } from "../engine/logger.ts";
 import type { Kind, KubeObject } from "../engine/ports.ts";
 import { EventRecorder } from "../engine/recorder.ts";
 import { PERMISSIONS, RESOURCES } from "./resources.ts";
-import { fakeSend, jsonResponse, until } from "./test-fakes.ts";
-import type { Recorded } from "./test-fakes.ts";
+import { fakeSend, jsonResponse, permissionOf, until } from "./test-fakes.ts";
 import { KubeTransport } from "./transport.ts";
 import { KubeWriter } from "./writer.ts";
-
-/** `group resource verb` of a recorded request, by its method and path. */
-function permissionOf(request: Recorded): string {
-  const [path = "", query = ""] = request.path.split("?");
-  const parts = path.split("/").filter((part) => part !== "");
-  const group = parts[0] === "api" ? "" : parts[1] ?? "";
-  const rest = parts.slice(parts[0] === "api" ? 2 : 3);
-  const afterNamespace = rest[0] === "namespaces" ? rest.slice(2) : rest;
-  const [plural = "", name, subresource] = afterNamespace;
-  const resource = subresource === undefined ? plural : `${plural}/${subresource}`;
-  const verbs: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete", GET: new URLSearchParams(query).get("watch") === "true" ? "watch" : name === undefined ? "list" : "get" };
-  return `${group} ${resource} ${verbs[request.method] ?? request.method}`;
-}
 
 const object = (kind: Kind, name: string): KubeObject => ({ apiVersion: "v1", kind, metadata: { name, namespace: "ns" } });
 

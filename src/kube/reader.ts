@@ -26,6 +26,8 @@ export interface KubeReaderOptions {
   readonly kinds?: readonly Kind[];
   /** Watch only this namespace; all namespaces when absent. */
   readonly namespace?: string | undefined;
+  /** A label selector per kind: only matching objects are listed and watched (and cached). */
+  readonly labelSelectors?: Partial<Record<Kind, string>>;
   readonly logger?: Logger;
   /** Passed to every reflector (watchdog, backoff and its jitter source, page size). */
   readonly reflector?: Partial<Pick<ReflectorOptions, "watchdogMs" | "watchTimeoutSeconds" | "baseDelayMs" | "maxDelayMs" | "pageSize" | "random">>;
@@ -44,7 +46,7 @@ export class KubeReader implements ClusterReader {
       const cache = new Map<string, KubeObject>();
       this.#caches.set(kind, cache);
       const sink = { replace: (items: KubeObject[]) => { this.#replace(cache, items); }, apply: (type: WatchEventType, object: KubeObject) => { this.#apply(cache, type, object); } };
-      const reflector = new Reflector({ ...options.reflector, kind, namespace: options.namespace, transport: options.transport, clock: options.clock, sink, logger: options.logger ?? silentLogger });
+      const reflector = new Reflector({ ...options.reflector, kind, namespace: options.namespace, labelSelector: options.labelSelectors?.[kind], transport: options.transport, clock: options.clock, sink, logger: options.logger ?? silentLogger });
       this.#reflectors.set(kind, reflector);
     }
   }

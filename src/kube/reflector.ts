@@ -28,6 +28,8 @@ export interface ReflectorOptions {
   readonly kind: Kind;
   /** Only this namespace; all namespaces when absent. */
   readonly namespace?: string | undefined;
+  /** Only objects with these labels (a Kubernetes label selector); all when absent. */
+  readonly labelSelector?: string | undefined;
   readonly transport: KubeTransport;
   readonly clock: Clock;
   readonly sink: ReflectorSink;
@@ -117,7 +119,7 @@ export class Reflector {
     let continueToken: string | undefined;
     let resourceVersion: string;
     do {
-      const query: Record<string, string> = { limit: String(this.#options.pageSize ?? 500), ...(continueToken === undefined ? {} : { continue: continueToken }) };
+      const query: Record<string, string> = { ...this.#selector(), limit: String(this.#options.pageSize ?? 500), ...(continueToken === undefined ? {} : { continue: continueToken }) };
       const page = (await this.#options.transport.request({ verb: "list", kind: this.#options.kind, target: this.#scope(), query })) as ListBody;
       for (const item of page.items ?? []) items.push({ ...item, apiVersion: KINDS[this.#options.kind].apiVersion, kind: this.#options.kind });
       resourceVersion = page.metadata?.resourceVersion ?? "";
@@ -142,7 +144,7 @@ export class Reflector {
         abort.abort(WATCHDOG);
       });
     };
-    const query = { resourceVersion: this.#resourceVersion ?? "", allowWatchBookmarks: "true", timeoutSeconds: String(this.#options.watchTimeoutSeconds ?? 300) };
+    const query = { ...this.#selector(), resourceVersion: this.#resourceVersion ?? "", allowWatchBookmarks: "true", timeoutSeconds: String(this.#options.watchTimeoutSeconds ?? 300) };
     try {
       arm();
       const events = await this.#options.transport.watch({ verb: "watch", kind: this.#options.kind, target: this.#scope(), query }, abort.signal);
@@ -196,6 +198,10 @@ export class Reflector {
 
   #watchdogMs(): number {
     return this.#options.watchdogMs ?? 90_000;
+  }
+
+  #selector(): { labelSelector?: string } {
+    return this.#options.labelSelector === undefined ? {} : { labelSelector: this.#options.labelSelector };
   }
 
   #scope(): { namespace?: string } {

@@ -61,6 +61,20 @@ export const PERMISSIONS: readonly Permission[] = [
 ];
 
 /**
+ * Everything `tandem router` may do (its own ServiceAccount and ClusterRole), and nothing more.
+ * Reads: its discovery lists and watches ModelRoutes, the entry Pods and ControllerRevisions
+ * behind them, and ModelServings (a route naming a missing one is not Accepted). Writes: the
+ * route status it computes, as a merge patch of the status subresource.
+ */
+export const ROUTER_PERMISSIONS: readonly Permission[] = [
+  { group: "tandem.dev", resource: "modelroutes", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "tandem.dev", resource: "modelroutes/status", verbs: ["patch"], scope: "cluster" },
+  { group: "tandem.dev", resource: "modelservings", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "", resource: "pods", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch"], scope: "cluster" },
+];
+
+/**
  * What the rollout commands (`tandem rollout ...`, run as the user) need: read a ModelServing, its
  * revisions and pods, and update or patch its spec.
  */

@@ -4,7 +4,7 @@
  * Anything else is 404. Only GET is served.
  */
 import { createServer } from "node:http";
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
 
 export interface HealthServerOptions {
@@ -32,21 +32,26 @@ export function parseAddress(address: string, flag = "--metrics-addr"): { host: 
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
   const { host, port } = parseAddress(options.address);
   const server = createServer((request, response) => {
-    const path = (request.url ?? "/").split("?")[0];
-    const reply = (status: number, contentType: string, body: string): void => {
-      response.writeHead(status, { "content-type": contentType }).end(body);
-    };
-    if (request.method !== "GET") reply(405, "text/plain", "method not allowed\n");
-    else if (path === "/healthz") reply(200, "text/plain", "ok\n");
-    else if (path === "/readyz") reply(options.ready() ? 200 : 503, "text/plain", options.ready() ? "ok\n" : "not ready\n");
-    else if (path !== "/metrics") reply(404, "text/plain", "not found\n");
-    else serveMetrics(options.registry, reply);
+    serveHealth(request, response, options);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => { resolve(); });
   });
   return { address: boundAddress(server, host), close: () => closeServer(server) };
+}
+
+/** Answers one request of `/healthz`, `/readyz` or `/metrics` (anything else: 404; not GET: 405). */
+export function serveHealth(request: IncomingMessage, response: ServerResponse, options: Pick<HealthServerOptions, "registry" | "ready">): void {
+  const path = (request.url ?? "/").split("?")[0];
+  const reply = (status: number, contentType: string, body: string): void => {
+    response.writeHead(status, { "content-type": contentType }).end(body);
+  };
+  if (request.method !== "GET") reply(405, "text/plain", "method not allowed\n");
+  else if (path === "/healthz") reply(200, "text/plain", "ok\n");
+  else if (path === "/readyz") reply(options.ready() ? 200 : 503, "text/plain", options.ready() ? "ok\n" : "not ready\n");
+  else if (path !== "/metrics") reply(404, "text/plain", "not found\n");
+  else serveMetrics(options.registry, reply);
 }
 
 function serveMetrics(registry: Registry, reply: (status: number, contentType: string, body: string) => void): void {
@@ -56,7 +61,8 @@ function serveMetrics(registry: Registry, reply: (status: number, contentType: s
   );
 }
 
-function boundAddress(server: Server, host: string): string {
+/** The `host:port` `server` is bound to (IPv6 hosts in brackets). */
+export function boundAddress(server: Server, host: string): string {
   const bound = server.address();
   const port = bound !== null && typeof bound === "object" ? bound.port : 0;
   return `${host.includes(":") ? `[${host}]` : host}:${port}`;

@@ -44,6 +44,19 @@ export function fakeSend(handler: (request: Recorded) => HttpResponse | Promise<
   return { send, requests };
 }
 
+/** `group resource verb` of a recorded request, by its method and path. */
+export function permissionOf(request: Recorded): string {
+  const [path = "", query = ""] = request.path.split("?");
+  const parts = path.split("/").filter((part) => part !== "");
+  const group = parts[0] === "api" ? "" : parts[1] ?? "";
+  const rest = parts.slice(parts[0] === "api" ? 2 : 3);
+  const afterNamespace = rest[0] === "namespaces" ? rest.slice(2) : rest;
+  const [plural = "", name, subresource] = afterNamespace;
+  const resource = subresource === undefined ? plural : `${plural}/${subresource}`;
+  const verbs: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete", GET: new URLSearchParams(query).get("watch") === "true" ? "watch" : name === undefined ? "list" : "get" };
+  return `${group} ${resource} ${verbs[request.method] ?? request.method}`;
+}
+
 /** The part of the simulator's VirtualClock that `until` drives. */
 interface SteppedClock {
   nowMs(): number;

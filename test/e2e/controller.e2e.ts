@@ -10,11 +10,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { spawn } from "node:child_process";
 import { type Cluster, freePorts, startCluster } from "./cluster.ts";
 import { type KubeClient, KubeError, MODEL_SERVINGS } from "./client.ts";
 import { StopWaiting, waitFor } from "./wait.ts";
-import { ensureNamespace, forbiddenLines, installCrd, installRbac, startTestController, type TestController } from "./env.ts";
+import { ensureNamespace, forbiddenLines, installCrd, installRbac, startTandem, startTestController, type TestController } from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
 import { imagesOf, PODS, podsOf, readState, SERVICES, waitUntil } from "./observe.ts";
 import { undoCommand, historyCommand, type RolloutClient } from "../../src/cli/rollout.ts";
@@ -288,11 +287,7 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
     controller = undefined;
     const ns = await namespace("e2e-cli");
     const [port] = await freePorts(1);
-    const child = spawn(process.execPath, [join(REPO_ROOT, "src", "cli", "main.ts"), "controller", "--kubeconfig", cluster.kubeconfigs.controller, "--namespace", ns, "--metrics-addr", `127.0.0.1:${port}`], { stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
-    child.stderr.on("data", (chunk: Buffer) => { output += chunk.toString(); });
-    const exited = new Promise<number | null>((resolve) => { child.once("exit", (code) => { resolve(code); }); });
+    const { child, output: outputSoFar, exited } = startTandem(["controller", "--kubeconfig", cluster.kubeconfigs.controller, "--namespace", ns, "--metrics-addr", `127.0.0.1:${port}`]);
     try {
       const url = `http://127.0.0.1:${port}`;
       await waitFor(async () => ((await fetch(`${url}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, what: "/readyz 200" });
@@ -308,7 +303,9 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
       assert.match(metrics, /tandem_reconcile_duration_seconds_count \d+/);
       assert.match(metrics, /# TYPE tandem_api_errors_total counter/);
       child.kill("SIGTERM");
-      assert.equal(await exited, 0, output);
+      const code = await exited;
+      const output = outputSoFar();
+      assert.equal(code, 0, output);
       const lines = output.trim().split("\n").map((line) => JSON.parse(line) as { msg: string; level: number });
       assert.ok(lines.some((line) => line.msg === "controller started"));
       assert.ok(lines.some((line) => line.msg === "controller stopped"));

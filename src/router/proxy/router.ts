@@ -23,13 +23,15 @@ import { nixlDecodeBody, nixlPrefillBody, sglangBody } from "../legs.ts";
 import { routesByModel } from "../route.ts";
 import type { RouterRoute } from "../route.ts";
 import type { EngineLoad, TieBreak } from "../select.ts";
-import { chooseTarget } from "../target.ts";
+import { chooseTarget, targetEndpoints } from "../target.ts";
 import type { Target } from "../target.ts";
 import { readBounded, readRequestBody } from "./body.ts";
 import { EngineScraper } from "./engine-scraper.ts";
 import { sendError } from "./errors.ts";
 import type { RouterError } from "./errors.ts";
 import { InFlight } from "./inflight.ts";
+import { AnswerTap } from "./observer.ts";
+import type { RequestRecord, RouterObserver } from "./observer.ts";
 import { classifyFailure, Upstreams } from "./upstream.ts";
 import type { LegFailure, UpstreamResponse } from "./upstream.ts";
 
@@ -63,6 +65,19 @@ export interface RequestRouterOptions {
   readonly connectTimeoutMs?: number;
   /** Request ids for requests that bring none. Default: random UUIDs. */
   readonly newRequestId?: () => string;
+  /** Told of every request, failed leg and retry (metrics, access log). */
+  readonly observer?: RouterObserver;
+}
+
+/** What is known of a request so far, for its `RequestRecord`. */
+interface Trace {
+  model: string;
+  attempts: number;
+  endpoints: readonly string[];
+  role: string;
+  revision: string;
+  firstByteMs: number | undefined;
+  tap: AnswerTap | undefined;
 }
 
 /** One client request being proxied. */
@@ -75,6 +90,7 @@ interface Exchange {
   readonly headers: Readonly<Record<string, string>>;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
+  readonly trace: Trace;
 }
 
 /** A leg that got response headers, counted in flight until `release`. */
@@ -99,6 +115,7 @@ export class RequestRouter {
   readonly #upstreams: Upstreams;
   readonly #maxBodyBytes: number;
   readonly #engineLoad: (endpoint: Endpoint, route: RouterRoute) => EngineLoad | undefined;
+  readonly #nowMs: () => number;
   #server: Server | undefined;
   #routesMemo: { routes: readonly RouterRoute[]; byModel: Map<string, RouterRoute> } | undefined;
 
@@ -112,9 +129,10 @@ export class RequestRouter {
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const upstreams = new Upstreams({ connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
     this.#upstreams = upstreams;
+    this.#nowMs = options.nowMs ?? Date.now;
     if (options.engineLoad !== undefined) this.#engineLoad = options.engineLoad;
     else {
-      const scraper = new EngineScraper({ upstreams, nowMs: options.nowMs ?? Date.now });
+      const scraper = new EngineScraper({ upstreams, nowMs: this.#nowMs });
       this.#engineLoad = (endpoint, route) => scraper.reading(endpoint, route.engine);
     }
   }
@@ -188,8 +206,11 @@ export class RequestRouter {
     const requestId = typeof requestIdHeader === "string" && REQUEST_ID.test(requestIdHeader) ? requestIdHeader : (this.#options.newRequestId ?? randomUUID)();
     res.setHeader("x-request-id", requestId);
     const client = new AbortController();
+    const trace: Trace = { model: "", attempts: 0, endpoints: [], role: "", revision: "", firstByteMs: undefined, tap: undefined };
+    const startedMs = this.#nowMs();
     res.once("close", () => {
       if (!res.writableFinished) client.abort();
+      this.#options.observer?.requestDone(recordOf(trace, { id: requestId, path, status: res.headersSent ? res.statusCode : 0, startedMs, endedMs: this.#nowMs(), complete: res.writableFinished }));
     });
     const read = await readRequestBody(req, this.#maxBodyBytes);
     if (!read.ok) {
@@ -197,6 +218,7 @@ export class RequestRouter {
       return;
     }
     const parsed = parseRequest(read.bytes, this.#routes());
+    if ("route" in parsed) trace.model = parsed.route.model;
     if ("code" in parsed) {
       sendError(res, parsed);
       return;
@@ -206,7 +228,7 @@ export class RequestRouter {
       const value = req.headers[name];
       if (typeof value === "string") headers[name] = value;
     }
-    await this.#proxy({ res, route: parsed.route, path, raw: read.bytes, body: parsed.body, headers, signal: client.signal });
+    await this.#proxy({ res, route: parsed.route, path, raw: read.bytes, body: parsed.body, headers, signal: client.signal, trace });
   }
 
   /** Attempts until one answers the client, a failure may not be retried, or attempts run out. */
@@ -215,7 +237,9 @@ export class RequestRouter {
     const excluded = new Set<string>();
     const attempts = 1 + route.retries.attempts;
     let lastFailure: LegFailure | undefined;
+    const { observer } = this.#options;
     for (let attempt = 0; attempt < attempts && !exchange.signal.aborted; attempt++) {
+      if (attempt > 0) observer?.retried(route);
       const decision = chooseTarget({
         route,
         pods: this.#options.discovery.pods(route),
@@ -229,9 +253,14 @@ export class RequestRouter {
         sendError(exchange.res, lastFailure === undefined ? { code: "no_eligible_endpoint", message: reason } : { ...lastFailure, message: `${lastFailure.message}; no other endpoint to retry on (${reason})` });
         return;
       }
+      exchange.trace.attempts++;
+      exchange.trace.endpoints = targetEndpoints(decision.target).map((endpoint) => endpoint.pod);
       const outcome = await this.#attempt(exchange, decision.target, attempt === attempts - 1);
       if (outcome.done) return;
-      for (const key of outcome.failed) excluded.add(key);
+      for (const key of outcome.failed) {
+        excluded.add(key);
+        observer?.legFailed(route, key, outcome.failure);
+      }
       lastFailure = outcome.failure;
       if (!lastFailure.retryable) break;
     }
@@ -269,7 +298,7 @@ export class RequestRouter {
     if (exchange.signal.aborted) return DONE;
     const json = answer.ok ? parseJson(answer.bytes) : undefined;
     const leg = nixlDecodeBody(exchange.body, json, prefill);
-    if (!leg.ok) return failed(prefill, { code: "upstream_error", message: answer.ok ? leg.reason : `prefill ${prefill.pod}: ${answer.reason}`, retryable: true });
+    if (!leg.ok) return failed(prefill, { code: "upstream_error", message: answer.ok ? leg.reason : `prefill ${prefill.pod}: ${answer.reason}`, retryable: true, reason: "prefill_answer_unusable" });
     const dec = await this.#send(exchange, decode, JSON.stringify(leg.body), exchange.signal);
     if (!dec.ok) return failed(decode, dec.failure);
     return this.#deliver(exchange, dec, last, debug);
@@ -333,7 +362,7 @@ export class RequestRouter {
     if (response.statusCode >= 500 && !last) {
       await response.body.dump().catch(() => undefined);
       release();
-      return failed(endpoint, { code: "upstream_error", message: `${endpoint.pod} answered ${response.statusCode}`, retryable: true });
+      return failed(endpoint, { code: "upstream_error", message: `${endpoint.pod} answered ${response.statusCode}`, retryable: true, reason: "status_5xx" });
     }
     const { res } = exchange;
     if (res.destroyed) {
@@ -343,8 +372,13 @@ export class RequestRouter {
     }
     res.writeHead(response.statusCode, { ...forwardedHeaders(response.headers), ...(this.#options.debugHeaders === true ? debug : {}) });
     res.flushHeaders();
+    const { trace } = exchange;
+    trace.role = endpoint.role;
+    trace.revision = endpoint.revision;
+    const tap = new AnswerTap(() => { trace.firstByteMs = this.#nowMs(); });
+    trace.tap = tap;
     try {
-      await pipeline(response.body, res);
+      await pipeline(response.body, tap, res);
     } catch {
       // The client left (its abort already went to every leg) or the engine cut the stream: the
       // status is sent, so a cut response is all that is left to say.
@@ -353,6 +387,25 @@ export class RequestRouter {
     }
     return DONE;
   }
+}
+
+function recordOf(trace: Trace, end: { id: string; path: string; status: number; startedMs: number; endedMs: number; complete: boolean }): RequestRecord {
+  const usage = trace.tap?.usage();
+  return {
+    id: end.id,
+    path: end.path,
+    model: trace.model,
+    status: end.status,
+    endpoints: trace.endpoints,
+    role: trace.role,
+    revision: trace.revision,
+    attempts: trace.attempts,
+    durationMs: end.endedMs - end.startedMs,
+    ttftMs: trace.firstByteMs === undefined ? undefined : trace.firstByteMs - end.startedMs,
+    promptTokens: usage?.promptTokens,
+    completionTokens: usage?.completionTokens,
+    complete: end.complete,
+  };
 }
 
 function failed(endpoint: Endpoint, failure: LegFailure): Outcome {
@@ -371,7 +424,7 @@ async function settlePrefill(sent: Sent, maxBytes: number): Promise<LegFailure |
   release();
   if (response.statusCode < 400) return undefined;
   const detail = text.ok ? text.bytes.toString("utf8").slice(0, 500) : text.reason;
-  return { code: "upstream_error", message: `prefill ${endpoint.pod} answered ${response.statusCode}: ${detail}`, retryable: response.statusCode >= 500 };
+  return { code: "upstream_error", message: `prefill ${endpoint.pod} answered ${response.statusCode}: ${detail}`, retryable: response.statusCode >= 500, reason: response.statusCode >= 500 ? "status_5xx" : "prefill_status_4xx" };
 }
 
 /** The client's JSON body and its route, or the 400/404 to answer. */

@@ -24,6 +24,8 @@ export type UpstreamResponse = Dispatcher.ResponseData;
 export interface LegFailure extends RouterError {
   /** The leg's endpoint may be retried elsewhere: nothing suggests the request itself is bad. */
   readonly retryable: boolean;
+  /** A short label for metrics: connect_timeout, first_byte_timeout, connect_failed, status_5xx, ... */
+  readonly reason: string;
 }
 
 export class Upstreams {
@@ -76,8 +78,9 @@ const CONNECT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "EN
 export function classifyFailure(error: unknown, endpoint: Endpoint): LegFailure {
   const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : "";
   const at = `${endpoint.pod} (${endpoint.address.host}:${endpoint.address.port})`;
-  if (code === "UND_ERR_CONNECT_TIMEOUT") return { code: "upstream_timeout", message: `connecting to ${at} timed out`, retryable: true };
-  if (code === "UND_ERR_HEADERS_TIMEOUT") return { code: "upstream_timeout", message: `${at} sent no response within the route's firstByteSeconds`, retryable: false };
+  if (code === "UND_ERR_CONNECT_TIMEOUT") return { code: "upstream_timeout", message: `connecting to ${at} timed out`, retryable: true, reason: "connect_timeout" };
+  if (code === "UND_ERR_HEADERS_TIMEOUT") return { code: "upstream_timeout", message: `${at} sent no response within the route's firstByteSeconds`, retryable: false, reason: "first_byte_timeout" };
   const detail = error instanceof Error ? error.message : String(error);
-  return { code: "upstream_error", message: `${at}: ${detail}`, retryable: CONNECT_CODES.has(code) };
+  const retryable = CONNECT_CODES.has(code);
+  return { code: "upstream_error", message: `${at}: ${detail}`, retryable, reason: retryable ? "connect_failed" : "transport_error" };
 }

@@ -1,0 +1,56 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { silentLogger } from "../engine/logger.ts";
+import { defaultClusterConfigured } from "../kube/config.ts";
+import { fakeSend, jsonResponse } from "../kube/test-fakes.ts";
+import { ListenError, runRouter } from "../router/kube/run.ts";
+import { routerOptionsOf } from "./router.ts";
+import type { RouterFlags } from "./router.ts";
+
+const flags = (overrides: Partial<RouterFlags> = {}): RouterFlags => ({ listen: "127.0.0.1:8000", logLevel: "info", ...overrides });
+
+describe("tandem router flags", () => {
+  it("the defaults: listen 127.0.0.1:8000, all namespaces, id from $POD_NAME, no debug headers", () => {
+    assert.deepEqual(routerOptionsOf(flags(), { POD_NAME: "router-0" }), { namespace: undefined, listen: "127.0.0.1:8000", metricsAddress: undefined, id: "router-0", debugHeaders: false });
+    assert.equal(routerOptionsOf(flags({ id: "r1", debugHeaders: true, namespace: "serve" }), {}).id, "r1");
+  });
+
+  for (const [given, message] of [
+    [{ listen: "8000" }, /^Error: --listen "8000" is not host:port$/],
+    [{ listen: "127.0.0.1:99999" }, /^Error: --listen "127.0.0.1:99999" is not host:port$/],
+    [{ metricsAddr: "metrics" }, /^Error: --metrics-addr "metrics" is not host:port$/],
+    [{ namespace: "Not_A_Namespace" }, /^Error: --namespace "Not_A_Namespace" is not a namespace name/],
+    [{ id: " " }, /^Error: --id must not be empty$/],
+    [{ logLevel: "loud" }, /^Error: --log-level must be one of debug, info, warn, error, got "loud"$/],
+  ] as const) {
+    it(`refuses ${JSON.stringify(given)} with one line naming the flag`, () => {
+      assert.throws(() => routerOptionsOf(flags(given), {}), message);
+    });
+  }
+
+  it("no kubeconfig, no ~/.kube/config and not in a cluster: no cluster is configured (no endless retries of localhost:8080)", () => {
+    assert.equal(defaultClusterConfigured({}, "/home/x", () => false), false);
+    assert.equal(defaultClusterConfigured({ KUBECONFIG: "/missing" }, "/home/x", (path) => path === "/home/x/.kube/config"), false, "$KUBECONFIG names the files to read");
+    assert.equal(defaultClusterConfigured({}, "/home/x", (path) => path === "/home/x/.kube/config"), true);
+    assert.equal(defaultClusterConfigured({ KUBERNETES_SERVICE_HOST: "10.96.0.1" }, "/home/x", (path) => path.endsWith("/serviceaccount/token")), true);
+  });
+
+  it("an address in use is a ListenError naming the flag (--listen, or --metrics-addr), and nothing is left listening", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const address = `127.0.0.1:${(taken.address() as AddressInfo).port}`;
+    const { send } = fakeSend(() => jsonResponse(200, { items: [], metadata: { resourceVersion: "1" } }));
+    try {
+      for (const [options, flag] of [[{ listen: address }, "--listen"], [{ listen: "127.0.0.1:0", metricsAddress: address }, "--metrics-addr"]] as const) {
+        const failure = await runRouter({ send, logger: silentLogger, id: "t", ...options }).then(() => undefined, (error: unknown) => error);
+        assert.ok(failure instanceof ListenError, String(failure));
+        assert.equal(failure.message, `cannot listen on ${address} (${flag})`);
+        assert.equal((failure.cause as { code?: string }).code, "EADDRINUSE");
+      }
+    } finally {
+      taken.close();
+    }
+  });
+});

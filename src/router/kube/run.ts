@@ -1,0 +1,156 @@
+/**
+ * Assembles `tandem router` on a cluster: transport (client-node, the router's own permission
+ * list) → `KubeDiscovery` → `RequestRouter` with metrics and the access log, `RouteStatusSync`
+ * writing route status, and the operational endpoints. Used by the command and by the e2e tests
+ * (in-process).
+ *
+ * Endpoints: the listen address serves the OpenAI paths and `/healthz`, `/readyz`, `/metrics`;
+ * `metricsAddress`, when given, serves the last three too (src/kube/server.ts). Ready once every
+ * cache has synced, and no longer once shutting down.
+ *
+ * Shutdown (`shutdown(deadlineMs)`): not ready at once, stop accepting connections (idle
+ * keep-alive ones are closed), let the requests in flight finish up to the deadline, then cut what
+ * is left, stop writing status and watching. Resolves when all of it is done.
+ */
+import { randomInt } from "node:crypto";
+import { createServer } from "node:http";
+import type { Server } from "node:http";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger, LogFields } from "../../engine/logger.ts";
+import { WallClock } from "../../kube/clock.ts";
+import type { KubeReaderOptions } from "../../kube/reader.ts";
+import { ROUTER_PERMISSIONS } from "../../kube/resources.ts";
+import { boundAddress, parseAddress, serveHealth, startHealthServer } from "../../kube/server.ts";
+import { KubeTransport, clientNodeSend } from "../../kube/transport.ts";
+import type { Send } from "../../kube/transport.ts";
+import { KubeWriter } from "../../kube/writer.ts";
+import { routesByModel } from "../route.ts";
+import { routeEndpointCounts } from "../status.ts";
+import { accessLog, createRouterMetrics } from "../proxy/metrics.ts";
+import { allObservers } from "../proxy/observer.ts";
+import type { RouterObserver } from "../proxy/observer.ts";
+import { RequestRouter } from "../proxy/router.ts";
+import { KubeDiscovery } from "./discovery.ts";
+import { RouteStatusSync } from "./status-sync.ts";
+
+export interface RouterRunOptions {
+  /** The cluster; or `send`, an HTTP exchange to the API server (tests). */
+  readonly kubeConfig?: KubeConfig;
+  readonly send?: Send;
+  readonly logger: Logger & { debug?(fields: LogFields, message: string): void };
+  /** Watch only this namespace; all namespaces when absent. */
+  readonly namespace?: string | undefined;
+  /** `host:port` of the data plane (port 0: any free port). */
+  readonly listen: string;
+  readonly metricsAddress?: string | undefined;
+  /** This replica's name in logs (DESIGN §7 `--id`). */
+  readonly id: string;
+  readonly debugHeaders?: boolean;
+  readonly reflector?: KubeReaderOptions["reflector"];
+  /** Coalescing delay of status writes (default 500 ms). */
+  readonly statusDelayMs?: number;
+}
+
+export interface RunningRouter {
+  /** The bound `host:port` of the data plane. */
+  readonly address: string;
+  readonly metricsAddress: string | undefined;
+  readonly discovery: KubeDiscovery;
+  isReady(): boolean;
+  /** Graceful stop; requests still running after `deadlineMs` are cut. Idempotent. */
+  shutdown(deadlineMs: number): Promise<void>;
+}
+
+const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/** An address `runRouter` could not listen on, with the flag that named it; `cause` says why. */
+export class ListenError extends Error {
+  readonly flag: string;
+  readonly address: string;
+
+  constructor(flag: string, address: string, cause: unknown) {
+    super(`cannot listen on ${address} (${flag})`, { cause });
+    this.flag = flag;
+    this.address = address;
+  }
+}
+
+export async function runRouter(options: RouterRunOptions): Promise<RunningRouter> {
+  const send = options.send ?? (options.kubeConfig === undefined ? undefined : clientNodeSend(options.kubeConfig));
+  if (send === undefined) throw new Error("runRouter needs a kubeConfig or a send");
+  const transport = new KubeTransport(send, { permissions: ROUTER_PERMISSIONS });
+  const clock = new WallClock();
+  const discovery = new KubeDiscovery({ transport, clock, logger: options.logger, namespace: options.namespace, reflector: options.reflector });
+  const statusSync = new RouteStatusSync({ discovery, writer: new KubeWriter(transport), clock, logger: options.logger, ...(options.statusDelayMs === undefined ? {} : { delayMs: options.statusDelayMs }) });
+  // The metrics read the router's in-flight counts, and the router reports to the metrics.
+  const observers: RouterObserver[] = [accessLog(options.logger)];
+  const router = new RequestRouter({
+    discovery,
+    rng: { int: (min, max) => randomInt(min, max) },
+    debugHeaders: options.debugHeaders ?? false,
+    observer: allObservers(observers),
+  });
+  const metrics = createRouterMetrics({
+    inFlight: router.inFlight,
+    endpoints: () => [...routesByModel(discovery.routes()).winners.values()].map((route) => ({ route, roles: routeEndpointCounts(discovery.pods(route), route) })),
+  });
+  observers.push(metrics);
+  let stopping = false;
+  const ready = (): boolean => !stopping && discovery.hasSynced();
+  const server = createServer({ noDelay: true }, (req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (OPS_PATHS.has(path)) serveHealth(req, res, { registry: metrics.registry, ready });
+    else router.handle(req, res);
+  });
+  const address = await listen(server, options.listen).catch((error: unknown) => { throw new ListenError("--listen", options.listen, error); });
+  const metricsAddress = options.metricsAddress;
+  const health = metricsAddress === undefined ? undefined : await startHealthServer({ address: metricsAddress, registry: metrics.registry, ready }).catch(async (error: unknown) => {
+    await router.close();
+    await new Promise((resolve) => server.close(resolve));
+    throw new ListenError("--metrics-addr", metricsAddress, error);
+  });
+  discovery.start();
+  statusSync.start();
+  let done: Promise<void> | undefined;
+  return {
+    address,
+    metricsAddress: health?.address,
+    discovery,
+    isReady: ready,
+    shutdown: (deadlineMs) => {
+      stopping = true;
+      done ??= (async () => {
+        await drainServer(server, deadlineMs);
+        await router.close();
+        await statusSync.stop();
+        await discovery.stop();
+        await health?.close();
+      })();
+      return done;
+    },
+  };
+}
+
+async function listen(server: Server, address: string): Promise<string> {
+  const { host, port } = parseAddress(address, "--listen");
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => { resolve(); });
+  });
+  return boundAddress(server, host);
+}
+
+/** Stops accepting, waits for open requests up to `deadlineMs`, then cuts the rest. */
+async function drainServer(server: Server, deadlineMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => { server.close(() => { resolve(); }); });
+  server.closeIdleConnections();
+  // Keep-alive connections that finish a request while draining are closed once idle.
+  const idle = setInterval(() => { server.closeIdleConnections(); }, 100);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); });
+  await Promise.race([closed, deadline]);
+  clearInterval(idle);
+  clearTimeout(timer);
+  server.closeAllConnections();
+  await closed;
+}

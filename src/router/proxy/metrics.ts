@@ -1,0 +1,106 @@
+/**
+ * The router's Prometheus metrics (prom-client, a private registry, as the controller's
+ * src/kube/metrics.ts) and its access log:
+ * - `tandem_router_requests_total{model,role,code}`: completion requests by the HTTP status sent
+ *   (code "0": the client left before any) and the role that answered ("" when none did);
+ * - `tandem_router_request_duration_seconds{model}` and `tandem_router_time_to_first_token_seconds{model}`
+ *   (histograms): arrival to the end of the response, and to its first body byte;
+ * - `tandem_router_inflight_requests{endpoint}` (gauge): this replica's legs in flight per endpoint;
+ * - `tandem_router_upstream_errors_total{model,reason}`: failed legs by reason (`LegFailure.reason`);
+ * - `tandem_router_retries_total{model}`: further attempts;
+ * - `tandem_router_endpoints{model,role,state}` (gauge): entry pods ready or draining per route role;
+ * - Node process metrics (`process_*`, `nodejs_*`).
+ * The gauges are read when scraped, from the in-flight counts and the discovery caches.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { LogFields } from "../../engine/logger.ts";
+import type { RoleEndpoints } from "../../api/route.ts";
+import type { RouterRoute } from "../route.ts";
+import type { InFlight } from "./inflight.ts";
+import type { RequestRecord, RouterObserver } from "./observer.ts";
+
+/** Seconds; LLM answers span milliseconds (a cached prefill) to minutes (a long generation). */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export interface RouterMetricsSources {
+  readonly inFlight: Pick<InFlight, "snapshot">;
+  /** The served routes with their endpoint counts per role (as the route status states them). */
+  readonly endpoints: () => readonly { readonly route: RouterRoute; readonly roles: readonly RoleEndpoints[] }[];
+}
+
+export interface RouterMetrics extends RouterObserver {
+  readonly registry: Registry;
+}
+
+export function createRouterMetrics(sources: RouterMetricsSources): RouterMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const requests = new Counter({ name: "tandem_router_requests_total", help: "Completion requests by model, answering role and HTTP status.", labelNames: ["model", "role", "code"], registers });
+  const duration = new Histogram({ name: "tandem_router_request_duration_seconds", help: "Time from a request's arrival to the end of its response.", labelNames: ["model"], buckets: DURATION_BUCKETS, registers });
+  const ttft = new Histogram({ name: "tandem_router_time_to_first_token_seconds", help: "Time from a request's arrival to the first byte of its answer's body.", labelNames: ["model"], buckets: DURATION_BUCKETS, registers });
+  const errors = new Counter({ name: "tandem_router_upstream_errors_total", help: "Failed legs to engines, by reason.", labelNames: ["model", "reason"], registers });
+  const retries = new Counter({ name: "tandem_router_retries_total", help: "Requests tried again on another endpoint or pair.", labelNames: ["model"], registers });
+  new Gauge({
+    name: "tandem_router_inflight_requests", help: "This router's legs in flight per endpoint (namespace/pod).", labelNames: ["endpoint"], registers,
+    collect() {
+      this.reset();
+      for (const [endpoint, count] of sources.inFlight.snapshot()) this.set({ endpoint }, count);
+    },
+  });
+  new Gauge({
+    name: "tandem_router_endpoints", help: "Entry pods of each route's roles, ready or draining.", labelNames: ["model", "role", "state"], registers,
+    collect() {
+      this.reset();
+      for (const { route, roles } of sources.endpoints()) {
+        for (const role of roles) {
+          this.set({ model: route.model, role: role.role, state: "ready" }, role.ready);
+          this.set({ model: route.model, role: role.role, state: "draining" }, role.draining);
+        }
+      }
+    },
+  });
+  return {
+    registry,
+    requestDone: (record) => {
+      requests.inc({ model: record.model, role: record.role, code: String(record.status) });
+      duration.observe({ model: record.model }, record.durationMs / 1000);
+      if (record.ttftMs !== undefined) ttft.observe({ model: record.model }, record.ttftMs / 1000);
+    },
+    legFailed: (route, _endpoint, failure) => { errors.inc({ model: route.model, reason: failure.reason }); },
+    retried: (route) => { retries.inc({ model: route.model }); },
+  };
+}
+
+/** The access log's fields of one request (one line each, message "request"). */
+export function accessLogFields(record: RequestRecord): LogFields {
+  const fields: Record<string, string | number | boolean> = {
+    requestId: record.id,
+    path: record.path,
+    model: record.model,
+    status: record.status,
+    endpoints: record.endpoints.join(","),
+    attempts: record.attempts,
+    durationMs: Math.round(record.durationMs),
+    complete: record.complete,
+  };
+  if (record.role !== "") fields["role"] = record.role;
+  if (record.revision !== "") fields["revision"] = record.revision;
+  if (record.ttftMs !== undefined) fields["ttftMs"] = Math.round(record.ttftMs);
+  if (record.promptTokens !== undefined) fields["promptTokens"] = record.promptTokens;
+  if (record.completionTokens !== undefined) fields["completionTokens"] = record.completionTokens;
+  return fields;
+}
+
+/** An observer writing one access-log line per request (info; a 5xx or a cut response: warn). */
+export function accessLog(logger: { info(fields: LogFields, message: string): void; warn(fields: LogFields, message: string): void }): RouterObserver {
+  return {
+    requestDone: (record) => {
+      const failedRequest = record.status >= 500 || !record.complete;
+      if (failedRequest) logger.warn(accessLogFields(record), "request");
+      else logger.info(accessLogFields(record), "request");
+    },
+    legFailed: () => undefined,
+    retried: () => undefined,
+  };
+}
