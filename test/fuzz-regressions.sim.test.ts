@@ -221,6 +221,11 @@ const FAULT_RUNS: readonly {
     modes: { crash: true, gang: true },
     what: "ServingGroupRecreate, a decode instance of 2 pods being replaced (its first pod already deleted by the controller) when a rollback undid its move: the half-deleted instance counted as failed and its whole group was rebuilt below the role budget (roleBudget); an instance the controller emptied itself is now rebuilt alone, only a failed or lost pod rebuilds the group",
   },
+  {
+    generatorSeed: 840168,
+    seed: 2,
+    what: "a checker fix: InPlaceUpdate paused while a decode instance was mid-patch (its worker patched, its entry not yet): pauseHolds took the instance's two role hashes for a violation; it now holds each pod to what it ran at the pause or the move its record named then",
+  },
 ];
 
 describe("fuzz-found scenarios, fixed", () => {

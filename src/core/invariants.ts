@@ -508,34 +508,42 @@ export interface PartitionedUnit {
  * partitionHolds by itself).
  */
 export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
-  return heldUnits(ms, placed.filter((entry) => inPartition(ms, entry)), revisions);
-}
 
-/**
- * pauseHolds (DESIGN §2, "paused"): while a pause the controller has observed lasts, nothing moves
- * to another revision, as if a partition covered every unit — `partitionedUnits` over every live
- * instance, surge included. The checker holds them to the hashes they ran when the pause was first
- * seen (a move under way then may finish at its record), and an instance first seen later to its
- * record then.
- */
-export function pausedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
-  return heldUnits(ms, placed.filter((entry) => isLive(entry.pod)), revisions);
-}
-
-/** `partitionedUnits` of the given pods, whatever holds them. */
-function heldUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
   const units = new Map<string, PartitionedUnit>();
   const mixed: string[] = [];
   for (const entry of placed) {
+    if (!inPartition(ms, entry)) continue;
     const { pod, id } = entry;
     const key = unitKey(id.group, id.role, id.instance);
     const hash = runningRoleHash(pod, id.role, revisions);
-    const settled = isPodReady(pod) && !isDraining(pod) && pod.metadata.annotations?.[ANNOTATION_IN_PLACE] === undefined;
+    const settled = podSettled(pod);
     const known = units.get(key);
     if (known !== undefined && known.hash !== hash) mixed.push(`${ms.metadata.name} ${key}: pods of role hashes ${known.hash} and ${hash}`);
     else if (known === undefined || (known.settled && !settled)) units.set(key, { group: id.group, role: id.role, instance: id.instance, hash, settled });
   }
   return { units, mixed };
+}
+
+/**
+ * pauseHolds (DESIGN §2, "paused"): while a pause the controller has observed lasts, nothing moves
+ * to another revision, as if a partition covered every unit — like `partitionedUnits`, but pod by
+ * pod (keyed `<unitKey>#<pod index>`), over every live pod, surge included: an instance may be
+ * mid-move when the pause comes (in place, one pod patched before the other), and the move may
+ * finish. The checker holds each pod to the hashes it ran when the pause was first seen (or the
+ * one its record named then), and a pod first seen later to its instance's record then.
+ */
+export function pausedPods(placed: readonly PlacedPod[], revisions: RevisionsByName): Map<string, PartitionedUnit> {
+  const pods = new Map<string, PartitionedUnit>();
+  for (const { pod, id } of placed) {
+    if (!isLive(pod)) continue;
+    pods.set(`${unitKey(id.group, id.role, id.instance)}#${id.index}`, { group: id.group, role: id.role, instance: id.instance, hash: runningRoleHash(pod, id.role, revisions), settled: podSettled(pod) });
+  }
+  return pods;
+}
+
+/** Ready, serving (not draining) and not moving in place: no move of the pod is under way. */
+function podSettled(pod: Pod): boolean {
+  return isPodReady(pod) && !isDraining(pod) && pod.metadata.annotations?.[ANNOTATION_IN_PLACE] === undefined;
 }
 
 /**

@@ -76,7 +76,7 @@ import {
   groupAvailable,
   groupBudget,
   ofCountKey,
-  pausedUnits,
+  pausedPods,
   placePod,
   placedPods,
   revisionMismatch,
@@ -396,8 +396,8 @@ export class InvariantChecker {
 
   /**
    * `pauseHolds`: from the first check at which the stored status shows the controller has observed
-   * a paused spec, until the spec is no longer paused, every live instance (`pausedUnits`) keeps
-   * what it ran then — or finishes the move its record named then — and one first seen later, or
+   * a paused spec, until the spec is no longer paused, every live pod (`pausedPods`) keeps what it
+   * ran then — or finishes the move its record named then — and one first seen later, or
    * built again after all its pods went, runs its record then (else the current revision then, or
    * now: a promotion while paused is no move).
    */
@@ -412,10 +412,10 @@ export class InvariantChecker {
       memory.paused = { recorded: recordedRevisions(ms.status?.units ?? []), currentRevision: ms.status?.currentRevision, units: new Map(), first: true };
     }
     const paused = memory.paused;
-    const { units, mixed } = pausedUnits(ms, placedPods(ms, this.#storedPods()), index.revisions);
+    const units = pausedPods(placedPods(ms, this.#storedPods()), index.revisions);
     // The controller's own assert refused a plan (`pauseBroken`): the bug it caught counts here too.
     const refused = ms.status?.conditions?.find((condition) => condition.type === "RolloutBlocked" && condition.reason === "InvariantViolated");
-    const violations = [...mixed, ...(refused === undefined ? [] : [`${ms.metadata.name}: ${refused.message ?? "InvariantViolated"}`])];
+    const violations = refused === undefined ? [] : [`${ms.metadata.name}: ${refused.message ?? "InvariantViolated"}`];
     const hashOf = (name: string | undefined, role: string) => {
       const revision = name === undefined ? undefined : index.revisions.get(name);
       return revision === undefined ? undefined : roleHash(revision.data, role);
@@ -431,8 +431,8 @@ export class InvariantChecker {
       if (!had.hashes.includes(unit.hash)) violations.push(`${ms.metadata.name} ${key} moved while the rollout is paused: it may run role hash ${had.hashes.join(" or ")}, now ${unit.hash}`);
       else if (unit.settled && had.hashes.length > 1) paused.units.set(key, { unit, hashes: [unit.hash] });
     }
-    // A unit without live pods is forgotten: built again, it is held to its record at the pause
-    // (a surge group scaled down while paused may come back as a desired group at the current
+    // A pod gone is forgotten: built again, it is held to its instance's record at the pause (a
+    // surge group scaled down while paused may come back as a desired group at the current
     // revision: fuzz-faults-820059).
     for (const key of [...paused.units.keys()]) if (!units.has(key)) paused.units.delete(key);
     paused.first = false;

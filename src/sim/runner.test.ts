@@ -238,7 +238,7 @@ describe("scenario runner", () => {
     const caught = await runScenario(scenario, { plan: unpausing });
     const paused = caught.invariants.find((result) => result.name === "pauseHolds");
     assert.ok((paused?.violations ?? 0) >= 1);
-    assert.match(paused?.first?.message ?? "", /^m \d\/server-0 moved while the rollout is paused: it may run role hash \w+, now \w+$/);
+    assert.match(paused?.first?.message ?? "", /^m \d\/server-0#0 moved while the rollout is paused: it may run role hash \w+, now \w+$/);
     const held = await runScenario(scenario);
     assert.equal(held.verdict, "pass", JSON.stringify(held.invariants.filter((result) => result.violations > 0)));
     assert.deepEqual([...new Set(held.final.pods.flatMap((pod) => pod.images))], ["vllm:v1"]);
