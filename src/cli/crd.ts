@@ -20,7 +20,7 @@ export function runCrd(options: CrdOptions, write?: WriteTextFile): CommandOutpu
 export function registerCrd(program: Command): void {
   program
     .command("crd")
-    .description("Print the ModelServing CustomResourceDefinition (generated from the API schema).")
+    .description("Print the CustomResourceDefinitions of ModelServing and ModelRoute (generated from the API schemas).")
     .option("--out <file>", "write the CRD to FILE instead of stdout")
     .action((options: CrdOptions) => {
       emit(runCrd(options));
