@@ -8,6 +8,7 @@ import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { rfc3339 } from "./drain.ts";
+import { PAUSED_REASON } from "./events.ts";
 import { podCondition, range } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import { getOrCreate } from "./maps.ts";
@@ -231,16 +232,17 @@ function pausedCondition(model: Model, revisions: Revisions, desired: readonly I
   const { spec } = model.ms;
   if (!spec.rolloutStrategy.paused) return undefined;
   const groupPartition = resolveGroupBudget(spec).partition;
+  // Role partitions count under RoleRollingUpdate only, as in the rollout.
+  const byGroup = spec.rolloutStrategy.type !== "RoleRollingUpdate";
   const eligible = desired.filter((state) => {
     const role = model.roles.get(state.role);
-    return role !== undefined && state.group >= groupPartition && state.instance < role.replicas && state.instance >= resolveRoleBudget(role).partition;
+    return role !== undefined && state.group >= groupPartition && state.instance < role.replicas && (byGroup || state.instance >= resolveRoleBudget(role).partition);
   });
   const waiting = eligible.filter((state) => !state.atUpdate);
   if (waiting.length === 0) return undefined;
-  const byGroup = spec.rolloutStrategy.type !== "RoleRollingUpdate";
   const count = (states: readonly InstanceState[]) => (byGroup ? new Set(states.map((state) => state.group)).size : states.length);
   const unit = byGroup ? "ServingGroup(s)" : "instance(s)";
-  return { type: "Progressing", status: "False", reason: "RolloutPaused", message: `The rollout is paused: ${count(waiting)} of ${count(eligible)} ${unit} the rollout may update wait for revision ${revisions.update.name}. Set spec.rolloutStrategy.paused to false to resume.` };
+  return { type: "Progressing", status: "False", reason: PAUSED_REASON, message: `The rollout is paused: ${count(waiting)} of ${count(eligible)} ${unit} the rollout may update wait for revision ${revisions.update.name}. Set spec.rolloutStrategy.paused to false to resume.` };
 }
 
 /**
