@@ -9,7 +9,7 @@
  */
 import type { Pod, Service } from "../src/api/kube.ts";
 import type { Action } from "../src/core/actions.ts";
-import type { Observed } from "../src/core/observed.ts";
+import type { Observed, ObservedRouter } from "../src/core/observed.ts";
 import { plan } from "../src/core/plan.ts";
 
 export interface IdealCluster {
@@ -22,14 +22,16 @@ export interface IdealCluster {
   badImages: Set<string>;
   /** Actions dropped because their resourceVersion precondition failed. */
   conflicts: number;
+  /** The routers every plan observes (none by default: drains wait only the settle). */
+  routers: ObservedRouter[];
 }
 
 export function idealCluster(modelServing: Record<string, any>): IdealCluster {
-  return { modelServing: { ...structuredClone(modelServing), metadata: { namespace: "ns", uid: "ms-uid", generation: 1, ...modelServing.metadata } }, pods: new Map(), services: new Map(), revisions: new Map(), uidCounter: 0, badImages: new Set(), conflicts: 0 };
+  return { modelServing: { ...structuredClone(modelServing), metadata: { namespace: "ns", uid: "ms-uid", generation: 1, ...modelServing.metadata } }, pods: new Map(), services: new Map(), revisions: new Map(), uidCounter: 0, badImages: new Set(), conflicts: 0, routers: [] };
 }
 
 export function observe(cluster: IdealCluster): Observed {
-  return { modelServing: structuredClone(cluster.modelServing), pods: [...cluster.pods.values()].map((p) => structuredClone(p)), services: [...cluster.services.values()], revisions: [...cluster.revisions.values()] };
+  return { modelServing: structuredClone(cluster.modelServing), pods: [...cluster.pods.values()].map((p) => structuredClone(p)), services: [...cluster.services.values()], revisions: [...cluster.revisions.values()], routers: cluster.routers };
 }
 
 const T0 = "2026-11-30T00:00:00Z";

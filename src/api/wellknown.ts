@@ -22,8 +22,6 @@ export const LABEL_REVISION_HASH = "tandem.dev/revision-hash";
 
 /** RFC 3339 time at which the controller took the pod out of traffic (DESIGN §3). */
 export const ANNOTATION_DRAINING = "tandem.dev/draining";
-/** `"true"` once the router has no request left on the pod (DESIGN §3). */
-export const ANNOTATION_DRAINED = "tandem.dev/drained";
 /** `"true"` on a router replica's Lease (DESIGN §3.1). */
 export const LABEL_ROUTER = "tandem.dev/router";
 /** On a router replica's Lease: `*` or a comma list of the namespaces it routes (DESIGN §3.1). */

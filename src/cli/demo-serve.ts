@@ -17,7 +17,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseModelRoute } from "../api/parse.ts";
 import type { Pod } from "../api/kube.ts";
 import type { Engine } from "../api/route.ts";
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_ROUTER_SCOPE, LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROUTER } from "../api/wellknown.ts";
+import { ROUTER_LEASE_DURATION_SECONDS, drainedAnnotation, microTime, routerLeaseObject } from "../api/router-lease.ts";
+import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { isTerminating } from "../core/health.ts";
 import type { Clock, JsonObject, KubeObject, Timer } from "../engine/ports.ts";
 import { startEngineMock } from "../router/engine-mock/server.ts";
@@ -39,7 +40,7 @@ const LOOPBACK = "127.0.0.1";
 /** The router replica's identity: its Lease's name and holder (DESIGN §3.1). */
 export const SERVE_ROUTER_ID = "demo-serve";
 /** DESIGN §3.1's default; renewed every third of it. */
-const LEASE_DURATION_SECONDS = 15;
+const LEASE_DURATION_SECONDS = ROUTER_LEASE_DURATION_SECONDS;
 const LEASE_NAMESPACE = "default";
 
 export interface ServeOptions {
@@ -321,12 +322,7 @@ class RouterLease {
   }
 
   async register(): Promise<void> {
-    const lease = {
-      apiVersion: "coordination.k8s.io/v1",
-      kind: "Lease",
-      metadata: { name: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, labels: { [LABEL_ROUTER]: "true" }, annotations: { [ANNOTATION_ROUTER_SCOPE]: "*" } },
-      spec: { holderIdentity: SERVE_ROUTER_ID, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime: microTime(this.#clock.nowMs()) },
-    } as unknown as KubeObject<"Lease">;
+    const lease = routerLeaseObject({ id: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: LEASE_DURATION_SECONDS, nowMs: this.#clock.nowMs() }) as unknown as KubeObject<"Lease">;
     await this.#writer().create(lease);
     this.#renewLater();
   }
@@ -351,11 +347,6 @@ class RouterLease {
   }
 }
 
-/** A Lease's `renewTime` format (Kubernetes MicroTime): RFC 3339 with 6 fractional digits. */
-function microTime(epochMs: number): string {
-  return new Date(epochMs).toISOString().replace("Z", "000Z");
-}
-
 /** The first container's env `KV_FORMAT`, default `v1` (DESIGN §7). */
 export function kvFormatOf(pod: Pod): string {
   const env = (pod.spec.containers[0] as { env?: { name?: string; value?: string }[] } | undefined)?.env ?? [];
@@ -363,8 +354,7 @@ export function kvFormatOf(pod: Pod): string {
 }
 
 /**
- * The router's drain confirmation (DESIGN §3.4), with the simulator's one shared ack annotation
- * (`tandem.dev/drained`, as the simulated router writes it): an entry pod the cache shows marked
+ * The router's drain confirmation (DESIGN §3.4), `drained.tandem.dev/<SERVE_ROUTER_ID>`: an entry pod the cache shows marked
  * draining, not yet confirmed, not being deleted, with nothing of this router in flight on it and
  * nothing running or waiting in its engine. Once per mark; a failed write is tried again at the
  * next look.
@@ -385,11 +375,11 @@ class DrainConfirmer {
   confirm(): void {
     for (const pod of this.#discovery.entryPods()) {
       const mark = pod.metadata.annotations?.[ANNOTATION_DRAINING];
-      if (mark === undefined || pod.metadata.annotations?.[ANNOTATION_DRAINED] === "true" || isTerminating(pod)) continue;
+      if (mark === undefined || pod.metadata.annotations?.[drainedAnnotation(SERVE_ROUTER_ID)] === "true" || isTerminating(pod)) continue;
       const key = `${pod.metadata.uid ?? ""}@${mark}`;
       if (this.#sent.has(key) || this.#busy(pod) > 0) continue;
       this.#sent.add(key);
-      const patch: JsonObject = { metadata: { uid: pod.metadata.uid ?? "", annotations: { [ANNOTATION_DRAINED]: "true" } } };
+      const patch: JsonObject = { metadata: { uid: pod.metadata.uid ?? "", annotations: { [drainedAnnotation(SERVE_ROUTER_ID)]: "true" } } };
       this.#cluster
         .writer("router")
         .patch({ kind: "Pod", namespace: pod.metadata.namespace ?? "default", name: pod.metadata.name }, patch)

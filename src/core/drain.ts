@@ -2,33 +2,69 @@
  * Planned deletion with the drain handshake (DESIGN §3). A unit (instance or group) is deleted on
  * purpose in three steps, each observable so a restarted controller continues where it stopped:
  *
- * 1. mark: every live pod of the unit gets `tandem.dev/draining: <now>` and its serving gate set
- *    False (the router stops sending new requests to it);
- * 2. wait: until every entry pod of the unit that was serving is `tandem.dev/drained: "true"`
- *    (the router's ack; workers take no requests, so they follow their entry) or
- *    `drain.timeoutSeconds` have passed since the mark (event DrainTimeout); a timeout of 0 skips
- *    the wait, and so does a unit that never served;
+ * 1. mark: every live pod of the unit gets `tandem.dev/draining: <now>` (RFC 3339 with
+ *    milliseconds) and its serving gate set False (routers stop sending new requests to it);
+ * 2. wait (`entryWait`): for each entry pod of the unit that was serving (workers take no
+ *    requests, so they follow their entry), until every live router whose scope covers the
+ *    namespace has confirmed it (`drained.tandem.dev/<router-id>: "true"`), and no sooner than
+ *    `DRAIN_SETTLE_MS` after the mark — with no live router in scope the settle is the whole wait
+ *    — or until `drain.timeoutSeconds` have passed since the mark (event DrainTimeout naming the
+ *    routers that did not confirm). A router stops being waited for at its `liveUntilMs` (its
+ *    Lease not renewed), and a recheck is planned then. A timeout of 0 skips the wait entirely
+ *    (no settle either), and so does a unit that never served;
  * 3. delete every pod of the unit.
  *
  * Events go with the writes of each step, so each is planned once (docs/design/events.md):
  * DrainStarted with the first mark of a unit that has a wait ahead, DrainConfirmed or DrainTimeout
  * with the step the wait let through, InstanceDeleted with the deletions.
  *
- * A drain that is no longer needed is cancelled: annotations removed, gate restored.
+ * A drain that is no longer needed is cancelled: the mark and every confirmation removed, the
+ * gate restored.
  */
+import { drainConfirmationKeys, drainConfirmations } from "../api/router-lease.ts";
 import { ANNOTATION_DRAINING, SERVING_GATE } from "../api/wellknown.ts";
 import type { Action, DeleteReason } from "./actions.ts";
 import { recordEvent } from "./events.ts";
-import { DRAIN_MARKS, isDrained, podCondition } from "./health.ts";
+import { drainMarkKeys, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
 import { deletePod } from "./tracking.ts";
+
+/**
+ * The least wait between a mark and the disruption it announces (DESIGN §3.5): long enough for a
+ * router registered before the mark to see it, and for its confirmation to be seen.
+ */
+export const DRAIN_SETTLE_MS = 2_000;
+
+/** How one ModelServing's drains wait. */
+export interface DrainPolicy {
+  /** `spec.drain.timeoutSeconds`: 0 skips every wait. */
+  readonly timeoutSeconds: number;
+  /** The routers whose scope covers its namespace, live or not, by id. */
+  readonly routers: readonly { readonly id: string; readonly liveUntilMs: number }[];
+}
+
+/** A unit whose drain still waits, for status (Progressing `DrainWaiting`). */
+export interface DrainWait {
+  readonly unitLabel: string;
+  /** The entry pods not yet let through. */
+  readonly pods: readonly string[];
+  /** The live routers in scope that have not confirmed them, sorted; empty while only the settle waits. */
+  readonly routers: readonly string[];
+  /** When the timeout falls, for the first of those pods. */
+  readonly timeoutAtMs: number;
+}
 
 /** The serving gate's reason while the controller drains the pod. */
 export const DRAINING_REASON = "Draining";
 
-/** RFC 3339 with second precision, as the drain annotation stores it. */
+/** RFC 3339 with second precision, as Kubernetes stores condition and event times. */
 export function rfc3339(nowMs: number): string {
   return new Date(Math.floor(nowMs / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+/** RFC 3339 with millisecond precision, as the drain mark stores it (the settle is measured from it). */
+export function rfc3339Millis(nowMs: number): string {
+  return new Date(nowMs).toISOString();
 }
 
 /** Sets the pod's serving gate, conditional on the resourceVersion the plan saw. */
@@ -48,8 +84,10 @@ const NO_ACTIONS: readonly Action[] = Object.freeze([]);
 /** The outcome of one step of a planned deletion. */
 export interface DrainStep {
   readonly actions: readonly Action[];
-  /** When the wait ends by timeout, if the unit is still waiting. */
+  /** When to look again (the settle's end, a router's expiry, the timeout), if the unit still waits. */
   readonly recheckAtMs: number | undefined;
+  /** What the unit still waits for, if it does. */
+  readonly wait: DrainWait | undefined;
 }
 
 /** The outcome of one step of a drain: its actions, and whether the unit may now be disrupted. */
@@ -61,88 +99,139 @@ export interface DrainProgress extends DrainStep {
  * Plans the next step of deleting `pods` (the pods of one unit) on purpose. Pods already being
  * deleted are left alone; `unitLabel` names the unit and why it goes, in events.
  */
-export function planDrainedDeletion(pods: readonly PodView[], drainTimeoutSeconds: number, reason: DeleteReason, unitLabel: string, nowMs: number): DrainStep {
+export function planDrainedDeletion(pods: readonly PodView[], policy: DrainPolicy, reason: DeleteReason, unitLabel: string, nowMs: number): DrainStep {
   const live = pods.filter((view) => !view.facts.terminating);
-  if (live.length === 0) return { actions: [], recheckAtMs: undefined };
-  const step = planDrain(live, drainTimeoutSeconds, { unitLabel, next: "deleting" }, nowMs);
+  if (live.length === 0) return { actions: [], recheckAtMs: undefined, wait: undefined };
+  const step = planDrain(live, policy, { unitLabel, next: "deleting" }, nowMs);
   if (!step.drained) return step;
   const deletions = live.map((view) => deletePod(view, reason));
   const event = recordEvent("InstanceDeleted", `Deleting ${unitLabel}: ${podList(live)}.`);
-  return { actions: [...step.actions, event, ...deletions], recheckAtMs: undefined };
+  return { actions: [...step.actions, event, ...deletions], recheckAtMs: undefined, wait: undefined };
 }
 
 /** At most a few pod names, for an event message. */
 export function podList(views: readonly PodView[]): string {
-  const names = views.slice(0, MAX_NAMED).map((view) => view.pod.metadata.name);
-  return `pod(s) ${names.join(", ")}${views.length > MAX_NAMED ? ` and ${views.length - MAX_NAMED} more` : ""}`;
+  return nameList(views.map((view) => view.pod.metadata.name), "pod(s)");
+}
+
+/** At most a few names after `noun`, for a message. */
+function nameList(names: readonly string[], noun: string): string {
+  return `${noun} ${names.slice(0, MAX_NAMED).join(", ")}${names.length > MAX_NAMED ? ` and ${names.length - MAX_NAMED} more` : ""}`;
 }
 
 const MAX_NAMED = 5;
 
-/** Prefix of a per-router drain confirmation, `drained.tandem.dev/<router-id>: "true"` (DESIGN §3.4). */
-const ROUTER_ACK_PREFIX = "drained.tandem.dev/";
+/** Where the wait of one entry pod stands at `nowMs`. */
+interface EntryWait {
+  readonly view: PodView;
+  /** The routers that confirmed it, sorted. */
+  readonly confirmed: readonly string[];
+  /** The live routers in scope that have not, sorted. */
+  readonly awaited: readonly string[];
+  readonly timeoutAtMs: number;
+  /** When the wait may end next (settle, a router's expiry, the timeout); undefined once it is over. */
+  readonly recheckAtMs: number | undefined;
+}
 
-/** The routers that confirmed the pod's drain by name, sorted. */
-function routerAcks(view: PodView): string[] {
-  const annotations = view.pod.metadata.annotations ?? {};
-  return Object.keys(annotations).filter((key) => key.startsWith(ROUTER_ACK_PREFIX) && annotations[key] === "true").map((key) => key.slice(ROUTER_ACK_PREFIX.length)).sort();
+/**
+ * The wait of one entry that served (DESIGN §3.5), marked at its mark (or now, when the mark is
+ * being written): over once the settle has passed and no live router in scope is left to
+ * confirm, or once the timeout has passed. Only a positive timeout gets here.
+ */
+function entryWait(view: PodView, policy: DrainPolicy, nowMs: number): EntryWait {
+  const markMs = view.facts.drainingSinceMs ?? nowMs;
+  const timeoutAtMs = markMs + policy.timeoutSeconds * 1000;
+  // A timeout shorter than the settle ends the wait first: it is the most the user lets it last.
+  const settledAtMs = Math.min(markMs + DRAIN_SETTLE_MS, timeoutAtMs);
+  // Confirmations on a pod not marked yet answer an earlier drain (the mark's write removes them).
+  const confirmed = view.facts.drainingSinceMs === undefined ? [] : drainConfirmations(view.pod.metadata.annotations);
+  const live = policy.routers.filter((router) => nowMs < router.liveUntilMs);
+  const pending = live.filter((router) => !confirmed.includes(router.id));
+  const awaited = pending.map((router) => router.id);
+  if (nowMs >= timeoutAtMs || (nowMs >= settledAtMs && pending.length === 0)) return { view, confirmed, awaited, timeoutAtMs, recheckAtMs: undefined };
+  // A router that stops renewing stops being waited for at its expiry: look again then.
+  const next = nowMs < settledAtMs ? [settledAtMs] : pending.map((router) => router.liveUntilMs);
+  return { view, confirmed, awaited, timeoutAtMs, recheckAtMs: Math.min(timeoutAtMs, ...next) };
 }
 
 /**
  * Steps 1 and 2 of a drain of `live` (the live pods of one unit): marks the unmarked ones (with
  * `extraAnnotations` of each pod in the same write), and says whether the wait is over. Its events
  * name the unit (`unitLabel`) and what follows the wait (`next`): DrainStarted when it marks a unit
- * none of whose pods was marked and a wait lies ahead; once the wait is over, DrainConfirmed, or
- * DrainTimeout naming the entries not confirmed.
+ * none of whose pods was marked and a wait lies ahead; once the wait is over, DrainConfirmed naming
+ * the routers that confirmed, or DrainTimeout naming those that did not and the pods.
  */
 export function planDrain(
   live: readonly PodView[],
-  drainTimeoutSeconds: number,
+  policy: DrainPolicy,
   unit: { readonly unitLabel: string; readonly next: "deleting" | "updating images" },
   nowMs: number,
   extraAnnotations: (view: PodView) => Readonly<Record<string, string>> = () => ({}),
 ): DrainProgress {
   const actions: Action[] = [];
-  const started = drainTimeoutSeconds > 0 && live.every((view) => view.facts.drainingSinceMs === undefined) && live.some((view) => view.id.index === 0 && view.facts.serving);
-  if (started) actions.push(recordEvent("DrainStarted", `Draining ${unit.unitLabel}: ${podList(live)} out of traffic; waiting up to ${drainTimeoutSeconds}s for the router to confirm before ${unit.next}.`));
+  const timeoutSeconds = policy.timeoutSeconds;
+  const started = timeoutSeconds > 0 && live.every((view) => view.facts.drainingSinceMs === undefined) && live.some((view) => view.id.index === 0 && view.facts.serving);
+  if (started) actions.push(recordEvent("DrainStarted", `Draining ${unit.unitLabel}: ${podList(live)} out of traffic; ${startedWait(policy, nowMs)} before ${unit.next}.`));
   for (const view of live) {
     if (view.facts.drainingSinceMs !== undefined) continue;
     // The gate first: its write carries the resourceVersion the plan saw, which the annotation
     // write would change.
     if (view.facts.serving) actions.push(setServing(view, "False", DRAINING_REASON, nowMs));
-    actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { ...extraAnnotations(view), [ANNOTATION_DRAINING]: rfc3339(nowMs) } });
+    actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { ...staleConfirmations(view), ...extraAnnotations(view), [ANNOTATION_DRAINING]: rfc3339Millis(nowMs) } });
   }
-  // Only entries that took traffic need the router's ack: a pod whose gate never opened has no
-  // request on it. The gate reason "Draining" (set above) remembers that it was serving.
+  // Only entries that took traffic need the routers' confirmations: a pod whose gate never opened
+  // has no request on it. The gate reason "Draining" (set above) remembers that it was serving.
   const entries = live.filter((view) => view.id.index === 0 && (view.facts.serving || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON));
-  const deadlineMs = (view: PodView): number => (view.facts.drainingSinceMs ?? nowMs) + drainTimeoutSeconds * 1000;
-  const waiting = entries.filter((view) => drainTimeoutSeconds > 0 && !isDrained(view.pod) && nowMs < deadlineMs(view));
-  // The next deadline of an entry still waiting: one already past (an entry marked earlier, or
-  // acked) is no reason to look again, and a recheck in the past would plan again at once, forever.
-  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...waiting.map(deadlineMs)), drained: false };
-  if (drainTimeoutSeconds === 0 || entries.length === 0) return { actions, recheckAtMs: undefined, drained: true };
-  const timedOut = entries.filter((view) => !isDrained(view.pod));
+  if (timeoutSeconds === 0 || entries.length === 0) return { actions, recheckAtMs: undefined, wait: undefined, drained: true };
+  const waits = entries.map((view) => entryWait(view, policy, nowMs));
+  const waiting = waits.filter((wait) => wait.recheckAtMs !== undefined);
+  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...waiting.map((wait) => wait.recheckAtMs ?? Infinity)), wait: drainWait(unit.unitLabel, waiting), drained: false };
+  const timedOut = waits.filter((wait) => wait.awaited.length > 0);
   if (timedOut.length === 0) {
-    actions.push(recordEvent("DrainConfirmed", `Drained ${unit.unitLabel}: the router confirmed ${podList(entries)}; ${unit.next}.`));
+    const confirmed = [...new Set(waits.flatMap((wait) => wait.confirmed))].sort();
+    const who = confirmed.length === 0 ? "no live router routes its namespace, and the settle after the mark is over" : `${nameList(confirmed, "router(s)")} confirmed ${podList(entries)}`;
+    actions.push(recordEvent("DrainConfirmed", `Drained ${unit.unitLabel}: ${who}; ${unit.next}.`));
   } else {
-    // Only the routers that confirmed can be named: the controller does not see which routers
-    // are live (their Leases), so it names the pods no confirmation came for.
-    const confirmed = [...new Set(timedOut.flatMap(routerAcks))];
-    const known = confirmed.length === 0 ? "no router confirmed them" : `confirmed only by router(s) ${confirmed.join(", ")}`;
-    actions.push(recordEvent("DrainTimeout", `Drain of ${unit.unitLabel} timed out after ${drainTimeoutSeconds}s: ${podList(timedOut)} not confirmed drained (${known}); ${unit.next} anyway, requests still running on them are cut.`));
+    const missing = [...new Set(timedOut.flatMap((wait) => wait.awaited))].sort();
+    actions.push(recordEvent("DrainTimeout", `Drain of ${unit.unitLabel} timed out after ${timeoutSeconds}s: ${nameList(missing, "router(s)")} did not confirm ${podList(timedOut.map((wait) => wait.view))}; ${unit.next} anyway, requests still running on them are cut.`));
   }
-  return { actions, recheckAtMs: undefined, drained: true };
+  return { actions, recheckAtMs: undefined, wait: undefined, drained: true };
+}
+
+/** What DrainStarted says the unit waits for. */
+function startedWait(policy: DrainPolicy, nowMs: number): string {
+  const live = policy.routers.filter((router) => nowMs < router.liveUntilMs).map((router) => router.id);
+  if (live.length === 0) return `no live router routes its namespace: waiting ${DRAIN_SETTLE_MS / 1000}s`;
+  return `waiting up to ${policy.timeoutSeconds}s for ${nameList(live, "router(s)")} to confirm`;
+}
+
+/** The entries still waiting, for status. */
+function drainWait(unitLabel: string, waiting: readonly EntryWait[]): DrainWait {
+  return {
+    unitLabel,
+    pods: waiting.map((wait) => wait.view.pod.metadata.name),
+    routers: [...new Set(waiting.flatMap((wait) => wait.awaited))].sort(),
+    timeoutAtMs: Math.min(...waiting.map((wait) => wait.timeoutAtMs)),
+  };
 }
 
 /**
- * Undoes a drain that is no longer needed: annotations removed (an in-place update's progress mark
- * too), gate restored when ready.
+ * Confirmations left on a pod from an earlier drain (a router that confirmed just as that drain
+ * was cancelled), removed with the new mark: they answer a drain that is over, not this one.
+ */
+function staleConfirmations(view: PodView): Record<string, null> {
+  if (!view.facts.marked) return {};
+  return Object.fromEntries(drainConfirmationKeys(view.pod.metadata.annotations).map((key) => [key, null]));
+}
+
+/**
+ * Undoes a drain that is no longer needed: the mark, every router's confirmation and an in-place
+ * update's progress mark removed, gate restored when ready.
  */
 export function cancelDrain(view: PodView, nowMs: number): readonly Action[] {
   // A pod without a mark (the common case) has nothing to undo.
   if (!view.facts.marked || view.facts.terminating) return NO_ACTIONS;
-  const annotations = view.pod.metadata.annotations ?? {};
-  const present = DRAIN_MARKS.filter((key) => annotations[key] !== undefined);
+  const present = drainMarkKeys(view.pod);
   const gate = view.facts.containersReady && !view.facts.serving ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
   return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])) }];
 }

@@ -34,7 +34,7 @@ function round(cluster: IdealCluster, nowMs: number, ack = true): readonly Actio
   if (ack) {
     for (const p of cluster.pods.values()) {
       const annotations = p.metadata.annotations ?? {};
-      if (annotations["tandem.dev/draining"] !== undefined && p.metadata.labels?.["tandem.dev/entry"] === "true") p.metadata.annotations = { ...annotations, "tandem.dev/drained": "true" };
+      if (annotations["tandem.dev/draining"] !== undefined && p.metadata.labels?.["tandem.dev/entry"] === "true") p.metadata.annotations = { ...annotations, "drained.tandem.dev/router-a": "true" };
     }
   }
   const { actions } = plan(observe(cluster), nowMs);
@@ -53,8 +53,10 @@ function settle(cluster: IdealCluster, startMs: number, ack = true): Action[] {
   throw new Error("no convergence");
 }
 
-function converged(spec: Record<string, unknown> = {}): IdealCluster {
+/** Converged, with router-a (and `routers`) live throughout, scope `*`. */
+function converged(spec: Record<string, unknown> = {}, routers: readonly string[] = ["router-a"]): IdealCluster {
   const cluster = idealCluster(manifest(spec));
+  cluster.routers = routers.map((id) => ({ id, scope: { all: true }, liveUntilMs: Infinity }));
   converge(cluster, NOW);
   return cluster;
 }
@@ -94,10 +96,11 @@ describe("events: one per controller action, on transitions only", () => {
     bump(cluster);
     const start = round(cluster, NOW, false);
     assert.deepEqual(reasons(start), ["DrainStarted"]);
-    assert.match(eventsOf(start)[0]!.message, /^Draining group 1 \(scale-down\): pod\(s\) llm-1-decode-0-0, llm-1-decode-0-1 out of traffic; waiting up to 60s for the router to confirm before deleting\.$/);
+    assert.match(eventsOf(start)[0]!.message, /^Draining group 1 \(scale-down\): pod\(s\) llm-1-decode-0-0, llm-1-decode-0-1 out of traffic; waiting up to 60s for router\(s\) router-a to confirm before deleting\.$/);
     assert.deepEqual(reasons(round(cluster, NOW + 1_000, false)), [], "waiting is no event");
     const done = round(cluster, NOW + 2_000);
     assert.deepEqual(reasons(done), ["DrainConfirmed", "InstanceDeleted"]);
+    assert.equal(eventsOf(done)[0]!.message, "Drained group 1 (scale-down): router(s) router-a confirmed pod(s) llm-1-decode-0-0; deleting.");
     assert.match(eventsOf(done)[1]!.message, /^Deleting group 1 \(scale-down\): pod\(s\) llm-1-decode-0-0, llm-1-decode-0-1\.$/);
     assert.deepEqual(reasons(settle(cluster, NOW + 3_000)), []);
   });
@@ -110,17 +113,29 @@ describe("events: one per controller action, on transitions only", () => {
     const late = round(cluster, NOW + 60_000, false);
     assert.deepEqual(reasons(late), ["DrainTimeout", "InstanceDeleted"]);
     assert.equal(eventsOf(late)[0]!.eventType, "Warning");
-    assert.match(eventsOf(late)[0]!.message, /^Drain of group 1 \(scale-down\) timed out after 60s: pod\(s\) llm-1-decode-0-0 not confirmed drained \(no router confirmed them\); deleting anyway/);
+    assert.match(eventsOf(late)[0]!.message, /^Drain of group 1 \(scale-down\) timed out after 60s: router\(s\) router-a did not confirm pod\(s\) llm-1-decode-0-0; deleting anyway/);
   });
 
-  it("names the routers that did confirm (per-router acks) when the drain times out", () => {
-    const cluster = converged();
+  it("names the routers that did not confirm when the drain times out, not those that did", () => {
+    const cluster = converged({}, ["router-a", "router-b"]);
     cluster.modelServing.spec.replicas = 1;
     bump(cluster);
     round(cluster, NOW, false);
     const entry = cluster.pods.get("llm-1-decode-0-0")!;
     entry.metadata.annotations = { ...entry.metadata.annotations, "drained.tandem.dev/router-b": "true" };
-    assert.match(eventsOf(round(cluster, NOW + 60_000, false))[0]!.message, /confirmed only by router\(s\) router-b/);
+    assert.deepEqual(reasons(round(cluster, NOW + 30_000, false)), [], "router-a has not confirmed");
+    assert.match(eventsOf(round(cluster, NOW + 60_000, false))[0]!.message, /timed out after 60s: router\(s\) router-a did not confirm pod\(s\) llm-1-decode-0-0;/);
+  });
+
+  it("no live router: the settle is the whole wait, and DrainConfirmed says so", () => {
+    const cluster = converged({}, []);
+    cluster.modelServing.spec.replicas = 1;
+    bump(cluster);
+    assert.match(eventsOf(round(cluster, NOW, false))[0]!.message, /out of traffic; no live router routes its namespace: waiting 2s before deleting\.$/);
+    assert.deepEqual(reasons(round(cluster, NOW + 1_999, false)), []);
+    const done = round(cluster, NOW + 2_000, false);
+    assert.deepEqual(reasons(done), ["DrainConfirmed", "InstanceDeleted"]);
+    assert.equal(eventsOf(done)[0]!.message, "Drained group 1 (scale-down): no live router routes its namespace, and the settle after the mark is over; deleting.");
   });
 
   it("no drain (timeoutSeconds 0): only InstanceDeleted", () => {

@@ -4,7 +4,8 @@
  * Pure; time is an argument.
  */
 import type { Pod, PodCondition } from "../api/kube.ts";
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, FINALIZER_RECOVERY, SERVING_GATE } from "../api/wellknown.ts";
+import { drainConfirmationKeys } from "../api/router-lease.ts";
+import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, FINALIZER_RECOVERY, SERVING_GATE } from "../api/wellknown.ts";
 import type { InstancePods, PodView } from "./model.ts";
 
 export function podCondition(pod: Pod, type: string): PodCondition | undefined {
@@ -46,11 +47,18 @@ export function drainingSinceMs(pod: Pod): number | undefined {
   return Number.isNaN(ms) ? 0 : ms;
 }
 
-/** The annotations a drain or an in-place update leaves on a pod. */
-export const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_DRAINED, ANNOTATION_IN_PLACE];
+/** The controller's own annotations of a drain or an in-place update. */
+const DRAIN_MARKS: readonly string[] = [ANNOTATION_DRAINING, ANNOTATION_IN_PLACE];
 
-export function isDrained(pod: Pod): boolean {
-  return pod.metadata.annotations?.[ANNOTATION_DRAINED] === "true";
+/**
+ * Every annotation key a drain or an in-place update left on the pod: the controller's marks and
+ * every router's confirmation `drained.tandem.dev/<router-id>` (DESIGN §3.6: a cancelled or
+ * finished drain removes them all, so no confirmation outlives the drain it answered).
+ */
+export function drainMarkKeys(pod: Pod): string[] {
+  const annotations = pod.metadata.annotations;
+  if (annotations === undefined) return [];
+  return [...DRAIN_MARKS.filter((key) => annotations[key] !== undefined), ...drainConfirmationKeys(annotations)];
 }
 
 /** The scheduler has tried and cannot place the pod (PodScheduled False, reason Unschedulable). */
@@ -84,7 +92,7 @@ export interface PodFacts {
   readonly restarted: boolean;
   /** When ContainersReady last changed; NaN when unknown. */
   readonly containersReadySinceMs: number;
-  /** Some annotation of `DRAIN_MARKS` is present (no in-place progress can be read without one). */
+  /** Some annotation of `drainMarkKeys` is present (no in-place progress can be read without one). */
   readonly marked: boolean;
   /** It holds the recovery finalizer (`isTracked`). */
   readonly tracked: boolean;
@@ -110,7 +118,7 @@ export function podFacts(pod: Pod): PodFacts {
     phaseFailed: pod.status?.phase === "Failed",
     restarted: hasRestarted(pod),
     containersReadySinceMs: since === undefined ? Number.NaN : Date.parse(since),
-    marked: DRAIN_MARKS.some((key) => pod.metadata.annotations?.[key] !== undefined),
+    marked: drainMarkKeys(pod).length > 0,
     tracked,
     lost: tracked && isTerminating(pod),
   };

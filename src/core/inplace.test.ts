@@ -61,8 +61,8 @@ function run(cluster: IdealCluster, options: { rounds?: number; startMs?: number
 function ackDrains(cluster: IdealCluster): void {
   for (const pod of cluster.pods.values()) {
     const annotations = pod.metadata.annotations ?? {};
-    if (annotations["tandem.dev/draining"] !== undefined && annotations["tandem.dev/drained"] === undefined && pod.metadata.labels?.["tandem.dev/entry"] === "true") {
-      pod.metadata.annotations = { ...annotations, "tandem.dev/drained": "true" };
+    if (annotations["tandem.dev/draining"] !== undefined && annotations["drained.tandem.dev/router-a"] === undefined && pod.metadata.labels?.["tandem.dev/entry"] === "true") {
+      pod.metadata.annotations = { ...annotations, "drained.tandem.dev/router-a": "true" };
     }
   }
 }
@@ -82,8 +82,10 @@ function groupsInFlight(cluster: IdealCluster): number[] {
   return [...groups].sort();
 }
 
+/** Converged, with router-a live throughout (scope `*`): drains wait for its confirmation. */
 function converged(): IdealCluster {
   const cluster = idealCluster(manifest());
+  cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }];
   run(cluster);
   return cluster;
 }
@@ -137,7 +139,7 @@ describe("InPlaceUpdate: the sequence", () => {
         for (const action of actions) {
           if (action.type === "SetPodCondition" && action.name === entry) steps.push(`gate ${action.condition.status}`);
           if (action.type === "PatchPodImages" && action.name === entry) {
-            assert.equal(pod.metadata.annotations?.["tandem.dev/drained"], "true", "patched only once the router acked the drain");
+            assert.equal(pod.metadata.annotations?.["drained.tandem.dev/router-a"], "true", "patched only once the router confirmed the drain");
             assert.ok(!serving(pod));
             steps.push(`patch ${action.images["vllm"]}`);
           }
@@ -222,8 +224,11 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
     setDecode(cluster, "vllm:v2");
     run(cluster, { rounds: 2, router: false });
     assert.deepEqual(groupsInFlight(cluster), [2]);
-    const messages = cluster.modelServing.status.conditions.filter((c: any) => c.type === "Available" || c.type === "Progressing").map((c: any) => c.message);
-    for (const message of messages) assert.match(message, /decode-0 of group 2: llm-2-decode-0-\d Running, draining \(out of service\)/);
+    const condition = (type: string) => cluster.modelServing.status.conditions.find((c: any) => c.type === type);
+    assert.match(condition("Available").message, /decode-0 of group 2: llm-2-decode-0-\d Running, draining \(out of service\)/);
+    // Progressing says what the drain waits for (DrainWaiting).
+    assert.equal(condition("Progressing").reason, "DrainWaiting");
+    assert.match(condition("Progressing").message, /^A drain waits before the pods are disrupted: decode-0 of group 2: pod\(s\) llm-2-decode-0-0, awaiting router\(s\) router-a; timeout at [\dTZ:-]+\.$/);
   });
 
   it("over a group still draining: nothing is patched, the drain and progress marks go and the gate opens (regression: it was patched)", () => {
@@ -244,11 +249,11 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
   it("over a group already patched: it finishes at the update revision (patching back would be a second restart)", () => {
     const cluster = converged();
     setDecode(cluster, "vllm:v2");
-    // Mark, then patch once the router has acked.
-    run(cluster, { rounds: 2 });
+    // Mark, then patch once the router has confirmed and the 2 s settle is over.
+    run(cluster, { rounds: 3 });
     assert.ok([...cluster.pods.values()].some((pod) => readProgress(pod)?.phase === "Patched"));
     raisePartition(cluster);
-    run(cluster, { startMs: NOW + 2000 });
+    run(cluster, { startMs: NOW + 3000 });
     const v2 = cluster.modelServing.status.updateRevision;
     assert.deepEqual(groupsInFlight(cluster), []);
     assert.deepEqual(decodeImages(cluster), ["vllm:v1", "vllm:v1", "vllm:v2"]);

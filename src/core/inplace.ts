@@ -26,8 +26,9 @@ import type { ContainerStatus, Pod } from "../api/kube.ts";
 import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
 import { planDrain, podList, setServing } from "./drain.ts";
+import type { DrainStep } from "./drain.ts";
 import { recordEvent } from "./events.ts";
-import { DRAIN_MARKS } from "./health.ts";
+import { drainMarkKeys } from "./health.ts";
 import { instanceId } from "./identity.ts";
 import type { Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";
@@ -191,9 +192,7 @@ interface PodMove {
 type Verdict = { readonly kind: "none" | "verified" | "pending" } | { readonly kind: "stalled"; readonly detail: string };
 
 /** What one plan does for one instance moving in place. */
-export interface InPlaceStep {
-  readonly actions: readonly Action[];
-  readonly recheckAtMs: number | undefined;
+export interface InPlaceStep extends DrainStep {
   readonly ineligible: readonly Ineligible[];
 }
 
@@ -221,22 +220,22 @@ export function movesInPlace(live: readonly PodView[], target: Revision, lookup:
 export function planInPlace(input: InPlaceInput, at: { group: number; role: string; instance: number }, live: readonly PodView[], target: Revision): InPlaceStep {
   const froms = [...new Set(live.map((view) => view.revision ?? target.name))].sort();
   const resolved = froms.map((name) => ({ name, revision: input.lookup(name) }));
-  if (resolved.some((entry) => entry.revision === undefined)) return { actions: [], recheckAtMs: undefined, ineligible: [] };
+  if (resolved.some((entry) => entry.revision === undefined)) return { actions: [], recheckAtMs: undefined, wait: undefined, ineligible: [] };
   const ineligible = resolved.flatMap(({ name, revision }) => {
     const differences = revision === undefined ? [] : inPlaceDifferences(revision.data, target.data);
     return differences.length === 0 ? [] : [{ group: at.group, from: name, to: target.name, differences }];
   });
-  if (ineligible.length > 0) return { actions: [], recheckAtMs: undefined, ineligible };
+  if (ineligible.length > 0) return { actions: [], recheckAtMs: undefined, wait: undefined, ineligible };
   const moves = live.map((view) => podMove(view, target));
   const verdicts = moves.map((move) => (Object.keys(move.changes).length > 0 ? { kind: "pending" as const } : verify(move)));
   const label = `${instanceId(at.role, at.instance)} of group ${at.group}`;
-  if (verdicts.every((verdict) => verdict.kind === "none" || verdict.kind === "verified")) return { actions: finish(moves, target, at.role, input.nowMs, label), recheckAtMs: undefined, ineligible: [] };
+  if (verdicts.every((verdict) => verdict.kind === "none" || verdict.kind === "verified")) return { actions: finish(moves, target, at.role, input.nowMs, label), recheckAtMs: undefined, wait: undefined, ineligible: [] };
   const patching = planPatches(input, label, moves, target);
   const stalls = moves.flatMap((move, index) => {
     const verdict = verdicts[index];
     return verdict?.kind === "stalled" && move.progress?.phase === "Patched" ? markStalled(move, verdict.detail, label) : [];
   });
-  return { actions: [...patching.actions, ...stalls], recheckAtMs: patching.recheckAtMs, ineligible: [] };
+  return { ...patching, actions: [...patching.actions, ...stalls], ineligible: [] };
 }
 
 function podMove(view: PodView, target: Revision): PodMove {
@@ -280,20 +279,20 @@ function stalledReason(status: ContainerStatus): string | undefined {
  * marked, once the drain is over. The mark must be observed first: its write changes the
  * resourceVersion the patch is conditional on.
  */
-function planPatches(input: InPlaceInput, label: string, moves: readonly PodMove[], target: Revision): { actions: Action[]; recheckAtMs: number | undefined } {
+function planPatches(input: InPlaceInput, label: string, moves: readonly PodMove[], target: Revision): DrainStep {
   const unpatched = moves.filter((move) => Object.keys(move.changes).length > 0);
-  if (unpatched.length === 0) return { actions: [], recheckAtMs: undefined };
+  if (unpatched.length === 0) return { actions: [], recheckAtMs: undefined, wait: undefined };
   const progressOf = new Map(moves.map((move) => [move.view.uid, move]));
   const drainingMark = (view: PodView) => ({ [ANNOTATION_IN_PLACE]: formatProgress({ from: progressOf.get(view.uid)?.from ?? target.name, to: target.name, phase: "Draining", containerIDs: {} }) });
-  const drain = planDrain(moves.map((move) => move.view), input.model.ms.spec.drain.timeoutSeconds, { unitLabel: label, next: "updating images" }, input.nowMs, drainingMark);
+  const drain = planDrain(moves.map((move) => move.view), input.model.drain, { unitLabel: label, next: "updating images" }, input.nowMs, drainingMark);
   // A pod patched before (the target changed since) was drained then: no second DrainTimeout.
   const repatch = moves.some((move) => move.progress !== undefined && move.progress.phase !== "Draining");
   const actions = drain.actions.filter((action) => !(repatch && action.type === "RecordEvent"));
-  if (!drain.drained) return { actions, recheckAtMs: drain.recheckAtMs };
+  if (!drain.drained) return { actions, recheckAtMs: drain.recheckAtMs, wait: drain.wait };
   const patched = unpatched.filter((move) => move.view.facts.drainingSinceMs !== undefined);
   if (patched.length > 0) actions.push(patchEvent(label, patched, target));
   for (const move of patched) actions.push(patch(move, target));
-  return { actions, recheckAtMs: undefined };
+  return { actions, recheckAtMs: undefined, wait: undefined };
 }
 
 /** InPlacePatched, or InPlaceTakeover when a pod was patched toward another revision before. */
@@ -341,7 +340,7 @@ function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs
     const { pod } = view;
     // The gate first: its write is conditional on the resourceVersion the mark write changes.
     if (!view.facts.serving && view.facts.containersReady) gates.push(setServing(view, "True", "InPlaceUpdated", nowMs));
-    const present = DRAIN_MARKS.filter((key) => pod.metadata.annotations?.[key] !== undefined);
+    const present = drainMarkKeys(pod);
     const labelsNow = pod.metadata.labels ?? {};
     const relabel = labelsNow[LABEL_REVISION] !== target.name || (hash !== undefined && labelsNow[LABEL_ROLE_HASH] !== hash);
     if (present.length === 0 && !relabel) continue;

@@ -251,23 +251,30 @@ describe("drainHonoured (drainViolation)", () => {
   const deleting = (pod: Pod): Pod => ({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: "2026-12-01T00:00:12Z" } });
   const image = (pod: Pod, to: string): Pod => ({ ...pod, spec: { ...pod.spec, containers: [{ name: "c", image: to }] } });
 
-  it("an entry that served is deleted or restarted in place only after the router's ack or the drain timeout", () => {
-    const table: [Pod, Pod | undefined, number, boolean, string][] = [
-      [marked(), deleting(marked()), MARKED_MS + 2_000, true, "deletion begun 2 s into a 30 s drain"],
-      [marked(), undefined, MARKED_MS + 2_000, true, "removed outright 2 s into a 30 s drain"],
-      [marked(), image(marked(), "vllm:v2"), MARKED_MS + 2_000, true, "its image changed in place 2 s into the drain"],
-      [marked(), deleting(marked()), MARKED_MS + 30_000, false, "the drain timed out"],
-      [marked({ annotations: { "tandem.dev/drained": "true" } }), deleting(marked()), MARKED_MS + 2_000, false, "the router acked"],
-      [marked({ gateReason: "ContainersReady" }), deleting(marked()), MARKED_MS + 2_000, false, "marked while not serving: nothing to wait for"],
-      [marked({ containersReady: "False" }), deleting(marked()), MARKED_MS + 2_000, false, "its containers died: a dead pod serves nothing"],
-      [marked({ entry: "false" }), deleting(marked()), MARKED_MS + 2_000, false, "a worker follows its entry"],
-      [deleting(marked()), undefined, MARKED_MS + 2_000, false, "already being deleted: the kubelet's final removal"],
-      [marked(), marked({ annotations: { "tandem.dev/drained": "true" } }), MARKED_MS + 2_000, false, "a write that disrupts nothing"],
+  it("an entry that served is disrupted only after the settle and every live router's confirmation, or the drain timeout", () => {
+    const ack = { annotations: { "drained.tandem.dev/router-a": "true" } };
+    const table: [Pod, Pod | undefined, number, readonly string[], boolean, string][] = [
+      [marked(), deleting(marked()), MARKED_MS + 2_000, ["router-a"], true, "deletion begun 2 s into a 30 s drain, router-a live and silent"],
+      [marked(), undefined, MARKED_MS + 2_000, ["router-a"], true, "removed outright 2 s into a 30 s drain"],
+      [marked(), image(marked(), "vllm:v2"), MARKED_MS + 2_000, ["router-a"], true, "its image changed in place 2 s into the drain"],
+      [marked(), deleting(marked()), MARKED_MS + 30_000, ["router-a"], false, "the drain timed out"],
+      [marked(ack), deleting(marked()), MARKED_MS + 2_000, ["router-a"], false, "router-a confirmed, the settle is over"],
+      [marked(ack), deleting(marked()), MARKED_MS + 1_999, ["router-a"], true, "router-a confirmed, but within the settle"],
+      [marked(ack), deleting(marked()), MARKED_MS + 2_000, ["router-a", "router-b"], true, "router-b has not confirmed"],
+      [marked(), deleting(marked()), MARKED_MS + 2_000, [], false, "no live router: the settle is the whole wait"],
+      [marked(), deleting(marked()), MARKED_MS + 1_000, [], true, "no live router, within the settle"],
+      [marked({ gateReason: "ContainersReady" }), deleting(marked()), MARKED_MS + 2_000, ["router-a"], false, "marked while not serving: nothing to wait for"],
+      [marked({ containersReady: "False" }), deleting(marked()), MARKED_MS + 2_000, ["router-a"], false, "its containers died: a dead pod serves nothing"],
+      [marked({ entry: "false" }), deleting(marked()), MARKED_MS + 2_000, ["router-a"], false, "a worker follows its entry"],
+      [deleting(marked()), undefined, MARKED_MS + 2_000, ["router-a"], false, "already being deleted: the kubelet's final removal"],
+      [marked(), marked(ack), MARKED_MS + 2_000, ["router-a"], false, "a write that disrupts nothing"],
     ];
-    for (const [before, after, nowMs, violated, why] of table) {
-      const message = drainViolation(before, after, 30, nowMs);
+    for (const [before, after, nowMs, mustConfirm, violated, why] of table) {
+      const message = drainViolation(before, after, { timeoutSeconds: 30, mustConfirm }, nowMs);
       assert.equal(message !== undefined, violated, why);
     }
-    assert.equal(drainViolation(marked(), undefined, 30, MARKED_MS + 2_000), "m-0-decode-0-0 deleted 28s before its drain ended (marked 2026-12-01T00:00:10Z, drain.timeoutSeconds 30, not acked)");
+    assert.equal(drainViolation(marked(), deleting(marked()), { timeoutSeconds: 1, mustConfirm: ["router-a"] }, MARKED_MS + 1_000), undefined, "a timeout shorter than the settle ends the wait");
+    assert.equal(drainViolation(marked(), undefined, { timeoutSeconds: 30, mustConfirm: ["router-a"] }, MARKED_MS + 2_000), "m-0-decode-0-0 deleted 28s before its drain timed out (marked 2026-12-01T00:00:10Z, drain.timeoutSeconds 30): router(s) router-a had not confirmed");
+    assert.equal(drainViolation(marked(), undefined, { timeoutSeconds: 30, mustConfirm: [] }, MARKED_MS + 500), "m-0-decode-0-0 deleted 29.5s before its drain timed out (marked 2026-12-01T00:00:10Z, drain.timeoutSeconds 30): 0.5s after the mark, within the 2s settle");
   });
 });

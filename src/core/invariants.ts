@@ -16,8 +16,9 @@ import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role, UnitRecord } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
-import { DRAINING_REASON } from "./drain.ts";
-import { drainingSinceMs, isDrained, isPodReady, isTerminating, podCondition } from "./health.ts";
+import { DRAIN_SETTLE_MS, DRAINING_REASON } from "./drain.ts";
+import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./health.ts";
+import { drainConfirmations } from "../api/router-lease.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";
 import { readProgress } from "./inplace.ts";
 import type { PodIdentity } from "./identity.ts";
@@ -447,26 +448,36 @@ export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): str
 
 /**
  * `drainHonoured` on one write to a pod (`before` → `after`, `after` undefined when it is gone)
- * at `nowMs`: a drain the controller began is honoured (DESIGN §3). An entry pod marked draining
+ * at `nowMs`: a drain the controller began is honoured (DESIGN §3.5). An entry pod marked draining
  * while it served (its serving gate False with reason "Draining", as the controller sets it when
  * it marks a serving pod) whose containers still run is deleted, or restarted in place (a container
- * image changes), only once the router acked (`drained: "true"`) or `drainTimeoutSeconds` have
- * passed since the mark. The message names the pod, or undefined when the write honours it.
+ * image changes), only once `drain.timeoutSeconds` have passed since the mark, or once the settle
+ * (`DRAIN_SETTLE_MS`) has passed and every router of `mustConfirm` has confirmed it
+ * (`drained.tandem.dev/<router-id>`). `mustConfirm` are the routers the judge knows to have been
+ * live, without a gap, since the mark or earlier and still live, whose scope covers the pod's
+ * namespace: a router registered after the mark confirms it as soon as it syncs, and the
+ * controller, whose cache lags, need not have seen it. The message names the pod, or undefined
+ * when the write honours it.
  *
  * It judges only drains: a pod deleted while serving with no drain begun is a recovery when its
  * unit is broken (dead units serve nothing, DESIGN §3.6), which the stored pods alone cannot tell
  * from a skipped drain. Faults (pods deleted by others, nodes lost) are not the controller's: the
  * checker does not judge writes in a fault window.
  */
-export function drainViolation(before: Pod, after: Pod | undefined, drainTimeoutSeconds: number, nowMs: number): string | undefined {
+export function drainViolation(before: Pod, after: Pod | undefined, drain: { readonly timeoutSeconds: number; readonly mustConfirm: readonly string[] }, nowMs: number): string | undefined {
   if (isTerminating(before) || !disrupts(before, after)) return undefined;
   const markedAtMs = drainingSinceMs(before);
-  if (markedAtMs === undefined || before.metadata.labels?.[LABEL_ENTRY] !== "true" || isDrained(before)) return undefined;
+  if (markedAtMs === undefined || before.metadata.labels?.[LABEL_ENTRY] !== "true") return undefined;
   if (podCondition(before, SERVING_GATE)?.reason !== DRAINING_REASON || podCondition(before, "ContainersReady")?.status !== "True") return undefined;
-  const deadlineMs = markedAtMs + drainTimeoutSeconds * 1000;
+  const deadlineMs = markedAtMs + drain.timeoutSeconds * 1000;
   if (nowMs >= deadlineMs) return undefined;
+  const confirmed = drainConfirmations(before.metadata.annotations);
+  const missing = drain.mustConfirm.filter((id) => !confirmed.includes(id));
+  const settled = nowMs >= markedAtMs + DRAIN_SETTLE_MS;
+  if (settled && missing.length === 0) return undefined;
   const what = after === undefined || isTerminating(after) ? "deleted" : "restarted in place";
-  return `${before.metadata.name} ${what} ${(deadlineMs - nowMs) / 1000}s before its drain ended (marked ${before.metadata.annotations?.[ANNOTATION_DRAINING] ?? ""}, drain.timeoutSeconds ${drainTimeoutSeconds}, not acked)`;
+  const why = settled ? `router(s) ${missing.join(", ")} had not confirmed` : `${(nowMs - markedAtMs) / 1000}s after the mark, within the ${DRAIN_SETTLE_MS / 1000}s settle`;
+  return `${before.metadata.name} ${what} ${(deadlineMs - nowMs) / 1000}s before its drain timed out (marked ${before.metadata.annotations?.[ANNOTATION_DRAINING] ?? ""}, drain.timeoutSeconds ${drain.timeoutSeconds}): ${why}`;
 }
 
 /** The write deletes the pod or changes a container's image (an in-place restart). */

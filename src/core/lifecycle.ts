@@ -8,6 +8,7 @@
 import { LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
 import { cancelDrain, openGate, planDrainedDeletion, podList } from "./drain.ts";
+import type { DrainStep, DrainWait } from "./drain.ts";
 import { recordEvent } from "./events.ts";
 import { podFailure, range } from "./health.ts";
 import { instanceId, serviceName } from "./identity.ts";
@@ -29,10 +30,19 @@ export interface Work {
   readonly unreadable: UnreadableUses;
   /** Instances an in-place update must leave alone: their change is more than images. */
   readonly ineligible: Ineligible[];
+  /** Units whose drain still waits (for routers or the settle), for status. */
+  readonly drainWaits: DrainWait[];
 }
 
 export function newWork(): Work {
-  return { actions: [], recheckAtMs: undefined, unreadable: new Map(), ineligible: [] };
+  return { actions: [], recheckAtMs: undefined, unreadable: new Map(), ineligible: [], drainWaits: [] };
+}
+
+/** Adds a drain step's actions, recheck and wait to `work`. */
+function addDrainStep(work: Work, step: DrainStep): void {
+  work.actions.push(...step.actions);
+  recheckAt(work, step.recheckAtMs);
+  if (step.wait !== undefined) work.drainWaits.push(step.wait);
 }
 
 export function recheckAt(work: Work, atMs: number | undefined): void {
@@ -121,10 +131,9 @@ function instanceServiceName(model: Model, group: number, role: string, instance
 /** Deletes units no longer desired, drained; their lost pods need no recovery and are released. */
 function scaleDown(context: Context, units: readonly InstancePods[], label: string): void {
   const pods = units.flatMap((pods) => [...pods.values()]);
-  const step = planDrainedDeletion(pods, context.model.ms.spec.drain.timeoutSeconds, "ScaleDown", `${label} (${scaleDownCause(context, pods)})`, context.nowMs);
-  context.work.actions.push(...step.actions);
+  const step = planDrainedDeletion(pods, context.model.drain, "ScaleDown", `${label} (${scaleDownCause(context, pods)})`, context.nowMs);
+  addDrainStep(context.work, step);
   releasePods(pods.filter((view) => view.facts.lost), context.work.actions);
-  recheckAt(context.work, step.recheckAtMs);
 }
 
 /**
@@ -273,9 +282,7 @@ function planInstance(context: Context, state: InstanceState): void {
     // The replacement rebuilds the instance anyway: a loss needs nothing more.
     releaseLost(context, state);
     const why = abandoned && !state.replacing ? "in-place update abandoned" : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
-    const step = planDrainedDeletion(health.live, model.ms.spec.drain.timeoutSeconds, "Update", `${instanceLabel(state)} (${why})`, nowMs);
-    work.actions.push(...step.actions);
-    recheckAt(work, step.recheckAtMs);
+    addDrainStep(work, planDrainedDeletion(health.live, model.drain, "Update", `${instanceLabel(state)} (${why})`, nowMs));
     return;
   }
   for (const view of health.extra) work.actions.push(deletePod(view, "Orphan"));
@@ -293,9 +300,8 @@ function planInstance(context: Context, state: InstanceState): void {
   const lookup = (name: string) => context.resolve(name, instanceLabel(state));
   if (inPlace && movesInPlace(health.live, state.target, lookup)) {
     const step = planInPlace({ model, nowMs, lookup }, state, health.live, state.target);
-    work.actions.push(...step.actions);
+    addDrainStep(work, step);
     work.ineligible.push(...step.ineligible);
-    recheckAt(work, step.recheckAtMs);
     // Refused, the instance stays at what it runs and serves: a drain begun for a move that will
     // not come (a replacement under the strategy before, an in-place move not patched yet) is
     // undone below, or its pods would stay out of service for good (fuzz-faults-crash-97). A pod

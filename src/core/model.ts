@@ -14,7 +14,9 @@ import type { PodFacts } from "./health.ts";
 import { podFacts } from "./health.ts";
 import { onFrozen } from "./frozen.ts";
 import { compareStrings, getOrCreate } from "./maps.ts";
-import type { Observed } from "./observed.ts";
+import type { Observed, ObservedRouter } from "./observed.ts";
+import type { DrainPolicy } from "./drain.ts";
+import { scopeCovers } from "../api/router-lease.ts";
 import type { DecodeResult, StoredRevision } from "./revision/controller-revision.ts";
 import { decodeControllerRevision } from "./revision/controller-revision.ts";
 import type { RevisionData } from "./revision/format.ts";
@@ -81,6 +83,8 @@ export interface Model {
   readonly podRevisionNames: ReadonlySet<string>;
   /** Controlled Services by name. */
   readonly services: ReadonlyMap<string, ServiceView>;
+  /** How its drains wait: `spec.drain.timeoutSeconds` and the routers whose scope covers its namespace. */
+  readonly drain: DrainPolicy;
 }
 
 export type ModelResult =
@@ -108,8 +112,20 @@ export function buildModel(observed: Observed): ModelResult {
   }
   return {
     ok: true,
-    model: { ms, owner, generation: ms.metadata.generation ?? 0, roles, data, revisions, unreadable, decoded, ...buildTree(owner, observed.pods), services },
+    model: { ms, owner, generation: ms.metadata.generation ?? 0, roles, data, revisions, unreadable, decoded, ...buildTree(owner, observed.pods), services, drain: { timeoutSeconds: ms.spec.drain.timeoutSeconds, routers: routersCovering(observed.routers, owner.namespace) } },
   };
+}
+
+/**
+ * The routers whose scope covers `namespace`, one per id sorted by id (two Leases naming one
+ * holder are one router, live while either is: it confirms under one key).
+ */
+function routersCovering(routers: readonly ObservedRouter[], namespace: string): DrainPolicy["routers"] {
+  const liveUntil = new Map<string, number>();
+  for (const router of routers) {
+    if (scopeCovers(router.scope, namespace)) liveUntil.set(router.id, Math.max(liveUntil.get(router.id) ?? -Infinity, router.liveUntilMs));
+  }
+  return [...liveUntil].sort(([a], [b]) => compareStrings(a, b)).map(([id, liveUntilMs]) => ({ id, liveUntilMs }));
 }
 
 /**

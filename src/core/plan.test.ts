@@ -118,38 +118,62 @@ describe("plan: scaling", () => {
     assert.deepEqual(new Map([...cluster.pods].map(([name, p]) => [name, p.metadata.uid])), uidsBefore);
   });
 
-  it("drains before a scale-down deletion and waits for the router's ack or the timeout", () => {
+  it("drains before a scale-down deletion and waits for the router's confirmation or the timeout", () => {
     const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
+    cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }];
     converge(cluster, NOW);
     cluster.modelServing.spec.replicas = 1;
     const first = plan(observe(cluster), NOW);
     assert.ok(!types(first.actions).includes("DeletePod"));
     assert.ok(first.actions.some((a) => a.type === "SetPodCondition" && a.name === "llm-1-prefill-0-0" && a.condition.status === "False"));
-    assert.ok(first.actions.some((a) => a.type === "AnnotatePod" && a.name === "llm-1-prefill-0-0" && a.annotations["tandem.dev/draining"] === "2026-11-30T01:00:00Z"));
-    assert.equal(first.requeueAfterMs, 60_000);
+    assert.ok(first.actions.some((a) => a.type === "AnnotatePod" && a.name === "llm-1-prefill-0-0" && a.annotations["tandem.dev/draining"] === "2026-11-30T01:00:00.000Z"));
+    assert.equal(first.requeueAfterMs, 2_000, "the settle ends first");
     apply(cluster, first.actions);
-    // The router acks decode's entry but not prefill's: still waiting.
-    cluster.pods.get("llm-1-decode-0-0")!.metadata.annotations!["tandem.dev/drained"] = "true";
+    assert.equal(plan(observe(cluster), NOW + 2_000).requeueAfterMs, 58_000, "then the timeout, router-a not having confirmed");
+    // The router confirms decode's entry but not prefill's: still waiting.
+    cluster.pods.get("llm-1-decode-0-0")!.metadata.annotations!["drained.tandem.dev/router-a"] = "true";
     assert.ok(!types(plan(observe(cluster), NOW + 30_000).actions).includes("DeletePod"));
-    cluster.pods.get("llm-1-prefill-0-0")!.metadata.annotations!["tandem.dev/drained"] = "true";
+    cluster.pods.get("llm-1-prefill-0-0")!.metadata.annotations!["drained.tandem.dev/router-a"] = "true";
     const acked = plan(observe(cluster), NOW + 30_000);
     assert.deepEqual(deletedPods(acked.actions), ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
   });
 
+  it("while a drain waits, Progressing says DrainWaiting: the pods, the routers awaited, the timeout (not 'surge or extra pod')", () => {
+    const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
+    cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }, { id: "router-b", scope: { all: false, namespaces: ["other"] }, liveUntilMs: Infinity }];
+    converge(cluster, NOW);
+    cluster.modelServing.spec.replicas = 1;
+    apply(cluster, plan(observe(cluster), NOW).actions);
+    const progressing = () => {
+      const { actions } = plan(observe(cluster), NOW + 3_000);
+      apply(cluster, actions);
+      return cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+    };
+    const waiting = progressing();
+    assert.equal(waiting.reason, "DrainWaiting");
+    assert.equal(waiting.status, "True");
+    assert.equal(waiting.message, "A drain waits before the pods are disrupted: group 1 (scale-down): pod(s) llm-1-decode-0-0, llm-1-prefill-0-0, awaiting router(s) router-a; timeout at 2026-11-30T01:01:00Z.");
+    assert.deepEqual(plan(observe(cluster), NOW + 4_000).actions, [], "computed from observation: the same again, nothing to write");
+    cluster.routers = [];
+    assert.equal(deletedPods(plan(observe(cluster), NOW + 3_000).actions).length, 3, "router-a gone: the settle is over, the group goes");
+  });
+
   it("looks again at the next deadline of an entry still draining, never at one already past (regression: a plan every instant)", () => {
     const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
+    cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }];
     converge(cluster, NOW);
     cluster.modelServing.spec.replicas = 1;
     apply(cluster, plan(observe(cluster), NOW).actions);
     // Marked 90 s ago (timed out); the decode entry was marked now and waits for its ack.
     cluster.pods.get("llm-1-prefill-0-0")!.metadata.annotations!["tandem.dev/draining"] = "2026-11-30T00:58:30Z";
-    const next = plan(observe(cluster), NOW + 1_000);
+    const next = plan(observe(cluster), NOW + 3_000);
     assert.ok(!types(next.actions).includes("DeletePod"));
-    assert.equal(next.requeueAfterMs, 59_000);
+    assert.equal(next.requeueAfterMs, 57_000);
   });
 
   it("deletes after the drain timeout with a DrainTimeout event, and cancels a drain no longer needed", () => {
     const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
+    cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }];
     converge(cluster, NOW);
     cluster.modelServing.spec.replicas = 1;
     apply(cluster, plan(observe(cluster), NOW).actions);
@@ -313,7 +337,7 @@ describe("plan: invalid input", () => {
     const stored = manifest() as { spec: { template: { roles: { entryTemplate: { spec: Record<string, unknown> } }[] } } };
     const entry = stored.spec.template.roles[0]?.entryTemplate.spec ?? {};
     entry["extra"] = JSON.parse(`${'{"x":'.repeat(depth)}1${"}".repeat(depth)}`);
-    const { actions } = plan({ modelServing: deepFreeze(stored), pods: [], services: [], revisions: [] }, NOW);
+    const { actions } = plan({ modelServing: deepFreeze(stored), pods: [], services: [], revisions: [], routers: [] }, NOW);
     assert.deepEqual(types(actions), ["WriteStatus"]);
     const write = actions[0];
     assert.ok(write?.type === "WriteStatus");

@@ -7,7 +7,8 @@ import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
-import { rfc3339 } from "./drain.ts";
+import { DRAIN_SETTLE_MS, rfc3339 } from "./drain.ts";
+import type { DrainWait } from "./drain.ts";
 import { PAUSED_REASON } from "./events.ts";
 import { podCondition, range } from "./health.ts";
 import { instanceId } from "./identity.ts";
@@ -200,6 +201,8 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
     const phrase = ACTION_PHRASES[action.type];
     if (phrase !== undefined) counts.set(phrase, (counts.get(phrase) ?? 0) + 1);
   }
+  // A drain holding units out of traffic is the most telling reason nothing is written.
+  if (counts.size === 0 && work.drainWaits.length > 0) return drainWaitingCondition(work.drainWaits);
   if (rolloutWaiting.length > 0) {
     const detail = notReadyDetail(pendingInstances(desired));
     return { type: "Progressing", status: "True", reason: "RolloutWaiting", message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.${crashHint(desired)}` };
@@ -221,6 +224,24 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
+}
+
+/** The Progressing reason while a drain waits for routers or the settle, and nothing else is written. */
+export const DRAIN_WAITING_REASON = "DrainWaiting";
+
+/**
+ * Progressing while drains wait (DESIGN §3.5): for each unit (at most a few), its entry pods, the
+ * live routers it awaits (or the settle after the mark, when none is left to confirm), and when
+ * its timeout falls. Computed from observation only: the marks, confirmations and router liveness.
+ */
+function drainWaitingCondition(waits: readonly DrainWait[]): ConditionState {
+  const lines = waits.slice(0, MAX_LISTED).map((wait) => {
+    const awaiting = wait.routers.length > 0 ? `awaiting router(s) ${wait.routers.join(", ")}` : `the ${DRAIN_SETTLE_MS / 1000}s settle after the mark (no live router left to confirm)`;
+    // Whole seconds, rounded up: the time shown is never before the timeout.
+    return `${wait.unitLabel}: pod(s) ${wait.pods.join(", ")}, ${awaiting}; timeout at ${rfc3339(Math.ceil(wait.timeoutAtMs / 1000) * 1000)}`;
+  });
+  const more = waits.length > MAX_LISTED ? `; and ${waits.length - MAX_LISTED} more unit(s)` : "";
+  return { type: "Progressing", status: "True", reason: DRAIN_WAITING_REASON, message: `A drain waits before the pods are disrupted: ${lines.join("; ")}${more}.` };
 }
 
 /**

@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import type { Pod } from "../api/kube.ts";
 import type { Action, Plan } from "../core/actions.ts";
 import type { Observed } from "../core/observed.ts";
+import { microTime, routerLeaseObject } from "../api/router-lease.ts";
+import type { RouterScope } from "../api/router-lease.ts";
 import { EventRecorder } from "./recorder.ts";
 import type { VirtualClock } from "../sim/clock.ts";
 import { SimInformer } from "../sim/informer.ts";
@@ -15,7 +17,7 @@ import type { ClusterReader, ClusterWriter, DeleteOptions, JsonObject, Kind, Kub
 import { keyOfEvent } from "./reconciler.ts";
 import type { PlanFunction } from "./reconciler.ts";
 
-const KINDS = ["ModelServing", "Pod", "Service", "ControllerRevision"] as const;
+const KINDS = ["ModelServing", "Pod", "Service", "ControllerRevision", "Lease"] as const;
 const msRef = { kind: "ModelServing", namespace: "default", name: "m" } as const;
 
 /**
@@ -397,5 +399,60 @@ describe("controller", () => {
       return { writes: server.apiWriteCounts(), logs: logger.lines() };
     };
     assert.deepEqual(await run(), await run());
+  });
+});
+
+describe("controller: the router registry", () => {
+  /** Router `id`'s Lease in namespace `routers`, renewed at `renewMs`. */
+  const lease = (id: string, renewMs: number, scope: RouterScope = { all: true }) => routerLeaseObject({ id, namespace: "routers", scope, leaseDurationSeconds: 15, nowMs: renewMs }) as unknown as KubeObject<"Lease">;
+
+  it("plans see the routers with liveUntilMs on the controller's clock; only live-set changes re-plan, in scope", async () => {
+    const seen: Observed["routers"][] = [];
+    const { plan, calls } = counting((observed, nowMs) => {
+      seen.push(observed.routers);
+      return replicasPlan(observed, nowMs);
+    });
+    const { client, runFor, clock } = harness({ lagMs: 0, controller: { plan } });
+    for (const name of ["other", "routers"]) await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    await client.create(aModelServing("m", 1));
+    await client.create({ ...aModelServing("elsewhere", 0), metadata: { name: "elsewhere", namespace: "other" } });
+    await runFor(1_000);
+    const settled = calls.length;
+    await client.create(lease("a", 0, { all: false, namespaces: ["default"] }));
+    await runFor(1_000);
+    assert.deepEqual(calls.slice(settled).map((call) => call.name), ["m"], "a new router re-plans the ModelServings in its scope only");
+    const registeredMs = calls.at(-1)?.nowMs ?? 0;
+    assert.deepEqual(seen.at(-1), [{ id: "a", scope: { all: false, namespaces: ["default"] }, liveUntilMs: registeredMs + 15_000, liveSinceMs: registeredMs }]);
+    for (let renewal = 1; renewal <= 3; renewal++) {
+      await client.patch({ kind: "Lease", namespace: "routers", name: "a" }, { spec: { renewTime: microTime(renewal * 5_000) } });
+      await runFor(5_000);
+    }
+    assert.equal(calls.length, settled + 1, "renewals of a live router re-plan nothing");
+    await runFor(20_000);
+    const expired = calls.length;
+    await client.patch({ kind: "Lease", namespace: "routers", name: "a" }, { spec: { renewTime: microTime(99_000) } });
+    await runFor(1_000);
+    assert.deepEqual(calls.slice(expired).map((call) => call.name), ["m"], "an expired router renewed again re-plans");
+    assert.equal(seen.at(-1)?.[0]?.liveUntilMs, clock.nowMs() - 1_000 + 15_000);
+    await client.delete({ kind: "Lease", namespace: "routers", name: "a" });
+    await runFor(1_000);
+    assert.deepEqual(calls.slice(expired + 1).map((call) => call.name), ["m"], "so does its deletion");
+    assert.deepEqual(seen.at(-1), []);
+  });
+
+  it("a restarted controller counts every Lease as live from when it first sees it", async () => {
+    const seen: Observed["routers"][] = [];
+    const { plan } = counting((observed, nowMs) => {
+      seen.push(observed.routers);
+      return replicasPlan(observed, nowMs);
+    });
+    const { client, runFor, restart, clock } = harness({ lagMs: 0, controller: { plan } });
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "routers" } });
+    await client.create(aModelServing("m", 1));
+    await client.create(lease("a", 0));
+    await runFor(60_000);
+    await restart();
+    await runFor(1_000);
+    assert.equal(seen.at(-1)?.[0]?.liveUntilMs, clock.nowMs() - 1_000 + 15_000, "live for a full duration from the restart, though not renewed for 60 s");
   });
 });

@@ -14,6 +14,10 @@
  *
  * Workers never run before the cache has synced: a plan over a half-listed cache would see
  * missing pods as failed.
+ *
+ * Router Leases (`tandem.dev/router: "true"`, DESIGN §3.1) feed the `RouterRegistry`, whose
+ * routers every plan observes; when the set of live routers changes, the ModelServings in the
+ * scopes it changed in are queued (a drain waiting on them re-plans). The reader must watch Leases.
  */
 import { plan as corePlan } from "../core/plan.ts";
 import { Executor } from "./executor.ts";
@@ -25,6 +29,8 @@ import type { Clock, ClusterReader, ClusterWriter, Recorder, Rng, Timer, WatchEv
 import { WorkQueue } from "./queue.ts";
 import { Reconciler, keyOf, keyOfEvent } from "./reconciler.ts";
 import type { PlanFunction, ReconcileOutcome } from "./reconciler.ts";
+import { RouterRegistry, anyScopeCovers } from "./routers.ts";
+import { LABEL_ROUTER } from "../api/wellknown.ts";
 
 export interface ControllerPorts {
   readonly reader: ClusterReader;
@@ -88,6 +94,7 @@ export class Controller {
   readonly #queue: WorkQueue;
   readonly #onReconciled: ((pass: ReconcilePass) => void) | undefined;
   readonly #expectations: Expectations;
+  readonly #routers = new RouterRegistry();
   readonly #reconciler: Reconciler;
   readonly #abort = new AbortController();
   readonly #inFlight = new Set<Promise<void>>();
@@ -122,7 +129,7 @@ export class Controller {
     const parallel = options.maxParallelWrites === undefined ? {} : { maxParallelWrites: options.maxParallelWrites };
     const executor = new Executor(ports, { ...parallel, expectations: this.#expectations });
     this.#onReconciled = options.onReconciled;
-    this.#reconciler = new Reconciler({ reader: ports.reader, clock: ports.clock, executor, expectations: this.#expectations, plan: options.plan ?? corePlan });
+    this.#reconciler = new Reconciler({ reader: ports.reader, clock: ports.clock, executor, expectations: this.#expectations, plan: options.plan ?? corePlan, routers: () => this.#routers.routers() });
   }
 
   /**
@@ -136,6 +143,8 @@ export class Controller {
     this.#unsubscribe = this.#reader.subscribe((event) => {
       this.#onEvent(event);
     });
+    // The Leases already cached are live from now on (every ModelServing is queued below anyway).
+    for (const lease of this.#reader.list("Lease", { labelSelector: `${LABEL_ROUTER}=true` })) this.#routers.apply("ADDED", lease, this.#clock.nowMs());
     for (const modelServing of this.#reader.list("ModelServing")) {
       this.#enqueue(keyOf(modelServing.metadata.namespace ?? "", modelServing.metadata.name));
     }
@@ -174,10 +183,24 @@ export class Controller {
   }
 
   #onEvent(event: WatchEvent): void {
+    if (event.object.kind === "Lease") {
+      this.#onLease(event);
+      return;
+    }
     const key = keyOfEvent(event);
     if (key === undefined) return;
     this.#expectations.observe(key, event);
     this.#enqueue(key);
+  }
+
+  /** Updates the router registry; queues the ModelServings whose live routers changed. */
+  #onLease(event: WatchEvent): void {
+    const scopes = this.#routers.apply(event.type, event.object, this.#clock.nowMs());
+    if (scopes.length === 0) return;
+    for (const modelServing of this.#reader.list("ModelServing")) {
+      const namespace = modelServing.metadata.namespace ?? "";
+      if (anyScopeCovers(scopes, namespace)) this.#enqueue(keyOf(namespace, modelServing.metadata.name));
+    }
   }
 
   /** Makes `key` ready now, or when its `minReconcileIntervalMs` since the last pass is over. */

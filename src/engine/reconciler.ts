@@ -6,7 +6,7 @@
 import type { Pod, Service } from "../api/kube.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import type { Plan } from "../core/actions.ts";
-import type { Observed } from "../core/observed.ts";
+import type { Observed, ObservedRouter } from "../core/observed.ts";
 import { releaseUnplaced } from "../core/tracking.ts";
 import type { Executor, ExecutionResult } from "./executor.ts";
 import type { Expectations } from "./expectations.ts";
@@ -53,8 +53,8 @@ export function keyOfEvent(event: WatchEvent): string | undefined {
   return CHILD_KINDS.has(kind) && owner !== undefined ? keyOf(metadata.namespace, owner) : undefined;
 }
 
-/** What `plan` sees of `modelServing`: it and its labelled children, from the cache. */
-export function observe(reader: ClusterReader, modelServing: KubeObject<"ModelServing">): Observed {
+/** What `plan` sees of `modelServing`: it and its labelled children, from the cache, and the routers. */
+export function observe(reader: ClusterReader, modelServing: KubeObject<"ModelServing">, routers: readonly ObservedRouter[]): Observed {
   const options = childOptions(modelServing.metadata.namespace, modelServing.metadata.name);
   return {
     modelServing,
@@ -62,6 +62,7 @@ export function observe(reader: ClusterReader, modelServing: KubeObject<"ModelSe
     pods: reader.list("Pod", options) as unknown as Pod[],
     services: reader.list("Service", options) as unknown as Service[],
     revisions: reader.list("ControllerRevision", options),
+    routers,
   };
 }
 
@@ -76,6 +77,8 @@ export interface ReconcilerParts {
   readonly executor: Executor;
   readonly expectations: Expectations;
   readonly plan: PlanFunction;
+  /** The router registry's routers now (`RouterRegistry.routers`). */
+  readonly routers: () => readonly ObservedRouter[];
 }
 
 export class Reconciler {
@@ -103,7 +106,7 @@ export class Reconciler {
       const result = await executor.execute({ key, namespace, name, uid: undefined, resourceVersion: undefined, status: undefined }, orphans, signal);
       return { kind: "executed", result, requeueAfterMs: undefined };
     }
-    const plan = this.#parts.plan(observe(reader, modelServing), clock.nowMs());
+    const plan = this.#parts.plan(observe(reader, modelServing, this.#parts.routers()), clock.nowMs());
     const { uid, resourceVersion } = modelServing.metadata;
     const status = isJsonObject(modelServing.status) ? modelServing.status : undefined;
     const target = { key, namespace, name, uid, resourceVersion, status };

@@ -16,7 +16,7 @@ import { Expectations } from "./expectations.ts";
 import { MemoryLogger } from "./logger.ts";
 import type { KubeObject } from "./ports.ts";
 
-const KINDS = ["ModelServing", "Pod", "Service", "ControllerRevision"] as const;
+const KINDS = ["ModelServing", "Pod", "Service", "ControllerRevision", "Lease"] as const;
 
 async function setup() {
   const sim = setupServer({ gcDelayMs: 10 });

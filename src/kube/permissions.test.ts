@@ -5,6 +5,7 @@ import { LeaderElector } from "./leader.ts";
 import { silentLogger } from "../engine/logger.ts";
 import type { Kind, KubeObject } from "../engine/ports.ts";
 import { EventRecorder } from "../engine/recorder.ts";
+import { CONTROLLER_KINDS } from "./reader.ts";
 import { PERMISSIONS, RESOURCES } from "./resources.ts";
 import { fakeSend, jsonResponse, permissionOf, until } from "./test-fakes.ts";
 import { KubeTransport } from "./transport.ts";
@@ -16,7 +17,7 @@ test("the adapter uses exactly the verbs PERMISSIONS grant (least privilege, bot
   let leaseCreated = false;
   const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "l", namespace: "ns", resourceVersion: "2" }, spec: { holderIdentity: "me" } };
   const { send, requests } = fakeSend((request) => {
-    if (!request.path.includes("/leases")) return jsonResponse(200, { items: [], metadata: { resourceVersion: "1" } });
+    if (!request.path.includes("/leases") || request.method === "GET" && !request.path.includes("/leases/")) return jsonResponse(200, { items: [], metadata: { resourceVersion: "1" } });
     if (request.method === "POST") leaseCreated = true;
     return request.method === "GET" && !leaseCreated ? jsonResponse(404, { kind: "Status", code: 404, reason: "NotFound" }) : jsonResponse(200, lease);
   });
@@ -31,8 +32,8 @@ test("the adapter uses exactly the verbs PERMISSIONS grant (least privilege, bot
   await writer.patch({ kind: "ControllerRevision", namespace: "ns", name: "x" }, { revision: 2 });
   await writer.patchStatus({ kind: "Pod", namespace: "ns", name: "x" }, { status: {} });
   await writer.patchStatus({ kind: "ModelServing", namespace: "ns", name: "x" }, { status: {} });
-  // The informers' list and watch of the kinds the engine observes.
-  for (const kind of ["ModelServing", "Pod", "Service", "ControllerRevision"] as const) {
+  // The informers' list and watch of the kinds the engine observes (router Leases among them).
+  for (const kind of CONTROLLER_KINDS) {
     await transport.request({ verb: "list", kind, target: {} });
     await transport.watch({ verb: "watch", kind, target: {} }, AbortSignal.abort()).catch(() => undefined);
   }

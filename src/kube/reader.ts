@@ -17,7 +17,7 @@ import type { KubeTransport } from "./transport.ts";
 import { compareStrings } from "../core/maps.ts";
 
 /** The kinds the controller observes (src/engine/reconciler.ts). */
-export const CONTROLLER_KINDS: readonly Kind[] = ["ModelServing", "Pod", "Service", "ControllerRevision"];
+export const CONTROLLER_KINDS: readonly Kind[] = ["ModelServing", "Pod", "Service", "ControllerRevision", "Lease"];
 
 export interface KubeReaderOptions {
   readonly transport: KubeTransport;
@@ -26,6 +26,8 @@ export interface KubeReaderOptions {
   readonly kinds?: readonly Kind[];
   /** Watch only this namespace; all namespaces when absent. */
   readonly namespace?: string | undefined;
+  /** Kinds watched in every namespace even when `namespace` is set (router Leases: a router may register anywhere). */
+  readonly clusterWideKinds?: readonly Kind[];
   /** A label selector per kind: only matching objects are listed and watched (and cached). */
   readonly labelSelectors?: Partial<Record<Kind, string>>;
   readonly logger?: Logger;
@@ -46,7 +48,7 @@ export class KubeReader implements ClusterReader {
       const cache = new Map<string, KubeObject>();
       this.#caches.set(kind, cache);
       const sink = { replace: (items: KubeObject[]) => { this.#replace(cache, items); }, apply: (type: WatchEventType, object: KubeObject) => { this.#apply(cache, type, object); } };
-      const reflector = new Reflector({ ...options.reflector, kind, namespace: options.namespace, labelSelector: options.labelSelectors?.[kind], transport: options.transport, clock: options.clock, sink, logger: options.logger ?? silentLogger });
+      const reflector = new Reflector({ ...options.reflector, kind, namespace: options.clusterWideKinds?.includes(kind) === true ? undefined : options.namespace, labelSelector: options.labelSelectors?.[kind], transport: options.transport, clock: options.clock, sink, logger: options.logger ?? silentLogger });
       this.#reflectors.set(kind, reflector);
     }
   }

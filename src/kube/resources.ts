@@ -42,7 +42,8 @@ export interface Permission {
 
 /**
  * Everything the controller may do, and nothing more (least privilege). Reads: the informers
- * list and watch the four kinds the engine observes. Writes: exactly the requests the engine
+ * list and watch the four kinds the engine observes, and router Leases in every namespace (DESIGN
+ * §3.1, the router registry). Writes: exactly the requests the engine
  * sends through `KubeWriter`, the `EventRecorder`'s among them (core/v1 Events, created, and
  * patched to count repeats), plus `LeaderElector`'s Lease.
  */
@@ -57,6 +58,7 @@ export const PERMISSIONS: readonly Permission[] = [
   { group: "", resource: "services", verbs: ["list", "watch", "create", "delete"], scope: "cluster" },
   { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch", "create", "patch", "delete"], scope: "cluster" },
   { group: "", resource: "events", verbs: ["create", "patch"], scope: "cluster" },
+  { group: "coordination.k8s.io", resource: "leases", verbs: ["list", "watch"], scope: "cluster" },
   { group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update"], scope: "controller" },
 ];
 

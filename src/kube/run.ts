@@ -26,6 +26,7 @@ import { startHealthServer } from "./server.ts";
 import type { HealthServer } from "./server.ts";
 import { KubeTransport, clientNodeSend } from "./transport.ts";
 import { KubeWriter } from "./writer.ts";
+import { LABEL_ROUTER } from "../api/wellknown.ts";
 
 /** `reportingController` of our Events. */
 export const CONTROLLER_NAME = "tandem.dev/controller";
@@ -77,7 +78,8 @@ export async function runController(options: RunOptions): Promise<RunningControl
   const done = new Promise<RunEnd>((resolve) => { finish = resolve; });
 
   const startWorking = (): void => {
-    const reader = new KubeReader({ transport, clock, namespace: options.namespace, logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
+    // Only router Leases (DESIGN §3.1), from every namespace: a router routing this namespace may run in another.
+    const reader = new KubeReader({ transport, clock, namespace: options.namespace, labelSelectors: { Lease: `${LABEL_ROUTER}=true` }, clusterWideKinds: ["Lease"], logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
     const writer = new KubeWriter(transport);
     const recorder = new EventRecorder({ writer, clock, component: CONTROLLER_NAME, instance: identity });
     const ports = { reader, writer, clock, recorder, logger: options.logger };

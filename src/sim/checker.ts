@@ -90,6 +90,9 @@ import type { AvailableCounts, InvariantName, PartitionedUnit, PlacedPod, Revisi
 import type { Revision } from "../core/pods.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
 import type { KubeObject } from "../engine/ports.ts";
+import { RouterRegistry } from "../engine/routers.ts";
+import { scopeCovers } from "../api/router-lease.ts";
+import { drainingSinceMs } from "../core/health.ts";
 import type { ApiServer } from "./apiserver.ts";
 import { PodChanges } from "./pod-changes.ts";
 import type { PodChange } from "./pod-changes.ts";
@@ -268,6 +271,8 @@ export class InvariantChecker {
   #faultHit: { readonly uid: string; readonly id: PlacedPod["id"] }[] = [];
   /** `drainHonoured` violations found in pod writes since the last check. */
   #undrained: string[] = [];
+  /** Router Leases as committed, for `drainHonoured`. */
+  readonly #routers = new RouterRegistry();
 
   constructor(server: ApiServer, options: CheckerOptions = {}) {
     this.#server = server;
@@ -276,7 +281,14 @@ export class InvariantChecker {
     this.#faultActive = options.faultActive ?? (() => false);
     this.#nowMs = options.nowMs;
     const { epochNowMs } = options;
-    if (epochNowMs !== undefined) server.onCommit("Pod", (before, after) => { this.#judgeDrain(before as unknown as Pod | undefined, after as unknown as Pod | undefined, epochNowMs()); });
+    if (epochNowMs !== undefined) {
+      // The routers as a controller watching without lag would judge them (see `#judgeDrain`).
+      server.onCommit("Lease", (before, after) => {
+        const lease = after ?? before;
+        if (lease !== undefined) this.#routers.apply(after === undefined ? "DELETED" : "MODIFIED", lease, epochNowMs());
+      });
+      server.onCommit("Pod", (before, after) => { this.#judgeDrain(before as unknown as Pod | undefined, after as unknown as Pod | undefined, epochNowMs()); });
+    }
   }
 
   /**
@@ -360,8 +372,11 @@ export class InvariantChecker {
 
   /**
    * `drainHonoured` on one pod write, judged as it happens (the pod before the write is gone by
-   * the next check), outside fault windows, against its ModelServing's drain timeout now. A pod
-   * whose ModelServing is gone or being deleted goes with it, drained or not.
+   * the next check), outside fault windows, against its ModelServing's drain timeout now and the
+   * routers live since its mark: judged from the Leases as committed, a router's liveness starts
+   * no later and ends no later than the lagging controller's, so a controller that waits as
+   * DESIGN §3.5 says is never blamed. A pod whose ModelServing is gone or being deleted goes with
+   * it, drained or not.
    */
   #judgeDrain(before: Pod | undefined, after: Pod | undefined, nowMs: number): void {
     // Most writes are to pods no drain marks: no ModelServing to look up.
@@ -370,7 +385,10 @@ export class InvariantChecker {
     const stored = name === undefined ? undefined : this.#server.peek({ kind: "ModelServing", namespace: before.metadata.namespace ?? "default", name });
     const ms = stored === undefined || stored.metadata.deletionTimestamp !== undefined ? undefined : this.#parse(stored);
     if (ms === undefined) return;
-    const violation = drainViolation(before, after, ms.spec.drain.timeoutSeconds, nowMs);
+    const markedAtMs = drainingSinceMs(before) ?? 0;
+    const namespace = before.metadata.namespace ?? "default";
+    const mustConfirm = this.#routers.routers().filter((router) => scopeCovers(router.scope, namespace) && router.liveSinceMs <= markedAtMs && nowMs < router.liveUntilMs).map((router) => router.id);
+    const violation = drainViolation(before, after, { timeoutSeconds: ms.spec.drain.timeoutSeconds, mustConfirm }, nowMs);
     if (violation !== undefined) this.#undrained.push(violation);
   }
 

@@ -76,7 +76,7 @@ export interface ReaderOptions {
 }
 
 /** Kinds the controller's informer watches by default. */
-export const CONTROLLER_KINDS: readonly Kind[] = ["ModelServing", "Pod", "Service", "ControllerRevision"];
+export const CONTROLLER_KINDS: readonly Kind[] = ["ModelServing", "Pod", "Service", "ControllerRevision", "Lease"];
 
 /** Settle hooks at once; more is a leak (one per controller instance is the use). */
 const MAX_SETTLE_HOOKS = 16;

@@ -9,7 +9,7 @@ import { aPod } from "./test-fixtures.ts";
 
 const SECOND = 1_000;
 const DRAINING = "tandem.dev/draining";
-const DRAINED = "tandem.dev/drained";
+const DRAINED = "drained.tandem.dev/sim-router";
 
 interface PodSpecOptions {
   role?: string;
@@ -209,7 +209,7 @@ describe("SimRouter: drain handshake", () => {
     assert.ok(lastEndMs > 21 * SECOND, "requests kept running after the drain started");
     assert.equal(drainedAtMs, lastEndMs, "acked at the instant the in-flight count reached 0, not before");
     assert.equal(onD0.filter((event) => event.type === "DrainAcked").length, 1);
-    assert.equal(cluster.server.apiWrites({ client: "router" }), 1);
+    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod" }), 1);
     assert.equal(router.metrics().cut, 0);
   });
 
@@ -236,7 +236,7 @@ describe("SimRouter: drain handshake", () => {
     await cluster.advance(30 * SECOND);
     assert.equal(annotationsOf(cluster, "p0")[DRAINED], "true");
     assert.equal(annotationsOf(cluster, "w0")[DRAINED], undefined);
-    assert.equal(cluster.server.apiWrites({ client: "router" }), 1);
+    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod" }), 1);
   });
 
   it("retries an ack that meets a Conflict or a server error, with a doubling delay", async () => {
@@ -248,7 +248,7 @@ describe("SimRouter: drain handshake", () => {
     await annotate(cluster, "d1", { [DRAINING]: "2026-01-01T00:00:10Z" });
     await cluster.advance(30 * SECOND);
     assert.equal(annotationsOf(cluster, "d1")[DRAINED], "true");
-    assert.equal(cluster.server.apiWrites({ client: "router", verb: "patch" }), 3);
+    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod", verb: "patch" }), 3);
     const acked = events.filter((event) => event.type === "DrainAcked");
     assert.equal(acked.length, 1);
     const lastEndMs = Math.max(10 * SECOND + 100, ...events.filter((event) => event.pod === "d1" && event.type === "RequestOk").map((event) => event.atMs));
@@ -261,7 +261,7 @@ describe("SimRouter: drain handshake", () => {
     await cluster.advance(10 * SECOND);
     await annotate(cluster, "d0", { [DRAINING]: "2026-01-01T00:00:10Z" });
     await cluster.advance(60 * SECOND);
-    assert.equal(cluster.server.apiWrites({ client: "router", verb: "patch" }), 3);
+    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod", verb: "patch" }), 3);
   });
 });
 

@@ -22,7 +22,8 @@
  *   while it ran), `failed` (never ran: no candidate, the in-flight cap, or the chosen pod was
  *   already gone because the cache was stale — a refused connection).
  */
-import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROLE } from "../api/wellknown.ts";
+import { ROUTER_LEASE_DURATION_SECONDS, drainedAnnotation, microTime, routerLeaseObject } from "../api/router-lease.ts";
+import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROLE } from "../api/wellknown.ts";
 import { Listeners } from "../engine/listeners.ts";
 import { isApiError } from "../engine/ports.ts";
 import type { Clock, ClusterReader, ClusterWriter, JsonObject, KubeObject, Rng, Timer, WatchEvent } from "../engine/ports.ts";
@@ -68,7 +69,16 @@ export interface RouterPorts {
   readonly server: ApiServer;
   /** Ground truth the API server lacks: the node has crashed (its containers are dead). */
   readonly isNodeDown: (node: string) => boolean;
+  /**
+   * The epoch clock the controller compares drain marks with (`cluster.clock.onEpoch()`): the
+   * router's Lease renewTime is written on it. Without it the router registers no Lease.
+   */
+  readonly epochClock?: Clock;
 }
+
+/** The simulated router's replica identity: its Lease and its confirmations `drained.tandem.dev/sim-router`. */
+export const SIM_ROUTER_ID = "sim-router";
+const SIM_ROUTER_LEASE_NAMESPACE = "default";
 
 /** Request outcomes; `total - ok - failed - cut` are in flight now. */
 export interface RequestCounts {
@@ -171,6 +181,7 @@ export function attachRouter(cluster: SimCluster, options: RouterOptions): SimRo
       client: cluster.writer("router"),
       server: cluster.server,
       isNodeDown: (node) => cluster.kubelet.isNodeDown(node),
+      epochClock: cluster.clock.onEpoch(),
     },
     options,
   );
@@ -200,6 +211,7 @@ export class SimRouter {
   readonly #subscribers = new Listeners<RouterEvent>(MAX_SUBSCRIBERS, "router subscribers");
   #inFlight = 0;
   #arrivalTimer: Timer | undefined;
+  #leaseTimer: Timer | undefined;
   #truth: Follower | undefined;
   #unsubscribe: (() => void) | undefined;
   #stopped = false;
@@ -222,8 +234,12 @@ export class SimRouter {
     this.#ack = { maxAttempts: options.maxAckAttempts ?? 8, baseMs: options.ackRetryBaseMs ?? 100, maxMs: options.ackRetryMaxMs ?? 5_000 };
   }
 
-  /** Starts the cache, the ground-truth watch and the arrivals (the first one gap from now). */
+  /**
+   * Starts the Lease (DESIGN §3.1), the cache, the ground-truth watch and the arrivals (the first
+   * one gap from now).
+   */
   start(): void {
+    this.#registerLease();
     this.#unsubscribe = this.#ports.cache.subscribe((event) => {
       this.#onCacheEvent(event);
     });
@@ -244,6 +260,7 @@ export class SimRouter {
   stop(): void {
     this.#stopped = true;
     this.#arrivalTimer?.cancel();
+    this.#leaseTimer?.cancel();
     this.#unsubscribe?.();
     this.#ports.cache.stop();
     this.#truth?.stop();
@@ -477,6 +494,29 @@ export class SimRouter {
    * terminating, and no request of ours is left on it (the engine's running + waiting count is
    * this same count). Once per drain; a failed write is retried with backoff.
    */
+  /**
+   * Creates the router's Lease (scope `*`, the default duration) and renews it every third of its
+   * duration on virtual time, so the controller waits for this router's confirmations. A failed
+   * write is tried again at the next renewal, well within the duration.
+   */
+  #registerLease(): void {
+    const clock = this.#ports.epochClock;
+    if (clock === undefined) return;
+    let created = false;
+    const ref = { kind: "Lease" as const, namespace: SIM_ROUTER_LEASE_NAMESPACE, name: SIM_ROUTER_ID };
+    const write = (): void => {
+      const nowMs = clock.nowMs();
+      // Created until a create succeeds (one may fail under injected API errors), renewed after.
+      const request = created
+        ? this.#ports.client.patch(ref, { spec: { renewTime: microTime(nowMs) } })
+        : this.#ports.client.create(routerLeaseObject({ id: SIM_ROUTER_ID, namespace: SIM_ROUTER_LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: ROUTER_LEASE_DURATION_SECONDS, nowMs }));
+      // AlreadyExists: a create that timed out went through after all.
+      request.then(() => { created = true; }, (error: unknown) => { if (isApiError(error, "AlreadyExists")) created = true; });
+      this.#leaseTimer = this.#ports.clock.setTimer((ROUTER_LEASE_DURATION_SECONDS * 1000) / 3, write);
+    };
+    write();
+  }
+
   #maybeAck(uid: string): void {
     const view = this.#entries.get(uid);
     if (view?.draining === undefined || !this.#mayAck(view) || this.#acks.has(uid)) return;
@@ -501,13 +541,13 @@ export class SimRouter {
   }
 
   /**
-   * Merge-patches `tandem.dev/drained: "true"` with the pod's uid as precondition. NotFound: the pod
+   * Merge-patches `drained.tandem.dev/sim-router: "true"` with the pod's uid as precondition. NotFound: the pod
    * is gone, stop. Conflict, ServerError, Timeout (the patch is idempotent): retry after a doubling
    * delay capped at `ackRetryMaxMs`, at most `maxAckAttempts` writes; after that the next change of
    * the pod in the cache starts over, and meanwhile the controller's drain timeout bounds the wait.
    */
   async #writeAck(view: EntryView, state: AckState): Promise<void> {
-    const patch: JsonObject = { metadata: { uid: view.uid, annotations: { [ANNOTATION_DRAINED]: "true" } } };
+    const patch: JsonObject = { metadata: { uid: view.uid, annotations: { [drainedAnnotation(SIM_ROUTER_ID)]: "true" } } };
     try {
       await this.#ports.client.patch({ kind: "Pod", namespace: view.namespace, name: view.name }, patch);
       this.#emit({ type: "DrainAcked", role: view.role, pod: view.name });
@@ -564,7 +604,7 @@ function entryViewOf(pod: KubeObject): EntryView | undefined {
     role,
     candidate: isPodReady(pod) && draining === undefined && !terminating,
     draining,
-    drained: pod.metadata.annotations?.[ANNOTATION_DRAINED] === "true",
+    drained: pod.metadata.annotations?.[drainedAnnotation(SIM_ROUTER_ID)] === "true",
     terminating,
   };
 }

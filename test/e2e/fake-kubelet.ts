@@ -9,9 +9,10 @@
  *   (the controller sets `tandem.dev/serving`), keeping conditions other writers own;
  * - removes terminating pods at once (delete with grace 0), as a kubelet does once containers stop;
  *   a pod with finalizers (the controller's `tandem.dev/recovery`) then stays until they are
- *   removed, and is not deleted again;
- * - plays the router's side of the drain handshake (DESIGN §3): a pod annotated
- *   `tandem.dev/draining` has no requests in flight here, so it is annotated `tandem.dev/drained`.
+ *   removed, and is not deleted again.
+ *
+ * It plays no router: with no router Lease registered, the controller's drains wait only the
+ * settle (DESIGN §3.5).
  *
  * Status writes are full `PUT .../status` with the resourceVersion read, so a concurrent write of
  * the controller's gate condition is never lost (a conflict is retried on the next tick).
@@ -61,11 +62,6 @@ async function tend(admin: KubeClient, namespace: string, pod: any): Promise<num
     if (pod.metadata.deletionGracePeriodSeconds === 0) return 0;
     const response = await admin.request("DELETE", resourcePath(PODS, { namespace, name }), { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
     return response.status === 200 ? 1 : 0;
-  }
-  const annotations = pod.metadata.annotations ?? {};
-  if (annotations["tandem.dev/draining"] !== undefined && annotations["tandem.dev/drained"] !== "true") {
-    const patch = { metadata: { uid: pod.metadata.uid, annotations: { "tandem.dev/drained": "true" } } };
-    await admin.mergePatch(PODS, { namespace, name }, patch);
   }
   if (pod.spec.nodeName === undefined || pod.spec.nodeName === "") {
     const binding = { apiVersion: "v1", kind: "Binding", metadata: { name }, target: { apiVersion: "v1", kind: "Node", name: FAKE_NODE } };
