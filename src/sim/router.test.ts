@@ -4,6 +4,7 @@ import type { KubeObject } from "../engine/ports.ts";
 import { SimCluster } from "./cluster.ts";
 import { Prng } from "./prng.ts";
 import { attachRouter, exponentialGapMs, servingSignature, targetRole } from "./router.ts";
+import { microTime, parseRouterLease } from "../api/router-lease.ts";
 import type { RouterEvent, RouterOptions, SimRouter } from "./router.ts";
 import { aPod } from "./test-fixtures.ts";
 
@@ -192,6 +193,22 @@ describe("SimRouter: outcomes", () => {
 });
 
 describe("SimRouter: drain handshake", () => {
+  it("registers its Lease (sim-router, scope *) at start and renews it every 5 s on the controller's epoch clock", async () => {
+    const { cluster, router } = await setup([servingPod("d0")]);
+    await cluster.advance(0);
+    const ref = { kind: "Lease", namespace: "default", name: "sim-router" } as const;
+    const first = parseRouterLease(cluster.server.get(ref));
+    assert.ok(first);
+    assert.deepEqual({ id: first.id, scope: first.scope, leaseDurationSeconds: first.leaseDurationSeconds }, { id: "sim-router", scope: { all: true }, leaseDurationSeconds: 15 });
+    assert.equal(first.renewTime, microTime(cluster.clock.onEpoch().nowMs()));
+    await cluster.advance(5 * SECOND);
+    assert.notEqual(parseRouterLease(cluster.server.get(ref))?.renewTime, first.renewTime, "renewed");
+    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Lease" }), 2, "created, then renewed once");
+    router.stop();
+    await cluster.advance(20 * SECOND);
+    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Lease" }), 2, "a stopped router renews nothing");
+  });
+
   it("stops routing to a draining pod and acks only once its last request has ended", async () => {
     const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")]);
     await cluster.advance(20 * SECOND);
