@@ -24,6 +24,7 @@ import { clientNodeSend, KubeTransport } from "../../src/kube/transport.ts";
 import { KubeWriter } from "../../src/kube/writer.ts";
 import { WallClock } from "../../src/kube/clock.ts";
 import { EventRecorder } from "../../src/engine/recorder.ts";
+import { drainedAnnotation, routerLeaseObject } from "../../src/api/router-lease.ts";
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..");
 const LEASES = { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true } as const;
@@ -155,6 +156,35 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
     const reasons = new Set(events.map((event: any) => event.reason));
     for (const reason of ["InstanceCreated", "InstanceDeleted"]) assert.ok(reasons.has(reason), `no ${reason} event among ${[...reasons].join(", ")}`);
     assert.ok(events.every((event: any) => event.source.component === "tandem.dev/controller" && event.count >= 1));
+  });
+
+  test("a registered router's Lease holds a scale-down until its drain confirmation (DESIGN §3), as the ServiceAccount", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const ns = await namespace("e2e-drain-router");
+    const manifest = example("prefill-decode-2p1d.yaml", ns);
+    manifest.spec.drain = { timeoutSeconds: 600 };
+    await admin().create(MODEL_SERVINGS, manifest);
+    await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+    // A router replica registered in another namespace, routing this one.
+    await ensureNamespace(admin(), "e2e-routers");
+    await admin().create(LEASES, routerLeaseObject({ id: "e2e-router", namespace: "e2e-routers", scope: { all: false, namespaces: [ns] }, leaseDurationSeconds: 120, nowMs: Date.now() }));
+    await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 1 } });
+    const group1Entries = (pods: readonly any[]) => pods.filter((pod) => pod.metadata.labels?.["tandem.dev/group"] === "1" && pod.metadata.labels?.["tandem.dev/entry"] === "true");
+    const waiting = await waitFor(async () => {
+      const state = await readState(admin(), ns, "llama-pd");
+      const progressing = state.ms.status?.conditions?.find((condition) => condition.type === "Progressing");
+      return progressing?.reason === "DrainWaiting" ? { state, progressing } : undefined;
+    }, { timeoutMs: CONVERGE_MS, intervalMs: 250, what: "Progressing DrainWaiting" });
+    assert.match(waiting.progressing.message ?? "", /awaiting router\(s\) e2e-router; timeout at /);
+    // Well past the 2 s settle: the controller still waits for the router's confirmation.
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    const marked = group1Entries((await readState(admin(), ns, "llama-pd")).pods);
+    assert.equal(marked.length, 3, "group 1's entries (two prefill, one decode) are still there");
+    assert.ok(marked.every((pod) => pod.metadata.deletionTimestamp === undefined && pod.metadata.annotations?.["tandem.dev/draining"] !== undefined));
+    for (const pod of marked) await admin().mergePatch(PODS, { namespace: ns, name: pod.metadata.name }, { metadata: { uid: pod.metadata.uid, annotations: { [drainedAnnotation("e2e-router")]: "true" } } });
+    await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 3);
+    const events = (await admin().list(EVENTS, ns)).items.filter((event: any) => event.reason === "DrainConfirmed");
+    assert.ok(events.length > 0 && events.every((event: any) => String(event.message).includes("router(s) e2e-router confirmed")), JSON.stringify(events.map((event: any) => event.message)));
+    await admin().delete(LEASES, "e2e-router", "e2e-routers");
   });
 
   test("the EventRecorder on the real API server, as the controller's ServiceAccount: a repeat increments count", { timeout: TEST_TIMEOUT_MS }, async () => {
