@@ -35,6 +35,9 @@ import { deletePod } from "./tracking.ts";
  */
 export const DRAIN_SETTLE_MS = 2_000;
 
+/** The Progressing reason while a drain waits for routers or the settle, and nothing else is written. */
+export const DRAIN_WAITING_REASON = "DrainWaiting";
+
 /** How one ModelServing's drains wait. */
 export interface DrainPolicy {
   /** `spec.drain.timeoutSeconds`: 0 skips every wait. */

@@ -214,6 +214,8 @@ describe("invariants", () => {
     assert.deepEqual(rolloutPending(stored({ conditions: [{ ...progressing("False", "Converged"), observedGeneration: 0 }] }), complete, revisions), ["m: condition Progressing is not computed for generation 1 yet"]);
     const partitioned = { ...stored({ currentRevision: "m-rev0", conditions: [progressing("True", "RolloutWaiting")] }), spec: { ...ms.spec, rolloutStrategy: { ...ms.spec.rolloutStrategy, rollingUpdateConfiguration: { ...ms.spec.rolloutStrategy.rollingUpdateConfiguration, partition: 1 } } } };
     assert.deepEqual(rolloutPending(partitioned, placedPods(partitioned, [pod(1, 0), pod(1, 1)]), revisions), [], "held by a partition: the current revision stays, and Progressing may say what it holds");
+    const draining = { ...partitioned, status: { ...partitioned.status, conditions: [progressing("True", "DrainWaiting")] } };
+    assert.deepEqual(rolloutPending(draining, placedPods(draining, [pod(1, 0), pod(1, 1)]), revisions), ["m: condition Progressing still says DrainWaiting: m"], "held, but a drain still waits: work under way");
   });
 });
 

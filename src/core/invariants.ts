@@ -16,7 +16,7 @@ import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role, UnitRecord } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
-import { DRAIN_SETTLE_MS, DRAINING_REASON } from "./drain.ts";
+import { DRAIN_SETTLE_MS, DRAIN_WAITING_REASON, DRAINING_REASON } from "./drain.ts";
 import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./health.ts";
 import { drainConfirmations } from "../api/router-lease.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";
@@ -718,7 +718,8 @@ function statusPending(ms: ModelServing): string[] {
   const held = ms.spec.rolloutStrategy.paused || resolveGroupBudget(ms.spec).partition > 0 || (ms.spec.rolloutStrategy.type === "RoleRollingUpdate" && ms.spec.template.roles.some((role) => resolveRoleBudget(role).partition > 0));
   if (!held && status.currentRevision !== status.updateRevision) return [`${name}: status.currentRevision ${status.currentRevision ?? "(none)"} is not the update revision ${status.updateRevision ?? "(none)"} yet`];
   if (progressing === undefined || progressing.observedGeneration !== ms.metadata.generation) return [`${name}: condition Progressing is not computed for generation ${ms.metadata.generation ?? 0} yet`];
-  const claimsWork = held ? progressing.reason === "Reconciling" : progressing.status !== "False";
+  // A drain that waits is work under way too (it said Reconciling before it had its own reason).
+  const claimsWork = held ? progressing.reason === "Reconciling" || progressing.reason === DRAIN_WAITING_REASON : progressing.status !== "False";
   return claimsWork ? [`${name}: condition Progressing still says ${progressing.reason ?? progressing.status}: ${progressing.message ?? ""}`] : [];
 }
 

@@ -7,7 +7,7 @@ import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { Condition, ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
-import { DRAIN_SETTLE_MS, rfc3339 } from "./drain.ts";
+import { DRAIN_SETTLE_MS, DRAIN_WAITING_REASON, rfc3339 } from "./drain.ts";
 import type { DrainWait } from "./drain.ts";
 import { PAUSED_REASON } from "./events.ts";
 import { podCondition, range } from "./health.ts";
@@ -225,9 +225,6 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
   return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
 }
-
-/** The Progressing reason while a drain waits for routers or the settle, and nothing else is written. */
-export const DRAIN_WAITING_REASON = "DrainWaiting";
 
 /**
  * Progressing while drains wait (DESIGN §3.5): for each unit (at most a few), its entry pods, the

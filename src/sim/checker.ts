@@ -45,8 +45,9 @@
  * settles (every live pod Ready, serving, not moving in place), only the hash it settled on holds.
  *
  * `drainHonoured` is judged at each pod write as it happens (`drainViolation`: an entry marked
- * draining while it served is deleted or restarted in place only after the router's ack or the
- * drain timeout), outside fault windows, and reported at the next check.
+ * draining while it served is deleted or restarted in place only after the 2 s settle and the
+ * confirmation of every router live since its mark, judged from the committed Leases, or after
+ * the drain timeout), outside fault windows, and reported at the next check.
  *
  * `pauseHolds` treats a pause the controller has observed as a partition over every live instance
  * (`#pauseViolations`); `settledWithinBound` and `convergedMatchesPods` hold a status that says
