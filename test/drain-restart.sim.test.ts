@@ -75,3 +75,30 @@ describe("the drain handshake across a controller restart at any instant", () =>
     );
   });
 });
+
+describe("with no router registered", () => {
+  /** Seconds from the update to RolloutComplete, at `timeoutSeconds` of drain, no router. */
+  async function rolloutSeconds(timeoutSeconds: number): Promise<{ seconds: number; report: Report }> {
+    const spec = { ...modelServing.spec, drain: { timeoutSeconds } };
+    const parsed = parseScenario({
+      name: "drain-no-router",
+      seed: 5,
+      cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }], timing },
+      steps: [{ apply: { ...modelServing, spec } }, { wait: { for: "Available", timeoutSeconds: 600 } }, update, { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } }],
+    });
+    assert.ok(parsed.ok);
+    const report = await runScenario(parsed.scenario);
+    assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
+    const wait = report.steps.at(-1);
+    return { seconds: (wait?.endedAt ?? 0) - (wait?.startedAt ?? 0), report };
+  }
+
+  it("a rollout takes the drain-free time plus at most the 2 s settle per step, not the drain timeout", async () => {
+    const free = await rolloutSeconds(0);
+    const drained = await rolloutSeconds(600);
+    const steps = drained.report.controllerEvents.filter((event) => event.reason === "DrainConfirmed").length;
+    assert.equal(steps, 2, "each of the two groups drained once");
+    assert.ok(drained.seconds >= free.seconds, `${drained.seconds} s with the drain, ${free.seconds} s without`);
+    assert.ok(drained.seconds <= free.seconds + steps * 2 + 1, `${drained.seconds} s with the drain, ${free.seconds} s without: at most the settle per step (and a second of rounding)`);
+  });
+});

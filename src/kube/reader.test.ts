@@ -93,3 +93,18 @@ describe("KubeReader", () => {
     assert.equal(reader.listCounts().Pod, 1);
   });
 });
+
+describe("KubeReader: kinds watched in every namespace", () => {
+  it("lists and watches a clusterWideKinds kind in every namespace, with its label selector, while the others stay in the namespace", async () => {
+    const { send, requests } = fakeSend((request) => (request.path.includes("watch=true") ? watchResponse([], request.signal) : jsonResponse(200, list("1"))));
+    const clock = new VirtualClock();
+    const reader = new KubeReader({ transport: new KubeTransport(send), clock, kinds: ["Pod", "Lease"], namespace: "ns", clusterWideKinds: ["Lease"], labelSelectors: { Lease: "tandem.dev/router=true" }, reflector: { random: () => 0.5 } });
+    reader.start();
+    started.push(reader);
+    await until(clock, "both synced", () => reader.hasSynced());
+    const lists = requests.filter((request) => !request.path.includes("watch=true")).map((request) => decodeURIComponent(request.path)).sort();
+    assert.equal(lists.length, 2);
+    assert.match(lists[0] ?? "", /^\/api\/v1\/namespaces\/ns\/pods\?/);
+    assert.match(lists[1] ?? "", /^\/apis\/coordination\.k8s\.io\/v1\/leases\?.*labelSelector=tandem\.dev\/router=true/);
+  });
+});
