@@ -20,7 +20,7 @@ import type { Engine } from "../api/route.ts";
 import { ROUTER_LEASE_DURATION_SECONDS, drainedAnnotation, microTime, routerLeaseObject } from "../api/router-lease.ts";
 import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { isTerminating } from "../core/health.ts";
-import type { Clock, JsonObject, KubeObject, Timer } from "../engine/ports.ts";
+import type { Clock, JsonObject, Timer } from "../engine/ports.ts";
 import { startEngineMock } from "../router/engine-mock/server.ts";
 import type { EngineMock } from "../router/engine-mock/server.ts";
 import type { Address } from "../router/endpoints.ts";
@@ -322,7 +322,7 @@ class RouterLease {
   }
 
   async register(): Promise<void> {
-    const lease = routerLeaseObject({ id: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: LEASE_DURATION_SECONDS, nowMs: this.#clock.nowMs() }) as unknown as KubeObject<"Lease">;
+    const lease = routerLeaseObject({ id: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: LEASE_DURATION_SECONDS, nowMs: this.#clock.nowMs() });
     await this.#writer().create(lease);
     this.#renewLater();
   }
@@ -354,8 +354,8 @@ export function kvFormatOf(pod: Pod): string {
 }
 
 /**
- * The router's drain confirmation (DESIGN §3.4), `drained.tandem.dev/<SERVE_ROUTER_ID>`: an entry pod the cache shows marked
- * draining, not yet confirmed, not being deleted, with nothing of this router in flight on it and
+ * The router's drain confirmation (DESIGN §3.4), `drained.tandem.dev/<SERVE_ROUTER_ID>`: an
+ * entry pod the cache shows marked draining, not yet confirmed by this router, not being deleted, with nothing of this router in flight on it and
  * nothing running or waiting in its engine. Once per mark; a failed write is tried again at the
  * next look.
  */

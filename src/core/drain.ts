@@ -152,7 +152,9 @@ function entryWait(view: PodView, policy: DrainPolicy, nowMs: number): EntryWait
   const pending = live.filter((router) => !confirmed.includes(router.id));
   const awaited = pending.map((router) => router.id);
   if (nowMs >= timeoutAtMs || (nowMs >= settledAtMs && pending.length === 0)) return { view, confirmed, awaited, timeoutAtMs, recheckAtMs: undefined };
-  // A router that stops renewing stops being waited for at its expiry: look again then.
+  // A router that stops renewing stops being waited for at its expiry: look again then. Every
+  // recheck is in the future (a live router's expiry, a settle or timeout not reached): one in
+  // the past would plan again at once, forever.
   const next = nowMs < settledAtMs ? [settledAtMs] : pending.map((router) => router.liveUntilMs);
   return { view, confirmed, awaited, timeoutAtMs, recheckAtMs: Math.min(timeoutAtMs, ...next) };
 }
@@ -204,7 +206,7 @@ export function planDrain(
 /** What DrainStarted says the unit waits for. */
 function startedWait(policy: DrainPolicy, nowMs: number): string {
   const live = policy.routers.filter((router) => nowMs < router.liveUntilMs).map((router) => router.id);
-  if (live.length === 0) return `no live router routes its namespace: waiting ${DRAIN_SETTLE_MS / 1000}s`;
+  if (live.length === 0) return `no live router routes its namespace: waiting ${Math.min(DRAIN_SETTLE_MS / 1000, policy.timeoutSeconds)}s`;
   return `waiting up to ${policy.timeoutSeconds}s for ${nameList(live, "router(s)")} to confirm`;
 }
 
