@@ -7,6 +7,9 @@
  * instants fast-check picks. Every run must pass with every invariant held (drainHonoured among
  * them: no entry disrupted before the settle and the live router's confirmation), cut no request,
  * delete each old pod once, and never wait out a drain's timeout (a lost confirmation would).
+ *
+ * Also: with no router registered a drained rollout takes the drain-free time plus at most the
+ * settle per step; and drainHonoured catches a controller blind to the routers.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -100,5 +103,16 @@ describe("with no router registered", () => {
     assert.equal(steps, 2, "each of the two groups drained once");
     assert.ok(drained.seconds >= free.seconds, `${drained.seconds} s with the drain, ${free.seconds} s without`);
     assert.ok(drained.seconds <= free.seconds + steps * 2 + 1, `${drained.seconds} s with the drain, ${free.seconds} s without: at most the settle per step (and a second of rounding)`);
+  });
+});
+
+describe("drainHonoured judges the routers from their Leases", () => {
+  it("catches a controller that does not wait for a live router's confirmation", async () => {
+    // Blind to the routers, the controller waits only the settle.
+    const blind: PlanFunction = (observed, nowMs) => corePlan({ ...observed, routers: [] }, nowMs);
+    const report = await runScenario(scenario(undefined), { plan: blind });
+    const drain = report.invariants.find((invariant) => invariant.name === "drainHonoured");
+    assert.equal(report.verdict, "fail");
+    assert.match(drain?.first?.message ?? "", /^m-\d-server-0-0 deleted [\d.]+s before its drain timed out \(marked [\dTZ:.-]+, drain.timeoutSeconds 120\): router\(s\) sim-router had not confirmed$/);
   });
 });
