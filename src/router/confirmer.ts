@@ -104,8 +104,9 @@ export class DrainConfirmer {
 
   start(): void {
     const { discovery, legs, engine } = this.#options;
-    const look = (): void => { this.#lookIn(0); };
-    this.#unsubscribe = [discovery.onChange(look), legs.onIdle(look), engine.onScrape(look)];
+    // Legs end and scrapes finish on every pod all the time; only a followed (marked) one matters.
+    const lookIfFollowed = (key: string): void => { if (this.#tracked.has(key)) this.#lookIn(0); };
+    this.#unsubscribe = [discovery.onChange(() => { this.#lookIn(0); }), legs.onIdle(lookIfFollowed), engine.onScrape(lookIfFollowed)];
     this.#lookIn(0);
   }
 
