@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { setImmediate as nextTurn } from "node:timers/promises";
+import fc from "fast-check";
 import { microTime } from "../api/router-lease.ts";
 import { MemoryLogger } from "../engine/logger.ts";
 import { ApiError } from "../engine/ports.ts";
@@ -104,5 +105,30 @@ describe("RouterRegistration", () => {
     assert.equal(writer.calls.length, count);
     assert.match(registration.refusal() ?? "", /shutting down/);
     assert.deepEqual(states, ["registered", "stopped"]);
+  });
+
+  it("property: whatever writes fail, it routes only while a successful write began less than 2/3 of the duration ago, and routes again after the first success", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }), fc.integer({ min: 3, max: 30 }), async (outcomes, leaseDurationSeconds) => {
+        const { clock, writer, registration } = setup({ leaseDurationSeconds });
+        const fenceMs = (leaseDurationSeconds * 2000) / 3;
+        const succeededAt: number[] = [];
+        writer.answer = (call) => {
+          const ok = outcomes[Math.min(writer.calls.length - 1, outcomes.length - 1)] ?? true;
+          if (ok) succeededAt.push(call.atMs);
+          return ok ? undefined : new ApiError("Timeout", "slow");
+        };
+        registration.start();
+        for (let step = 0; step < 3 * outcomes.length; step++) {
+          await nextTurn();
+          const lastMs = succeededAt.at(-1);
+          if (registration.refusal() === undefined) assert.ok(lastMs !== undefined && clock.nowMs() - lastMs < fenceMs, `routing at ${clock.nowMs()} ms, last success began at ${String(lastMs)}`);
+          else if (lastMs !== undefined && clock.nowMs() - lastMs < fenceMs) assert.fail(`not routing at ${clock.nowMs()} ms though a write succeeded at ${lastMs}`);
+          if (!clock.next()) break;
+        }
+        await registration.stop();
+      }),
+      { seed: 42, numRuns: 100 },
+    );
   });
 });
