@@ -77,6 +77,26 @@ describe("RouterRegistration", () => {
     assert.deepEqual(writer.calls.slice(-2).map((call) => call.atMs), [10_750, 15_750]);
   });
 
+  it("a write that does not answer within the renewal interval counts as failed; its late answer is ignored", async () => {
+    const { clock, writer, registration, logger } = setup();
+    registration.start();
+    await runTo(clock, 0);
+    writer.answer = (call) => (call.atMs === 5_000 ? "hang" : undefined);
+    await runTo(clock, 10_000);
+    // The renewal at 5 s hangs; at 10 s it counts as failed and the retry (250 ms later) succeeds.
+    assert.equal(registration.state(), "fenced");
+    await runTo(clock, 10_250);
+    assert.equal(registration.state(), "registered");
+    assert.deepEqual(writer.calls.map((call) => call.atMs), [0, 5_000, 10_250]);
+    assert.ok(logger.lines().some((line) => line.message === "router lease renewal failed" && line.fields["error"] === "Error: no answer within 5000 ms"));
+    writer.answer = (call) => (call.verb === "patch" ? "hang" : undefined);
+    await runTo(clock, 15_250);
+    const stopped = registration.stop();
+    await runTo(clock, 20_250); // a hung renewal holds the stop up until its time is out, no longer
+    await stopped;
+    assert.equal(writer.calls.at(-1)?.verb, "delete");
+  });
+
   it("a restarted replica takes its existing Lease over; a renewal that finds no Lease creates it again", async () => {
     const { clock, writer, registration } = setup();
     writer.answer = (call) => (call.verb === "create" ? new ApiError("AlreadyExists", "leases router-a") : undefined);

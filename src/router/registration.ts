@@ -14,7 +14,9 @@
  * the last successful write began less than two thirds of the duration ago (self-fencing): a
  * replica that cannot renew stops routing before the controller, which waits one full duration
  * on its own clock, stops waiting for it. A failed write is retried with capped exponential
- * backoff; renewals go on while fenced, and the next success lifts the fence.
+ * backoff; renewals go on while fenced, and the next success lifts the fence. A write that has
+ * not answered within the renewal interval counts as failed (its late answer is ignored), so one
+ * hung request does not hold the renewals up until the transport gives up on it.
  */
 import type { Logger } from "../engine/logger.ts";
 import { ApiError, isApiError } from "../engine/ports.ts";
@@ -57,6 +59,8 @@ export class RouterRegistration {
   #next: Timer | undefined;
   #fence: Timer | undefined;
   #writing: Promise<void> | undefined;
+  /** Counts writes; an answer to any but the latest is ignored. */
+  #generation = 0;
 
   constructor(options: RegistrationOptions) {
     this.#options = options;
@@ -109,11 +113,27 @@ export class RouterRegistration {
 
   #write(): void {
     this.#next = undefined;
-    const startMs = this.#options.clock.nowMs();
-    this.#writing = this.#send(startMs).then(
-      () => { this.#succeeded(startMs); },
-      (error: unknown) => { this.#failed(error); },
-    ).finally(() => { this.#writing = undefined; });
+    const { clock } = this.#options;
+    const startMs = clock.nowMs();
+    const generation = ++this.#generation;
+    const timeoutMs = Math.ceil(this.#renewIntervalMs());
+    let done = (): void => undefined;
+    // Settles when the write answers or times out: `stop` waits for it no longer than that.
+    this.#writing = new Promise((resolve) => { done = resolve; });
+    const settle = (handle: () => void): void => {
+      timeout.cancel();
+      done();
+      if (generation === this.#generation) handle();
+    };
+    const timeout = clock.setTimer(timeoutMs, () => {
+      done();
+      this.#generation++;
+      this.#failed(new Error(`no answer within ${timeoutMs} ms`));
+    });
+    this.#send(startMs).then(
+      () => { settle(() => { this.#succeeded(startMs); }); },
+      (error: unknown) => { settle(() => { this.#failed(error); }); },
+    );
   }
 
   /** Creates or takes over the Lease the first time, renews it afterwards. */
@@ -132,7 +152,8 @@ export class RouterRegistration {
     try {
       await writer.patch(this.#ref, { spec: { renewTime: microTime(nowMs) } } satisfies JsonObject);
     } catch (error) {
-      if (!isApiError(error, "NotFound")) throw error;
+      // Stopped meanwhile: the delete may have gone first, and nothing may bring the Lease back.
+      if (!isApiError(error, "NotFound") || this.#state === "stopped") throw error;
       await writer.create(lease);
     }
   }

@@ -114,11 +114,12 @@ export interface WriterCall {
 
 /**
  * A ClusterWriter that records every request and answers from `answer`: an ApiError rejects the
- * request, undefined accepts it (resolving with the object sent, or `{}` for a patch).
+ * request, "hang" never answers, undefined accepts it (resolving with the object sent, or `{}`
+ * for a patch).
  */
 export class RecordingWriter implements ClusterWriter {
   readonly calls: WriterCall[] = [];
-  answer: (call: WriterCall) => ApiError | undefined = () => undefined;
+  answer: (call: WriterCall) => ApiError | "hang" | undefined = () => undefined;
   readonly #nowMs: () => number;
 
   constructor(nowMs: () => number) {
@@ -148,7 +149,8 @@ export class RecordingWriter implements ClusterWriter {
   #record<T>(request: Omit<WriterCall, "atMs">, result: T): Promise<T> {
     const call = { ...request, atMs: this.#nowMs() };
     this.calls.push(call);
-    const error = this.answer(call);
-    return error === undefined ? Promise.resolve(result) : Promise.reject(error);
+    const answer = this.answer(call);
+    if (answer === "hang") return new Promise(() => undefined);
+    return answer === undefined ? Promise.resolve(result) : Promise.reject(answer);
   }
 }
