@@ -3,10 +3,11 @@
  * the wall clock, `--speed` times faster) with the real router in front of it. Every simulated
  * entry pod is backed by an engine-mock on 127.0.0.1 from the moment it runs until it goes away;
  * the real data plane (`RequestRouter`, debug headers on) reads the simulated cluster through the
- * simulator's Discovery (`SimDiscovery`, a lagged cache) and confirms drains (DESIGN §3.4) from
- * its own in-flight counts and the engine-mock's queue, so a rolling update waits for the
- * requests a user sends. The router registers as on a cluster (DESIGN §3.1): its Lease exists
- * before it routes, is renewed on virtual time, and is deleted after it stops routing. It prints
+ * simulator's Discovery (`SimDiscovery`, a lagged cache) and confirms drains (DESIGN §3.4) with
+ * the router's own `DrainConfirmer` — its in-flight counts and scrapes of the engine-mock's
+ * `/metrics` — so a rolling update waits for the requests a user sends. The router registers with
+ * the router's own `RouterRegistration` (DESIGN §3.1), as on a cluster: it routes only once its
+ * Lease is written, renews it on virtual time, and deletes it after it stops routing. It prints
  * `router: http://127.0.0.1:PORT` once it accepts requests and, when the scenario ends or on
  * SIGINT/SIGTERM, the request totals.
  */
@@ -17,14 +18,16 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseModelRoute } from "../api/parse.ts";
 import type { Pod } from "../api/kube.ts";
 import type { Engine } from "../api/route.ts";
-import { ROUTER_LEASE_DURATION_SECONDS, drainedAnnotation, microTime, routerLeaseObject } from "../api/router-lease.ts";
-import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
-import { isTerminating } from "../core/health.ts";
-import type { Clock, JsonObject, Timer } from "../engine/ports.ts";
+import { LABEL_ENTRY, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { silentLogger } from "../engine/logger.ts";
+import type { Timer } from "../engine/ports.ts";
+import { DrainConfirmer } from "../router/confirmer.ts";
+import type { ConfirmerDiscovery } from "../router/confirmer.ts";
 import { startEngineMock } from "../router/engine-mock/server.ts";
 import type { EngineMock } from "../router/engine-mock/server.ts";
 import type { Address } from "../router/endpoints.ts";
 import { RequestRouter } from "../router/proxy/router.ts";
+import { RouterRegistration } from "../router/registration.ts";
 import type { SimCluster } from "../sim/cluster.ts";
 import { followStored } from "../sim/follow.ts";
 import type { Follower } from "../sim/follow.ts";
@@ -39,8 +42,6 @@ const PACE_TICK_MS = 100;
 const LOOPBACK = "127.0.0.1";
 /** The router replica's identity: its Lease's name and holder (DESIGN §3.1). */
 export const SERVE_ROUTER_ID = "demo-serve";
-/** DESIGN §3.1's default; renewed every third of it. */
-const LEASE_DURATION_SECONDS = ROUTER_LEASE_DURATION_SECONDS;
 const LEASE_NAMESPACE = "default";
 
 export interface ServeOptions {
@@ -106,7 +107,9 @@ class ServeRun implements RunObserver {
   #router: RequestRouter | undefined;
   #server: Server | undefined;
   #drains: DrainConfirmer | undefined;
-  #lease: RouterLease | undefined;
+  #registration: RouterRegistration | undefined;
+  /** Settles once the Lease is first written. */
+  #registered: Promise<void> | undefined;
   #tick: Timer | undefined;
   #unhook: (() => void) | undefined;
 
@@ -119,12 +122,22 @@ class ServeRun implements RunObserver {
     this.#options.view.attach?.(cluster, undefined);
     const engines = new PodEngines(cluster, this.#options);
     const discovery = new SimDiscovery(cluster, { addressOf: (pod) => engines.addressOf(pod) });
-    const router = new RequestRouter({ discovery, rng: cluster.rng("demo-serve-router"), debugHeaders: true });
+    // The epoch clock: renewTime is compared with the controller's clock, and engines are
+    // scraped at most every simulated second, as on a cluster.
+    const clock = cluster.clock.onEpoch();
+    const writer = cluster.writer("router");
+    let registered = (): void => undefined;
+    this.#registered = new Promise((resolve) => { registered = resolve; });
+    const onState = (state: string): void => { if (state === "registered") registered(); };
+    const registration = new RouterRegistration({ id: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, scope: { all: true }, writer, clock, logger: silentLogger, onState });
+    const router = new RequestRouter({ discovery, rng: cluster.rng("demo-serve-router"), debugHeaders: true, nowMs: () => clock.nowMs(), refusal: () => registration.refusal() });
+    const engine = router.engineScraper;
+    if (engine === undefined) throw new Error("demo --serve: the router has no engine scraper");
     this.#engines = engines;
     this.#discovery = discovery;
     this.#router = router;
-    this.#lease = new RouterLease(cluster);
-    this.#drains = new DrainConfirmer(cluster, discovery, (pod) => router.inFlight.count(`${pod.metadata.namespace ?? ""}/${pod.metadata.name}`) + engines.queued(pod));
+    this.#registration = registration;
+    this.#drains = new DrainConfirmer({ routerId: SERVE_ROUTER_ID, discovery: confirmerDiscovery(discovery), legs: router.inFlight, engine, writer, clock, logger: silentLogger });
     this.#pace(cluster);
   }
 
@@ -141,7 +154,10 @@ class ServeRun implements RunObserver {
   async #listen(): Promise<void> {
     const router = this.#router;
     if (router === undefined) throw new Error("demo --serve: the run was not attached");
-    await this.#lease?.register();
+    // The Lease exists before the router listens (and it refuses requests whenever it does not).
+    this.#registration?.start();
+    await this.#registered;
+    this.#drains?.start();
     const server = createServer({ noDelay: true }, (req, res) => {
       res.once("close", () => {
         this.#count(res.writableFinished, res.statusCode);
@@ -185,7 +201,6 @@ class ServeRun implements RunObserver {
       signal.throwIfAborted();
       const aheadMs = (cluster.clock.nowMs() - virtualStartMs) / speed - (Date.now() - wallStartMs);
       if (aheadMs >= 1) await sleep(aheadMs, undefined, { signal });
-      this.#drains?.confirm();
     });
   }
 
@@ -198,8 +213,9 @@ class ServeRun implements RunObserver {
       server.closeAllConnections();
       await closed;
     }
+    await this.#drains?.stop();
+    await this.#registration?.stop();
     await this.#router?.close();
-    await this.#lease?.release();
     this.#discovery?.stop();
     await this.#engines?.close();
   }
@@ -258,12 +274,6 @@ class PodEngines {
     return { host: LOOPBACK, port: entry.engine.port };
   }
 
-  /** Requests running or waiting in the engine of `pod` (0 without one). */
-  queued(pod: Pod): number {
-    const stats = this.#engines.get(pod.metadata.uid ?? "")?.engine?.stats();
-    return stats === undefined ? 0 : stats.running + stats.waiting;
-  }
-
   #seen(pod: Pod): void {
     const uid = pod.metadata.uid ?? "";
     const running = pod.metadata.labels?.[LABEL_ENTRY] === "true" && pod.status?.phase === "Running" && typeof pod.status.podIP === "string";
@@ -305,85 +315,19 @@ class PodEngines {
   }
 }
 
-/**
- * The router replica's registration (DESIGN §3.1) in the simulated cluster: a Lease named and
- * held by SERVE_ROUTER_ID, labelled as a router, scope `*`, renewed every third of its duration
- * on virtual time (so it is as live to the controller as a real replica's), deleted on release.
- */
-class RouterLease {
-  readonly #cluster: SimCluster;
-  /** The epoch clock: renewTime is compared with the controller's clock. */
-  readonly #clock: Clock;
-  #renewal: Timer | undefined;
-
-  constructor(cluster: SimCluster) {
-    this.#cluster = cluster;
-    this.#clock = cluster.clock.onEpoch();
-  }
-
-  async register(): Promise<void> {
-    const lease = routerLeaseObject({ id: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: LEASE_DURATION_SECONDS, nowMs: this.#clock.nowMs() });
-    await this.#writer().create(lease);
-    this.#renewLater();
-  }
-
-  #renewLater(): void {
-    this.#renewal = this.#cluster.clock.setTimer((LEASE_DURATION_SECONDS * 1000) / 3, () => {
-      // A failed renewal is tried again at the next one, well within the Lease's duration.
-      this.#writer().patch({ kind: "Lease", namespace: LEASE_NAMESPACE, name: SERVE_ROUTER_ID }, { spec: { renewTime: microTime(this.#clock.nowMs()) } }).catch(() => undefined);
-      this.#renewLater();
-    });
-  }
-
-  async release(): Promise<void> {
-    if (this.#renewal === undefined) return;
-    this.#renewal.cancel();
-    this.#renewal = undefined;
-    await this.#writer().delete({ kind: "Lease", namespace: LEASE_NAMESPACE, name: SERVE_ROUTER_ID }).catch(() => undefined);
-  }
-
-  #writer() {
-    return this.#cluster.writer("router");
-  }
+/** The simulator's router cache as the drain confirmer reads it: told of every change. */
+function confirmerDiscovery(discovery: SimDiscovery): ConfirmerDiscovery {
+  return {
+    routes: () => discovery.routes(),
+    pods: (route) => discovery.pods(route),
+    revision: (namespace, name) => discovery.revision(namespace, name),
+    hasSynced: () => discovery.hasSynced(),
+    onChange: (listener) => discovery.subscribe(() => { listener(); }),
+  };
 }
 
 /** The first container's env `KV_FORMAT`, default `v1` (DESIGN §7). */
 export function kvFormatOf(pod: Pod): string {
   const env = (pod.spec.containers[0] as { env?: { name?: string; value?: string }[] } | undefined)?.env ?? [];
   return env.find((variable) => variable.name === "KV_FORMAT")?.value ?? "v1";
-}
-
-/**
- * The router's drain confirmation (DESIGN §3.4), `drained.tandem.dev/<SERVE_ROUTER_ID>`: an
- * entry pod the cache shows marked draining, not yet confirmed by this router, not being deleted, with nothing of this router in flight on it and
- * nothing running or waiting in its engine. Once per mark; a failed write is tried again at the
- * next look.
- */
-class DrainConfirmer {
-  readonly #cluster: SimCluster;
-  readonly #discovery: SimDiscovery;
-  readonly #busy: (pod: Pod) => number;
-  /** `<uid>@<draining mark>` of the confirmations written or being written. */
-  readonly #sent = new Set<string>();
-
-  constructor(cluster: SimCluster, discovery: SimDiscovery, busy: (pod: Pod) => number) {
-    this.#cluster = cluster;
-    this.#discovery = discovery;
-    this.#busy = busy;
-  }
-
-  confirm(): void {
-    for (const pod of this.#discovery.entryPods()) {
-      const mark = pod.metadata.annotations?.[ANNOTATION_DRAINING];
-      if (mark === undefined || pod.metadata.annotations?.[drainedAnnotation(SERVE_ROUTER_ID)] === "true" || isTerminating(pod)) continue;
-      const key = `${pod.metadata.uid ?? ""}@${mark}`;
-      if (this.#sent.has(key) || this.#busy(pod) > 0) continue;
-      this.#sent.add(key);
-      const patch: JsonObject = { metadata: { uid: pod.metadata.uid ?? "", annotations: { [drainedAnnotation(SERVE_ROUTER_ID)]: "true" } } };
-      this.#cluster
-        .writer("router")
-        .patch({ kind: "Pod", namespace: pod.metadata.namespace ?? "default", name: pod.metadata.name }, patch)
-        .catch(() => this.#sent.delete(key));
-    }
-  }
 }

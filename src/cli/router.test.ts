@@ -12,9 +12,16 @@ import type { RouterFlags } from "./router.ts";
 const flags = (overrides: Partial<RouterFlags> = {}): RouterFlags => ({ listen: "127.0.0.1:8000", logLevel: "info", ...overrides });
 
 describe("tandem router flags", () => {
-  it("the defaults: listen 127.0.0.1:8000, all namespaces, id from $POD_NAME, no debug headers", () => {
-    assert.deepEqual(routerOptionsOf(flags(), { POD_NAME: "router-0" }), { namespace: undefined, listen: "127.0.0.1:8000", metricsAddress: undefined, id: "router-0", debugHeaders: false });
+  it("the defaults: listen 127.0.0.1:8000, all namespaces, id from $POD_NAME, Lease in $POD_NAMESPACE, no debug headers", () => {
+    assert.deepEqual(routerOptionsOf(flags(), { POD_NAME: "router-0", POD_NAMESPACE: "tandem-system" }), { namespace: undefined, listen: "127.0.0.1:8000", metricsAddress: undefined, id: "router-0", leaseNamespace: "tandem-system", leaseDurationSeconds: undefined, debugHeaders: false });
     assert.equal(routerOptionsOf(flags({ id: "r1", debugHeaders: true, namespace: "serve" }), {}).id, "r1");
+  });
+
+  it("the Lease's namespace: --lease-namespace, else $POD_NAMESPACE, else the kubeconfig's; its duration from --lease-duration-seconds", () => {
+    assert.equal(routerOptionsOf(flags({ id: "r", leaseNamespace: "mine" }), { POD_NAMESPACE: "pods" }, "ctx").leaseNamespace, "mine");
+    assert.equal(routerOptionsOf(flags({ id: "r" }), { POD_NAMESPACE: "pods" }, "ctx").leaseNamespace, "pods");
+    assert.equal(routerOptionsOf(flags({ id: "r" }), {}, "ctx").leaseNamespace, "ctx");
+    assert.equal(routerOptionsOf(flags({ id: "r", leaseDurationSeconds: "30" }), {}).leaseDurationSeconds, 30);
   });
 
   for (const [given, message] of [
@@ -23,10 +30,13 @@ describe("tandem router flags", () => {
     [{ metricsAddr: "metrics" }, /^Error: --metrics-addr "metrics" is not host:port$/],
     [{ namespace: "Not_A_Namespace" }, /^Error: --namespace "Not_A_Namespace" is not a namespace name/],
     [{ id: " " }, /^Error: --id must not be empty$/],
+    [{ id: "Router_1" }, /^Error: --id "Router_1" is not a DNS-1123 label .*it names the router's Lease$/],
+    [{ id: "r", leaseNamespace: "Bad NS" }, /^Error: --lease-namespace "Bad NS" is not a namespace name/],
+    [{ id: "r", leaseDurationSeconds: "2" }, /^Error: --lease-duration-seconds must be an integer ≥ 3, got "2"$/],
     [{ logLevel: "loud" }, /^Error: --log-level must be one of debug, info, warn, error, got "loud"$/],
   ] as const) {
     it(`refuses ${JSON.stringify(given)} with one line naming the flag`, () => {
-      assert.throws(() => routerOptionsOf(flags(given), {}), message);
+      assert.throws(() => routerOptionsOf(flags(given), { POD_NAME: "router-0" }), message);
     });
   }
 
@@ -44,7 +54,7 @@ describe("tandem router flags", () => {
     const { send } = fakeSend(() => jsonResponse(200, { items: [], metadata: { resourceVersion: "1" } }));
     try {
       for (const [options, flag] of [[{ listen: address }, "--listen"], [{ listen: "127.0.0.1:0", metricsAddress: address }, "--metrics-addr"]] as const) {
-        const failure = await runRouter({ send, logger: silentLogger, id: "t", ...options }).then(() => undefined, (error: unknown) => error);
+        const failure = await runRouter({ send, logger: silentLogger, id: "t", leaseNamespace: "default", ...options }).then(() => undefined, (error: unknown) => error);
         assert.ok(failure instanceof ListenError, String(failure));
         assert.equal(failure.message, `cannot listen on ${address} (${flag})`);
         assert.equal((failure.cause as { code?: string }).code, "EADDRINUSE");

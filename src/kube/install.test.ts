@@ -18,22 +18,29 @@ test("tandem manifests prints the CRDs (ModelServing, ModelRoute), the RBAC obje
   assert.deepEqual(kinds, [
     "CustomResourceDefinition", "CustomResourceDefinition",
     "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-    "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+    "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
     "Deployment", "Deployment", "Service",
   ]);
 });
 
-test("the router's ClusterRole is exactly ROUTER_PERMISSIONS: reads of routes, servings, pods and revisions, and route status patches", () => {
+test("the router's ClusterRole and Role are exactly ROUTER_PERMISSIONS: reads of routes, servings, pods and revisions, route status and pod (confirmation) patches; its Leases only in its own namespace", () => {
   const role = routerRbacManifests().find((manifest) => manifest["kind"] === "ClusterRole");
   assert.deepEqual(role?.["rules"], [
     { apiGroups: ["tandem.dev"], resources: ["modelroutes"], verbs: ["list", "watch"] },
     { apiGroups: ["tandem.dev"], resources: ["modelroutes/status"], verbs: ["patch"] },
     { apiGroups: ["tandem.dev"], resources: ["modelservings"], verbs: ["list", "watch"] },
-    { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
+    { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch", "patch"] },
     { apiGroups: ["apps"], resources: ["controllerrevisions"], verbs: ["list", "watch"] },
   ]);
-  const binding = routerRbacManifests({ namespace: "ops" }).find((manifest) => manifest["kind"] === "ClusterRoleBinding");
-  assert.deepEqual(binding?.["subjects"], [{ kind: "ServiceAccount", name: "tandem-router", namespace: "ops" }]);
+  const manifests = routerRbacManifests({ namespace: "ops" });
+  const leases = manifests.find((manifest) => manifest["kind"] === "Role");
+  assert.deepEqual([leases?.["metadata"], leases?.["rules"]], [
+    { name: "tandem-router", namespace: "ops", labels: { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "router" } },
+    [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "patch", "delete"] }],
+  ]);
+  for (const kind of ["ClusterRoleBinding", "RoleBinding"]) {
+    assert.deepEqual(manifests.find((manifest) => manifest["kind"] === kind)?.["subjects"], [{ kind: "ServiceAccount", name: "tandem-router", namespace: "ops" }]);
+  }
 });
 
 test("the router Deployment: 2 replicas of tandem router, the controller's image and security context, probes; the Service maps 8000 and metrics", () => {
@@ -50,6 +57,11 @@ test("the router Deployment: 2 replicas of tandem router, the controller's image
   assert.deepEqual(pod.securityContext, controller.spec.template.spec.securityContext);
   assert.deepEqual(container.securityContext, controller.spec.template.spec.containers[0].securityContext);
   assert.equal(pod.serviceAccountName, "tandem-router");
+  // Each replica's --id and Lease namespace (DESIGN §3.1), from the downward API.
+  assert.deepEqual(container.env, [
+    { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+    { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+  ]);
   const service = routerServiceManifest() as any;
   assert.deepEqual(service.spec.ports.map((port: any) => [port.port, port.targetPort]), [[8000, "http"], [9090, "metrics"]]);
   assert.deepEqual(service.spec.selector, deployment.spec.selector.matchLabels);

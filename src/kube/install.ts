@@ -2,7 +2,7 @@
  * The install manifests, generated from code: the controller's Namespace, ServiceAccount,
  * least-privilege ClusterRole (+ binding) and Lease Role (+ binding) built from `PERMISSIONS`, and
  * its Deployment (2 replicas with leader election, probes, resource requests, non-root, read-only
- * root filesystem); the router's ServiceAccount and ClusterRole (+ binding) built from
+ * root filesystem); the router's ServiceAccount, ClusterRole and Lease Role (+ bindings) built from
  * `ROUTER_PERMISSIONS`, its Deployment (2 replicas, the same image and security context) and its
  * Service (port 8000, and metrics). `tandem manifests` prints them with the CRD; `npm run manifests` writes
  * deploy/rbac.yaml and deploy/deployment.yaml, and a unit test keeps those files current.
@@ -54,24 +54,28 @@ export function rbacManifests(options: InstallOptions = {}): Manifest[] {
   ];
 }
 
-/** The router's ServiceAccount, ClusterRole (from ROUTER_PERMISSIONS) and ClusterRoleBinding. */
+/**
+ * The router's ServiceAccount, ClusterRole and ClusterRoleBinding, and the Role and RoleBinding
+ * of its Leases in the install namespace (from ROUTER_PERMISSIONS).
+ */
 export function routerRbacManifests(options: InstallOptions = {}): Manifest[] {
   const namespace = options.namespace ?? DEFAULT_NAMESPACE;
   const meta = (scoped: boolean): Manifest => ({ name: ROUTER_NAME, ...(scoped ? { namespace } : {}), labels: routerLabels });
+  const subjects = [{ kind: "ServiceAccount", name: ROUTER_NAME, namespace }];
   return [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(true) },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: meta(false), rules: policyRules("cluster", ROUTER_PERMISSIONS) },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: meta(false),
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: ROUTER_NAME },
-      subjects: [{ kind: "ServiceAccount", name: ROUTER_NAME, namespace }],
-    },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: meta(false), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: ROUTER_NAME }, subjects },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(true), rules: policyRules("controller", ROUTER_PERMISSIONS) },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: meta(true), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: ROUTER_NAME }, subjects },
   ];
 }
 
 /**
  * The router Deployment: 2 replicas of `tandem router` on port 8000, metrics on 9090, probes on
- * /healthz and /readyz (ready once its caches have synced); 30 s to finish requests on SIGTERM.
+ * /healthz and /readyz (ready once its caches have synced and its Lease is registered); 30 s to
+ * finish requests on SIGTERM. POD_NAME and POD_NAMESPACE (downward API) are each replica's
+ * `--id` and Lease namespace.
  */
 export function routerDeploymentManifest(options: InstallOptions = {}): Manifest {
   return tandemDeployment({
@@ -79,6 +83,7 @@ export function routerDeploymentManifest(options: InstallOptions = {}): Manifest
     args: ["router", `--listen=0.0.0.0:${ROUTER_PORT}`, `--metrics-addr=0.0.0.0:${ROUTER_METRICS_PORT}`],
     ports: [{ name: "http", containerPort: ROUTER_PORT, protocol: "TCP" }, { name: "metrics", containerPort: ROUTER_METRICS_PORT, protocol: "TCP" }],
     resources: { requests: { cpu: "250m", memory: "256Mi" }, limits: { memory: "1Gi" } },
+    env: [{ name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } }],
   });
 }
 
@@ -92,6 +97,8 @@ interface DeploymentParts {
   /** Must include one named "metrics": the probes' port. */
   readonly ports: readonly Manifest[];
   readonly resources: Manifest;
+  /** Environment besides POD_NAME. */
+  readonly env?: readonly Manifest[];
 }
 
 /**
@@ -103,7 +110,7 @@ function tandemDeployment(parts: DeploymentParts): Manifest {
     name: parts.container,
     image: parts.image,
     args: [...parts.args],
-    env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+    env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }, ...(parts.env ?? [])],
     ports: [...parts.ports],
     livenessProbe: probe("/healthz", 10),
     readinessProbe: probe("/readyz", 5),

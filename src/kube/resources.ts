@@ -66,14 +66,18 @@ export const PERMISSIONS: readonly Permission[] = [
  * Everything `tandem router` may do (its own ServiceAccount and ClusterRole), and nothing more.
  * Reads: its discovery lists and watches ModelRoutes, the entry Pods and ControllerRevisions
  * behind them, and ModelServings (a route naming a missing one is not Accepted). Writes: the
- * route status it computes, as a merge patch of the status subresource.
+ * route status it computes, as a merge patch of the status subresource; its drain confirmations,
+ * merge patches of pods (DESIGN §3.4); and its registration Lease (DESIGN §3.1: created, taken
+ * over and renewed by merge patch, deleted on stop) — in its own namespace only, a Role
+ * (scope "controller": the install namespace, where the router runs), not across the cluster.
  */
 export const ROUTER_PERMISSIONS: readonly Permission[] = [
   { group: "tandem.dev", resource: "modelroutes", verbs: ["list", "watch"], scope: "cluster" },
   { group: "tandem.dev", resource: "modelroutes/status", verbs: ["patch"], scope: "cluster" },
   { group: "tandem.dev", resource: "modelservings", verbs: ["list", "watch"], scope: "cluster" },
-  { group: "", resource: "pods", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "", resource: "pods", verbs: ["list", "watch", "patch"], scope: "cluster" },
   { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "coordination.k8s.io", resource: "leases", verbs: ["create", "patch", "delete"], scope: "controller" },
 ];
 
 /**

@@ -5,6 +5,7 @@
 import type { Pod, PodCondition, PodPhase } from "../api/kube.ts";
 import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_GROUP, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
 import type { RevisionData } from "../core/revision/index.ts";
+import type { ApiError, ClusterWriter, JsonObject, Kind, KubeObject, ObjectRef } from "../engine/ports.ts";
 import type { DiscoveredPod } from "./endpoints.ts";
 import type { RouterRoute } from "./route.ts";
 
@@ -100,4 +101,56 @@ export function firstDraw(): { int(min: number, max: number): number; spans: num
       return min;
     },
   };
+}
+
+/** One request a RecordingWriter was sent, at its clock's time. */
+export interface WriterCall {
+  readonly verb: "create" | "update" | "patch" | "patchStatus" | "delete";
+  readonly kind: string;
+  readonly name: string;
+  readonly body: unknown;
+  readonly atMs: number;
+}
+
+/**
+ * A ClusterWriter that records every request and answers from `answer`: an ApiError rejects the
+ * request, "hang" never answers, undefined accepts it (resolving with the object sent, or `{}`
+ * for a patch).
+ */
+export class RecordingWriter implements ClusterWriter {
+  readonly calls: WriterCall[] = [];
+  answer: (call: WriterCall) => ApiError | "hang" | undefined = () => undefined;
+  readonly #nowMs: () => number;
+
+  constructor(nowMs: () => number) {
+    this.#nowMs = nowMs;
+  }
+
+  create<K extends Kind>(object: KubeObject<K>): Promise<KubeObject<K>> {
+    return this.#record({ verb: "create", kind: object.kind, name: object.metadata.name, body: object }, object);
+  }
+
+  update<K extends Kind>(object: KubeObject<K>): Promise<KubeObject<K>> {
+    return this.#record({ verb: "update", kind: object.kind, name: object.metadata.name, body: object }, object);
+  }
+
+  patch<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
+    return this.#record({ verb: "patch", kind: ref.kind, name: ref.name, body: mergePatch }, {} as KubeObject<K>);
+  }
+
+  patchStatus<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
+    return this.#record({ verb: "patchStatus", kind: ref.kind, name: ref.name, body: mergePatch }, {} as KubeObject<K>);
+  }
+
+  delete(ref: ObjectRef): Promise<void> {
+    return this.#record({ verb: "delete", kind: ref.kind, name: ref.name, body: undefined }, undefined);
+  }
+
+  #record<T>(request: Omit<WriterCall, "atMs">, result: T): Promise<T> {
+    const call = { ...request, atMs: this.#nowMs() };
+    this.calls.push(call);
+    const answer = this.answer(call);
+    if (answer === "hang") return new Promise(() => undefined);
+    return answer === undefined ? Promise.resolve(result) : Promise.reject(answer);
+  }
 }

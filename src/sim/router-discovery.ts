@@ -16,6 +16,7 @@ import type { Discovery } from "../router/discovery.ts";
 import type { Address, DiscoveredPod } from "../router/endpoints.ts";
 import { routerRouteOf } from "../router/route.ts";
 import type { RouterRoute } from "../router/route.ts";
+import type { WatchEvent } from "../engine/ports.ts";
 import type { SimCluster } from "./cluster.ts";
 import type { SimInformer } from "./informer.ts";
 
@@ -70,6 +71,16 @@ export class SimDiscovery implements Discovery {
   /** Every entry pod in the cache, in any state (the drain confirmations look at them). */
   entryPods(): readonly Pod[] {
     return this.#cache.list("Pod", { labelSelector: `${LABEL_ENTRY}=true` }) as unknown as Pod[];
+  }
+
+  /** Calls `handler` after each change the cache applies. Returns the unsubscribe function. */
+  subscribe(handler: (event: WatchEvent) => void): () => void {
+    return this.#cache.subscribe(handler);
+  }
+
+  /** Every kind has been listed once. */
+  hasSynced(): boolean {
+    return this.#cache.hasSynced();
   }
 
   stop(): void {

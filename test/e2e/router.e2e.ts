@@ -7,7 +7,10 @@
  * are routed to both pods, NIXL legs go to the prefill then the decode, the route status shows the endpoints and the conditions
  * (ModelConflict, ModelServingNotFound, NoReadyEndpoints), a draining mark moves a pod from ready
  * to draining, the router's identity is refused everything its RBAC does not grant, and a
- * graceful shutdown lets a request in flight finish.
+ * graceful shutdown lets a request in flight finish. The drain handshake (DESIGN §3): the
+ * router's Lease exists before it is ready or routes, a marked pod with an idle engine gets the
+ * router's confirmation, a pod with a request of the router in flight only once it has finished,
+ * and the Lease is deleted on a clean stop.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,6 +18,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { parse } from "yaml";
+import { drainedAnnotation } from "../../src/api/router-lease.ts";
 import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_GROUP, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../../src/api/wellknown.ts";
 import { MemoryLogger } from "../../src/engine/logger.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
@@ -39,6 +43,10 @@ const TEST_TIMEOUT_MS = 60_000;
 const NAMESPACE = "serve";
 const ROUTER_USER = `system:serviceaccount:${DEFAULT_NAMESPACE}:${ROUTER_NAME}`;
 const HOSTS = ["127.0.0.1", "127.0.0.2"] as const;
+const LEASES = { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true } as const;
+/** The in-process router's `<router-id>`: its Lease (in DEFAULT_NAMESPACE) and its confirmations. */
+const ROUTER_ID = "e2e";
+const CONFIRMED = drainedAnnotation(ROUTER_ID);
 /** The prefill and the decode engine of the disaggregated route. */
 const PD_HOSTS = ["127.0.0.3", "127.0.0.4"] as const;
 
@@ -101,6 +109,12 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
   const routeObject = (name: string): Promise<any> => admin().get(MODEL_ROUTES, name, NAMESPACE);
   const waitForRoute = (name: string, what: string, check: (object: any) => boolean): Promise<any> =>
     waitFor(async () => { const object = await routeObject(name); return check(object) ? object : undefined; }, { timeoutMs: 30_000, intervalMs: 100, what: `route ${name}: ${what}` });
+  const routerLease = (): Promise<any> => admin().get(LEASES, ROUTER_ID, DEFAULT_NAMESPACE).catch(() => undefined);
+  const podAnnotations = async (name: string): Promise<Record<string, string>> => ((await admin().get(PODS, name, NAMESPACE)).metadata.annotations ?? {}) as Record<string, string>;
+  const statusOf = async (path: string): Promise<number> => request(url(path), { dispatcher: client }).then(async (response) => { await response.body.dump(); return response.statusCode; });
+  /** Holds the router's Lease create until opened (the first test checks the router waits for it). */
+  let openLeaseGate: () => void = () => undefined;
+  const leaseGate = new Promise<void>((resolve) => { openLeaseGate = resolve; });
 
   before(async () => {
     cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
@@ -116,12 +130,13 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     await admin().create(MODEL_ROUTES, route("qwen", "Qwen/Qwen3-8B", engines[0]!.port));
     const send = impersonating(cluster, ROUTER_USER);
     const counting: Send = async (exchange) => {
+      if (exchange.method === "POST" && exchange.path.includes("/leases")) await leaseGate;
       const response = await send(exchange);
       const written = /\/namespaces\/([^/]+)\/modelroutes\/([^/]+)\/status/.exec(exchange.path);
       if (exchange.method === "PATCH" && written !== null && response.status === 200) statusWrites.push(`${written[1]}/${written[2]}`);
       return response;
     };
-    router = await runRouter({ send: counting, logger, listen: "127.0.0.1:0", id: "e2e", debugHeaders: true, statusDelayMs: 50 });
+    router = await runRouter({ send: counting, logger, listen: "127.0.0.1:0", id: ROUTER_ID, leaseNamespace: DEFAULT_NAMESPACE, debugHeaders: true, statusDelayMs: 50 });
   }, { timeout: CLUSTER_START_TIMEOUT_MS + TEST_TIMEOUT_MS });
 
   after(async () => {
@@ -131,8 +146,18 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     await cluster.stop();
   });
 
-  test("ready once its caches have synced; /healthz and /metrics answer", { timeout: TEST_TIMEOUT_MS }, async () => {
-    await waitFor(async () => ((await request(url("/readyz"), { dispatcher: client }).then(async (response) => { await response.body.dump(); return response.statusCode; })) === 200 ? true : undefined), { timeoutMs: 30_000, intervalMs: 50, what: "/readyz 200" });
+  test("not ready and routing nothing until its Lease exists (DESIGN §3.1); ready once it does and its caches have synced; /healthz and /metrics answer", { timeout: TEST_TIMEOUT_MS }, async () => {
+    await waitFor(() => Promise.resolve(router?.discovery.hasSynced() === true ? true : undefined), { timeoutMs: 30_000, intervalMs: 50, what: "the caches synced" });
+    assert.equal(await statusOf("/readyz"), 503, "synced, but no Lease yet");
+    assert.equal(await routerLease(), undefined);
+    const refused = await complete("Qwen/Qwen3-8B");
+    assert.equal(refused.statusCode, 503);
+    assert.match(JSON.stringify(await refused.body.json()), /router e2e has not registered its Lease tandem-system\/e2e yet/);
+    openLeaseGate();
+    await waitFor(async () => ((await statusOf("/readyz")) === 200 ? true : undefined), { timeoutMs: 30_000, intervalMs: 50, what: "/readyz 200" });
+    const lease = await routerLease();
+    assert.deepEqual([lease?.metadata.labels, lease?.metadata.annotations, lease?.spec.holderIdentity, lease?.spec.leaseDurationSeconds], [{ "tandem.dev/router": "true" }, { "tandem.dev/scope": "*" }, ROUTER_ID, 15]);
+    assert.match(String(lease?.spec.renewTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     const health = await request(url("/healthz"), { dispatcher: client });
     assert.equal(health.statusCode, 200);
     await health.body.dump();
@@ -151,6 +176,7 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     assert.equal(engines[0]!.stats().completed + engines[1]!.stats().completed, 12);
     const metrics = await (await request(url("/metrics"), { dispatcher: client })).body.text();
     assert.match(metrics, /tandem_router_requests_total\{model="Qwen\/Qwen3-8B",role="server",code="200"\} 12/);
+    assert.match(metrics, /tandem_router_lease_state\{state="registered"\} 1/);
     assert.ok(logger.lines().filter((line) => line.message === "request" && line.fields["model"] === "Qwen/Qwen3-8B").length >= 12, "one access-log line per request");
   });
 
@@ -191,6 +217,36 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
       await response.body.dump();
       assert.equal(response.headers["x-tandem-endpoint"], "qwen-0");
     }
+  });
+
+  test("the marked pod, nothing of the router's in flight and its engine idle, gets the router's confirmation drained.tandem.dev/e2e", { timeout: TEST_TIMEOUT_MS }, async () => {
+    await waitFor(async () => ((await podAnnotations("qwen-1"))[CONFIRMED] === "true" ? true : undefined), { timeoutMs: 30_000, intervalMs: 100, what: `qwen-1 ${CONFIRMED}` });
+    assert.ok(logger.lines().some((line) => line.message === "drain confirmed" && line.fields["pod"] === `${NAMESPACE}/qwen-1`));
+  });
+
+  test("a marked pod with a request of the router in flight is confirmed only once that request has finished", { timeout: TEST_TIMEOUT_MS }, async () => {
+    // Seconds of streaming (800 tokens at 5 ms each) on qwen-0, the only eligible pod.
+    const streaming = await complete("Qwen/Qwen3-8B", { max_tokens: 800, stream: true });
+    assert.equal(streaming.headers["x-tandem-endpoint"], "qwen-0");
+    await admin().mergePatch(PODS, { name: "qwen-0", namespace: NAMESPACE }, { metadata: { annotations: { [ANNOTATION_DRAINING]: new Date().toISOString() } } });
+    let endedFlag = false;
+    const ended = (): boolean => endedFlag;
+    const body = streaming.body.text().then((text) => { endedFlag = true; return text; });
+    // The router has seen the mark (the route counts both pods draining) while the request streams on.
+    await waitForRoute("qwen", "2 draining", (candidate) => candidate.status?.endpoints?.[0]?.draining === 2);
+    assert.equal(ended(), false, "the request still streams once the router has seen the mark");
+    while (!ended()) {
+      const annotations = await podAnnotations("qwen-0");
+      if (!ended()) assert.equal(annotations[CONFIRMED], undefined, "confirmed while our request was still in flight");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.match(await body, /data: \[DONE\]/);
+    await waitFor(async () => ((await podAnnotations("qwen-0"))[CONFIRMED] === "true" ? true : undefined), { timeoutMs: 30_000, intervalMs: 100, what: `qwen-0 ${CONFIRMED}` });
+    const metrics = await (await request(url("/metrics"), { dispatcher: client })).body.text();
+    assert.match(metrics, /tandem_router_drain_confirmations_total 2/);
+    // The drains are cancelled (as the controller would): both pods serve again.
+    for (const name of ["qwen-0", "qwen-1"]) await admin().mergePatch(PODS, { name, namespace: NAMESPACE }, { metadata: { annotations: { [ANNOTATION_DRAINING]: null, [CONFIRMED]: null } } });
+    await waitForRoute("qwen", "2 ready", (candidate) => candidate.status?.endpoints?.[0]?.ready === 2);
   });
 
   test("a newer route for the same model is not Accepted (ModelConflict); a route of a missing ModelServing or role says ModelServingNotFound or RoleNotFound", { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -243,12 +299,13 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
       { verb: "patch", kind: "ModelServing", target: { namespace: NAMESPACE, name: "qwen-small", subresource: "status" }, body: { status: {} }, contentType: "application/merge-patch+json" },
       { verb: "get", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0" } },
       { verb: "create", kind: "Pod", target: { namespace: NAMESPACE }, body: entryPod("rogue", HOSTS[0]) },
-      { verb: "patch", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0" }, body: { metadata: { labels: { x: "y" } } }, contentType: "application/merge-patch+json" },
       { verb: "patch", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0", subresource: "status" }, body: { status: {} }, contentType: "application/merge-patch+json" },
       { verb: "delete", kind: "Pod", target: { namespace: NAMESPACE, name: "qwen-0" } },
       { verb: "list", kind: "Service", target: {} },
       { verb: "create", kind: "Event", target: { namespace: NAMESPACE }, body: { metadata: { name: "e" }, involvedObject: {} } },
       { verb: "get", kind: "Lease", target: { namespace: DEFAULT_NAMESPACE, name: "any" } },
+      // Its Leases only in its own namespace.
+      { verb: "create", kind: "Lease", target: { namespace: NAMESPACE }, body: { metadata: { name: "elsewhere" }, spec: {} } },
       { verb: "delete", kind: "ControllerRevision", target: { namespace: NAMESPACE, name: "any" } },
     ];
     for (const access of refused) {
@@ -271,6 +328,7 @@ describe("tandem router on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS 
     assert.match(text, /data: \[DONE\]/);
     await stopped;
     await assert.rejects(request(url("/healthz")));
+    assert.equal(await routerLease(), undefined, "the Lease is deleted on a clean stop");
     router = undefined;
   });
 

@@ -8,6 +8,10 @@ import { KubeTransport } from "../../kube/transport.ts";
 import type { HttpResponse } from "../../kube/transport.ts";
 import { KubeWriter } from "../../kube/writer.ts";
 import { VirtualClock } from "../../sim/clock.ts";
+import { DrainConfirmer } from "../confirmer.ts";
+import type { EngineProbe } from "../confirmer.ts";
+import { InFlight } from "../proxy/inflight.ts";
+import { RouterRegistration } from "../registration.ts";
 import { aPod } from "../test-fixtures.ts";
 import { KubeDiscovery } from "./discovery.ts";
 import { RouteStatusSync } from "./status-sync.ts";
@@ -33,6 +37,9 @@ interface World {
 function apiServer(world: World) {
   return fakeSend(async (request) => {
     if (request.path.includes("/controllerrevisions?") && !request.path.includes("watch=true")) await world.revisionsListed;
+    if (request.method === "POST") return jsonResponse(201, request.json);
+    if (request.method === "DELETE") return jsonResponse(200, { kind: "Status", status: "Success" });
+    if (request.method === "PATCH" && !request.path.includes("/modelroutes/")) return jsonResponse(200, request.json);
     if (request.method === "PATCH") return world.patch?.(request) ?? jsonResponse(200, { ...route("r", "m"), status: (request.json as { status: unknown }).status });
     if (request.path.includes("watch=true")) return watchResponse([], request.signal);
     const items = request.path.includes("/modelroutes") ? world.routes : request.path.includes("/pods") ? world.pods : request.path.includes("/modelservings") ? [modelServing] : [];
@@ -142,9 +149,22 @@ describe("RouteStatusSync", () => {
   });
 });
 
-it("the router's discovery and status writes use exactly ROUTER_PERMISSIONS (least privilege, both ways)", async () => {
-  const { discovery, requests, clock, transport } = await startDiscovery({ routes: [route("r", "m")], pods: [] });
-  await new RouteStatusSync({ discovery, writer: new KubeWriter(transport), clock, logger: silentLogger }).sync();
+it("the router's requests — discovery, route status, its Lease, drain confirmations — use exactly ROUTER_PERMISSIONS (least privilege, both ways)", async () => {
+  const marked = aPod({ name: "a", draining: true });
+  const pod = { ...marked.pod, metadata: { ...marked.pod.metadata, uid: "uid-a" } };
+  const { discovery, requests, clock, transport } = await startDiscovery({ routes: [route("r", "m")], pods: [pod] });
+  const writer = new KubeWriter(transport);
+  await new RouteStatusSync({ discovery, writer, clock, logger: silentLogger }).sync();
+  const registration = new RouterRegistration({ id: "r1", namespace: "ns", scope: { all: true }, writer, clock, logger: silentLogger });
+  registration.start();
+  await until(clock, "a renewal", () => requests.filter((request) => request.path.includes("/leases/r1") && request.method === "PATCH").length > 0);
+  const idle: EngineProbe = { sequence: () => 0, queueAfter: () => ({ ok: true, running: 0, waiting: 0 }), scrapeSoon: () => 0, onScrape: () => () => undefined };
+  const confirmed: string[] = [];
+  const confirmer = new DrainConfirmer({ routerId: "r1", discovery, legs: new InFlight(), engine: idle, writer, clock, logger: silentLogger, onConfirmed: (confirmedPod) => confirmed.push(confirmedPod.metadata.name) });
+  confirmer.start();
+  await until(clock, "the confirmation", () => confirmed.length === 1);
+  await confirmer.stop();
+  await registration.stop();
   const used = new Set(requests.map(permissionOf));
   const granted = new Set(ROUTER_PERMISSIONS.flatMap((permission) => permission.verbs.map((verb) => `${permission.group} ${permission.resource} ${verb}`)));
   assert.deepEqual([...used].sort(), [...granted].sort());

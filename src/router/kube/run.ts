@@ -1,16 +1,20 @@
 /**
  * Assembles `tandem router` on a cluster: transport (client-node, the router's own permission
  * list) → `KubeDiscovery` → `RequestRouter` with metrics and the access log, `RouteStatusSync`
- * writing route status, and the operational endpoints. Used by the command and by the e2e tests
- * (in-process).
+ * writing route status, the replica's registration (its Lease, DESIGN §3.1), its drain
+ * confirmations (DESIGN §3.4), and the operational endpoints. Used by the command and by the e2e
+ * tests (in-process).
  *
  * Endpoints: the listen address serves the OpenAI paths and `/healthz`, `/readyz`, `/metrics`;
  * `metricsAddress`, when given, serves the last three too (src/kube/server.ts). Ready once every
- * cache has synced, and no longer once shutting down.
+ * cache has synced and the Lease is registered and not fenced, and no longer once shutting down;
+ * completion requests are answered 503 with the reason while it does not route.
  *
- * Shutdown (`shutdown(deadlineMs)`): not ready at once, stop accepting connections (idle
- * keep-alive ones are closed), let the requests in flight finish up to the deadline, then cut what
- * is left, stop writing status and watching. Resolves when all of it is done.
+ * Shutdown (`shutdown(deadlineMs)`): not ready and not routing at once, stop accepting
+ * connections (idle keep-alive ones are closed), let the requests in flight finish up to the
+ * deadline — the Lease is renewed and drains are confirmed meanwhile — then cut what is left,
+ * stop confirming, delete the Lease, stop writing status and watching. Resolves when all of it is
+ * done.
  */
 import { randomInt } from "node:crypto";
 import { createServer } from "node:http";
@@ -24,6 +28,10 @@ import { boundAddress, parseAddress, serveHealth, startHealthServer } from "../.
 import { KubeTransport, clientNodeSend } from "../../kube/transport.ts";
 import type { Send } from "../../kube/transport.ts";
 import { KubeWriter } from "../../kube/writer.ts";
+import { parseRouterScope } from "../../api/router-lease.ts";
+import { DrainConfirmer } from "../confirmer.ts";
+import type { ConfirmerOptions } from "../confirmer.ts";
+import { RouterRegistration } from "../registration.ts";
 import { routesByModel } from "../route.ts";
 import { routeEndpointCounts } from "../status.ts";
 import { accessLog, createRouterMetrics } from "../proxy/metrics.ts";
@@ -43,8 +51,12 @@ export interface RouterRunOptions {
   /** `host:port` of the data plane (port 0: any free port). */
   readonly listen: string;
   readonly metricsAddress?: string | undefined;
-  /** This replica's name in logs (DESIGN §7 `--id`). */
+  /** `<router-id>` (DESIGN §3.1, §7 `--id`): its Lease's name, its confirmations' key, its name in logs. */
   readonly id: string;
+  /** The namespace of this replica's Lease (its own). */
+  readonly leaseNamespace: string;
+  /** Default 15 (DESIGN §3.1). */
+  readonly leaseDurationSeconds?: number | undefined;
   readonly debugHeaders?: boolean;
   readonly reflector?: KubeReaderOptions["reflector"];
   /** Coalescing delay of status writes (default 500 ms). */
@@ -80,8 +92,14 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
   if (send === undefined) throw new Error("runRouter needs a kubeConfig or a send");
   const transport = new KubeTransport(send, { permissions: ROUTER_PERMISSIONS });
   const clock = new WallClock();
+  const writer = new KubeWriter(transport);
   const discovery = new KubeDiscovery({ transport, clock, logger: options.logger, namespace: options.namespace, reflector: options.reflector });
-  const statusSync = new RouteStatusSync({ discovery, writer: new KubeWriter(transport), clock, logger: options.logger, ...(options.statusDelayMs === undefined ? {} : { delayMs: options.statusDelayMs }) });
+  const statusSync = new RouteStatusSync({ discovery, writer, clock, logger: options.logger, ...(options.statusDelayMs === undefined ? {} : { delayMs: options.statusDelayMs }) });
+  const registration = new RouterRegistration({
+    id: options.id, namespace: options.leaseNamespace, scope: parseRouterScope(options.namespace ?? "*"), leaseDurationSeconds: options.leaseDurationSeconds,
+    writer, clock, logger: options.logger,
+  });
+  let stopping = false;
   // The metrics read the router's in-flight counts, and the router reports to the metrics.
   const observers: RouterObserver[] = [accessLog(options.logger)];
   const router = new RequestRouter({
@@ -89,14 +107,16 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
     rng: { int: (min, max) => randomInt(min, max) },
     debugHeaders: options.debugHeaders ?? false,
     observer: allObservers(observers),
+    refusal: () => (stopping ? `router ${options.id} is shutting down` : registration.refusal()),
   });
   const metrics = createRouterMetrics({
     inFlight: router.inFlight,
     endpoints: () => [...routesByModel(discovery.routes()).winners.values()].map((route) => ({ route, roles: routeEndpointCounts(discovery.pods(route), route) })),
+    leaseState: () => registration.state(),
   });
   observers.push(metrics);
-  let stopping = false;
-  const ready = (): boolean => !stopping && discovery.hasSynced();
+  const confirmer = confirmerOf(router, { routerId: options.id, discovery, writer, clock, logger: options.logger, onConfirmed: () => { metrics.drainConfirmed(); } });
+  const ready = (): boolean => !stopping && discovery.hasSynced() && registration.refusal() === undefined;
   const server = createServer({ noDelay: true }, (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (OPS_PATHS.has(path)) serveHealth(req, res, { registry: metrics.registry, ready });
@@ -109,8 +129,10 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
     await new Promise((resolve) => server.close(resolve));
     throw new ListenError("--metrics-addr", metricsAddress, error);
   });
+  registration.start();
   discovery.start();
   statusSync.start();
+  confirmer.start();
   let done: Promise<void> | undefined;
   return {
     address,
@@ -121,6 +143,8 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
       stopping = true;
       done ??= (async () => {
         await drainServer(server, deadlineMs);
+        await confirmer.stop();
+        await registration.stop();
         await router.close();
         await statusSync.stop();
         await discovery.stop();
@@ -129,6 +153,13 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
       return done;
     },
   };
+}
+
+/** The drain confirmer on the router's own in-flight counts and engine scraper. */
+function confirmerOf(router: RequestRouter, options: Omit<ConfirmerOptions, "legs" | "engine">): DrainConfirmer {
+  const engine = router.engineScraper;
+  if (engine === undefined) throw new Error("the router's drain confirmation needs its default engine scraper");
+  return new DrainConfirmer({ ...options, legs: router.inFlight, engine });
 }
 
 async function listen(server: Server, address: string): Promise<string> {

@@ -70,6 +70,30 @@ describe("EngineScraper", () => {
     assert.equal(loadScore({ inFlight: 1, engine: reading }), 1);
   });
 
+  it("for the drain confirmation: scrapes are numbered, asked for at most every interval, and told when done, failures included", async () => {
+    engine.metrics = page(0, 0);
+    let nowMs = 0;
+    const scraper = new EngineScraper({ upstreams, nowMs: () => nowMs });
+    const endpoint = endpointOn("a", engine.port);
+    const done: string[] = [];
+    scraper.onScrape((key) => done.push(key));
+    await scraper.refresh(endpoint, "vllm");
+    const seen = scraper.sequence();
+    assert.equal(scraper.queueAfter(endpoint.key, seen), undefined, "the scrape before the look does not count");
+    nowMs = 400;
+    assert.equal(scraper.scrapeSoon(endpoint, "vllm"), 600, "not due for another 600 ms");
+    nowMs = 1_000;
+    assert.equal(scraper.scrapeSoon(endpoint, "vllm"), 0);
+    assert.equal(scraper.scrapeSoon(endpoint, "vllm"), 0, "joins the scrape in flight");
+    await scraper.refresh(endpoint, "vllm");
+    assert.deepEqual(scraper.queueAfter(endpoint.key, seen), { ok: true, running: 0, waiting: 0 });
+    engine.metrics = "garbage";
+    nowMs = 2_000;
+    await scraper.refresh(endpoint, "vllm");
+    assert.deepEqual(scraper.queueAfter(endpoint.key, seen), { ok: false, reason: 'line 1 is not a Prometheus sample: "garbage"' });
+    assert.deepEqual(done, ["ns/a", "ns/a", "ns/a"]);
+  });
+
   it("the router's selection follows the readings: the busy engine is avoided", async () => {
     const busy = engine;
     const idle = await FakeEngine.start();

@@ -12,6 +12,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "request_too_large"
   | "no_eligible_endpoint"
+  | "router_unavailable"
   | "upstream_error"
   | "upstream_timeout"
   | "internal_error";
@@ -24,6 +25,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   method_not_allowed: 405,
   request_too_large: 413,
   no_eligible_endpoint: 503,
+  router_unavailable: 503,
   upstream_error: 502,
   upstream_timeout: 504,
   internal_error: 500,

@@ -35,12 +35,14 @@ describe("access log", () => {
 });
 
 describe("router metrics", () => {
-  it("counts requests by model, role and code; durations and TTFT; upstream errors by reason; retries; in-flight and endpoint gauges read at scrape", async () => {
+  it("counts requests by model, role and code; durations and TTFT; upstream errors by reason; retries; drain confirmations; in-flight, endpoint and Lease-state gauges read at scrape", async () => {
     const inFlight = new InFlight();
     inFlight.begin("ns/a");
     const route = aRoute();
-    const metrics = createRouterMetrics({ inFlight, endpoints: () => [{ route, roles: [{ role: "serve", ready: 2, draining: 1 }] }] });
+    const metrics = createRouterMetrics({ inFlight, endpoints: () => [{ route, roles: [{ role: "serve", ready: 2, draining: 1 }] }], leaseState: () => "fenced" });
     metrics.requestDone(RECORD);
+    metrics.drainConfirmed();
+    metrics.drainConfirmed();
     metrics.legFailed(route, "ns/a", { code: "upstream_error", message: "x", retryable: true, reason: "connect_failed" });
     metrics.retried(route);
     const text = await metrics.registry.metrics();
@@ -53,6 +55,9 @@ describe("router metrics", () => {
       'tandem_router_inflight_requests{endpoint="ns/a"} 1',
       'tandem_router_endpoints{model="m",role="serve",state="ready"} 2',
       'tandem_router_endpoints{model="m",role="serve",state="draining"} 1',
+      "tandem_router_drain_confirmations_total 2",
+      'tandem_router_lease_state{state="fenced"} 1',
+      'tandem_router_lease_state{state="registered"} 0',
     ]) assert.ok(text.includes(line), `missing ${line}`);
   });
 });

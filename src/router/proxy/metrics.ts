@@ -9,12 +9,16 @@
  * - `tandem_router_upstream_errors_total{model,reason}`: failed legs by reason (`LegFailure.reason`);
  * - `tandem_router_retries_total{model}`: further attempts;
  * - `tandem_router_endpoints{model,role,state}` (gauge): entry pods ready or draining per route role;
+ * - `tandem_router_drain_confirmations_total`: drain confirmations this replica wrote (DESIGN §3.4);
+ * - `tandem_router_lease_state{state}` (gauge): 1 for the state of this replica's Lease
+ *   (`unregistered`, `registered`, `fenced`, `stopped`: DESIGN §3.1), 0 for the others;
  * - Node process metrics (`process_*`, `nodejs_*`).
  * The gauges are read when scraped, from the in-flight counts and the discovery caches.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { LogFields } from "../../engine/logger.ts";
 import type { RoleEndpoints } from "../../api/route.ts";
+import type { LeaseState } from "../registration.ts";
 import type { RouterRoute } from "../route.ts";
 import type { InFlight } from "./inflight.ts";
 import type { RequestRecord, RouterObserver } from "./observer.ts";
@@ -26,10 +30,16 @@ export interface RouterMetricsSources {
   readonly inFlight: Pick<InFlight, "snapshot">;
   /** The served routes with their endpoint counts per role (as the route status states them). */
   readonly endpoints: () => readonly { readonly route: RouterRoute; readonly roles: readonly RoleEndpoints[] }[];
+  /** The state of this replica's Lease; no gauge without it. */
+  readonly leaseState?: () => LeaseState;
 }
+
+const LEASE_STATES: readonly LeaseState[] = ["unregistered", "registered", "fenced", "stopped"];
 
 export interface RouterMetrics extends RouterObserver {
   readonly registry: Registry;
+  /** Counts one drain confirmation written. */
+  drainConfirmed(): void;
 }
 
 export function createRouterMetrics(sources: RouterMetricsSources): RouterMetrics {
@@ -60,8 +70,18 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
       }
     },
   });
+  const confirmations = new Counter({ name: "tandem_router_drain_confirmations_total", help: "Drain confirmations (drained.tandem.dev/<router-id>) this replica wrote.", registers });
+  new Gauge({
+    name: "tandem_router_lease_state", help: "1 for the state of this replica's router Lease (unregistered, registered, fenced, stopped), 0 for the others.", labelNames: ["state"], registers,
+    collect() {
+      const current = sources.leaseState?.();
+      if (current === undefined) return;
+      for (const state of LEASE_STATES) this.set({ state }, state === current ? 1 : 0);
+    },
+  });
   return {
     registry,
+    drainConfirmed: () => { confirmations.inc(); },
     requestDone: (record) => {
       requests.inc({ model: record.model, role: record.role, code: String(record.status) });
       duration.observe({ model: record.model }, record.durationMs / 1000);

@@ -60,6 +60,25 @@ describe("data plane: aggregated", () => {
     await router.close();
   });
 
+  it("while the replica may not route (its refusal: not registered, fenced, stopping), completions get 503 with the reason and no engine is asked; the last leg's end is told", async () => {
+    let refusal: string | undefined = "router r1 has not registered its Lease ns/r1 yet";
+    const { router, url } = await startRouter([aRoute()], [servePod("a", engine.port)], { refusal: () => refusal });
+    const idle: string[] = [];
+    router.inFlight.onIdle((key) => idle.push(key));
+    const refused = await post(url, "/v1/completions", { model: "m", prompt: "hi" });
+    assert.equal(refused.statusCode, 503);
+    assert.deepEqual(await refused.body.json(), { error: { message: "router r1 has not registered its Lease ns/r1 yet", type: "server_error", param: null, code: "router_unavailable" } });
+    assert.deepEqual(idle, []);
+    refusal = undefined;
+    const served = await post(url, "/v1/completions", { model: "m", prompt: "hi" });
+    await served.body.dump();
+    assert.equal(served.statusCode, 200);
+    // The leg is released once its body has been piped; the client may see the end a turn earlier.
+    for (let turn = 0; turn < 100 && idle.length === 0; turn++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(idle, ["ns/a"]);
+    await router.close();
+  });
+
   it("generates a request id when the client sends none; no debug headers unless asked", async () => {
     const { router, url } = await startRouter([aRoute()], [servePod("a", engine.port)], { debugHeaders: false });
     const response = await post(url, "/v1/chat/completions", { model: "m", messages: [] });

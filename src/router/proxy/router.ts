@@ -67,6 +67,11 @@ export interface RequestRouterOptions {
   readonly newRequestId?: () => string;
   /** Told of every request, failed leg and retry (metrics, access log). */
   readonly observer?: RouterObserver;
+  /**
+   * Why this replica must not route now (not registered, fenced, stopping: DESIGN §3.1);
+   * completion requests are then answered 503 with it. Undefined: always routes.
+   */
+  readonly refusal?: () => string | undefined;
 }
 
 /** What is known of a request so far, for its `RequestRecord`. */
@@ -109,8 +114,10 @@ const DONE: Outcome = { done: true };
 type First = { readonly kind: "decode"; readonly sent: Sent } | { readonly kind: "prefill"; readonly failure: LegFailure };
 
 export class RequestRouter {
-  /** This replica's legs in flight per endpoint key: selection reads it, the drain confirmation will. */
+  /** This replica's legs in flight per endpoint key: selection and the drain confirmation read it. */
   readonly inFlight = new InFlight();
+  /** The default engine scraper (absent when `engineLoad` was given); the drain confirmation asks it too. */
+  readonly engineScraper: EngineScraper | undefined;
   readonly #options: RequestRouterOptions;
   readonly #upstreams: Upstreams;
   readonly #maxBodyBytes: number;
@@ -130,9 +137,12 @@ export class RequestRouter {
     const upstreams = new Upstreams({ connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
     this.#upstreams = upstreams;
     this.#nowMs = options.nowMs ?? Date.now;
-    if (options.engineLoad !== undefined) this.#engineLoad = options.engineLoad;
-    else {
+    if (options.engineLoad !== undefined) {
+      this.#engineLoad = options.engineLoad;
+      this.engineScraper = undefined;
+    } else {
       const scraper = new EngineScraper({ upstreams, nowMs: this.#nowMs });
+      this.engineScraper = scraper;
       this.#engineLoad = (endpoint, route) => scraper.reading(endpoint, route.engine);
     }
   }
@@ -221,6 +231,11 @@ export class RequestRouter {
     if ("route" in parsed) trace.model = parsed.route.model;
     if ("code" in parsed) {
       sendError(res, parsed);
+      return;
+    }
+    const refusal = this.#options.refusal?.();
+    if (refusal !== undefined) {
+      sendError(res, { code: "router_unavailable", message: refusal });
       return;
     }
     const headers: Record<string, string> = { "x-request-id": requestId };
