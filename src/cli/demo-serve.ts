@@ -21,6 +21,7 @@ import { ANNOTATION_DRAINED, ANNOTATION_DRAINING, ANNOTATION_ROUTER_SCOPE, LABEL
 import { isTerminating } from "../core/health.ts";
 import type { Clock, JsonObject, KubeObject, Timer } from "../engine/ports.ts";
 import { startEngineMock } from "../router/engine-mock/server.ts";
+import { kvFormatOf } from "../router/kv-format.ts";
 import type { EngineMock } from "../router/engine-mock/server.ts";
 import type { Address } from "../router/endpoints.ts";
 import { RequestRouter } from "../router/proxy/router.ts";
@@ -354,12 +355,6 @@ class RouterLease {
 /** A Lease's `renewTime` format (Kubernetes MicroTime): RFC 3339 with 6 fractional digits. */
 function microTime(epochMs: number): string {
   return new Date(epochMs).toISOString().replace("Z", "000Z");
-}
-
-/** The first container's env `KV_FORMAT`, default `v1` (DESIGN §7). */
-export function kvFormatOf(pod: Pod): string {
-  const env = (pod.spec.containers[0] as { env?: { name?: string; value?: string }[] } | undefined)?.env ?? [];
-  return env.find((variable) => variable.name === "KV_FORMAT")?.value ?? "v1";
 }
 
 /**
