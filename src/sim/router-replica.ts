@@ -191,16 +191,23 @@ export class RouterReplica {
   // -------------------------------------------------------------------------------------------
   // Lease (DESIGN §3.1)
 
-  /** Creates the Lease, or takes over the one a crashed run left; then renews it on virtual time. */
+  /**
+   * Creates the Lease, or takes over the one a crashed run left; then renews it on virtual time. A
+   * write that fails is tried again a second later; the replica routes nothing until one succeeds.
+   */
   async #register(): Promise<void> {
     const discovery = this.#discovery;
     const lease = routerLeaseObject({ id: this.id, namespace: SIM_LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: this.#options.leaseDurationSeconds, nowMs: this.#epoch.nowMs() });
     const writer = this.#world.cluster.writer(this.id);
     try {
-      await writer.create(lease);
+      await writer.create(lease).catch(async (error: unknown) => {
+        if (!isApiError(error, "AlreadyExists")) throw error;
+        await writer.patch({ kind: "Lease", namespace: SIM_LEASE_NAMESPACE, name: this.id }, { spec: lease.spec });
+      });
     } catch (error) {
-      if (!isApiError(error, "AlreadyExists")) throw error;
-      await writer.patch({ kind: "Lease", namespace: SIM_LEASE_NAMESPACE, name: this.id }, { spec: lease.spec });
+      if (!isApiError(error)) throw error;
+      if (this.#discovery === discovery) this.#after(1_000, () => void this.#register());
+      return;
     }
     if (this.#discovery !== discovery) return;
     this.#registered = true;

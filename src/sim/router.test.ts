@@ -62,7 +62,7 @@ interface Setup {
  * A cluster of `nodes` 8-GPU nodes (pods ready 3 s after creation), ModelServing "m" with `roles`,
  * `pods`, and a router at 20 requests/s of 2 s each unless `options` say otherwise.
  */
-async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> & { seed?: number; roles?: string[]; nodes?: number; route?: Record<string, unknown> } = {}): Promise<Setup> {
+async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> & { seed?: number; roles?: string[]; nodes?: number; route?: Record<string, unknown>; beforeRouter?: (cluster: SimCluster) => void } = {}): Promise<Setup> {
   const cluster = new SimCluster({
     seed: options.seed ?? 1,
     nodes: [{ name: "gpu", count: options.nodes ?? 4, gpus: 8 }],
@@ -78,6 +78,7 @@ async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> 
     const gated = pod.metadata.labels?.["test/gated"] === "true";
     if (!gated) await client.patchStatus({ kind: "Pod", namespace: "default", name: pod.metadata.name }, { status: { conditions: [{ type: SERVING, status: "True" }] } });
   }
+  options.beforeRouter?.(cluster);
   const router = attachRouter(cluster, { requestsPerSecond: 20, requestSeconds: 2, ...options });
   const events: RouterEvent[] = [];
   router.subscribe((event) => events.push(event));
@@ -338,6 +339,17 @@ describe("SimRouter: replicas", () => {
       assert.equal((stored.spec as { holderIdentity?: string }).holderIdentity, id);
       assert.equal(cluster.server.apiWrites({ client: id, kind: "Lease" }), 1 + 6, "created, then renewed every 5 s");
     }
+  });
+
+  it("routes nothing before its Lease is written: a failed create is tried again a second later", async () => {
+    // The pods are Ready at about 3 s; the sixth create, at 5 s, is the first to succeed.
+    const failFiveCreates = (cluster: SimCluster): void => {
+      for (let nth = 1; nth <= 5; nth++) cluster.server.faults.failNth({ verb: "create", kind: "Lease", client: "router-0" }, nth, { error: "ServerError" });
+    };
+    const { cluster, events } = await setup([servingPod("d0")], { beforeRouter: failFiveCreates });
+    await cluster.advance(10 * SECOND);
+    assert.ok(events.length > 0 && events.every((event) => event.atMs >= 5 * SECOND), `first request at ${events[0]?.atMs}`);
+    assert.ok(cluster.server.stored("Lease").some((stored) => stored.metadata.name === "router-0"));
   });
 
   it("cuts a crashed replica's requests and stops renewing its Lease; restarted, it takes the Lease over and confirms what it has nothing on", async () => {

@@ -37,6 +37,7 @@ import type { SimCluster } from "./cluster.ts";
 import { followStored } from "./follow.ts";
 import type { Follower } from "./follow.ts";
 import { isJsonObject } from "./json.ts";
+import { MAX_ROUTER_REPLICAS } from "./limits.ts";
 import { RouterReplica } from "./router-replica.ts";
 
 export { targetRole } from "./implicit-routes.ts";
@@ -105,8 +106,6 @@ export interface RouterEvent {
 /** Subscribers at once; more is a leak. */
 const MAX_SUBSCRIBERS = 16;
 const TWO_POW_32 = 0x1_0000_0000;
-/** Bound on replicas (a scenario's are bounded in `limits.ts`). */
-const MAX_REPLICAS = 64;
 
 /** One request: its legs, one per role of its route, prefill first. */
 interface Request {
@@ -189,7 +188,7 @@ export class SimRouter {
     const jitterPercent = options.jitterPercent ?? 10;
     if (!(jitterPercent >= 0 && jitterPercent <= 100)) throw new Error(`jitterPercent must be within 0..100, got ${jitterPercent}`);
     const replicas = options.replicas ?? 1;
-    if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= MAX_REPLICAS)) throw new Error(`replicas must be an integer within 1..${MAX_REPLICAS}, got ${replicas}`);
+    if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= MAX_ROUTER_REPLICAS)) throw new Error(`replicas must be an integer within 1..${MAX_ROUTER_REPLICAS}, got ${replicas}`);
     this.#cluster = cluster;
     const rng = cluster.rng("router");
     this.#arrivalRng = rng.fork("arrivals");
