@@ -62,7 +62,7 @@ describe("the drain handshake across a controller restart at any instant", () =>
     assertConverged(baseline, "no restart", 2);
     const confirmed = baseline.controllerEvents.filter((event) => event.reason === "DrainConfirmed");
     assert.equal(confirmed.length, 2, "each group's drain confirmed by the router");
-    assert.ok(confirmed.every((event) => event.message.includes("router(s) sim-router confirmed")));
+    assert.ok(confirmed.every((event) => event.message.includes("router(s) router-0 confirmed")));
     const distinct = [...new Set(instants)].sort((a, b) => a - b);
     assert.ok(distinct.length >= 4, `the rollout writes at several instants: ${distinct.join(", ")}`);
     // The update reached the controller one informer lag after it was made.
@@ -113,6 +113,6 @@ describe("drainHonoured judges the routers from their Leases", () => {
     const report = await runScenario(scenario(undefined), { plan: blind });
     const drain = report.invariants.find((invariant) => invariant.name === "drainHonoured");
     assert.equal(report.verdict, "fail");
-    assert.match(drain?.first?.message ?? "", /^m-\d-server-0-0 deleted [\d.]+s before its drain timed out \(marked [\dTZ:.-]+, drain.timeoutSeconds 120\): router\(s\) sim-router had not confirmed$/);
+    assert.match(drain?.first?.message ?? "", /^m-\d-server-0-0 deleted [\d.]+s before its drain timed out \(marked [\dTZ:.-]+, drain.timeoutSeconds 120\): router\(s\) router-0 had not confirmed$/);
   });
 });

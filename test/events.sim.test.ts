@@ -65,8 +65,8 @@ describe("controller Events in the simulator", () => {
     ]);
     const [, , started, drain, confirmed, deleted, created] = events;
     assert.match(started!.message, /^Rolling out revision m-\w+ \(current revision m-\w+\)\.$/);
-    assert.match(drain!.message, /^Draining decode-0 of group 1 \(replacing m-\w+ with m-\w+\): pod\(s\) m-1-decode-0-0, m-1-decode-0-1 out of traffic; waiting up to 120s for router\(s\) sim-router to confirm before deleting\.$/);
-    assert.match(confirmed!.message, /^Drained decode-0 of group 1 .*: router\(s\) sim-router confirmed pod\(s\) m-1-decode-0-0; deleting\.$/);
+    assert.match(drain!.message, /^Draining decode-0 of group 1 \(replacing m-\w+ with m-\w+\): pod\(s\) m-1-decode-0-0, m-1-decode-0-1 out of traffic; waiting up to 120s for router\(s\) router-0 to confirm before deleting\.$/);
+    assert.match(confirmed!.message, /^Drained decode-0 of group 1 .*: router\(s\) router-0 confirmed pod\(s\) m-1-decode-0-0; deleting\.$/);
     assert.match(deleted!.message, /^Deleting decode-0 of group 1 \(replacing m-\w+ with m-\w+\): pod\(s\) m-1-decode-0-0, m-1-decode-0-1\.$/);
     assert.match(created!.message, /^Creating decode-0 of group 1 at revision m-\w+ \(replacement for the rollout to m-\w+\)\.$/);
     const [recovering, rebuilt] = events.slice(-2);

@@ -27,6 +27,16 @@ describe("shipped scenarios", () => {
     });
   }
 
+  it("pd-kv-format-update: with pairing SameGroup instead, its last expect fails on the requests a decode refused", async () => {
+    const text = readFileSync(join(DIR, "pd-kv-format-update.yaml"), "utf8").replace("pairing: SameRevision", "pairing: SameGroup");
+    const parsed = parseScenarioText(text);
+    assert.ok(parsed.ok);
+    const report = await runScenario(parsed.scenario);
+    const last = report.steps.at(-1);
+    assert.equal(last?.kind, "expect");
+    assert.match(last.message, /^expect failed: requests\.failed is (\d+), expected at most 0; requests\.incompatible is \1, expected at most 0$/);
+  });
+
   it("decode-image-update: zero prefill pods created or deleted during the decode update", async () => {
     const report = await run("decode-image-update.yaml");
     const before = report.snapshots["before"] ?? [];

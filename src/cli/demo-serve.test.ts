@@ -12,7 +12,8 @@ import type { RunObserver } from "../sim/runner.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
 import type { Scenario, Step } from "../sim/scenario.ts";
 import { DEFAULT_SERVE_SCENARIO } from "./demo.ts";
-import { formatTotals, kvFormatOf, runServe, SERVE_ROUTER_ID } from "./demo-serve.ts";
+import { kvFormatOf } from "../router/kv-format.ts";
+import { formatTotals, runServe, SERVE_ROUTER_ID } from "./demo-serve.ts";
 
 const SCENARIO_PATH = join(import.meta.dirname, "../../deploy/examples/scenarios", DEFAULT_SERVE_SCENARIO);
 /** Simulated seconds per wall second in tests: the shipped scenario (~200 s) in a few seconds. */

@@ -26,6 +26,7 @@ import type { ConfirmerDiscovery } from "../router/confirmer.ts";
 import { startEngineMock } from "../router/engine-mock/server.ts";
 import type { EngineMock } from "../router/engine-mock/server.ts";
 import type { Address } from "../router/endpoints.ts";
+import { kvFormatOf } from "../router/kv-format.ts";
 import { RequestRouter } from "../router/proxy/router.ts";
 import { RouterRegistration } from "../router/registration.ts";
 import type { SimCluster } from "../sim/cluster.ts";
@@ -324,10 +325,4 @@ function confirmerDiscovery(discovery: SimDiscovery): ConfirmerDiscovery {
     hasSynced: () => discovery.hasSynced(),
     onChange: (listener) => discovery.subscribe(() => { listener(); }),
   };
-}
-
-/** The first container's env `KV_FORMAT`, default `v1` (DESIGN §7). */
-export function kvFormatOf(pod: Pod): string {
-  const env = (pod.spec.containers[0] as { env?: { name?: string; value?: string }[] } | undefined)?.env ?? [];
-  return env.find((variable) => variable.name === "KV_FORMAT")?.value ?? "v1";
 }

@@ -60,6 +60,9 @@ export function describeStep(step: Step): string {
     case "restartController": return "Restarting the controller (all memory lost)";
     case "snapshot": return `Snapshot ${step.value}`;
     case "advance": return `Letting ${step.value.seconds}s pass`;
+    case "crashRouter": return `Failure injected: router replica ${step.value.replica} crashes`;
+    case "restartRouter": return `Router replica ${step.value.replica} restarts`;
+    case "expect": return "Checking expectations";
   }
 }
 

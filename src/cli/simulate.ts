@@ -60,6 +60,11 @@ export function humanReport(file: string, scenario: Scenario, report: Report): s
   const skipped = scenario.steps.length - report.steps.length;
   if (skipped > 0) lines.push(`  ${skipped} later step(s) not run: the run stops at the first failed step`);
   lines.push(...eventLines(report.controllerEvents));
+  const requests = report.metrics.requests;
+  if (requests !== undefined) {
+    const roles = Object.entries(requests.byRole).map(([role, counts]) => `${role} ${counts.total}`).join(", ");
+    lines.push(`requests (every leg): ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed (${requests.incompatible} incompatible), ${requests.cut} cut; by role ${roles || "none"}`);
+  }
   const violated = report.invariants.filter((result) => result.violations > 0);
   if (violated.length === 0) lines.push(`invariants: all ${report.invariants.length} held (${report.invariants.map((result) => result.name).join(", ")})`);
   for (const result of violated) lines.push(`invariant ${result.name}: ${result.violations} violation(s), first at ${result.first?.t ?? "?"}s: ${result.first?.message ?? ""}`);
@@ -87,7 +92,8 @@ function derivedOptions(scenario: Scenario): string {
   const effective = { ...DEFAULT_TIMING, ...timing };
   const timings = Object.entries(effective).map(([key, value]) => `${key} ${value}`).join(", ");
   const imageList = Object.keys(images ?? {}).sort().join(", ");
-  const traffic = router === undefined ? "no router" : `router ${router.requestsPerSecond} req/s × ${router.requestSeconds}s`;
+  const replicas = router?.replicas ?? 1;
+  const traffic = router === undefined ? "no router" : `router ${router.requestsPerSecond} req/s × ${router.requestSeconds}s${replicas > 1 ? `, ${replicas} replicas` : ""}`;
   return `nodes ${pools}; timing ${timings}; jitter 10%; informer lag 100ms; images with overrides: ${imageList === "" ? "none" : imageList}; ${traffic}`;
 }
 

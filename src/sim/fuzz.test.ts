@@ -47,7 +47,7 @@ describe("fuzzScenario", () => {
   });
 
   describe("with faults", () => {
-    const FAULT_KINDS = ["failNode", "recoverNode", "restartController", "rollback"];
+    const FAULT_KINDS = ["failNode", "recoverNode", "restartController", "rollback", "crashRouter", "restartRouter"];
     const kindOf = (step: unknown): string => Object.keys(step as object)[0] ?? "";
     /** The roles' images an apply or patch step sets, as one string; none for other steps. */
     const imagesOf = (step: Record<string, unknown>): string[] => {
@@ -84,6 +84,25 @@ describe("fuzzScenario", () => {
         });
       }
       assert.ok(outages > 50, `only ${outages} outages in 200 scenarios`);
+    });
+
+    it("crashes a router replica now and then, only with router traffic, and restarts it after a wait", () => {
+      let episodes = 0;
+      for (let seed = 0; seed < 200; seed++) {
+        const scenario = fuzzScenario(seed, { faults: true });
+        const steps = scenario["steps"] as readonly Record<string, unknown>[];
+        const router = (scenario["cluster"] as { router?: { replicas?: number } }).router;
+        steps.forEach((step, index) => {
+          if (!("crashRouter" in step)) return;
+          episodes += 1;
+          assert.ok(router !== undefined, `seed ${seed}: a crash without a router`);
+          const { replica } = step["crashRouter"] as { replica: number };
+          assert.ok(replica < (router.replicas ?? 1));
+          assert.equal(kindOf(steps[index + 1]), "wait", `seed ${seed}: step ${index + 1}`);
+          assert.deepEqual(steps[index + 2], { restartRouter: { replica } }, `seed ${seed}: step ${index + 2} restarts it`);
+        });
+      }
+      assert.ok(episodes > 50, `only ${episodes} router crashes in 200 scenarios`);
     });
 
     it("rolls back only once the images have changed, and deletes pods only right after waiting for Available", () => {

@@ -15,7 +15,8 @@
  * fails, stays down a while — long enough, on the fault timing, for its pods to be evicted — and
  * recovers), a controller restart, pods deleted anywhere (mid-rollout too), a rollback; and such a
  * scenario runs with failing API requests and dropped watches (`fuzzChaos`), half of the time
- * with router traffic (so drains wait for the router's ack). Every fault has
+ * with router traffic (so drains wait for the router's ack) through 1-3 router replicas, one of
+ * which crashes and restarts now and then after a change. Every fault has
  * ended before the last two waits, so those check liveness after faults stop; safety is checked
  * at every instant throughout.
  *
@@ -106,7 +107,7 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
     state.gang = drawGang(ganging, state);
     keepValid(state);
   }
-  const faults = options.faults === true ? new FaultSteps(root.fork("faults"), state) : undefined;
+  const faults = options.faults === true ? new FaultSteps(root.fork("faults"), root.fork("router-faults"), state) : undefined;
   const crashes = options.crash === true ? new CrashSteps(root.fork("crash")) : undefined;
   let neededGpus = gpusOf(state);
   const steps: unknown[] = [{ apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) } }, waitFor("Available", 1200)];
@@ -136,7 +137,10 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
   const name = `fuzz${mode}-${generatorSeed}`;
   if (faults === undefined) return { name, cluster, steps };
   const timing = { ...cluster.timing, ...FAULT_TIMING };
-  return { name, cluster: { ...cluster, timing, ...faults.router() }, steps: faults.nameNodes(steps, cluster.nodes[0].count) };
+  const { router } = faults.router();
+  const replicas = router === undefined ? undefined : faults.routerReplicas();
+  const faultCluster = { ...cluster, timing, ...(router === undefined ? {} : { router: { ...router, replicas } }) };
+  return { name, cluster: faultCluster, steps: faults.resolveSlots(steps, cluster.nodes[0].count, replicas) };
 }
 
 /** Percentage of the controller's API requests that fail, and of steps before which every watch drops, in a fault scenario. */
@@ -159,6 +163,8 @@ interface NodeSlot {
 /** The faults of a fault scenario, drawn from their own stream (see the module comment). */
 class FaultSteps {
   readonly #rng: Prng;
+  /** Router replica crashes and the replica count, a stream of their own so the other faults are unchanged. */
+  readonly #routerRng: Prng;
   /** The images of the spec versions so far: a rollback needs a revision to go back to. */
   readonly #images = new Set<string>();
   /**
@@ -169,13 +175,26 @@ class FaultSteps {
   #recovered: string | undefined;
 
   /** `initial` is the spec the scenario applies first. */
-  constructor(rng: Prng, initial: SpecState) {
+  constructor(rng: Prng, routerRng: Prng, initial: SpecState) {
     this.#rng = rng;
+    this.#routerRng = routerRng;
     this.#images.add(imagesOf(initial));
   }
 
-  /** The fault (perhaps none) after the change to `state`. */
+  /**
+   * The fault (perhaps none) after the change to `state`, then (one time in three) a router
+   * replica crash: the replica crashes, stays down 1, 5 or 20 s, and restarts — left out when the
+   * scenario has no router (`resolveSlots`).
+   */
   next(state: SpecState): unknown[] {
+    const fault = this.#fault(state);
+    const rng = this.#routerRng;
+    if (!rng.chance(1, 3)) return fault;
+    const crash: RouterCrashSlot = { routerSlot: rng.int(0, 1 << 16), downSeconds: rng.pick([1, 5, 20]) };
+    return [...fault, crash];
+  }
+
+  #fault(state: SpecState): unknown[] {
     const rng = this.#rng;
     this.#images.add(imagesOf(state));
     const mayRollback = this.#images.size > 1 && !state.paused && versionedOf(state) !== this.#recovered;
@@ -213,9 +232,23 @@ class FaultSteps {
     return rng.chance(1, 2) ? { router: { requestsPerSecond: rng.pick([2, 10]), requestSeconds: rng.pick([1, 3, 8]) } } : {};
   }
 
-  /** `steps` with every node slot replaced by its step on one of `count` nodes ("gpu-<i>"). */
-  nameNodes(steps: readonly unknown[], count: number): unknown[] {
-    return steps.map((step) => (isNodeSlot(step) ? { [step.kind]: { name: `gpu-${step.nodeSlot % count}` } } : step));
+  /** Router replicas, with router traffic: 1 to 3 (drawn last from the router stream). */
+  routerReplicas(): number {
+    return this.#routerRng.int(1, 4);
+  }
+
+  /**
+   * `steps` with every node slot replaced by its step on one of `count` nodes ("gpu-<i>"), and
+   * every router crash slot by its episode on one of `replicas` replicas (none without a router).
+   */
+  resolveSlots(steps: readonly unknown[], count: number, replicas: number | undefined): unknown[] {
+    return steps.flatMap((step) => {
+      if (isNodeSlot(step)) return [{ [step.kind]: { name: `gpu-${step.nodeSlot % count}` } }];
+      if (!isRouterCrashSlot(step)) return [step];
+      if (replicas === undefined) return [];
+      const replica = step.routerSlot % replicas;
+      return [{ crashRouter: { replica } }, { wait: { for: "Seconds", timeoutSeconds: step.downSeconds } }, { restartRouter: { replica } }];
+    });
   }
 }
 
@@ -301,6 +334,16 @@ function imagesOf(state: SpecState): string {
 /** The versioned fields of a spec version the generator changes: each role's image and workers. */
 function versionedOf(state: SpecState): string {
   return state.roles.map((role) => `${role.image}*${role.workerReplicas}`).join(" ");
+}
+
+/** A router replica crash, its replica resolved once the replica count is drawn. */
+interface RouterCrashSlot {
+  readonly routerSlot: number;
+  readonly downSeconds: number;
+}
+
+function isRouterCrashSlot(step: unknown): step is RouterCrashSlot {
+  return typeof step === "object" && step !== null && "routerSlot" in step;
 }
 
 function isNodeSlot(step: unknown): step is NodeSlot {

@@ -21,13 +21,15 @@ export const MAX_PODS = 10_000;
 export const MAX_REQUESTS_IN_FLIGHT = 10_000;
 /** Router requests over the whole run, at most: `requestsPerSecond ×` the longest the steps can run. */
 export const MAX_REQUESTS = 2_000_000;
+/** Router replicas (`cluster.router.replicas`): each has its own cache of every pod. */
+export const MAX_ROUTER_REPLICAS = 16;
 /** Pod records kept by `snapshot` steps: snapshots × the pods asked for. */
 export const MAX_SNAPSHOT_PODS = 200_000;
 
 /** The parts of a parsed scenario the limits read. */
 export interface LimitInput {
   readonly nodes?: readonly { readonly count: number }[] | undefined;
-  readonly router?: { readonly requestsPerSecond: number; readonly requestSeconds: number } | undefined;
+  readonly router?: { readonly requestsPerSecond: number; readonly requestSeconds: number; readonly replicas?: number | undefined } | undefined;
   /** Each step with its path; `modelServing` set for an `apply` of a valid ModelServing. */
   readonly steps: readonly LimitStep[];
 }
@@ -89,7 +91,8 @@ export function podsReason(pods: number, total: number): string | undefined {
 }
 
 function routerProblems(router: NonNullable<LimitInput["router"]>, steps: readonly LimitStep[]): Problem[] {
-  const { requestsPerSecond, requestSeconds } = router;
+  const { requestsPerSecond, requestSeconds, replicas = 1 } = router;
+  if (replicas > MAX_ROUTER_REPLICAS) return [problem(["cluster", "router", "replicas"], `is ${replicas}; the simulator runs at most ${MAX_ROUTER_REPLICAS} router replicas`)];
   const inFlight = Math.ceil(requestsPerSecond * requestSeconds);
   if (inFlight > MAX_REQUESTS_IN_FLIGHT) {
     return [problem(["cluster", "router"], `${requestsPerSecond} requests/s lasting ${requestSeconds}s each keep ${inFlight} requests in flight; the simulator runs at most ${MAX_REQUESTS_IN_FLIGHT} at once`)];

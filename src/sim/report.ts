@@ -56,8 +56,11 @@ export interface Metrics {
   containerRestarts: ByRole;
   /** The controller's writes (client "controller"): total and by kind then verb. */
   apiWrites: { total: number; byKind: Record<string, Record<string, number>> };
-  /** Only with `cluster.router`: requests in total and by role. */
-  requests?: RequestCounts & { byRole: Record<string, RequestCounts> };
+  /**
+   * Only with `cluster.router`: every leg in total and by role (a disaggregated request counts on
+   * prefill and decode), and the requests a decode refused for their prefill's KV format.
+   */
+  requests?: RequestCounts & { incompatible: number; byRole: Record<string, RequestCounts> };
 }
 
 export interface Report {

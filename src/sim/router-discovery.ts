@@ -16,18 +16,20 @@ import type { Discovery } from "../router/discovery.ts";
 import type { Address, DiscoveredPod } from "../router/endpoints.ts";
 import { routerRouteOf } from "../router/route.ts";
 import type { RouterRoute } from "../router/route.ts";
-import type { WatchEvent } from "../engine/ports.ts";
+import type { KubeObject, WatchEvent } from "../engine/ports.ts";
 import type { SimCluster } from "./cluster.ts";
 import type { SimInformer } from "./informer.ts";
 
-/** The kinds the router's cache holds. */
-export const ROUTER_DISCOVERY_KINDS = ["ModelRoute", "Pod", "ControllerRevision"] as const;
+/** The kinds the router's cache holds (ModelServings for the simulated traffic's implicit routes). */
+export const ROUTER_DISCOVERY_KINDS = ["ModelRoute", "ModelServing", "Pod", "ControllerRevision"] as const;
 
 export interface SimDiscoveryOptions {
   /** The engine address of a pod as the cache shows it; undefined while it has none. */
   readonly addressOf: (pod: Pod) => Address | undefined;
   /** Watch lag of the cache. Default: the cluster's informer lag. */
   readonly lagMs?: number;
+  /** The client the cache lists and watches through (one per router replica). Default "router-discovery". */
+  readonly clientName?: string;
 }
 
 export class SimDiscovery implements Discovery {
@@ -39,7 +41,7 @@ export class SimDiscovery implements Discovery {
 
   /** Starts the cache on `cluster`; stop it with `stop()`. */
   constructor(cluster: SimCluster, options: SimDiscoveryOptions) {
-    this.#cache = cluster.reader({ clientName: "router-discovery", kinds: ROUTER_DISCOVERY_KINDS, ...(options.lagMs === undefined ? {} : { lagMs: options.lagMs }) });
+    this.#cache = cluster.reader({ clientName: options.clientName ?? "router-discovery", kinds: ROUTER_DISCOVERY_KINDS, ...(options.lagMs === undefined ? {} : { lagMs: options.lagMs }) });
     this.#addressOf = options.addressOf;
     this.#unsubscribe = this.#cache.subscribe((event) => {
       if (event.object.kind === "ModelRoute") this.#routes = undefined;
@@ -71,6 +73,16 @@ export class SimDiscovery implements Discovery {
   /** Every entry pod in the cache, in any state (the drain confirmations look at them). */
   entryPods(): readonly Pod[] {
     return this.#cache.list("Pod", { labelSelector: `${LABEL_ENTRY}=true` }) as unknown as Pod[];
+  }
+
+  /** Every ModelServing in the cache. */
+  modelServings(): readonly KubeObject[] {
+    return this.#cache.list("ModelServing");
+  }
+
+  /** Pod `namespace/name` as the cache shows it. */
+  pod(namespace: string, name: string): Pod | undefined {
+    return this.#cache.get("Pod", namespace, name) as unknown as Pod | undefined;
   }
 
   /** Calls `handler` after each change the cache applies. Returns the unsubscribe function. */

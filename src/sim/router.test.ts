@@ -4,20 +4,23 @@ import type { KubeObject } from "../engine/ports.ts";
 import { SimCluster } from "./cluster.ts";
 import { Prng } from "./prng.ts";
 import { attachRouter, exponentialGapMs, servingSignature, targetRole } from "./router.ts";
-import { microTime, parseRouterLease } from "../api/router-lease.ts";
 import type { RouterEvent, RouterOptions, SimRouter } from "./router.ts";
 import { aPod } from "./test-fixtures.ts";
 
 const SECOND = 1_000;
 const DRAINING = "tandem.dev/draining";
-const DRAINED = "drained.tandem.dev/sim-router";
+/** The replica's own confirmation (DESIGN §3.4). */
+const DRAINED = "drained.tandem.dev/router-0";
+const SERVING = "tandem.dev/serving";
 
 interface PodSpecOptions {
   role?: string;
   entry?: boolean;
-  /** Adds the serving readiness gate, which nobody sets here: the pod never becomes Ready. */
+  /** The serving gate stays unset (the controller opens it on every other pod): never Ready. */
   gated?: boolean;
   annotations?: Record<string, string>;
+  /** The first container's env KV_FORMAT. */
+  kvFormat?: string;
 }
 
 /** A pod of ModelServing "m" taking a whole 8-GPU node, so each pod has its own node. */
@@ -25,8 +28,9 @@ function servingPod(name: string, options: PodSpecOptions = {}): KubeObject<"Pod
   const role = options.role ?? "decode";
   const labels: Record<string, string> = { "tandem.dev/modelserving": "m", "tandem.dev/group": "0", "tandem.dev/role": role, "tandem.dev/instance": `${role}-0` };
   if (options.entry !== false) labels["tandem.dev/entry"] = "true";
-  const spec: Record<string, unknown> = { containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": 8 } } }] };
-  if (options.gated === true) spec["readinessGates"] = [{ conditionType: "tandem.dev/serving" }];
+  if (options.gated === true) labels["test/gated"] = "true";
+  const env = options.kvFormat === undefined ? {} : { env: [{ name: "KV_FORMAT", value: options.kvFormat }] };
+  const spec: Record<string, unknown> = { containers: [{ name: "main", image: "vllm:v1", ...env, resources: { limits: { "nvidia.com/gpu": 8 } } }], readinessGates: [{ conditionType: SERVING }] };
   const pod = aPod(name, labels, spec as never);
   if (options.annotations !== undefined) pod.metadata.annotations = options.annotations;
   return pod;
@@ -41,6 +45,13 @@ function modelServing(roles: readonly string[]): KubeObject<"ModelServing"> {
   };
 }
 
+/** ModelRoute "llama" to ModelServing "m" with `spec` (parsed and defaulted by the cache's reader). */
+function modelRoute(spec: Record<string, unknown>): KubeObject {
+  return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelRoute", metadata: { name: "llama", namespace: "default" }, spec: { model: "llama", modelServing: "m", engine: "vllm", ...spec } } as unknown as KubeObject;
+}
+
+const DISAGGREGATED = { roles: { prefill: "prefill", decode: "decode" }, pairing: "Any" };
+
 interface Setup {
   cluster: SimCluster;
   router: SimRouter;
@@ -51,7 +62,7 @@ interface Setup {
  * A cluster of `nodes` 8-GPU nodes (pods ready 3 s after creation), ModelServing "m" with `roles`,
  * `pods`, and a router at 20 requests/s of 2 s each unless `options` say otherwise.
  */
-async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> & { seed?: number; roles?: string[]; nodes?: number } = {}): Promise<Setup> {
+async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> & { seed?: number; roles?: string[]; nodes?: number; route?: Record<string, unknown>; beforeRouter?: (cluster: SimCluster) => void } = {}): Promise<Setup> {
   const cluster = new SimCluster({
     seed: options.seed ?? 1,
     nodes: [{ name: "gpu", count: options.nodes ?? 4, gpus: 8 }],
@@ -60,7 +71,14 @@ async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> 
   });
   const client = cluster.writer("test");
   await client.create(modelServing(options.roles ?? ["prefill", "decode"]));
-  for (const pod of pods) await client.create(pod);
+  if (options.route !== undefined) await client.create(modelRoute(options.route));
+  for (const pod of pods) {
+    await client.create(pod);
+    // As the controller does for a pod whose drain is not under way: the router's eligibility needs it.
+    const gated = pod.metadata.labels?.["test/gated"] === "true";
+    if (!gated) await client.patchStatus({ kind: "Pod", namespace: "default", name: pod.metadata.name }, { status: { conditions: [{ type: SERVING, status: "True" }] } });
+  }
+  options.beforeRouter?.(cluster);
   const router = attachRouter(cluster, { requestsPerSecond: 20, requestSeconds: 2, ...options });
   const events: RouterEvent[] = [];
   router.subscribe((event) => events.push(event));
@@ -193,23 +211,7 @@ describe("SimRouter: outcomes", () => {
 });
 
 describe("SimRouter: drain handshake", () => {
-  it("registers its Lease (sim-router, scope *) at start and renews it every 5 s on the controller's epoch clock", async () => {
-    const { cluster, router } = await setup([servingPod("d0")]);
-    await cluster.advance(0);
-    const ref = { kind: "Lease", namespace: "default", name: "sim-router" } as const;
-    const first = parseRouterLease(cluster.server.get(ref));
-    assert.ok(first);
-    assert.deepEqual({ id: first.id, scope: first.scope, leaseDurationSeconds: first.leaseDurationSeconds }, { id: "sim-router", scope: { all: true }, leaseDurationSeconds: 15 });
-    assert.equal(first.renewTime, microTime(cluster.clock.onEpoch().nowMs()));
-    await cluster.advance(5 * SECOND);
-    assert.notEqual(parseRouterLease(cluster.server.get(ref))?.renewTime, first.renewTime, "renewed");
-    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Lease" }), 2, "created, then renewed once");
-    router.stop();
-    await cluster.advance(20 * SECOND);
-    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Lease" }), 2, "a stopped router renews nothing");
-  });
-
-  it("stops routing to a draining pod and acks only once its last request has ended", async () => {
+  it("stops routing to a draining pod and confirms only once its last leg has ended and the engine reads idle", async () => {
     const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")]);
     await cluster.advance(20 * SECOND);
     assert.ok((router.inFlightByPod()["d0"] ?? 0) > 5);
@@ -224,9 +226,9 @@ describe("SimRouter: drain handshake", () => {
     const lastEndMs = Math.max(...onD0.filter((event) => event.type === "RequestOk").map((event) => event.atMs));
     assert.ok(!podsStarted(events, 20 * SECOND + 100).has("d0"), "no new request once the cache shows draining");
     assert.ok(lastEndMs > 21 * SECOND, "requests kept running after the drain started");
-    assert.equal(drainedAtMs, lastEndMs, "acked at the instant the in-flight count reached 0, not before");
+    assert.ok(drainedAtMs > lastEndMs && drainedAtMs <= lastEndMs + SECOND, `confirmed at the first engine scrape (every second) after the last leg ended at ${lastEndMs}, not before: ${drainedAtMs}`);
     assert.equal(onD0.filter((event) => event.type === "DrainAcked").length, 1);
-    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod" }), 1);
+    assert.equal(cluster.server.apiWrites({ client: "router-0", kind: "Pod" }), 1);
     assert.equal(router.metrics().cut, 0);
   });
 
@@ -253,32 +255,125 @@ describe("SimRouter: drain handshake", () => {
     await cluster.advance(30 * SECOND);
     assert.equal(annotationsOf(cluster, "p0")[DRAINED], "true");
     assert.equal(annotationsOf(cluster, "w0")[DRAINED], undefined);
-    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod" }), 1);
+    assert.equal(cluster.server.apiWrites({ client: "router-0", kind: "Pod" }), 1);
   });
 
   it("retries an ack that meets a Conflict or a server error, with a doubling delay", async () => {
     const { cluster, events } = await setup([servingPod("d0"), servingPod("d1")], { requestsPerSecond: 1 });
-    cluster.server.faults.failNth({ verb: "patch", kind: "Pod", client: "router" }, 1, { error: "Conflict" });
+    cluster.server.faults.failNth({ verb: "patch", kind: "Pod", client: "router-0" }, 1, { error: "Conflict" });
     // Every rule counts every matching request: the second write is this rule's second.
-    cluster.server.faults.failNth({ verb: "patch", kind: "Pod", client: "router" }, 2, { error: "ServerError" });
+    cluster.server.faults.failNth({ verb: "patch", kind: "Pod", client: "router-0" }, 2, { error: "ServerError" });
     await cluster.advance(10 * SECOND);
     await annotate(cluster, "d1", { [DRAINING]: "2026-01-01T00:00:10Z" });
     await cluster.advance(30 * SECOND);
     assert.equal(annotationsOf(cluster, "d1")[DRAINED], "true");
-    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod", verb: "patch" }), 3);
+    assert.equal(cluster.server.apiWrites({ client: "router-0", kind: "Pod", verb: "patch" }), 3);
     const acked = events.filter((event) => event.type === "DrainAcked");
     assert.equal(acked.length, 1);
     const lastEndMs = Math.max(10 * SECOND + 100, ...events.filter((event) => event.pod === "d1" && event.type === "RequestOk").map((event) => event.atMs));
-    assert.equal(acked[0]?.atMs, lastEndMs + 100 + 200);
+    // The first write at the first scrape after the pod went idle, the third 100 + 200 ms later.
+    const delayMs = (acked[0]?.atMs ?? 0) - lastEndMs - 300;
+    assert.ok(delayMs > 0 && delayMs <= SECOND, `${delayMs}`);
   });
 
   it("gives up after maxAckAttempts writes", async () => {
     const { cluster } = await setup([servingPod("d0")], { requestsPerSecond: 1, maxAckAttempts: 3 });
-    cluster.server.faults.failWithChance({ verb: "patch", kind: "Pod", client: "router" }, 1, 1, { error: "ServerError", stream: "always" });
+    cluster.server.faults.failWithChance({ verb: "patch", kind: "Pod", client: "router-0" }, 1, 1, { error: "ServerError", stream: "always" });
     await cluster.advance(10 * SECOND);
     await annotate(cluster, "d0", { [DRAINING]: "2026-01-01T00:00:10Z" });
     await cluster.advance(60 * SECOND);
-    assert.equal(cluster.server.apiWrites({ client: "router", kind: "Pod", verb: "patch" }), 3);
+    assert.equal(cluster.server.apiWrites({ client: "router-0", kind: "Pod", verb: "patch" }), 3);
+  });
+});
+
+describe("SimRouter: routes through the router's decisions", () => {
+  it("sends a disaggregated request as a prefill leg, then a decode leg on the chosen pair, each counted by role", async () => {
+    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill" }), servingPod("d0")], { route: DISAGGREGATED, requestSeconds: 2, jitterPercent: 0 });
+    await cluster.advance(30 * SECOND);
+    const metrics = router.metrics();
+    const prefill = metrics.byRole["prefill"];
+    const decode = metrics.byRole["decode"];
+    assert.ok(prefill !== undefined && decode !== undefined && prefill.total > 400, JSON.stringify(metrics));
+    assert.equal(metrics.failed + metrics.cut + metrics.incompatible, 0);
+    assert.ok(prefill.total - decode.total >= 0 && prefill.total - decode.total <= 5, "a decode leg starts as its prefill leg ends");
+    const started = events.filter((event) => event.type === "RequestStarted");
+    const firstPrefill = started.find((event) => event.role === "prefill");
+    const firstDecode = started.find((event) => event.role === "decode");
+    assert.equal(firstPrefill?.pod, "p0");
+    assert.equal((firstDecode?.atMs ?? 0) - firstPrefill.atMs, 200, "the prefill leg is 10% of the request");
+  });
+
+  it("fails a request whose decode has another KV format than its prefill, counting it incompatible", async () => {
+    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill", kvFormat: "v2" }), servingPod("d0")], { route: DISAGGREGATED });
+    await cluster.advance(30 * SECOND);
+    const metrics = router.metrics();
+    assert.ok(metrics.incompatible > 400);
+    assert.equal(metrics.byRole["decode"]?.failed, metrics.incompatible, "every decode refuses");
+    assert.equal(metrics.byRole["prefill"]?.failed, 0, "the prefill leg ran");
+    assert.match(events.find((event) => event.type === "RequestFailed")?.reason ?? "", /^kv format mismatch: prefill v2, decode v1$/);
+  });
+
+  it("fails fast with the pairing's reason when no compatible pair exists, never another pairing", async () => {
+    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill" }), servingPod("d0")], { route: { ...DISAGGREGATED, pairing: "SameRevision" } });
+    await cluster.advance(10 * SECOND);
+    assert.equal(router.metrics().total, 0, "pods without revisions never pair: the route never went live");
+    assert.equal(events.length, 0);
+  });
+});
+
+describe("SimRouter: replicas", () => {
+  function lease(cluster: SimCluster, id: string): KubeObject | undefined {
+    return cluster.server.stored("Lease").find((stored) => stored.metadata.name === id);
+  }
+  const renewTime = (stored: KubeObject | undefined): unknown => (stored?.spec as { renewTime?: unknown } | undefined)?.renewTime;
+
+  it("spreads arrivals over the replicas, each registered by its own Lease renewed every third of its duration", async () => {
+    const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")], { replicas: 3 });
+    await cluster.advance(30 * SECOND);
+    assert.deepEqual(router.replicaIds(), ["router-0", "router-1", "router-2"]);
+    for (const id of router.replicaIds()) {
+      const routed = events.filter((event) => event.type === "RequestStarted" && event.replica === id).length;
+      assert.ok(routed > 100, `${id} routed ${routed}`);
+      const stored = lease(cluster, id);
+      assert.equal(stored?.metadata.labels?.["tandem.dev/router"], "true");
+      assert.equal((stored.spec as { holderIdentity?: string }).holderIdentity, id);
+      assert.equal(cluster.server.apiWrites({ client: id, kind: "Lease" }), 1 + 6, "created, then renewed every 5 s");
+    }
+  });
+
+  it("routes nothing before its Lease is written: a failed create is tried again a second later", async () => {
+    // The pods are Ready at about 3 s; the sixth create, at 5 s, is the first to succeed.
+    const failFiveCreates = (cluster: SimCluster): void => {
+      for (let nth = 1; nth <= 5; nth++) cluster.server.faults.failNth({ verb: "create", kind: "Lease", client: "router-0" }, nth, { error: "ServerError" });
+    };
+    const { cluster, events } = await setup([servingPod("d0")], { beforeRouter: failFiveCreates });
+    await cluster.advance(10 * SECOND);
+    assert.ok(events.length > 0 && events.every((event) => event.atMs >= 5 * SECOND), `first request at ${events[0]?.atMs}`);
+    assert.ok(cluster.server.stored("Lease").some((stored) => stored.metadata.name === "router-0"));
+  });
+
+  it("cuts a crashed replica's requests and stops renewing its Lease; restarted, it takes the Lease over and confirms what it has nothing on", async () => {
+    const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")], { replicas: 2 });
+    await cluster.advance(20 * SECOND);
+    const before = events.length;
+    assert.equal(router.crashReplica(1), undefined);
+    const cut = events.slice(before).filter((event) => event.type === "RequestCut");
+    assert.ok(cut.length > 5 && cut.every((event) => event.replica === "router-1" && event.atMs === 20 * SECOND));
+    assert.equal(router.crashReplica(1), "router replica 1 is already down");
+    const frozen = renewTime(lease(cluster, "router-1"));
+    await annotate(cluster, "d0", { [DRAINING]: "2026-01-01T00:00:20Z" });
+    await cluster.advance(20 * SECOND);
+    assert.equal(renewTime(lease(cluster, "router-1")), frozen, "the Lease stays, unrenewed");
+    assert.ok(!events.slice(before).some((event) => event.type === "RequestStarted" && event.replica === "router-1"));
+    assert.equal(annotationsOf(cluster, "d0")[DRAINED], "true", "router-0 confirmed");
+    assert.equal(annotationsOf(cluster, "d0")["drained.tandem.dev/router-1"], undefined);
+    assert.equal(router.restartReplica(1), undefined);
+    await cluster.advance(5 * SECOND);
+    assert.equal(annotationsOf(cluster, "d0")["drained.tandem.dev/router-1"], "true", "confirmed once synced and scraped");
+    assert.notEqual(renewTime(lease(cluster, "router-1")), frozen);
+    assert.ok(events.some((event) => event.type === "RequestStarted" && event.replica === "router-1" && event.atMs > 40 * SECOND));
+    assert.match(router.restartReplica(1) ?? "", /is running/);
+    assert.match(router.crashReplica(5) ?? "", /^no router replica 5; replicas are 0\.\.1$/);
   });
 });
 

@@ -1,40 +1,46 @@
 /**
- * The simulated request router (DESIGN §6 `cluster.router`): traffic on the virtual clock, routed
- * to ModelServing entry pods from a lagged cache, with the router's half of the drain handshake
- * (DESIGN §3) and the request counts of the report (`metrics.requests`).
+ * The simulated request traffic (DESIGN §6 `cluster.router`): requests on the virtual clock, sent
+ * through router replicas (`router-replica.ts`) that decide with the router's own pure code —
+ * `chooseTarget` (selection, pairing) and `confirmDrain` — and the request counts of the report
+ * (`metrics.requests`). This module is the driver and the ground truth, not a second router.
  *
  * Two views of the cluster, on purpose:
- * - **what the router believes**: its own informer (client "router", watch lag `informerLagMs`)
- *   decides the candidate set and the drain acks, as a real router's endpoint cache does;
- * - **what happened**: a request runs in its pod's containers, so whether it survives is decided
- *   from the API server watched without lag plus the kubelet's node state — a request on a
- *   crashed node dies even though nobody has noticed the crash yet.
+ * - **what each replica believes**: its own lagged cache decides targets and drain confirmations,
+ *   as a real router's does;
+ * - **what happened**: a leg runs in its pod's containers, so whether it survives is decided from
+ *   the API server watched without lag plus the kubelet's node state — a leg on a crashed node
+ *   dies even though nobody has noticed the crash yet. The engines' queues (what a scrape reads)
+ *   are the legs running on each pod, from every replica.
  *
- * Model (see docs/design/simulator-core.md, "Router model"):
- * - arrivals form a Poisson process of rate `requestsPerSecond` (exponential gaps rounded to whole
- *   milliseconds); each request lasts `requestSeconds` plus up to `jitterPercent`;
- * - each request goes to one ModelServing that has gone live (the router has seen a candidate for
- *   it once; before that nobody sends it traffic), and within it to the **target role**: the first
- *   role whose name contains "decode", else the first role of `spec.template.roles`;
- * - candidates: entry pods of the target role that are Ready, not draining, not terminating, in
- *   the router's cache; the one with the fewest requests in flight wins (ties: name order);
- * - outcomes: `ok` (ran to its end), `cut` (its pod's containers stopped, or the pod went away,
- *   while it ran), `failed` (never ran: no candidate, the in-flight cap, or the chosen pod was
- *   already gone because the cache was stale — a refused connection).
+ * Model (docs/design/simulator-core.md, "Router model"): Poisson arrivals of rate
+ * `requestsPerSecond`, each to one routable replica (seeded), each lasting `requestSeconds` plus up
+ * to `jitterPercent`; the replica picks a live route and its target; an aggregated request is one
+ * leg, a disaggregated one a prefill leg (`prefillPercent` of the request) and a decode leg. Every
+ * request counts one leg per role of its route: `ok`, `cut` (its containers stopped, its pod went
+ * away or its replica crashed while it ran), `failed` (never ran: no target, the in-flight cap, a
+ * pod that was already gone, a decode of another KV format than its prefill — `incompatible`).
  */
-import { ROUTER_LEASE_DURATION_SECONDS, drainedAnnotation, microTime, routerLeaseObject } from "../api/router-lease.ts";
-import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROLE } from "../api/wellknown.ts";
+import type { Pod } from "../api/kube.ts";
+import { ROUTER_LEASE_DURATION_SECONDS } from "../api/router-lease.ts";
+import { LABEL_ROLE } from "../api/wellknown.ts";
 import { Listeners } from "../engine/listeners.ts";
-import { isApiError } from "../engine/ports.ts";
-import type { Clock, ClusterReader, ClusterWriter, JsonObject, KubeObject, Rng, Timer, WatchEvent } from "../engine/ports.ts";
-import type { ApiServer } from "./apiserver.ts";
+import type { KubeObject, Rng, Timer } from "../engine/ports.ts";
+import type { EngineQueue } from "../router/engine-metrics.ts";
+import type { Endpoint } from "../router/endpoints.ts";
+import { kvFormatOf } from "../router/kv-format.ts";
+import { routeRoleNames } from "../router/route.ts";
+import type { RouterRoute } from "../router/route.ts";
+import { targetEndpoints } from "../router/target.ts";
+import type { Target } from "../router/target.ts";
+import { compareStrings } from "../core/maps.ts";
 import type { SimCluster } from "./cluster.ts";
-import { SimInformer } from "./informer.ts";
-import { isJsonObject } from "./json.ts";
-import { isPodReady } from "./pod-status.ts";
 import { followStored } from "./follow.ts";
 import type { Follower } from "./follow.ts";
-import { compareStrings } from "../core/maps.ts";
+import { isJsonObject } from "./json.ts";
+import { MAX_ROUTER_REPLICAS } from "./limits.ts";
+import { RouterReplica } from "./router-replica.ts";
+
+export { targetRole } from "./implicit-routes.ts";
 
 /** DESIGN §6 `cluster.router`, plus the model's knobs. */
 export interface RouterOptions {
@@ -42,45 +48,29 @@ export interface RouterOptions {
   requestsPerSecond: number;
   /** Duration of one request before jitter, > 0. */
   requestSeconds: number;
+  /** Router replicas, each with its own cache, Lease and in-flight counts. Default 1. */
+  replicas?: number;
   /** Each request lasts up to this percent longer, uniformly. Default 10. */
   jitterPercent?: number;
-  /** Watch lag of the router's cache. Default 100. */
+  /** A disaggregated request's prefill leg lasts this percent of it (at least 1 ms). Default 10. */
+  prefillPercent?: number;
+  /** Watch lag of each replica's cache. Default 100. */
   informerLagMs?: number;
-  /** Requests in flight at once over all pods; an arrival beyond it fails. Default 50 000. */
+  /** Period of each replica's engine scrape. Default 1 000. */
+  scrapeIntervalMs?: number;
+  /** `leaseDurationSeconds` of each replica's Lease. Default 15. */
+  leaseDurationSeconds?: number;
+  /** Legs in flight at once over all pods; an arrival beyond it fails. Default 50 000. */
   maxInFlight?: number;
-  /** Attempts at writing one drain ack before leaving it to the next change of the pod. Default 8. */
+  /** Writes of one drain confirmation before leaving it to the next change of the pod. Default 8. */
   maxAckAttempts?: number;
-  /** First retry delay of a failed ack write, doubled per attempt. Default 100. */
+  /** First retry delay of a failed confirmation write, doubled per attempt. Default 100. */
   ackRetryBaseMs?: number;
-  /** Cap on the ack retry delay. Default 5 000. */
+  /** Cap on the confirmation retry delay. Default 5 000. */
   ackRetryMaxMs?: number;
 }
 
-/** What the router needs; `attachRouter` wires them from a `SimCluster`. */
-export interface RouterPorts {
-  readonly clock: Clock;
-  /** The router's own stream; sub-streams "arrivals", "durations", "targets" are forked from it. */
-  readonly rng: Rng;
-  /** The router's cache of ModelServings and Pods: lagged, never started by the caller. */
-  readonly cache: ClusterReader & { start(): void; stop(): void };
-  /** Writes the drain acks (client "router"). */
-  readonly client: ClusterWriter;
-  /** Ground truth for whether a request survives: pods watched without lag. */
-  readonly server: ApiServer;
-  /** Ground truth the API server lacks: the node has crashed (its containers are dead). */
-  readonly isNodeDown: (node: string) => boolean;
-  /**
-   * The epoch clock the controller compares drain marks with (`cluster.clock.onEpoch()`): the
-   * router's Lease renewTime is written on it. Without it the router registers no Lease.
-   */
-  readonly epochClock?: Clock;
-}
-
-/** The simulated router's replica identity: its Lease and its confirmations `drained.tandem.dev/sim-router`. */
-export const SIM_ROUTER_ID = "sim-router";
-const SIM_ROUTER_LEASE_NAMESPACE = "default";
-
-/** Request outcomes; `total - ok - failed - cut` are in flight now. */
+/** Leg outcomes; `total - ok - failed - cut` are in flight now. */
 export interface RequestCounts {
   total: number;
   ok: number;
@@ -88,163 +78,147 @@ export interface RequestCounts {
   cut: number;
 }
 
-/** `metrics()`: the report's `metrics.requests`, overall and by role (sorted by role name). */
+/** `metrics()`: the report's `metrics.requests`, every leg, overall and by role (sorted by role name). */
 export interface RequestMetrics extends RequestCounts {
+  /** Requests a decode refused for the KV format of its prefill (each also counted failed). */
+  incompatible: number;
   inFlight: number;
   byRole: Record<string, RequestCounts>;
 }
 
 export type RouterEventType = "RequestFailed" | "RequestStarted" | "RequestOk" | "RequestCut" | "DrainAcked";
 
-/** One thing the router did, for subscribers (a runner's event log, tests). */
+/** One thing the traffic did (per leg), for subscribers (a runner's event log, tests). */
 export interface RouterEvent {
   atMs: number;
   type: RouterEventType;
+  /** The replica that routed it (or confirmed). */
+  replica: string;
   /** `<namespace>/<name>` of the ModelServing; absent on DrainAcked. */
   modelServing?: string;
   role: string;
-  /** The pod, except on a request that failed for want of a candidate. */
+  /** The pod, except on a leg that failed before one was chosen. */
   pod?: string;
+  /** Why, on RequestFailed: the router's reason (no eligible endpoint, no compatible pair), or the engine's. */
+  reason?: string;
 }
 
 /** Subscribers at once; more is a leak. */
 const MAX_SUBSCRIBERS = 16;
 const TWO_POW_32 = 0x1_0000_0000;
 
-/** An entry pod as the router's cache shows it. */
-interface EntryView {
-  readonly uid: string;
-  readonly namespace: string;
-  readonly name: string;
-  /** `<namespace>/<modelserving>/<role>`: the pool this pod serves. */
-  readonly pool: string;
-  readonly role: string;
-  readonly candidate: boolean;
-  /** The draining annotation's value, when present. */
-  readonly draining: string | undefined;
-  readonly drained: boolean;
-  readonly terminating: boolean;
-}
-
-interface Target {
-  /** `<namespace>/<name>`. */
-  readonly key: string;
-  readonly uid: string;
-  /** `<namespace>/<name>/<targetRole>`, or undefined when the ModelServing has no role. */
-  readonly pool: string | undefined;
-  readonly role: string;
-}
-
-interface InFlightRequest {
-  readonly podUid: string;
+/** One request: its legs, one per role of its route, prefill first. */
+interface Request {
+  readonly replica: RouterReplica;
+  /** `<namespace>/<modelServing>`. */
   readonly modelServing: string;
+  readonly target: Target;
+  readonly durationMs: number;
+  /** Legs running now. */
+  readonly running: Set<Leg>;
+  /** Roles whose leg has not started yet, in order. */
+  readonly pending: string[];
+  /** The KV format of the pod the prefill ran on (checked by the decode). */
+  prefillKv: string | undefined;
+  done: boolean;
+}
+
+interface Leg {
+  readonly request: Request;
   readonly role: string;
+  readonly podUid: string;
+  readonly podName: string;
+  readonly release: () => void;
   readonly timer: Timer;
 }
 
-/** Requests running on one pod and the containers they run in. */
+/** Legs running on one pod and the containers they run in. */
 interface PodLoad {
   readonly uid: string;
   readonly name: string;
-  /** `servingSignature` when the first request started; any change means they were cut. */
+  /** `servingSignature` when the first leg started; any change means they were cut. */
   readonly signature: string;
-  readonly requests: Set<InFlightRequest>;
+  readonly legs: Set<Leg>;
 }
 
-/** A pod as the server has it, for deciding whether requests on it survive. */
+/** A pod as the server has it, for deciding whether legs on it survive. */
 interface KnownContainers {
   readonly node: string | undefined;
   readonly signature: string | undefined;
+  readonly kvFormat: string;
 }
 
-/** One drain ack, from its first write until the pod or its draining value changes. */
-interface AckState {
-  /** The draining value this ack answers; a new drain needs a new ack. */
-  readonly draining: string;
-  /** Writes sent so far. */
-  attempts: number;
-  /** The pending retry, if any. */
-  timer: Timer | undefined;
-}
-
-/** A router on `cluster`'s clock, reading through its own informer, started. Stop it with `stop()`. */
+/** Traffic on `cluster`'s clock through `options.replicas` router replicas, started. Stop it with `stop()`. */
 export function attachRouter(cluster: SimCluster, options: RouterOptions): SimRouter {
-  const cache = new SimInformer(cluster.server.client("router"), cluster.clock, {
-    kinds: ["ModelServing", "Pod"],
-    lagMs: options.informerLagMs ?? 100,
-  });
-  const router = new SimRouter(
-    {
-      clock: cluster.clock,
-      rng: cluster.rng("router"),
-      cache,
-      client: cluster.writer("router"),
-      server: cluster.server,
-      isNodeDown: (node) => cluster.kubelet.isNodeDown(node),
-      epochClock: cluster.clock.onEpoch(),
-    },
-    options,
-  );
+  const router = new SimRouter(cluster, options);
   router.start();
   return router;
 }
 
 export class SimRouter {
-  readonly #ports: RouterPorts;
+  readonly #cluster: SimCluster;
   readonly #arrivalRng: Rng;
   readonly #durationRng: Rng;
   readonly #targetRng: Rng;
+  readonly #replicaRng: Rng;
   readonly #meanGapMs: number;
   readonly #requestMs: number;
   readonly #jitterMs: number;
+  readonly #prefillPercent: number;
   readonly #maxInFlight: number;
-  readonly #ack: { maxAttempts: number; baseMs: number; maxMs: number };
-  readonly #targets = new Map<string, Target>();
-  /** ModelServing uids that have had a candidate once. */
+  readonly #replicas: RouterReplica[] = [];
+  /** Routes (`<namespace>/<name>`) a replica could serve once. */
   readonly #live = new Set<string>();
-  readonly #entries = new Map<string, EntryView>();
   readonly #loads = new Map<string, PodLoad>();
-  /** Every pod on the server by uid, as last seen without lag: the containers requests run in. */
+  /** Every pod on the server by uid, as last seen without lag: the containers legs run in. */
   readonly #containers = new Map<string, KnownContainers>();
-  readonly #acks = new Map<string, AckState>();
   readonly #counts = new Map<string, RequestCounts>();
   readonly #subscribers = new Listeners<RouterEvent>(MAX_SUBSCRIBERS, "router subscribers");
+  #incompatible = 0;
   #inFlight = 0;
   #arrivalTimer: Timer | undefined;
-  #leaseTimer: Timer | undefined;
   #truth: Follower | undefined;
-  #unsubscribe: (() => void) | undefined;
   #stopped = false;
 
   /** Validates the options; nothing runs until `start()`. */
-  constructor(ports: RouterPorts, options: RouterOptions) {
+  constructor(cluster: SimCluster, options: RouterOptions) {
     const { requestsPerSecond, requestSeconds } = options;
     if (!(requestsPerSecond > 0 && Number.isFinite(requestsPerSecond))) throw new Error(`requestsPerSecond must be > 0, got ${requestsPerSecond}`);
     if (!(requestSeconds > 0 && Number.isFinite(requestSeconds))) throw new Error(`requestSeconds must be > 0, got ${requestSeconds}`);
     const jitterPercent = options.jitterPercent ?? 10;
     if (!(jitterPercent >= 0 && jitterPercent <= 100)) throw new Error(`jitterPercent must be within 0..100, got ${jitterPercent}`);
-    this.#ports = ports;
-    this.#arrivalRng = ports.rng.fork("arrivals");
-    this.#durationRng = ports.rng.fork("durations");
-    this.#targetRng = ports.rng.fork("targets");
+    const replicas = options.replicas ?? 1;
+    if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= MAX_ROUTER_REPLICAS)) throw new Error(`replicas must be an integer within 1..${MAX_ROUTER_REPLICAS}, got ${replicas}`);
+    this.#cluster = cluster;
+    const rng = cluster.rng("router");
+    this.#arrivalRng = rng.fork("arrivals");
+    this.#durationRng = rng.fork("durations");
+    this.#targetRng = rng.fork("targets");
+    this.#replicaRng = rng.fork("replicas");
     this.#meanGapMs = 1000 / requestsPerSecond;
     this.#requestMs = Math.max(1, Math.round(requestSeconds * 1000));
     this.#jitterMs = Math.floor((this.#requestMs * jitterPercent) / 100);
+    this.#prefillPercent = options.prefillPercent ?? 10;
     this.#maxInFlight = options.maxInFlight ?? 50_000;
-    this.#ack = { maxAttempts: options.maxAckAttempts ?? 8, baseMs: options.ackRetryBaseMs ?? 100, maxMs: options.ackRetryMaxMs ?? 5_000 };
+    const world = {
+      cluster,
+      engineQueue: (uid: string) => this.#engineQueue(uid),
+      confirmed: (replica: string, pod: Pod) => {
+        this.#emit({ type: "DrainAcked", replica, role: pod.metadata.labels?.[LABEL_ROLE] ?? "", pod: pod.metadata.name });
+      },
+    };
+    const replicaOptions = {
+      informerLagMs: options.informerLagMs ?? 100,
+      scrapeIntervalMs: options.scrapeIntervalMs ?? 1_000,
+      leaseDurationSeconds: options.leaseDurationSeconds ?? ROUTER_LEASE_DURATION_SECONDS,
+      confirm: { maxAttempts: options.maxAckAttempts ?? 8, baseMs: options.ackRetryBaseMs ?? 100, maxMs: options.ackRetryMaxMs ?? 5_000 },
+    };
+    for (let index = 0; index < replicas; index++) this.#replicas.push(new RouterReplica(index, world, replicaOptions));
   }
 
-  /**
-   * Starts the Lease (DESIGN §3.1), the cache, the ground-truth watch and the arrivals (the first
-   * one gap from now).
-   */
+  /** Starts every replica, the ground-truth watch and the arrivals (the first one gap from now). */
   start(): void {
-    this.#registerLease();
-    this.#unsubscribe = this.#ports.cache.subscribe((event) => {
-      this.#onCacheEvent(event);
-    });
-    this.#ports.cache.start();
-    this.#truth = followStored(this.#ports.server, "Pod", {
+    this.#truth = followStored(this.#cluster.server, "Pod", {
       seen: (pod) => {
         this.#observeTruth(pod.metadata.uid ?? "", pod);
       },
@@ -253,22 +227,48 @@ export class SimRouter {
       },
       knownUids: () => this.#containers.keys(),
     });
+    for (const replica of this.#replicas) replica.start();
     this.#scheduleArrival();
   }
 
-  /** Stops arrivals, acks and watches; requests in flight are forgotten (neither ok nor cut). */
+  /** Stops arrivals, replicas and watches; legs in flight are forgotten (neither ok nor cut). */
   stop(): void {
     this.#stopped = true;
     this.#arrivalTimer?.cancel();
-    this.#leaseTimer?.cancel();
-    this.#unsubscribe?.();
-    this.#ports.cache.stop();
     this.#truth?.stop();
-    for (const load of this.#loads.values()) for (const request of load.requests) request.timer.cancel();
-    for (const ack of this.#acks.values()) ack.timer?.cancel();
+    for (const replica of this.#replicas) replica.crash();
+    for (const load of this.#loads.values()) for (const leg of load.legs) leg.timer.cancel();
   }
 
-  /** The report's `metrics.requests`: counts so far, overall and by role. */
+  /** The replica ids, in index order. */
+  replicaIds(): string[] {
+    return this.#replicas.map((replica) => replica.id);
+  }
+
+  /**
+   * Replica `index` crashes: every request it has in flight is cut (its connections go with it),
+   * its cache and confirmations stop, its Lease is no longer renewed but stays. Undefined when it
+   * was running; otherwise why not.
+   */
+  crashReplica(index: number): string | undefined {
+    const replica = this.#replicas[index];
+    if (replica === undefined) return `no router replica ${index}; replicas are 0..${this.#replicas.length - 1}`;
+    if (replica.down()) return `router replica ${index} is already down`;
+    for (const load of [...this.#loads.values()]) for (const leg of [...load.legs]) if (leg.request.replica === replica) this.#cutRequest(leg.request);
+    replica.crash();
+    return undefined;
+  }
+
+  /** Replica `index`, crashed, starts again with an empty cache and takes over its Lease. */
+  restartReplica(index: number): string | undefined {
+    const replica = this.#replicas[index];
+    if (replica === undefined) return `no router replica ${index}; replicas are 0..${this.#replicas.length - 1}`;
+    if (!replica.down()) return `router replica ${index} is running; crash it first`;
+    replica.start();
+    return undefined;
+  }
+
+  /** The report's `metrics.requests`: every leg so far, overall and by role. */
   metrics(): RequestMetrics {
     const total: RequestCounts = { total: 0, ok: 0, failed: 0, cut: 0 };
     const byRole: Record<string, RequestCounts> = {};
@@ -280,13 +280,13 @@ export class SimRouter {
       total.failed += counts.failed;
       total.cut += counts.cut;
     }
-    return { ...total, inFlight: this.#inFlight, byRole };
+    return { ...total, incompatible: this.#incompatible, inFlight: this.#inFlight, byRole };
   }
 
-  /** Requests in flight by pod name (pods with none are absent). */
+  /** Legs in flight by pod name, over every replica (pods with none are absent). */
   inFlightByPod(): Record<string, number> {
     const loads = [...this.#loads.values()].sort((a, b) => compareStrings(a.name, b.name));
-    return Object.fromEntries(loads.map((load) => [load.name, load.requests.size]));
+    return Object.fromEntries(loads.map((load) => [load.name, load.legs.size]));
   }
 
   /** Calls `listener` after each router event, synchronously. Returns the unsubscribe function. */
@@ -295,158 +295,207 @@ export class SimRouter {
   }
 
   // -------------------------------------------------------------------------------------------
-  // What the router believes: its cache
-
-  #onCacheEvent(event: WatchEvent): void {
-    if (event.object.kind === "ModelServing") this.#onModelServing(event);
-    else if (event.object.kind === "Pod") this.#onPod(event);
-  }
-
-  #onModelServing(event: WatchEvent): void {
-    const { namespace = "", name, uid = "" } = event.object.metadata;
-    const key = `${namespace}/${name}`;
-    if (event.type === "DELETED") {
-      this.#targets.delete(key);
-      this.#live.delete(uid);
-      return;
-    }
-    const role = targetRole(roleNames(event.object));
-    this.#targets.set(key, { key, uid, role: role ?? "", pool: role === undefined ? undefined : `${key}/${role}` });
-    this.#markLive();
-  }
-
-  #onPod(event: WatchEvent): void {
-    const uid = event.object.metadata.uid ?? "";
-    const view = event.type === "DELETED" ? undefined : entryViewOf(event.object);
-    if (view === undefined) {
-      this.#entries.delete(uid);
-      this.#acks.get(uid)?.timer?.cancel();
-      this.#acks.delete(uid);
-      return;
-    }
-    this.#entries.set(uid, view);
-    const ack = this.#acks.get(uid);
-    if (ack !== undefined && ack.draining !== view.draining) {
-      ack.timer?.cancel();
-      this.#acks.delete(uid);
-    }
-    if (view.candidate) this.#markLive();
-    this.#maybeAck(uid);
-  }
-
-  /** Marks live every ModelServing whose target pool has a candidate now. */
-  #markLive(): void {
-    for (const target of this.#targets.values()) {
-      if (this.#live.has(target.uid) || target.pool === undefined) continue;
-      if (this.#candidates(target.pool).length > 0) this.#live.add(target.uid);
-    }
-  }
-
-  #candidates(pool: string): EntryView[] {
-    return [...this.#entries.values()].filter((view) => view.pool === pool && view.candidate);
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Traffic
+  // Arrivals
 
   #scheduleArrival(): void {
     if (this.#stopped) return;
-    this.#arrivalTimer = this.#ports.clock.setTimer(exponentialGapMs(this.#arrivalRng, this.#meanGapMs), () => {
+    this.#arrivalTimer = this.#cluster.clock.setTimer(exponentialGapMs(this.#arrivalRng, this.#meanGapMs), () => {
       this.#arrive();
       this.#scheduleArrival();
     });
   }
 
-  /** One arrival: to a live ModelServing's target role, or nowhere when none is live (not counted). */
+  /**
+   * One arrival: to a routable replica (a draw only when several are), then to one of its live
+   * routes (a draw only when several are). Arrivals while no replica is routable, or none of its
+   * routes is live, are not requests.
+   */
   #arrive(): void {
-    const live = [...this.#targets.values()].filter((target) => this.#live.has(target.uid)).sort((a, b) => compareStrings(a.key, b.key));
-    if (live.length === 0) return;
-    const target = live.length === 1 ? live[0] : this.#targetRng.pick(live);
-    if (target === undefined) return;
+    const replicas = this.#replicas.filter((replica) => replica.routable());
+    const replica = replicas.length === 1 ? replicas[0] : replicas.length > 1 ? this.#replicaRng.pick(replicas) : undefined;
+    if (replica === undefined) return;
+    const routes = replica.routes().filter((route) => this.#isLive(replica, route));
+    const route = routes.length === 1 ? routes[0] : routes.length > 1 ? this.#targetRng.pick(routes) : undefined;
+    if (route === undefined) return;
     const durationMs = this.#requestMs + this.#durationRng.int(0, this.#jitterMs + 1);
-    const chosen = this.#pick(target.pool);
-    if (chosen === undefined || this.#inFlight >= this.#maxInFlight) {
-      this.#count(target.role, "failed");
-      this.#emit({ type: "RequestFailed", modelServing: target.key, role: target.role, ...(chosen === undefined ? {} : { pod: chosen.name }) });
+    const modelServing = `${route.namespace}/${route.modelServing}`;
+    if (this.#inFlight >= this.#maxInFlight) {
+      this.#failUnstarted(replica, modelServing, routeRoleNames(route.roles), undefined, `${this.#maxInFlight} legs in flight, the cap`);
       return;
     }
-    this.#run(target.key, chosen, durationMs);
+    this.#route(replica, route, modelServing, durationMs);
   }
 
-  /** The candidate with the fewest requests in flight; ties go to the first name. */
-  #pick(pool: string | undefined): EntryView | undefined {
-    if (pool === undefined) return undefined;
-    let best: EntryView | undefined;
-    let bestLoad = Infinity;
-    for (const view of this.#candidates(pool)) {
-      const load = this.#loads.get(view.uid)?.requests.size ?? 0;
-      if (load < bestLoad || (load === bestLoad && best !== undefined && view.name < best.name)) {
-        best = view;
-        bestLoad = load;
+  /** A route is live once some replica could serve it; before that nobody calls it. */
+  #isLive(replica: RouterReplica, route: RouterRoute): boolean {
+    const key = `${route.namespace}/${route.name}`;
+    if (this.#live.has(key)) return true;
+    if (!replica.canServe(route)) return false;
+    this.#live.add(key);
+    return true;
+  }
+
+  /**
+   * Chooses the target with the replica's `chooseTarget` and starts the request's first leg(s).
+   * A chosen pod that is not actually serving (the cache was stale: a refused connection) is
+   * excluded and the choice made again while the route's retries last, as the data plane does.
+   */
+  #route(replica: RouterReplica, route: RouterRoute, modelServing: string, durationMs: number): void {
+    const roles = routeRoleNames(route.roles);
+    const excluded = new Set<string>();
+    let refused: string | undefined;
+    let reason = "";
+    for (let attempt = 0; attempt <= route.retries.attempts; attempt++) {
+      const decision = replica.chooseTarget(route, excluded);
+      if (!decision.ok) {
+        reason = refused === undefined ? decision.reason : `connection to ${refused} refused; no other endpoint (${decision.reason})`;
+        break;
       }
+      const target = decision.target;
+      // Aggregated and NIXL start with one leg; SGLang sends both at once.
+      const first = target.protocol === "sglang" ? targetEndpoints(target) : targetEndpoints(target).slice(0, 1);
+      const down = first.filter((endpoint) => this.#uidIfServing(replica, endpoint) === undefined);
+      if (down.length === 0) {
+        const request: Request = { replica, modelServing, target, durationMs, running: new Set(), pending: [...roles], prefillKv: undefined, done: false };
+        this.#startLegs(request, first);
+        return;
+      }
+      for (const endpoint of down) excluded.add(endpoint.key);
+      refused = down[0]?.pod;
+      reason = `connection to ${refused ?? ""} refused`;
     }
-    return best;
+    this.#failUnstarted(replica, modelServing, roles, refused, reason);
   }
 
-  /** Starts a request on `view`'s pod, or fails it when the pod is not actually serving. */
-  #run(modelServing: string, view: EntryView, durationMs: number): void {
-    const signature = this.#signatureNow(view.uid);
-    if (signature === undefined) {
-      this.#count(view.role, "failed");
-      this.#emit({ type: "RequestFailed", modelServing, role: view.role, pod: view.name });
-      return;
+  // -------------------------------------------------------------------------------------------
+  // Legs
+
+  /** Starts the legs on `endpoints` (each serving now): the next pending roles of `request`. */
+  #startLegs(request: Request, endpoints: readonly Endpoint[]): void {
+    const disaggregated = request.target.protocol !== "aggregated";
+    for (const endpoint of endpoints) {
+      const uid = this.#uidIfServing(request.replica, endpoint) ?? "";
+      const known = this.#containers.get(uid);
+      const role = request.pending.shift() ?? endpoint.role;
+      const isPrefill = disaggregated && request.pending.length > 0;
+      if (isPrefill) request.prefillKv = known?.kvFormat;
+      else if (disaggregated && request.prefillKv !== known?.kvFormat) {
+        // The engine refuses KV parameters of another format (HTTP 400): the request fails.
+        this.#incompatible++;
+        this.#countUnstarted(role, "failed");
+        const reason = `kv format mismatch: prefill ${request.prefillKv ?? "?"}, decode ${known?.kvFormat ?? "?"}`;
+        this.#emit({ type: "RequestFailed", replica: request.replica.id, modelServing: request.modelServing, role, pod: endpoint.pod, reason });
+        this.#finish(request, "failed");
+        return;
+      }
+      const legMs = this.#legMs(request, isPrefill);
+      const load = this.#loadFor(uid, endpoint.pod);
+      const leg: Leg = {
+        request,
+        role,
+        podUid: uid,
+        podName: endpoint.pod,
+        release: request.replica.begin(endpoint.key),
+        timer: this.#cluster.clock.setTimer(legMs, () => {
+          this.#endLeg(leg);
+        }),
+      };
+      load.legs.add(leg);
+      request.running.add(leg);
+      this.#inFlight++;
+      this.#count(role, "total");
+      this.#emit({ type: "RequestStarted", replica: request.replica.id, modelServing: request.modelServing, role, pod: endpoint.pod });
     }
-    // Loads follow `#containers` (a change cuts at once), so an existing load has `signature`.
-    const load = this.#loads.get(view.uid);
-    const requests = load?.requests ?? new Set<InFlightRequest>();
-    if (load === undefined) this.#loads.set(view.uid, { uid: view.uid, name: view.name, signature, requests });
-    const request: InFlightRequest = {
-      podUid: view.uid,
-      modelServing,
-      role: view.role,
-      timer: this.#ports.clock.setTimer(durationMs, () => {
-        this.#end(request);
-      }),
-    };
-    requests.add(request);
-    this.#inFlight++;
-    this.#count(view.role, "total");
-    this.#emit({ type: "RequestStarted", modelServing, role: view.role, pod: view.name });
   }
 
-  /** A request's time is up: ok if its containers ran throughout, else cut. */
-  #end(request: InFlightRequest): void {
-    const load = this.#loads.get(request.podUid);
+  /** A prefill leg takes `prefillPercent` of the request; the decode (or only) leg the rest. */
+  #legMs(request: Request, isPrefill: boolean): number {
+    if (request.target.protocol === "aggregated") return request.durationMs;
+    const prefillMs = Math.max(1, Math.round((request.durationMs * this.#prefillPercent) / 100));
+    if (isPrefill) return prefillMs;
+    return request.target.protocol === "nixl" ? Math.max(1, request.durationMs - prefillMs) : request.durationMs;
+  }
+
+  #loadFor(uid: string, name: string): PodLoad {
+    const existing = this.#loads.get(uid);
+    if (existing !== undefined) return existing;
+    // Loads follow `#containers` (a change cuts at once), so a new load starts from the signature now.
+    const load: PodLoad = { uid, name, signature: this.#signatureNow(uid) ?? "", legs: new Set() };
+    this.#loads.set(uid, load);
+    return load;
+  }
+
+  /** A leg's time is up: ok if its containers ran throughout (then the NIXL decode starts), else cut. */
+  #endLeg(leg: Leg): void {
+    const load = this.#loads.get(leg.podUid);
     if (load === undefined) return;
-    const podName = load.name;
-    const intact = this.#signatureNow(load.uid) === load.signature;
-    if (!intact) {
-      this.#cutAll(request.podUid);
+    if (this.#signatureNow(load.uid) !== load.signature) {
+      this.#cutPod(leg.podUid);
       return;
     }
-    this.#forget(request, load);
-    this.#count(request.role, "ok");
-    this.#emit({ type: "RequestOk", modelServing: request.modelServing, role: request.role, pod: podName });
-    this.#maybeAck(request.podUid);
+    const { request } = leg;
+    this.#forget(leg);
+    this.#count(leg.role, "ok");
+    this.#emit({ type: "RequestOk", replica: request.replica.id, modelServing: request.modelServing, role: leg.role, pod: leg.podName });
+    if (request.running.size > 0 || request.done) return;
+    if (request.pending.length === 0) {
+      request.done = true;
+      return;
+    }
+    const decode = request.target.protocol === "aggregated" ? undefined : request.target.decode;
+    if (decode !== undefined && this.#uidIfServing(request.replica, decode) !== undefined) this.#startLegs(request, [decode]);
+    else this.#failPending(request, decode?.pod);
   }
 
-  /** Every request on the pod is cut (its containers stopped or it went away). */
-  #cutAll(podUid: string): void {
+  /** Every leg on the pod is cut (its containers stopped or it went away), and with it its request. */
+  #cutPod(podUid: string): void {
     const load = this.#loads.get(podUid);
     if (load === undefined) return;
-    for (const request of [...load.requests]) {
-      request.timer.cancel();
-      this.#forget(request, load);
-      this.#count(request.role, "cut");
-      this.#emit({ type: "RequestCut", modelServing: request.modelServing, role: request.role, pod: load.name });
-    }
-    this.#maybeAck(podUid);
+    for (const leg of [...load.legs]) this.#cutRequest(leg.request);
   }
 
-  #forget(request: InFlightRequest, load: PodLoad): void {
-    load.requests.delete(request);
+  /** Cuts every running leg of `request`; the legs it had not started count as cut too. */
+  #cutRequest(request: Request): void {
+    for (const leg of [...request.running]) {
+      leg.timer.cancel();
+      this.#forget(leg);
+      this.#count(leg.role, "cut");
+      this.#emit({ type: "RequestCut", replica: request.replica.id, modelServing: request.modelServing, role: leg.role, pod: leg.podName });
+    }
+    this.#finish(request, "cut");
+  }
+
+  /** The next leg's pod is not serving (a refused connection): it and the rest fail. */
+  #failPending(request: Request, pod: string | undefined): void {
+    const role = request.pending.shift();
+    if (role !== undefined) {
+      this.#countUnstarted(role, "failed");
+      this.#emit({ type: "RequestFailed", replica: request.replica.id, modelServing: request.modelServing, role, ...(pod === undefined ? {} : { pod }), reason: `connection to ${pod ?? "?"} refused` });
+    }
+    this.#finish(request, "failed");
+  }
+
+  /** Ends `request`: the legs it has not started count with its outcome. */
+  #finish(request: Request, outcome: "failed" | "cut"): void {
+    request.done = true;
+    for (const role of request.pending.splice(0)) this.#countUnstarted(role, outcome);
+  }
+
+  /** A request that never started: a failed leg on each of `roles`. */
+  #failUnstarted(replica: RouterReplica, modelServing: string, roles: readonly string[], pod: string | undefined, reason: string): void {
+    for (const role of roles) {
+      this.#countUnstarted(role, "failed");
+      this.#emit({ type: "RequestFailed", replica: replica.id, modelServing, role, ...(pod === undefined ? {} : { pod }), reason });
+    }
+  }
+
+  #forget(leg: Leg): void {
+    const load = this.#loads.get(leg.podUid);
+    leg.release();
+    leg.request.running.delete(leg);
+    load?.legs.delete(leg);
     this.#inFlight--;
-    if (load.requests.size === 0) this.#loads.delete(request.podUid);
+    if (load?.legs.size === 0) this.#loads.delete(leg.podUid);
   }
 
   #count(role: string, outcome: keyof RequestCounts): void {
@@ -456,24 +505,36 @@ export class SimRouter {
       this.#counts.set(role, counts);
     }
     counts[outcome]++;
-    if (outcome === "failed") counts.total++;
+  }
+
+  #countUnstarted(role: string, outcome: "failed" | "cut"): void {
+    this.#count(role, "total");
+    this.#count(role, outcome);
   }
 
   #emit(event: Omit<RouterEvent, "atMs">): void {
-    const full: RouterEvent = { atMs: this.#ports.clock.nowMs(), ...event };
     // Shared by every listener, so frozen.
-    this.#subscribers.notify(Object.freeze({ ...full }));
+    this.#subscribers.notify(Object.freeze({ atMs: this.#cluster.clock.nowMs(), ...event }));
   }
 
   // -------------------------------------------------------------------------------------------
   // What happened: ground truth
 
-  /** Records pod `uid` as `pod` now (undefined: gone) and cuts its requests if their containers changed. */
+  /** Records pod `uid` as `pod` now (undefined: gone) and cuts its legs if their containers changed. */
   #observeTruth(uid: string, pod: KubeObject | undefined): void {
     if (pod === undefined) this.#containers.delete(uid);
-    else this.#containers.set(uid, { node: stringOrUndefined(pod.spec?.["nodeName"]), signature: servingSignature(pod) });
+    else {
+      const node = pod.spec?.["nodeName"];
+      this.#containers.set(uid, { node: typeof node === "string" ? node : undefined, signature: servingSignature(pod), kvFormat: kvFormatOf(pod as unknown as Pod) });
+    }
     const load = this.#loads.get(uid);
-    if (load !== undefined && this.#signatureNow(uid) !== load.signature) this.#cutAll(uid);
+    if (load !== undefined && this.#signatureNow(uid) !== load.signature) this.#cutPod(uid);
+  }
+
+  /** The uid of the pod behind `endpoint` in the replica's cache when its containers serve now; else undefined. */
+  #uidIfServing(replica: RouterReplica, endpoint: Endpoint): string | undefined {
+    const uid = replica.uidOf(endpoint);
+    return uid !== undefined && this.#signatureNow(uid) !== undefined ? uid : undefined;
   }
 
   /**
@@ -482,137 +543,24 @@ export class SimRouter {
    */
   #signatureNow(uid: string): string | undefined {
     const known = this.#containers.get(uid);
-    if (known === undefined || (known.node !== undefined && this.#ports.isNodeDown(known.node))) return undefined;
+    if (known === undefined || (known.node !== undefined && this.#cluster.kubelet.isNodeDown(known.node))) return undefined;
     return known.signature;
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Drain handshake (DESIGN §3, router side)
-
-  /**
-   * Acks the drain of entry pod `uid` when the cache shows it draining and not yet drained, not
-   * terminating, and no request of ours is left on it (the engine's running + waiting count is
-   * this same count). Once per drain; a failed write is retried with backoff.
-   */
-  /**
-   * Creates the router's Lease (scope `*`, the default duration) and renews it every third of its
-   * duration on virtual time, so the controller waits for this router's confirmations. A failed
-   * write is tried again at the next renewal, well within the duration.
-   */
-  #registerLease(): void {
-    const clock = this.#ports.epochClock;
-    if (clock === undefined) return;
-    let created = false;
-    const ref = { kind: "Lease" as const, namespace: SIM_ROUTER_LEASE_NAMESPACE, name: SIM_ROUTER_ID };
-    const write = (): void => {
-      const nowMs = clock.nowMs();
-      // Created until a create succeeds (one may fail under injected API errors), renewed after.
-      const request = created
-        ? this.#ports.client.patch(ref, { spec: { renewTime: microTime(nowMs) } })
-        : this.#ports.client.create(routerLeaseObject({ id: SIM_ROUTER_ID, namespace: SIM_ROUTER_LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: ROUTER_LEASE_DURATION_SECONDS, nowMs }));
-      // AlreadyExists: a create that timed out went through after all.
-      request.then(() => { created = true; }, (error: unknown) => { if (isApiError(error, "AlreadyExists")) created = true; });
-      this.#leaseTimer = this.#ports.clock.setTimer((ROUTER_LEASE_DURATION_SECONDS * 1000) / 3, write);
-    };
-    write();
-  }
-
-  #maybeAck(uid: string): void {
-    const view = this.#entries.get(uid);
-    if (view?.draining === undefined || !this.#mayAck(view) || this.#acks.has(uid)) return;
-    const state: AckState = { draining: view.draining, attempts: 0, timer: undefined };
-    this.#acks.set(uid, state);
-    this.#attemptAck(uid, state);
-  }
-
-  #mayAck(view: EntryView): boolean {
-    return !this.#stopped && view.draining !== undefined && !view.drained && !view.terminating && !this.#loads.has(view.uid);
-  }
-
-  /** One write of the ack, if the cache still calls for it; otherwise the ack is dropped. */
-  #attemptAck(uid: string, state: AckState): void {
-    const view = this.#entries.get(uid);
-    if (view === undefined || !this.#mayAck(view)) {
-      this.#acks.delete(uid);
-      return;
-    }
-    state.attempts++;
-    void this.#writeAck(view, state);
-  }
-
-  /**
-   * Merge-patches `drained.tandem.dev/sim-router: "true"` with the pod's uid as precondition. NotFound: the pod
-   * is gone, stop. Conflict, ServerError, Timeout (the patch is idempotent): retry after a doubling
-   * delay capped at `ackRetryMaxMs`, at most `maxAckAttempts` writes; after that the next change of
-   * the pod in the cache starts over, and meanwhile the controller's drain timeout bounds the wait.
-   */
-  async #writeAck(view: EntryView, state: AckState): Promise<void> {
-    const patch: JsonObject = { metadata: { uid: view.uid, annotations: { [drainedAnnotation(SIM_ROUTER_ID)]: "true" } } };
-    try {
-      await this.#ports.client.patch({ kind: "Pod", namespace: view.namespace, name: view.name }, patch);
-      this.#emit({ type: "DrainAcked", role: view.role, pod: view.name });
-    } catch (error) {
-      if (!isApiError(error)) throw error;
-      if (this.#acks.get(view.uid) !== state) return;
-      if (!isApiError(error, "Conflict", "ServerError", "Timeout") || state.attempts >= this.#ack.maxAttempts) {
-        this.#acks.delete(view.uid);
-        return;
-      }
-      const delayMs = Math.min(this.#ack.maxMs, this.#ack.baseMs * 2 ** (state.attempts - 1));
-      state.timer = this.#ports.clock.setTimer(delayMs, () => {
-        state.timer = undefined;
-        this.#attemptAck(view.uid, state);
-      });
-    }
+  /** What a scrape of pod `uid`'s engine reads: the legs running on it from every replica. */
+  #engineQueue(uid: string): EngineQueue {
+    if (this.#signatureNow(uid) === undefined) return { ok: false, reason: "connection refused" };
+    return { ok: true, running: this.#loads.get(uid)?.legs.size ?? 0, waiting: 0 };
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Pure helpers
 
-function stringOrUndefined(value: unknown): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-/** The role requests go to: the first whose name contains "decode", else the first. */
-export function targetRole(roles: readonly string[]): string | undefined {
-  return roles.find((role) => role.includes("decode")) ?? roles[0];
-}
-
-/** `spec.template.roles[].name` of a ModelServing, in spec order; malformed entries skipped. */
-function roleNames(modelServing: KubeObject): string[] {
-  const template = modelServing.spec?.["template"];
-  const roles = isJsonObject(template) ? template["roles"] : undefined;
-  if (!Array.isArray(roles)) return [];
-  return roles.flatMap((role) => (isJsonObject(role) && typeof role["name"] === "string" ? [role["name"]] : []));
-}
-
-/** The router's view of an entry pod, or undefined for any other pod (workers never take requests). */
-function entryViewOf(pod: KubeObject): EntryView | undefined {
-  const labels = pod.metadata.labels ?? {};
-  const modelServing = labels[LABEL_MODEL_SERVING];
-  const role = labels[LABEL_ROLE];
-  if (labels[LABEL_ENTRY] !== "true" || modelServing === undefined || role === undefined) return undefined;
-  const namespace = pod.metadata.namespace ?? "";
-  const draining = pod.metadata.annotations?.[ANNOTATION_DRAINING];
-  const terminating = pod.metadata.deletionTimestamp !== undefined;
-  return {
-    uid: pod.metadata.uid ?? "",
-    namespace,
-    name: pod.metadata.name,
-    pool: `${namespace}/${modelServing}/${role}`,
-    role,
-    candidate: isPodReady(pod) && draining === undefined && !terminating,
-    draining,
-    drained: pod.metadata.annotations?.[drainedAnnotation(SIM_ROUTER_ID)] === "true",
-    terminating,
-  };
-}
-
 /**
  * The containerIDs of the pod's containers when every one of them is running, else undefined. A
- * request survives while this stays the same: a crash, an in-place image change, a node restart
- * or the end of a graceful termination gives new IDs or none.
+ * leg survives while this stays the same: a crash, an in-place image change, a node restart or
+ * the end of a graceful termination gives new IDs or none.
  */
 export function servingSignature(pod: KubeObject): string | undefined {
   const statuses = pod.status?.["containerStatuses"];

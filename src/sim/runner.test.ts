@@ -193,6 +193,41 @@ describe("scenario runner", () => {
     assert.deepEqual(report.final.revisions.map((revision) => revision.revision), [2, 3], "re-using revision 1 advances its number");
   });
 
+  it("expect: passes while the counts and the stored condition hold; otherwise fails naming each difference", async () => {
+    const cluster = { nodes: [{ name: "gpu", count: 2, gpus: 4 }], router: { requestsPerSecond: 5, requestSeconds: 1 } };
+    const holds = { expect: { requests: { failed: 0, cut: 0, incompatible: 0 }, podsCreated: { server: 3, total: 3 }, podsDeleted: { total: 0 }, condition: { type: "Available", status: "True" } } };
+    const passed = await runScenario(small([{ advance: { seconds: 10 } }, holds], { cluster }));
+    assert.equal(passed.verdict, "pass", JSON.stringify(passed.steps.at(-1)));
+    assert.equal(passed.steps.at(-1)?.message, "as expected: requests, podsCreated, podsDeleted, condition");
+    const differs = { expect: { podsCreated: { server: 4, prefill: 1 }, podsDeleted: { server: 0 }, condition: { type: "Available", status: "False", reason: "Nope" } } };
+    const failed = await runScenario(small([differs, { advance: { seconds: 1 } }], { cluster }));
+    assert.equal(failed.verdict, "fail");
+    assert.equal(failed.steps.length, 3, "the run stops at the failed expect");
+    assert.match(failed.steps.at(-1)?.message ?? "", /^expect failed: podsCreated\.server is 3, expected 4; podsCreated\.prefill is 0, expected 1; condition Available has status True, expected False; condition Available has reason \w+, expected Nope$/);
+    const missing = await runScenario(small([{ expect: { condition: { type: "Nonexistent" } } }]));
+    assert.equal(missing.steps.at(-1)?.message, "expect failed: condition Nonexistent: not in the status of ModelServing default/m");
+  });
+
+  it("validates router steps and fields: a replica that exists, requests only with traffic, replicas bounded", () => {
+    const problems = (cluster: Record<string, unknown>, steps: unknown[]): string[] => {
+      const parsed = parseScenario({ name: "s", cluster, steps });
+      return parsed.ok ? [] : parsed.problems.map((found) => `${found.path}: ${found.reason}`);
+    };
+    const router = { requestsPerSecond: 1, requestSeconds: 1, replicas: 2 };
+    assert.deepEqual(problems({ router }, [{ crashRouter: { replica: 2 } }, { restartRouter: { replica: 1 } }, { expect: {} }]), [
+      "steps[2].expect: must name at least one of requests, podsCreated, podsDeleted, condition",
+      "steps[0].crashRouter.replica: is 2, but cluster.router.replicas is 2: replicas are numbered 0..1",
+    ]);
+    assert.deepEqual(problems({}, [{ crashRouter: { replica: 0 } }, { expect: { requests: { cut: 0 } } }]), [
+      "steps[0].crashRouter: needs cluster.router: there is no router replica to act on",
+      "steps[1].expect.requests: needs cluster.router: without traffic there are no requests to count",
+    ]);
+    assert.deepEqual(problems({ router: { ...router, replicas: 17 } }, [{ advance: { seconds: 1 } }]), ["cluster.router.replicas: is 17; the simulator runs at most 16 router replicas"]);
+    assert.deepEqual(problems({ router: { ...router, replicas: 0 } }, [{ expect: { requests: { ok: 1 } } }]), [
+      "cluster.router.replicas: must be 1 or more",
+    ]);
+  });
+
   it("fails steps that cannot act: unknown node, nothing to delete, an invalid patch, a patch beyond the pod limit", async () => {
     for (const [step, message] of [
       [{ failNode: { name: "gpu-9" } }, /^no node gpu-9; nodes are gpu-0, gpu-1$/],
@@ -221,7 +256,7 @@ describe("scenario runner", () => {
     const drain = caught.invariants.find((result) => result.name === "drainHonoured");
     assert.equal(caught.verdict, "fail");
     assert.ok((drain?.violations ?? 0) >= 1);
-    assert.match(drain?.first?.message ?? "", /^m-\d-server-0-0 deleted [\d.]+s before its drain timed out \(marked [\dTZ:.-]+, drain.timeoutSeconds 60\): (router\(s\) sim-router had not confirmed|[\d.]+s after the mark, within the 2s settle)$/);
+    assert.match(drain?.first?.message ?? "", /^m-\d-server-0-0 deleted [\d.]+s before its drain timed out \(marked [\dTZ:.-]+, drain.timeoutSeconds 60\): (router\(s\) router-0 had not confirmed|[\d.]+s after the mark, within the 2s settle)$/);
     const honoured = await runScenario(parsed.scenario);
     assert.equal(honoured.verdict, "pass", JSON.stringify(honoured.steps.filter((step) => !step.ok)));
     assert.equal(honoured.metrics.requests?.cut, 0, "drained pods are deleted with no request on them");

@@ -17,6 +17,10 @@
  * - `restartController` stops the controller and its informer and starts new ones (no memory).
  * - `rollback` runs `rollback()` from `src/engine/rollout-commands.ts` as user "user".
  * - `snapshot` records every pod under its label.
+ * - `crashRouter` / `restartRouter` crash a router replica (its requests in flight are cut, its
+ *   Lease stays but is no longer renewed) and start it again (empty cache; it takes over its Lease).
+ * - `expect` compares counts so far and the stored status now (DESIGN §6); every difference is
+ *   named in the failed step's message.
  *
  * **The run stops at the first failed step** (later steps would start from an unknown state); the
  * report lists the steps that ran. Total simulated time is bounded by `MAX_SIMULATED_SECONDS`.
@@ -39,7 +43,7 @@ import { attachRouter } from "./router.ts";
 import type { SimRouter } from "./router.ts";
 import { MAX_SIMULATED_SECONDS, podsOf, podsReason } from "./limits.ts";
 import { applyObject } from "./scenario.ts";
-import type { Scenario, Step } from "./scenario.ts";
+import type { Expectation, Scenario, Step } from "./scenario.ts";
 import { compareStrings } from "../core/maps.ts";
 
 
@@ -213,6 +217,11 @@ class ScenarioRun {
         case "advance":
           await this.#advance(Math.min(Math.round(step.value.seconds * 1000), budgetMs));
           return { ok: true, message: `advanced ${step.value.seconds}s` };
+        case "crashRouter":
+        case "restartRouter":
+          return this.#routerReplica(step.kind, step.value.replica);
+        case "expect":
+          return this.#expect(step.value);
       }
     } catch (error) {
       return { ok: false, message: `${step.kind} failed: ${error instanceof Error ? error.message : String(error)}` };
@@ -269,6 +278,53 @@ class ScenarioRun {
     else this.#cluster.recoverNode(name);
     this.#checker.faultInjected(hit);
     return { ok: true, message: kind === "failNode" ? `node ${name} crashed` : `node ${name} recovered` };
+  }
+
+  /** Parsing has checked that the router and the replica exist. */
+  #routerReplica(kind: "crashRouter" | "restartRouter", replica: number): StepOutcome {
+    const router = this.#router;
+    if (router === undefined) return { ok: false, message: "no cluster.router" };
+    const refused = kind === "crashRouter" ? router.crashReplica(replica) : router.restartReplica(replica);
+    if (refused !== undefined) return { ok: false, message: refused };
+    const id = router.replicaIds()[replica] ?? "";
+    return { ok: true, message: kind === "crashRouter" ? `router replica ${id} crashed: its requests in flight are cut, its Lease is no longer renewed` : `router replica ${id} restarted with an empty cache` };
+  }
+
+  /** DESIGN §6 `expect`: every difference named, or what held. */
+  #expect(expectation: Expectation): StepOutcome {
+    const differences: string[] = [];
+    const requests = this.#router?.metrics();
+    for (const [key, bound] of Object.entries(expectation.requests ?? {})) {
+      const actual = requests?.[key as "failed" | "cut" | "incompatible"] ?? 0;
+      if (actual > bound) differences.push(`requests.${key} is ${actual}, expected at most ${bound}`);
+    }
+    const events = eventRecords(this.#cluster.events());
+    for (const field of ["podsCreated", "podsDeleted"] as const) {
+      const counts = eventsByRole(events, field === "podsCreated" ? "PodCreated" : "PodDeleted");
+      for (const [role, expected] of Object.entries(expectation[field] ?? {})) {
+        const actual = role === "total" ? counts.total : (counts.byRole[role] ?? 0);
+        if (actual !== expected) differences.push(`${field}.${role} is ${actual}, expected ${expected}`);
+      }
+    }
+    if (expectation.condition !== undefined) differences.push(...this.#conditionDifferences(expectation.condition));
+    if (differences.length > 0) return { ok: false, message: `expect failed: ${differences.join("; ")}` };
+    return { ok: true, message: `as expected: ${Object.keys(expectation).join(", ")}` };
+  }
+
+  #conditionDifferences(expected: NonNullable<Expectation["condition"]>): string[] {
+    const primary = this.#applied.at(-1);
+    const ref = expected.name === undefined ? primary : { namespace: expected.namespace ?? "default", name: expected.name };
+    if (ref === undefined) return ["condition: no ModelServing has been applied"];
+    const label = `ModelServing ${ref.namespace}/${ref.name}`;
+    const stored = this.#stored({ kind: "ModelServing", ...ref });
+    if (stored === undefined) return [`condition: ${label} does not exist`];
+    const conditions = (stored.status as { conditions?: { type?: string; status?: string; reason?: string }[] } | undefined)?.conditions ?? [];
+    const found = conditions.find((condition) => condition.type === expected.type);
+    if (found === undefined) return [`condition ${expected.type}: not in the status of ${label}`];
+    const differences: string[] = [];
+    if (expected.status !== undefined && found.status !== expected.status) differences.push(`condition ${expected.type} has status ${found.status ?? "(none)"}, expected ${expected.status}`);
+    if (expected.reason !== undefined && found.reason !== expected.reason) differences.push(`condition ${expected.type} has reason ${found.reason ?? "(none)"}, expected ${expected.reason}`);
+    return differences;
   }
 
   async #rollback(value: Extract<Step, { kind: "rollback" }>["value"]): Promise<StepOutcome> {
@@ -408,9 +464,9 @@ class ScenarioRun {
       apiWrites: controllerWrites(this.#cluster.server.apiWriteCounts()),
     };
     if (this.#router !== undefined) {
-      const { total, ok, failed, cut, byRole: roles } = this.#router.metrics();
+      const { total, ok, failed, cut, incompatible, byRole: roles } = this.#router.metrics();
       const byRoleCounts = Object.fromEntries(Object.entries(roles).map(([role, counts]) => [role, { total: counts.total, ok: counts.ok, failed: counts.failed, cut: counts.cut }]));
-      metrics.requests = { total, ok, failed, cut, byRole: byRoleCounts };
+      metrics.requests = { total, ok, failed, cut, incompatible, byRole: byRoleCounts };
     }
     return metrics;
   }

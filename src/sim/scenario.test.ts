@@ -65,8 +65,8 @@ describe("scenario files", () => {
 
   it("rejects unknown step kinds, steps with several keys, and unknown fields of a step", () => {
     assert.deepEqual(problemsOf({ name: "s", steps: [{ explode: {} }, { wait: { for: "Seconds" }, advance: { seconds: 1 } }, { failNode: { name: "n", when: 3 } }] }), [
-      "steps[0].explode: is not a step kind; must be one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance",
-      "steps[1]: must be a mapping with exactly one key, the step kind (one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance)",
+      "steps[0].explode: is not a step kind; must be one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect",
+      "steps[1]: must be a mapping with exactly one key, the step kind (one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect)",
       "steps[2].failNode.when: is not a known field",
     ]);
   });

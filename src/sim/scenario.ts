@@ -43,7 +43,7 @@ const ClusterSchema = z.strictObject({
     })
     .optional(),
   images: z.record(z.string().min(1), z.strictObject({ crash: z.boolean().optional(), pullSeconds: Seconds.optional(), startSeconds: Seconds.optional(), crashAfterSeconds: Seconds.optional() })).optional(),
-  router: z.strictObject({ requestsPerSecond: z.number().min(0.001).max(100_000), requestSeconds: PositiveSeconds }).optional(),
+  router: z.strictObject({ requestsPerSecond: z.number().min(0.001).max(100_000), requestSeconds: PositiveSeconds, replicas: z.int().min(1).optional() }).optional(),
 });
 export type ScenarioCluster = z.infer<typeof ClusterSchema>;
 
@@ -52,6 +52,25 @@ const ObjectManifest = z.looseObject({
   kind: z.string().min(1),
   metadata: z.looseObject({ name: Name, namespace: z.string().min(1).optional() }),
 });
+
+const Count = z.int().min(0);
+const RouterReplicaStep = z.strictObject({ replica: z.int().min(0) });
+
+/** DESIGN §6 `expect`: what must hold when the step runs; at least one of its fields. */
+const ExpectSchema = z
+  .strictObject({
+    /** Upper bounds on the legs so far, all roles together. */
+    requests: z.strictObject({ failed: Count.optional(), cut: Count.optional(), incompatible: Count.optional() }).optional(),
+    /** Exact counts so far, by role or `total`. */
+    podsCreated: z.record(z.string().min(1), Count).optional(),
+    podsDeleted: z.record(z.string().min(1), Count).optional(),
+    /** A condition the stored status has now (of `name`, default the ModelServing applied last). */
+    condition: z
+      .strictObject({ type: z.string().min(1), reason: z.string().min(1).optional(), status: z.enum(["True", "False", "Unknown"]).optional(), name: Name.optional(), namespace: z.string().min(1).optional() })
+      .optional(),
+  })
+  .refine((value) => Object.keys(value).length > 0, "must name at least one of requests, podsCreated, podsDeleted, condition");
+export type Expectation = z.output<typeof ExpectSchema>;
 
 /** The schema of each step kind's value. */
 const STEP_SCHEMAS = {
@@ -65,6 +84,9 @@ const STEP_SCHEMAS = {
   restartController: z.strictObject({}).nullable().transform(() => ({})),
   rollback: z.strictObject({ name: Name, namespace: z.string().min(1).optional(), toRevision: z.int().min(1).optional() }),
   advance: z.strictObject({ seconds: PositiveSeconds }),
+  crashRouter: RouterReplicaStep,
+  restartRouter: RouterReplicaStep,
+  expect: ExpectSchema,
 } as const;
 
 export type StepKind = keyof typeof STEP_SCHEMAS;
@@ -109,9 +131,24 @@ export function parseScenario(input: unknown): ScenarioResult {
     if (step?.kind === "snapshot") labels.add(step.value);
     if (step !== undefined) steps.push({ step, index });
   });
+  const router = top.data.cluster.router;
+  const replicas = router === undefined ? undefined : (router.replicas ?? 1);
+  for (const { step, index } of steps) problems.push(...routerStepProblems(step, ["steps", index, step.kind], replicas));
   problems.push(...limitProblems({ nodes: top.data.cluster.nodes, router: top.data.cluster.router, steps: steps.map(limitStep) }));
   if (problems.length > 0) return { ok: false, problems };
   return { ok: true, scenario: { name: top.data.name, seed: top.data.seed, cluster: top.data.cluster, steps: steps.map(({ step }) => step) } };
+}
+
+/**
+ * Steps that need the router: `crashRouter`/`restartRouter` name a replica that exists, `expect`
+ * bounds requests only when there is traffic. `replicas` is undefined without `cluster.router`.
+ */
+function routerStepProblems(step: Step, path: readonly (string | number)[], replicas: number | undefined): Problem[] {
+  if (step.kind === "expect" && step.value.requests !== undefined && replicas === undefined) return [problem([...path, "requests"], "needs cluster.router: without traffic there are no requests to count")];
+  if (step.kind !== "crashRouter" && step.kind !== "restartRouter") return [];
+  if (replicas === undefined) return [problem(path, "needs cluster.router: there is no router replica to act on")];
+  if (step.value.replica >= replicas) return [problem([...path, "replica"], `is ${step.value.replica}, but cluster.router.replicas is ${replicas}: replicas are numbered 0..${replicas - 1}`)];
+  return [];
 }
 
 /** What the limits read of a step. */
