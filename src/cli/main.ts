@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 /** The `tandem` command line. Each subcommand lives in its own module and registers itself here. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Command, CommanderError } from "commander";
 import { registerController } from "./controller.ts";
 import { registerCrd } from "./crd.ts";
@@ -14,9 +16,16 @@ import { registerSimulate } from "./simulate.ts";
 import { FlagError } from "./io.ts";
 import { registerValidate } from "./validate.ts";
 
+/** The version in package.json, which sits two levels up from both src/cli and the installed dist/cli. */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string };
+  return manifest.version;
+}
+
 export function buildProgram(): Command {
   const program = new Command("tandem")
     .description("Workload controller and request router for multi-role, multi-node LLM inference on Kubernetes.")
+    .version(packageVersion(), "-V, --version", "print the version of tandem")
     .showHelpAfterError()
     .exitOverride();
   registerValidate(program);
