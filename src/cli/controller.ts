@@ -19,6 +19,7 @@ import { FlagError } from "./io.ts";
 
 export interface ControllerFlags {
   readonly kubeconfig?: string;
+  readonly context?: string;
   readonly namespace?: string;
   readonly leaderElect?: boolean;
   readonly leaderElectNamespace?: string;
@@ -59,7 +60,7 @@ async function runFromFlags(flags: ControllerFlags): Promise<number> {
   const options = runOptionsOf(flags, process.env); // first: it checks the flags
   let kubeConfig: KubeConfig;
   try {
-    kubeConfig = loadKubeConfig(flags.kubeconfig);
+    kubeConfig = loadKubeConfig(flags.kubeconfig, flags.context);
   } catch (error) {
     process.stderr.write(`tandem controller: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
@@ -86,6 +87,7 @@ export function registerController(program: Command): void {
     .command("controller")
     .description("Run the ModelServing controller against a Kubernetes cluster.")
     .option("--kubeconfig <file>", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+    .option("--context <name>", "kubeconfig context to use (default: its current context)")
     .option("--namespace <namespace>", "manage ModelServings in this namespace only (default: all namespaces)")
     .option("--leader-elect", "elect a leader among replicas on a Lease; only the leader reconciles")
     .option("--leader-elect-namespace <namespace>", "namespace of the Lease (default: $POD_NAMESPACE, else tandem-system)")

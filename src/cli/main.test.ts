@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, it } from "node:test";
 import type { TestContext } from "node:test";
+import type { Command } from "commander";
+import { runTandem } from "../../test/cli-process.ts";
 import { runOptionsOf } from "./controller.ts";
 import { FlagError } from "./io.ts";
-import { main } from "./main.ts";
+import { buildProgram, main } from "./main.ts";
 import { writeReport } from "./simulate.ts";
 
 /**
@@ -43,5 +47,19 @@ describe("tandem: bad flag values are messages, not stack traces", () => {
     assert.equal(output.exitCode, 1);
     assert.equal(output.stdout, "verdict: pass\n");
     assert.match(output.stderr, /^--out: cannot write .*: EISDIR/);
+  });
+});
+
+describe("tandem: kubectl's habits", () => {
+  it("every command that takes --kubeconfig also takes --context", () => {
+    const walk = (command: Command): Command[] => [command, ...command.commands.flatMap(walk)];
+    const clusterCommands = walk(buildProgram()).filter((command) => command.options.some((option) => option.long === "--kubeconfig"));
+    assert.deepEqual(clusterCommands.map((command) => command.name()), ["controller", "status", "history", "undo", "pause", "resume", "router"]);
+    for (const command of clusterCommands) assert.ok(command.options.some((option) => option.long === "--context"), command.name());
+  });
+
+  it("tandem --version prints package.json's version and exits 0", async () => {
+    const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string };
+    assert.deepEqual(await runTandem(["--version"]), { code: 0, signal: null, stdout: `${manifest.version}\n`, stderr: "" });
   });
 });

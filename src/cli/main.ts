@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, CommanderError } from "commander";
+import { registerCompletion } from "./completion.ts";
 import { registerController } from "./controller.ts";
 import { registerCrd } from "./crd.ts";
 import { registerDemo } from "./demo.ts";
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerRollout(program);
   registerEngineMock(program);
   registerRouter(program);
+  registerCompletion(program);
   return program;
 }
 
