@@ -15,6 +15,7 @@ import type { LogLevelName } from "../kube/logger.ts";
 import { runController } from "../kube/run.ts";
 import { parseAddress } from "../kube/server.ts";
 import type { RunEnd, RunOptions } from "../kube/run.ts";
+import { errorText } from "./engine-mock.ts";
 import { FlagError } from "./io.ts";
 
 export interface ControllerFlags {
@@ -44,7 +45,7 @@ export function runOptionsOf(flags: ControllerFlags, env: NodeJS.ProcessEnv): Om
   try {
     parseAddress(flags.metricsAddr);
   } catch {
-    throw new FlagError("--metrics-addr", `must be host:port (IPv6 in brackets), not ${quote(flags.metricsAddr)}`);
+    throw new FlagError("--metrics-addr", `must be host:port (IPv6 in brackets), such as 127.0.0.1:8080, not ${quote(flags.metricsAddr)}`);
   }
   const identity = `${env["POD_NAME"] ?? hostname()}_${randomBytes(4).toString("hex")}`;
   const leaseNamespace = flags.leaderElectNamespace ?? env["POD_NAMESPACE"] ?? DEFAULT_NAMESPACE;
@@ -66,7 +67,15 @@ async function runFromFlags(flags: ControllerFlags): Promise<number> {
     return 1;
   }
   const logger = createLogger(flags.logLevel as LogLevelName);
-  const running = await runController({ ...options, kubeConfig, logger });
+  let running: Awaited<ReturnType<typeof runController>>;
+  try {
+    running = await runController({ ...options, kubeConfig, logger });
+  } catch (error) {
+    // The health server is the one thing started before the controller returns: a bind error is its.
+    const listening = (error as { syscall?: unknown }).syscall === "listen";
+    process.stderr.write(`tandem controller: ${listening ? `cannot listen on ${flags.metricsAddr} (--metrics-addr): ` : ""}${errorText(error)}\n`);
+    return 1;
+  }
   logger.info({ identity: running.identity, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)" }, "controller started");
   const onSignal = (signal: string): void => {
     logger.info({ signal }, "stopping");

@@ -59,4 +59,19 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exitCode = await main(process.argv.slice(2));
+/**
+ * Output into a pipe whose reader has gone (`tandem crd | head -1`): the reader has what it
+ * wanted, so the command stops at once, quietly, with exit 0, as `cat` would with SIGPIPE ignored.
+ */
+function stopQuietlyWhenThePipeCloses(stream: NodeJS.WriteStream): void {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit(0);
+  });
+}
+
+if (import.meta.main) {
+  stopQuietlyWhenThePipeCloses(process.stdout);
+  stopQuietlyWhenThePipeCloses(process.stderr);
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -37,6 +37,9 @@ export function loadKubeConfig(path?: string, context?: string): KubeConfig {
     if (path === undefined) config.loadFromDefault();
     else config.loadFromFile(path);
   } catch (error) {
+    if (path !== undefined && (error as { code?: unknown }).code === "ENOENT") {
+      throw new Error(`--kubeconfig ${path}: no such file; name an existing kubeconfig, or leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config`, { cause: error });
+    }
     const message = error instanceof Error ? error.message : String(error);
     throw new Error(`cannot load ${source}: ${message.split("\n")[0] ?? message}`, { cause: error });
   }
