@@ -70,8 +70,11 @@ function stopQuietlyWhenThePipeCloses(stream: NodeJS.WriteStream): void {
   });
 }
 
-if (import.meta.main) {
+/** Runs the command line of this process (`node src/cli/main.ts ARGS`, or the installed bin.ts). */
+export async function run(): Promise<void> {
   stopQuietlyWhenThePipeCloses(process.stdout);
   stopQuietlyWhenThePipeCloses(process.stderr);
   process.exitCode = await main(process.argv.slice(2));
 }
+
+if (import.meta.main) await run();

@@ -12,6 +12,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { spawnSync } from "node:child_process";
+import { nodeVersionProblem } from "../../src/cli/node-version.ts";
 import { runProcess } from "../cli-process.ts";
 import type { ProcessResult } from "../cli-process.ts";
 
@@ -23,6 +25,12 @@ const prefix = join(scratch, "prefix");
 const elsewhere = join(scratch, "elsewhere");
 /** This Node first on PATH: npm, its prepack build and the installed `#!/usr/bin/env node` all run on it. */
 const env = { ...process.env, PATH: [join(prefix, "bin"), dirname(process.execPath), process.env["PATH"] ?? ""].join(delimiter) };
+
+/** A system Node.js older than the package admits (Debian's is 20), to check the installed command refuses it cleanly. */
+const OLD_NODE = ["/usr/bin/node", "/usr/local/bin/node"].find((candidate) => {
+  const version = spawnSync(candidate, ["-p", "process.versions.node"], { encoding: "utf8" });
+  return version.status === 0 && nodeVersionProblem(version.stdout.trim()) !== undefined;
+});
 
 function installed(args: readonly string[], command = "tandem"): Promise<ProcessResult> {
   return runProcess(join(prefix, "bin", command), args, { cwd: elsewhere, env });
@@ -55,6 +63,13 @@ describe("npm pack, npm i -g, then the installed tandem", { timeout: 2 * NPM_TIM
 
   it("the kubectl plugin shim runs the installed tandem", async () => {
     assert.deepEqual(await installed(["--version"], "kubectl-tandem"), { code: 0, signal: null, stdout: `${PACKAGE.version}\n`, stderr: "" });
+  });
+
+  it("on a Node.js older than engines admits, one line says so and what to do, exit 1", { skip: OLD_NODE === undefined ? "no Node.js older than 22.19 on this machine" : false }, async () => {
+    const result = await runProcess(OLD_NODE ?? "", [join(prefix, "lib/node_modules", PACKAGE.name, "dist/cli/bin.js"), "--version"], { cwd: elsewhere, env });
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, "");
+    assert.match(result.stderr, /^tandem needs Node\.js 22\.19 or newer, and this is [0-9.]+: install a newer Node\.js \(https:\/\/nodejs\.org\), or put one first on PATH\n$/);
   });
 
   it("tandem demo finds its scenarios inside the installed package", async () => {
