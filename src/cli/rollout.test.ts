@@ -15,14 +15,19 @@ const target = { namespace: "default", name: "m" };
 const [OLD, NEW] = REVISIONS.map((revision) => revision.metadata.name);
 const WAITING = `Waiting for rollout of m to finish: 0 of 0 groups updated, 0 ready (server 0/0 updated, 0 ready): m: status.currentRevision ${OLD} is not the update revision ${NEW} yet\n`;
 
-/** A client whose every refresh reads the next stage (staying on the last); writes are refused. */
-function stagedClient(stages: readonly object[]): RolloutClient {
+/** Stands for a read of the cluster that fails. */
+const UNREACHABLE = "unreachable";
+
+/** A client whose every refresh reads the next stage (staying on the last; UNREACHABLE: the read fails); writes are refused. */
+function stagedClient(stages: readonly (object | typeof UNREACHABLE)[]): RolloutClient {
   let read = 0;
   let objects: KubeObject[] = [];
   return {
     reader: {
       refresh: () => {
-        objects = objectsAt(stages[Math.min(read++, stages.length - 1)] ?? {}) as KubeObject[];
+        const stage = stages[Math.min(read++, stages.length - 1)] ?? {};
+        if (stage === UNREACHABLE) return Promise.reject(new Error("connect ECONNREFUSED 10.0.0.1:6443"));
+        objects = objectsAt(stage) as KubeObject[];
         return Promise.resolve();
       },
       get: <K extends Kind>(kind: K, namespace: string | undefined, name: string) => objects.find((object) => object.kind === kind && object.metadata.namespace === namespace && object.metadata.name === name) as KubeObject<K> | undefined,
@@ -39,11 +44,12 @@ function virtualClock(): WatchClock & { slept: number[] } {
   return { slept, nowMs: () => nowMs, sleep: (delayMs) => { slept.push(delayMs); nowMs += delayMs; return Promise.resolve(); } };
 }
 
-async function watch(stages: readonly object[], options: { timeoutSeconds?: number; output?: "json" | "wide" } = {}) {
+async function watch(stages: readonly (object | typeof UNREACHABLE)[], options: { timeoutSeconds?: number; output?: "json" | "wide" } = {}) {
   const written: string[] = [];
+  const warned: string[] = [];
   const clock = virtualClock();
-  const output = await statusCommand(stagedClient(stages), target, { watch: true, pollMs: 1_000, clock, write: (text) => written.push(text), ...options });
-  return { output, written, slept: clock.slept };
+  const output = await statusCommand(stagedClient(stages), target, { watch: true, pollMs: 1_000, clock, write: (text) => written.push(text), warn: (text) => warned.push(text), ...options });
+  return { output, written, warned, slept: clock.slept };
 }
 
 describe("tandem rollout status --watch (virtual time)", () => {
@@ -66,6 +72,13 @@ describe("tandem rollout status --watch (virtual time)", () => {
     assert.deepEqual(written, [WAITING]);
     assert.deepEqual(slept, [1_000, 1_000, 1_000]);
     assert.deepEqual(output, { exitCode: 1, stdout: "", stderr: "tandem rollout: timed out after 3s waiting for the rollout of default/m (--timeout sets how long)\n" });
+  });
+
+  it("a failed read while watching is said on stderr and retried; the watch goes on", async () => {
+    const { output, written, warned } = await watch([WAITING_STAGE, UNREACHABLE, UNREACHABLE, ...COMPLETING]);
+    assert.deepEqual(written, [WAITING, "rollout of m complete\n"]);
+    assert.deepEqual(warned, Array.from({ length: 2 }, () => "reading from the cluster failed: connect ECONNREFUSED 10.0.0.1:6443; retrying\n"));
+    assert.equal(output.exitCode, 0);
   });
 
   it("-o json writes one JSON object per change", async () => {

@@ -48,6 +48,8 @@ export interface StatusOptions {
   readonly output?: OutputFormat | undefined;
   /** Where `--watch` writes each change as it happens (stdout when absent). */
   readonly write?: (text: string) => void;
+  /** Where `--watch` says a read failed and will be retried (stderr when absent). */
+  readonly warn?: (text: string) => void;
   readonly clock?: WatchClock;
 }
 
@@ -55,7 +57,9 @@ export interface StatusOptions {
  * Prints the rollout state. With `watch`, writes one line (`-o json`: one JSON object; `-o yaml`:
  * one document) each time the state changes, like `kubectl rollout status`, and ends with exit 0
  * once the rollout is complete, 1 when the controller says it is blocked (waiting cannot finish
- * it) or after `timeoutSeconds`.
+ * it) or after `timeoutSeconds`. A failed read of the cluster while watching is said and retried
+ * at the next poll (an API server restarting does not end the watch); a ModelServing gone or
+ * invalid ends it.
  */
 export async function statusCommand(client: RolloutClient, target: RolloutTarget, options: StatusOptions = {}): Promise<CommandOutput> {
   const first = await readStatus(client, target);
@@ -75,15 +79,18 @@ export async function statusCommand(client: RolloutClient, target: RolloutTarget
     if (clock.nowMs() >= deadlineMs) return fail(`tandem rollout: timed out after ${timeoutSeconds}s waiting for the rollout of ${target.namespace}/${target.name} (--timeout sets how long)\n`);
     await clock.sleep(options.pollMs ?? 1_000);
     const next = await readStatus(client, target);
-    if (!next.ok) return fail(`${next.message}\n`);
-    report = next.report;
+    if (next.ok) report = next.report;
+    else if (next.retry) (options.warn ?? ((text: string) => void process.stderr.write(text)))(`${next.message}; retrying\n`);
+    else return fail(`${next.message}\n`);
   }
 }
 
-async function readStatus(client: RolloutClient, target: RolloutTarget): Promise<{ ok: true; report: RolloutStatusReport } | { ok: false; message: string }> {
+/** The state, or why it could not be read: `retry` when reading the cluster failed (not what it holds). */
+async function readStatus(client: RolloutClient, target: RolloutTarget): Promise<{ ok: true; report: RolloutStatusReport } | { ok: false; retry: boolean; message: string }> {
   const refreshed = await refresh(client);
-  if (refreshed !== undefined) return { ok: false, message: refreshed };
-  return rolloutStatus(client.reader, target);
+  if (refreshed !== undefined) return { ok: false, retry: true, message: refreshed };
+  const result = rolloutStatus(client.reader, target);
+  return result.ok ? result : { ...result, retry: false };
 }
 
 function renderStatus(report: RolloutStatusReport, output: OutputFormat | undefined): string {
