@@ -8,7 +8,7 @@
  * npm asks the registry only for package metadata it has not cached yet.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -47,6 +47,12 @@ describe("npm pack, npm i -g, then the installed tandem", { timeout: 2 * NPM_TIM
     assert.equal(result.code, 0, result.stderr);
   });
   after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("the package holds the compiled command, not the sources or the tests", () => {
+    const files = readdirSync(join(prefix, "lib/node_modules", PACKAGE.name), { recursive: true, encoding: "utf8" }).filter((file) => !file.startsWith("node_modules"));
+    assert.ok(files.includes(join("dist", "cli", "bin.js")));
+    assert.deepEqual(files.filter((file) => file.endsWith(".ts") || /(^|\/)test-[^/]*\.js$|\.test\.js$/.test(file)), []);
+  });
 
   it("tandem --version prints the package's version", async () => {
     assert.deepEqual(await installed(["--version"]), { code: 0, signal: null, stdout: `${PACKAGE.version}\n`, stderr: "" });
