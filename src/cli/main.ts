@@ -61,7 +61,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /**
  * Output into a pipe whose reader has gone (`tandem crd | head -1`): the reader has what it
- * wanted, so the command stops at once, quietly, with exit 0, as `cat` would with SIGPIPE ignored.
+ * wanted, so the command stops at once, quietly, with exit 0 (not an unhandled EPIPE error).
  */
 function stopQuietlyWhenThePipeCloses(stream: NodeJS.WriteStream): void {
   stream.on("error", (error: NodeJS.ErrnoException) => {
