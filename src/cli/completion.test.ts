@@ -24,7 +24,7 @@ describe("tandem completion", () => {
     assert.equal(result.code, 0);
     assert.equal(result.stderr, "");
     const script = result.stdout;
-    const commands = buildProgram().commands.map((command) => command.name());
+    const commands = buildProgram().commands.map((command) => command.name()).filter((name) => name !== "__complete"); // hidden
     assert.deepEqual((await bashCompletes(script, "tandem", "")).filter((word) => !word.startsWith("-")), [...commands, "help"]);
     assert.deepEqual(await bashCompletes(script, "tandem", "rollout", "st"), ["status"]);
     assert.deepEqual(await bashCompletes(script, "tandem", "rollout", "status", "m", "-o", ""), ["json", "yaml", "wide"]);
@@ -46,6 +46,18 @@ describe("tandem completion", () => {
     const script = await runTandem(["completion", "fish"]);
     const result = await runProcess("fish", ["--no-config", "-c", `${script.stdout}\ncomplete --do-complete 'tandem rollout status m -o '; complete --do-complete 'tandem rollout st'`]);
     assert.deepEqual(result.stdout.split("\n").filter((line) => line !== "").map((line) => line.split("\t")[0]), ["json", "wide", "yaml", "status"], "fish sorts the candidates");
+  });
+
+  it("tandem __complete (for kubectl plugin completion) answers in Cobra's format from the same tree", async () => {
+    const complete = async (...typed: string[]) => {
+      const result = await runTandem(["__complete", "--", ...typed]);
+      assert.equal(result.code, 0);
+      return result.stdout;
+    };
+    assert.equal(await complete("rollout", "st"), "status\tShow the rollout state; with --watch, one line per change until it completes (exit 1 if blocked or timed out).\n:4\n");
+    assert.equal(await complete("rollout", "status", "m", "-o", ""), "json\nyaml\nwide\n:4\n");
+    assert.equal(await complete("rollout", "history", "m", "--kubeconfig", ""), ":0\n", "a file name: the shell completes it");
+    assert.doesNotMatch(await complete(""), /__complete/, "the command itself is hidden");
   });
 
   it("an unknown shell names the choices, exit 1", async () => {

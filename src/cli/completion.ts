@@ -171,6 +171,30 @@ export function runCompletion(program: Command, shell: Shell): CommandOutput {
   return succeed(completionScript(program, shell));
 }
 
+/** Cobra's completion directives, which kubectl expects of a plugin's completer. */
+const SHELL_DEFAULT = 0;
+const NO_FILE_COMPLETION = 4;
+
+/**
+ * `tandem __complete -- WORD... CURRENT`: the candidates for CURRENT after WORDs, in the format
+ * of Cobra's `__complete` (`word<TAB>description` lines, then `:<directive>`), which kubectl asks
+ * of a plugin's `kubectl_complete-<name>` (the `kubectl_complete-tandem` shim runs this). The same
+ * rules as the scripts: subcommands typed so far select the command; after a flag that takes a
+ * value come its choices, or file names.
+ */
+export function completeWords(program: Command, typed: readonly string[]): string {
+  const nodes = new Map(completionNodes(program).map((node) => [node.path, node]));
+  let path = "";
+  for (const word of typed.slice(0, -1)) if (nodes.has(`${path}/${word}`)) path = `${path}/${word}`;
+  const node = nodes.get(path);
+  const current = typed.at(-1) ?? "";
+  const flag = node?.flags.find((candidate) => candidate.takesValue && candidate.spellings.includes(typed.at(-2) ?? ""));
+  const lines = (words: readonly Word[], directive: number): string => [...words.filter((word) => word.word.startsWith(current)).map((word) => (word.description === "" ? word.word : `${word.word}\t${word.description}`)), `:${directive}`, ""].join("\n");
+  if (node === undefined) return lines([], SHELL_DEFAULT);
+  if (flag !== undefined) return flag.choices === undefined ? lines([], SHELL_DEFAULT) : lines(flag.choices.map((choice) => ({ word: choice, description: "" })), NO_FILE_COMPLETION);
+  return lines(wordsOf(node), current.startsWith("-") || node.words.length > 0 ? NO_FILE_COMPLETION : SHELL_DEFAULT);
+}
+
 export function registerCompletion(program: Command): void {
   program
     .command("completion")
@@ -178,5 +202,12 @@ export function registerCompletion(program: Command): void {
     .addArgument(new Argument("<shell>", "bash, zsh or fish").choices(SHELLS))
     .action((shell: Shell) => {
       emit(runCompletion(program, shell));
+    });
+  program
+    .command("__complete", { hidden: true })
+    .description("Print the candidates for the last word (kubectl plugin completion; Cobra's format).")
+    .argument("[words...]", "the words after tandem, the last one being completed (after --)")
+    .action((words: string[]) => {
+      emit(succeed(completeWords(program, words)));
     });
 }

@@ -71,9 +71,11 @@ describe("npm pack, npm i -g, then the installed tandem", { timeout: 2 * NPM_TIM
     assert.deepEqual(await installed(["--version"], "kubectl-tandem"), { code: 0, signal: null, stdout: `${PACKAGE.version}\n`, stderr: "" });
   });
 
-  it("kubectl finds the plugin: kubectl tandem --version", { skip: spawnSync("kubectl", ["version", "--client"]).status === 0 ? false : "kubectl is not installed" }, async () => {
+  it("kubectl finds the plugin and its completer: kubectl tandem --version, kubectl tandem rollout status m -o <TAB>", { skip: spawnSync("kubectl", ["version", "--client"]).status === 0 ? false : "kubectl is not installed" }, async () => {
     const result = await runProcess("kubectl", ["tandem", "--version"], { cwd: elsewhere, env, timeoutMs: 30_000 });
     assert.deepEqual({ code: result.code, stdout: result.stdout }, { code: 0, stdout: `${PACKAGE.version}\n` }, result.stderr);
+    const completion = await runProcess("kubectl", ["__complete", "tandem", "rollout", "status", "m", "-o", ""], { cwd: elsewhere, env, timeoutMs: 30_000 });
+    assert.equal(completion.stdout, "json\nyaml\nwide\n:4\n", completion.stderr);
   });
 
   it("on a Node.js older than engines admits, one line says so and what to do, exit 1", { skip: OLD_NODE === undefined ? "no Node.js older than 22.19 on this machine" : false }, async () => {
