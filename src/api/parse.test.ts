@@ -87,3 +87,28 @@ function assertSameParse(frozen: unknown): void {
   assert.deepEqual(remembered, fresh);
   assert.equal(JSON.stringify(remembered), JSON.stringify(fresh));
 }
+
+describe("parseModelServing reports the rules' problems with the schema's", () => {
+  const roles = (second: Record<string, unknown>) => [
+    { name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } } },
+    { name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } }, ...second },
+  ];
+  const manifest = (spec: Record<string, unknown>) => ({ apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec });
+  const paths = (result: ParseResult) => (result.ok ? [] : result.problems.map((found) => found.path));
+  const DUPLICATE = "spec.template.roles[1].name";
+
+  it("an unknown field and a bad optional value are taken out, then the rules run on the rest", () => {
+    const input = manifest({ colour: "blue", template: { roles: roles({ replicas: "lots" }) } });
+    assert.deepEqual(paths(parseModelServing(input)), ["spec.template.roles[1].replicas", "spec.colour", DUPLICATE]);
+    assert.deepEqual(input.spec["colour"], "blue", "the input is not modified");
+  });
+
+  it("what the rules say of a removed value, or of the object holding it, is left out (it would be about a default)", () => {
+    assert.deepEqual(paths(parseModelServing(manifest({ template: { roles: roles({ name: 7 }) } }))), ["spec.template.roles[1].name"]);
+  });
+
+  it("no rules when a required field is missing or an array item is refused (positions would shift)", () => {
+    assert.deepEqual(paths(parseModelServing(manifest({ colour: "blue" }))), ["spec.template", "spec.colour"]);
+    assert.deepEqual(paths(parseModelServing(manifest({ template: { roles: [...roles({}), 3] } }))), ["spec.template.roles[2]"]);
+  });
+});

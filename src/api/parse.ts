@@ -6,7 +6,7 @@ import { z } from "zod";
 import { nestingProblem } from "./nesting.ts";
 import { ModelServing, ModelServingSpec, ModelServingStatus, UnitRecord } from "./schema.ts";
 import type { Problem } from "./problems.ts";
-import { problemsFromZod } from "./problems.ts";
+import { problem, problemsFromZod } from "./problems.ts";
 import { validateModelServing } from "./validate.ts";
 import { ModelRoute } from "./route.ts";
 import { validateModelRoute } from "./validate-route.ts";
@@ -52,8 +52,51 @@ function parseParts(input: unknown): ParseResult {
 
 function parseWhole(input: unknown): ParseResult {
   const parsed = ModelServing.safeParse(input, { reportInput: true });
-  if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error.issues) };
+  if (!parsed.success) return { ok: false, problems: [...problemsFromZod(parsed.error.issues), ...rulesDespite(input, parsed.error.issues, ModelServing, validateModelServing)] };
   return validated(parsed.data, validateModelServing(parsed.data));
+}
+
+/** Rounds of taking out what the schema refused before the rules are given up on. */
+const MAX_SCHEMA_ROUNDS = 3;
+
+/**
+ * The semantic rules' problems with an input the schema refused, so one run reports every
+ * problem (a user fixing the schema's would otherwise meet the rules' only on the next run).
+ * The refused values are taken out of a copy (unknown keys dropped, bad values removed so their
+ * defaults apply) and the copy parsed again; the rules then run on it, and what they say about the
+ * removed values, or the objects holding them, is left out (it would be about the defaults). Nothing when the copy still does
+ * not parse: a required field is missing, or an array item is refused (removing it would shift
+ * the positions every later problem names).
+ */
+function rulesDespite<T>(input: unknown, issues: readonly z.core.$ZodIssue[], schema: z.ZodType<T>, rules: (value: T) => readonly Problem[]): Problem[] {
+  const copy: unknown = structuredClone(input);
+  const removed: string[] = [];
+  for (let round = 0, left = issues; round < MAX_SCHEMA_ROUNDS; round++) {
+    for (const issue of left) {
+      const paths = issue.code === "unrecognized_keys" ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
+      for (const path of paths) if (!removeAt(copy, path)) return [];
+      removed.push(...paths.map((path) => problem(path, "").path));
+    }
+    const parsed = schema.safeParse(copy);
+    if (parsed.success) return rules(parsed.data).filter((found) => !removed.some((path) => onOnePath(found.path, path)));
+    left = parsed.error.issues;
+  }
+  return [];
+}
+
+/** Whether one of two formatted paths is the other or inside it. */
+function onOnePath(a: string, b: string): boolean {
+  const inside = (inner: string, outer: string): boolean => inner === outer || inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`);
+  return inside(a, b) || inside(b, a);
+}
+
+/** Deletes the object property at `path` of `root`; false when there is none to delete or it is an array item. */
+function removeAt(root: unknown, path: readonly PropertyKey[]): boolean {
+  const key = path.at(-1);
+  let parent = root;
+  for (const segment of path.slice(0, -1)) parent = typeof parent === "object" && parent !== null ? (parent as Record<PropertyKey, unknown>)[segment] : undefined;
+  if (key === undefined || typeof key === "number" || typeof parent !== "object" || parent === null || Array.isArray(parent) || !Object.hasOwn(parent, key)) return false;
+  return Reflect.deleteProperty(parent, key);
 }
 
 /**
@@ -63,7 +106,7 @@ function parseWhole(input: unknown): ParseResult {
  */
 export function parseModelRoute(input: unknown): ParseResult<ModelRoute> {
   const parsed = ModelRoute.safeParse(input, { reportInput: true });
-  if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error.issues) };
+  if (!parsed.success) return { ok: false, problems: [...problemsFromZod(parsed.error.issues), ...rulesDespite(input, parsed.error.issues, ModelRoute, validateModelRoute)] };
   return validated(parsed.data, validateModelRoute(parsed.data));
 }
 

@@ -36,7 +36,7 @@ export function parseYamlDocument(text: string): YamlDocument {
 
 function toData(document: Document.Parsed): YamlDocument {
   // The parser reports running out of stack once per level it unwinds: said once is enough.
-  if (document.errors.length > 0) return { ok: false, errors: [...new Set(document.errors.map((error) => (error.code === "RESOURCE_EXHAUSTION" ? TOO_DEEP : firstLine(error.message))))] };
+  if (document.errors.length > 0) return { ok: false, errors: firstErrors([...new Set(document.errors.map((error) => (error.code === "RESOURCE_EXHAUSTION" ? TOO_DEEP : firstLine(error.message))))]) };
   let value: unknown;
   try {
     value = document.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSIONS });
@@ -86,6 +86,18 @@ function reasonOf(error: unknown): string {
   return firstLine(message);
 }
 
+/** Syntax errors reported per document: text that is not YAML at all has one per line or so. */
+const MAX_SYNTAX_ERRORS = 10;
+/** Characters of one error line: the library quotes the offending token whole, which may be megabytes. */
+const MAX_ERROR_CHARACTERS = 200;
+
+function firstErrors(errors: readonly string[]): string[] {
+  if (errors.length <= MAX_SYNTAX_ERRORS) return [...errors];
+  return [...errors.slice(0, MAX_SYNTAX_ERRORS), `and ${errors.length - MAX_SYNTAX_ERRORS} more syntax errors`];
+}
+
+/** The message's first line, at most MAX_ERROR_CHARACTERS long. */
 function firstLine(message: string): string {
-  return message.split("\n")[0] ?? message;
+  const line = message.split("\n")[0] ?? message;
+  return line.length <= MAX_ERROR_CHARACTERS ? line : `${line.slice(0, MAX_ERROR_CHARACTERS)}… (${line.length} characters)`;
 }

@@ -15,10 +15,12 @@ import type { LogLevelName } from "../kube/logger.ts";
 import { runController } from "../kube/run.ts";
 import { parseAddress } from "../kube/server.ts";
 import type { RunEnd, RunOptions } from "../kube/run.ts";
+import { errorText } from "./engine-mock.ts";
 import { FlagError } from "./io.ts";
 
 export interface ControllerFlags {
   readonly kubeconfig?: string;
+  readonly context?: string;
   readonly namespace?: string;
   readonly leaderElect?: boolean;
   readonly leaderElectNamespace?: string;
@@ -43,7 +45,7 @@ export function runOptionsOf(flags: ControllerFlags, env: NodeJS.ProcessEnv): Om
   try {
     parseAddress(flags.metricsAddr);
   } catch {
-    throw new FlagError("--metrics-addr", `must be host:port (IPv6 in brackets), not ${quote(flags.metricsAddr)}`);
+    throw new FlagError("--metrics-addr", `must be host:port (IPv6 in brackets), such as 127.0.0.1:8080, not ${quote(flags.metricsAddr)}`);
   }
   const identity = `${env["POD_NAME"] ?? hostname()}_${randomBytes(4).toString("hex")}`;
   const leaseNamespace = flags.leaderElectNamespace ?? env["POD_NAMESPACE"] ?? DEFAULT_NAMESPACE;
@@ -59,13 +61,21 @@ async function runFromFlags(flags: ControllerFlags): Promise<number> {
   const options = runOptionsOf(flags, process.env); // first: it checks the flags
   let kubeConfig: KubeConfig;
   try {
-    kubeConfig = loadKubeConfig(flags.kubeconfig);
+    kubeConfig = loadKubeConfig(flags.kubeconfig, flags.context);
   } catch (error) {
     process.stderr.write(`tandem controller: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
   const logger = createLogger(flags.logLevel as LogLevelName);
-  const running = await runController({ ...options, kubeConfig, logger });
+  let running: Awaited<ReturnType<typeof runController>>;
+  try {
+    running = await runController({ ...options, kubeConfig, logger });
+  } catch (error) {
+    // The health server is the one thing started before the controller returns: a bind error is its.
+    const listening = (error as { syscall?: unknown }).syscall === "listen";
+    process.stderr.write(`tandem controller: ${listening ? `cannot listen on ${flags.metricsAddr} (--metrics-addr): ` : ""}${errorText(error)}\n`);
+    return 1;
+  }
   logger.info({ identity: running.identity, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)" }, "controller started");
   const onSignal = (signal: string): void => {
     logger.info({ signal }, "stopping");
@@ -86,6 +96,7 @@ export function registerController(program: Command): void {
     .command("controller")
     .description("Run the ModelServing controller against a Kubernetes cluster.")
     .option("--kubeconfig <file>", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+    .option("--context <name>", "kubeconfig context to use (default: its current context)")
     .option("--namespace <namespace>", "manage ModelServings in this namespace only (default: all namespaces)")
     .option("--leader-elect", "elect a leader among replicas on a Lease; only the leader reconciles")
     .option("--leader-elect-namespace <namespace>", "namespace of the Lease (default: $POD_NAMESPACE, else tandem-system)")

@@ -5,7 +5,6 @@
  * scaled real time and drawn as a live groups × roles view; otherwise (`--no-tty`, or when stdout
  * is not a terminal) it prints plain lines at full speed, for logs.
  */
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
@@ -23,6 +22,7 @@ import { parseScenarioText } from "../sim/scenario.ts";
 import { runServe } from "./demo-serve.ts";
 import { renderFrame } from "./demo-view.ts";
 import { FlagError } from "./io.ts";
+import { readSource } from "./validate.ts";
 
 const SCENARIOS = join(import.meta.dirname, "../../deploy/examples/scenarios");
 /** The default acts, in order. */
@@ -205,12 +205,8 @@ function untouchedPrefill(report: Report): string | undefined {
 }
 
 async function loadAct(path: string): Promise<Scenario | string> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    return `${path}: cannot read: ${error instanceof Error ? error.message : String(error)}`;
-  }
+  const { text } = await readSource(path);
+  if (typeof text !== "string") return `${path}: cannot read: ${text.error}`;
   const parsed = parseScenarioText(text);
   return parsed.ok ? parsed.scenario : parsed.problems.map((problem) => `${path}: ${problem.path}: ${problem.reason}`).join("\n");
 }

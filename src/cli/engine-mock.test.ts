@@ -86,7 +86,7 @@ describe("tandem engine-mock as a process", () => {
     assert.equal(answer.usage.completion_tokens, 2);
 
     const second = await ended(run(["--listen", `127.0.0.1:${port}`]));
-    assert.deepEqual(second, { code: 1, stdout: "", stderr: `tandem engine-mock: cannot listen on 127.0.0.1:${port}: address already in use\n` });
+    assert.deepEqual(second, { code: 1, stdout: "", stderr: `tandem engine-mock: cannot listen on 127.0.0.1:${port}: address already in use (another process listens there: stop it, or choose another port)\n` });
 
     child.kill("SIGTERM");
     const { code, stderr } = await end;

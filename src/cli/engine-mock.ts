@@ -53,12 +53,12 @@ export function listeningLine(mock: EngineMock): string {
   return `engine-mock: listening on ${mock.url} (${mock.engine}, kv-format ${mock.kvFormat})\n`;
 }
 
-/** A bind error's or a flag error's one-line text (EADDRINUSE and friends in words). */
+/** A bind error's or a flag error's one-line text (EADDRINUSE and friends in words, with what to do). */
 export function errorText(error: unknown): string {
   const code = (error as { code?: unknown }).code;
-  if (code === "EADDRINUSE") return "address already in use";
-  if (code === "EADDRNOTAVAIL") return "address not available on this machine";
-  if (code === "EACCES") return "permission denied";
+  if (code === "EADDRINUSE") return "address already in use (another process listens there: stop it, or choose another port)";
+  if (code === "EADDRNOTAVAIL") return "address not available on this machine (use one of its addresses, 127.0.0.1, or 0.0.0.0 for all)";
+  if (code === "EACCES") return "permission denied (ports below 1024 need privileges: choose a higher port)";
   return error instanceof Error ? error.message : String(error);
 }
 

@@ -47,6 +47,19 @@ function writeTextFile(path: string, text: string): void {
 }
 
 /**
+ * Why `path` could not be written, in words with what to do (for `--out` flags); other errors
+ * by their message.
+ */
+export function writeErrorText(path: string, error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (code === "ENOENT") return `the directory ${dirname(path)} does not exist (create it, or choose another path)`;
+  if (code === "EISDIR") return "it is a directory (name a file)";
+  if (code === "EACCES" || code === "EPERM") return "permission denied (choose a path you may write)";
+  if (code === "ENOTDIR") return `a part of ${dirname(path)} is a file, not a directory`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
  * A generated document: printed when `out` is undefined, else written to `out` with a one-line
  * confirmation; a write error becomes `<command>: cannot write <out>: <reason>` and exit 1.
  */
@@ -55,7 +68,7 @@ export function printOrWrite(command: string, text: string, out: string | undefi
   try {
     write(out, text);
   } catch (error) {
-    return fail(`${command}: cannot write ${out}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return fail(`${command}: cannot write ${out}: ${writeErrorText(out, error)}\n`);
   }
   return succeed(`Wrote ${out}\n`);
 }

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, it } from "node:test";
 import type { TestContext } from "node:test";
+import type { Command } from "commander";
+import { runTandem } from "../../test/cli-process.ts";
 import { runOptionsOf } from "./controller.ts";
 import { FlagError } from "./io.ts";
-import { main } from "./main.ts";
+import { buildProgram, main } from "./main.ts";
 import { writeReport } from "./simulate.ts";
 
 /**
@@ -34,7 +38,7 @@ describe("tandem: bad flag values are messages, not stack traces", () => {
     const flags = { metricsAddr: "127.0.0.1:8080", logLevel: "info", workers: "2" };
     assert.throws(() => runOptionsOf({ ...flags, workers: "0" }, {}), new FlagError("--workers", 'must be a positive integer, not "0"'));
     assert.throws(() => runOptionsOf({ ...flags, logLevel: "loud" }, {}), new FlagError("--log-level", 'must be one of debug, info, warn, error, not "loud"'));
-    assert.throws(() => runOptionsOf({ ...flags, metricsAddr: "8080" }, {}), new FlagError("--metrics-addr", 'must be host:port (IPv6 in brackets), not "8080"'));
+    assert.throws(() => runOptionsOf({ ...flags, metricsAddr: "8080" }, {}), new FlagError("--metrics-addr", 'must be host:port (IPv6 in brackets), such as 127.0.0.1:8080, not "8080"'));
     assert.equal(runOptionsOf(flags, {}).controller?.workers, 2);
   });
 
@@ -42,6 +46,20 @@ describe("tandem: bad flag values are messages, not stack traces", () => {
     const output = await writeReport(import.meta.dirname, "{}\n", { exitCode: 0, stdout: "verdict: pass\n", stderr: "" });
     assert.equal(output.exitCode, 1);
     assert.equal(output.stdout, "verdict: pass\n");
-    assert.match(output.stderr, /^--out: cannot write .*: EISDIR/);
+    assert.equal(output.stderr, `--out: cannot write ${import.meta.dirname}: it is a directory (name a file)\n`);
+  });
+});
+
+describe("tandem: kubectl's habits", () => {
+  it("every command that takes --kubeconfig also takes --context", () => {
+    const walk = (command: Command): Command[] => [command, ...command.commands.flatMap(walk)];
+    const clusterCommands = walk(buildProgram()).filter((command) => command.options.some((option) => option.long === "--kubeconfig"));
+    assert.deepEqual(clusterCommands.map((command) => command.name()), ["controller", "status", "history", "undo", "pause", "resume", "router"]);
+    for (const command of clusterCommands) assert.ok(command.options.some((option) => option.long === "--context"), command.name());
+  });
+
+  it("tandem --version prints package.json's version and exits 0", async () => {
+    const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string };
+    assert.deepEqual(await runTandem(["--version"]), { code: 0, signal: null, stdout: `${manifest.version}\n`, stderr: "" });
   });
 });

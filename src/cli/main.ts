@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 /** The `tandem` command line. Each subcommand lives in its own module and registers itself here. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Command, CommanderError } from "commander";
+import { registerCompletion } from "./completion.ts";
 import { registerController } from "./controller.ts";
 import { registerCrd } from "./crd.ts";
 import { registerDemo } from "./demo.ts";
@@ -14,9 +17,16 @@ import { registerSimulate } from "./simulate.ts";
 import { FlagError } from "./io.ts";
 import { registerValidate } from "./validate.ts";
 
+/** The version in package.json, which sits two levels up from both src/cli and the installed dist/cli. */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string };
+  return manifest.version;
+}
+
 export function buildProgram(): Command {
   const program = new Command("tandem")
     .description("Workload controller and request router for multi-role, multi-node LLM inference on Kubernetes.")
+    .version(packageVersion(), "-V, --version", "print the version of tandem")
     .showHelpAfterError()
     .exitOverride();
   registerValidate(program);
@@ -30,6 +40,7 @@ export function buildProgram(): Command {
   registerRollout(program);
   registerEngineMock(program);
   registerRouter(program);
+  registerCompletion(program);
   return program;
 }
 
@@ -48,4 +59,22 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exitCode = await main(process.argv.slice(2));
+/**
+ * Output into a pipe whose reader has gone (`tandem crd | head -1`): the reader has what it
+ * wanted, so the command stops at once, quietly, with exit 0 (not an unhandled EPIPE error).
+ */
+function stopQuietlyWhenThePipeCloses(stream: NodeJS.WriteStream): void {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit(0);
+  });
+}
+
+/** Runs the command line of this process (`node src/cli/main.ts ARGS`, or the installed bin.ts). */
+export async function run(): Promise<void> {
+  stopQuietlyWhenThePipeCloses(process.stdout);
+  stopQuietlyWhenThePipeCloses(process.stderr);
+  process.exitCode = await main(process.argv.slice(2));
+}
+
+if (import.meta.main) await run();

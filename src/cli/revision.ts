@@ -9,6 +9,7 @@ import { revisionBytes, revisionData, revisionHash, revisionName } from "../core
 import type { CommandOutput } from "./io.ts";
 import { emit, fail, succeed } from "./io.ts";
 import { loadModelServing } from "./manifests.ts";
+import { textOf } from "./validate.ts";
 
 export function registerRevision(program: Command): void {
   program
@@ -49,5 +50,5 @@ export function revisionCommand(file: string, text: string): CommandOutput {
 }
 
 function readText(file: string): string {
-  return readFileSync(file, "utf8");
+  return textOf(readFileSync(file));
 }

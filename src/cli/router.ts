@@ -23,6 +23,7 @@ import { errorText } from "./engine-mock.ts";
 
 export interface RouterFlags {
   readonly kubeconfig?: string;
+  readonly context?: string;
   readonly namespace?: string;
   readonly listen: string;
   readonly metricsAddr?: string;
@@ -81,7 +82,7 @@ async function runFromFlags(flags: RouterFlags): Promise<number> {
   let options: ReturnType<typeof routerOptionsOf>;
   let kubeConfig: ReturnType<typeof loadKubeConfig>;
   try {
-    kubeConfig = loadKubeConfig(flags.kubeconfig);
+    kubeConfig = loadKubeConfig(flags.kubeconfig, flags.context);
     options = routerOptionsOf(flags, process.env, contextNamespace(kubeConfig));
   } catch (error) {
     process.stderr.write(`tandem router: ${errorText(error)}\n`);
@@ -112,6 +113,7 @@ export function registerRouter(program: Command): void {
     .command("router")
     .description("Run the OpenAI-compatible request router in front of ModelServing entry pods (DESIGN §7).")
     .option("--kubeconfig <file>", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+    .option("--context <name>", "kubeconfig context to use (default: its current context)")
     .option("--namespace <namespace>", "serve the ModelRoutes of this namespace only (default: all namespaces)")
     .option("--listen <host:port>", "serve the OpenAI API (and /healthz, /readyz, /metrics) here", "127.0.0.1:8000")
     .option("--metrics-addr <host:port>", "also serve /metrics, /healthz and /readyz here")

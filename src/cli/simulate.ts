@@ -16,7 +16,7 @@ import { runScenario } from "../sim/runner.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
 import type { Scenario } from "../sim/scenario.ts";
 import type { CommandOutput } from "./io.ts";
-import { emit, fail } from "./io.ts";
+import { emit, fail, writeErrorText } from "./io.ts";
 import { readSource } from "./validate.ts";
 
 export interface SimulateOptions {
@@ -103,7 +103,7 @@ export async function writeReport(out: string, reportJson: string, output: Comma
     await writeFile(out, reportJson, "utf8");
     return output;
   } catch (error) {
-    return { exitCode: 1, stdout: output.stdout, stderr: `${output.stderr}--out: cannot write ${out}: ${error instanceof Error ? error.message : String(error)}\n` };
+    return { exitCode: 1, stdout: output.stdout, stderr: `${output.stderr}--out: cannot write ${out}: ${writeErrorText(out, error)}\n` };
   }
 }
 

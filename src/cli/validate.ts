@@ -39,13 +39,37 @@ export function validateFiles(files: readonly SourceFile[]): CommandOutput {
   return { exitCode: failed ? 1 : 0, stdout: lines.map((line) => `${line}\n`).join(""), stderr: "" };
 }
 
-/** Reads a file for a CLI command, turning an I/O error into a reason instead of an exception. */
+/**
+ * Reads a text file for a CLI command, turning an I/O error into a reason instead of an exception.
+ * A file that is not UTF-8 text (a NUL byte, or bytes UTF-8 cannot decode) is refused with a short
+ * escaped excerpt of its start: echoed whole, binary input would flood the terminal.
+ */
 export async function readSource(path: string): Promise<SourceFile> {
   try {
-    return { path, text: await readFile(path, "utf8") };
+    return { path, text: textOf(await readFile(path)) };
   } catch (error) {
     return { path, text: { error: error instanceof Error ? error.message : String(error) } };
   }
+}
+
+/** The bytes as text; throws, saying so with an excerpt, when they are not UTF-8 text without NUL bytes. */
+export function textOf(bytes: Buffer): string {
+  const notText = new Error(`not a text file (it starts ${binaryExcerpt(bytes)}); give a YAML file`);
+  if (bytes.includes(0)) throw notText;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw notText;
+  }
+}
+
+/** Bytes shown of a binary file. */
+const EXCERPT_BYTES = 16;
+
+/** The first bytes, printable ASCII as is and the rest as `\xHH`, in quotes. */
+export function binaryExcerpt(bytes: Buffer): string {
+  const shown = [...bytes.subarray(0, EXCERPT_BYTES)].map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, "0")}`)).join("");
+  return `"${shown}"${bytes.length > EXCERPT_BYTES ? `… (${bytes.length} bytes)` : ""}`;
 }
 
 export function registerValidate(program: Command): void {

@@ -107,12 +107,38 @@ export interface RolloutTarget {
   readonly name: string;
 }
 
+/** The rollout state of one ModelServing, as `tandem rollout status -o json|yaml` prints it. */
+export interface RolloutStatusReport {
+  readonly namespace: string;
+  readonly name: string;
+  readonly generation: number | undefined;
+  readonly observedGeneration: number | undefined;
+  readonly updateRevision: RevisionRef | undefined;
+  readonly currentRevision: RevisionRef | undefined;
+  readonly groups: { readonly desired: number; readonly ready: number; readonly updated: number; readonly available: number };
+  readonly roles: readonly { readonly name: string; readonly replicas: number; readonly ready: number; readonly updated: number }[];
+  readonly conditions: readonly { readonly type: string; readonly status: string; readonly reason?: string | undefined; readonly message?: string | undefined }[];
+  readonly paused: boolean;
+  /** Every unit runs the update revision and the status agrees (the simulator's RolloutComplete). */
+  readonly complete: boolean;
+  /** The controller has seen this generation and says RolloutBlocked=True: waiting will not finish it. */
+  readonly blocked: boolean;
+  /** What the rollout still waits for, every reason (empty when complete). */
+  readonly waitingFor: readonly string[];
+}
+
+/** A revision by name and number (undefined when its ControllerRevision is not readable). */
+export interface RevisionRef {
+  readonly name: string;
+  readonly revision: number | undefined;
+}
+
 export type RolloutStatusResult =
-  | { readonly ok: true; readonly complete: boolean; readonly paused: boolean; readonly lines: readonly string[] }
+  | { readonly ok: true; readonly report: RolloutStatusReport; readonly lines: readonly string[] }
   | { readonly ok: false; readonly message: string };
 
-/** Lines of `pending` shown at most. */
-const MAX_PENDING_LINES = 8;
+/** Lines of `waitingFor` shown by default (`tandem rollout status -o wide` shows all). */
+export const MAX_PENDING_LINES = 8;
 
 /**
  * The rollout state of `target`, from `reader` (which should be fresh): generation, revisions,
@@ -127,18 +153,39 @@ export function rolloutStatus(reader: RollbackPorts["reader"], target: RolloutTa
   const byName = new Map(revisions.map((revision) => [revision.name, { name: revision.name, data: revision.data }]));
   const pending = rolloutPending(ms, placedPods(ms, pods), byName);
   const status = ms.status ?? {};
-  const paused = ms.spec.rolloutStrategy.paused;
-  const numberOf = (name: string | undefined): string => (name === undefined ? "(none)" : `${name} (revision ${revisions.find((revision) => revision.name === name)?.revision ?? "?"})`);
+  const refOf = (name: string | undefined): RevisionRef | undefined => (name === undefined ? undefined : { name, revision: revisions.find((revision) => revision.name === name)?.revision });
+  const conditions = status.conditions ?? [];
+  const seen = status.observedGeneration !== undefined && status.observedGeneration === ms.metadata.generation;
+  const report: RolloutStatusReport = {
+    ...target,
+    generation: ms.metadata.generation,
+    observedGeneration: status.observedGeneration,
+    updateRevision: refOf(status.updateRevision),
+    currentRevision: refOf(status.currentRevision),
+    groups: { desired: ms.spec.replicas, ready: status.readyReplicas ?? 0, updated: status.updatedReplicas ?? 0, available: status.availableReplicas ?? 0 },
+    roles: (status.roles ?? []).map((role) => ({ name: role.name, replicas: role.replicas, ready: role.ready, updated: role.updated })),
+    conditions: conditions.map((condition) => ({ type: condition.type, status: condition.status, reason: condition.reason, message: condition.message })),
+    paused: ms.spec.rolloutStrategy.paused,
+    complete: pending.length === 0,
+    blocked: pending.length > 0 && seen && conditions.some((condition) => condition.type === "RolloutBlocked" && condition.status === "True"),
+    waitingFor: pending,
+  };
+  return { ok: true, report, lines: statusLines(report) };
+}
+
+/** The human status block; at most `maxPendingLines` of what the rollout waits for. */
+export function statusLines(report: RolloutStatusReport, maxPendingLines = MAX_PENDING_LINES): string[] {
+  const refText = (ref: RevisionRef | undefined): string => (ref === undefined ? "(none)" : `${ref.name} (revision ${ref.revision ?? "?"})`);
   const lines = [
-    `ModelServing ${target.namespace}/${target.name}: generation ${ms.metadata.generation ?? "?"}, observed ${status.observedGeneration ?? "(not yet)"}`,
-    `update revision ${numberOf(status.updateRevision)}, current revision ${numberOf(status.currentRevision)}`,
-    `groups: ${ms.spec.replicas} desired, ${status.readyReplicas ?? 0} ready, ${status.updatedReplicas ?? 0} updated, ${status.availableReplicas ?? 0} available`,
-    ...(status.roles ?? []).map((role) => `role ${role.name}: ${role.replicas} instances, ${role.ready} ready, ${role.updated} updated`),
-    ...(status.conditions ?? []).map((condition) => `${condition.type}=${condition.status} (${condition.reason ?? ""}): ${condition.message ?? ""}`),
+    `ModelServing ${report.namespace}/${report.name}: generation ${report.generation ?? "?"}, observed ${report.observedGeneration ?? "(not yet)"}`,
+    `update revision ${refText(report.updateRevision)}, current revision ${refText(report.currentRevision)}`,
+    `groups: ${report.groups.desired} desired, ${report.groups.ready} ready, ${report.groups.updated} updated, ${report.groups.available} available`,
+    ...report.roles.map((role) => `role ${role.name}: ${role.replicas} instances, ${role.ready} ready, ${role.updated} updated`),
+    ...report.conditions.map((condition) => `${condition.type}=${condition.status} (${condition.reason ?? ""}): ${condition.message ?? ""}`),
   ];
-  if (pending.length === 0) lines.push(`rollout of ${target.name} complete`);
-  else lines.push(`rollout of ${target.name} ${paused ? "paused" : "in progress"}; waiting for:`, ...pending.slice(0, MAX_PENDING_LINES).map((reason) => `  ${reason}`));
-  return { ok: true, complete: pending.length === 0, paused, lines };
+  if (report.complete) lines.push(`rollout of ${report.name} complete`);
+  else lines.push(`rollout of ${report.name} ${report.paused ? "paused" : "in progress"}; waiting for:`, ...report.waitingFor.slice(0, maxPendingLines).map((reason) => `  ${reason}`));
+  return lines;
 }
 
 export interface HistoryEntry {
@@ -148,6 +195,8 @@ export interface HistoryEntry {
   readonly images: string;
   /** `update`, `current`, both, or "". */
   readonly marks: string;
+  /** The hash of the revision's data (the name's suffix). */
+  readonly hash: string;
 }
 
 export type RolloutHistoryResult = { readonly ok: true; readonly entries: readonly HistoryEntry[]; readonly unreadable: readonly string[] } | { readonly ok: false; readonly message: string };
@@ -162,6 +211,7 @@ export function rolloutHistory(reader: RollbackPorts["reader"], target: RolloutT
     name: revision.name,
     images: revision.data.roles.map((role) => `${role.name}=${[...role.entryTemplate.spec.containers, ...(role.workerTemplate?.spec.containers ?? [])].map((container) => container.image).join(",")}`).join(" "),
     marks: [revision.name === status.updateRevision ? "update" : "", revision.name === status.currentRevision ? "current" : ""].filter((mark) => mark !== "").join(","),
+    hash: revision.hash,
   }));
   return { ok: true, entries, unreadable: read.unreadable };
 }

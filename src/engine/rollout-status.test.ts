@@ -42,14 +42,14 @@ describe("rollout status, history, pause, resume (through the ports)", () => {
     const { server, reader, names } = cluster();
     const before = rolloutStatus(reader, target);
     assert.ok(before.ok);
-    assert.equal(before.complete, false, "the pods are done, but the update revision is not current yet");
+    assert.equal(before.report.complete, false, "the pods are done, but the update revision is not current yet");
     assert.equal(before.lines[1], `update revision ${names[1] ?? ""} (revision 2), current revision ${names[0] ?? ""} (revision 1)`);
     assert.equal(before.lines.at(-1), `  m: status.currentRevision ${names[0] ?? ""} is not the update revision ${names[1] ?? ""} yet`);
     const progressing = { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do", observedGeneration: 1, lastTransitionTime: "2026-01-01T00:00:00Z" };
     server.patchStatus({ kind: "ModelServing", namespace: "default", name: "m" }, { status: { currentRevision: names[1] ?? "", conditions: [progressing] } });
     const after = rolloutStatus(reader, target);
     assert.ok(after.ok);
-    assert.equal(after.complete, true);
+    assert.equal(after.report.complete, true);
     assert.equal(after.lines.at(-1), "rollout of m complete");
     assert.deepEqual(rolloutStatus(reader, { namespace: "default", name: "x" }), { ok: false, message: "ModelServing default/x not found" });
   });
@@ -59,8 +59,8 @@ describe("rollout status, history, pause, resume (through the ports)", () => {
     const result = rolloutHistory(reader, target);
     assert.ok(result.ok);
     assert.deepEqual(result.entries, [
-      { revision: 1, name: names[0], images: "server=vllm:v1", marks: "current" },
-      { revision: 2, name: names[1], images: "server=vllm:v2", marks: "update" },
+      { revision: 1, name: names[0], images: "server=vllm:v1", marks: "current", hash: names[0]?.slice("m-".length) },
+      { revision: 2, name: names[1], images: "server=vllm:v2", marks: "update", hash: names[1]?.slice("m-".length) },
     ]);
   });
 

@@ -21,4 +21,13 @@ describe("loadKubeConfig", () => {
       );
     }
   });
+
+  it("--context replaces the current context; a context the file lacks is named with the ones it has", () => {
+    const file = join(dir, "two-contexts");
+    const cluster = (name: string) => `  - {name: ${name}, cluster: {server: "https://${name}.example:6443"}}`;
+    writeFileSync(file, ["apiVersion: v1", "kind: Config", "current-context: staging", "clusters:", cluster("staging"), cluster("prod"), "users: [{name: u, user: {token: t}}]", "contexts:", "  - {name: staging, context: {cluster: staging, user: u}}", "  - {name: prod, context: {cluster: prod, user: u}}", ""].join("\n"));
+    assert.equal(loadKubeConfig(file).getCurrentCluster()?.server, "https://staging.example:6443");
+    assert.equal(loadKubeConfig(file, "prod").getCurrentCluster()?.server, "https://prod.example:6443");
+    assert.throws(() => loadKubeConfig(file, "dev"), new Error(`--context: no context "dev" in ${file} (it has staging, prod)`));
+  });
 });

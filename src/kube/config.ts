@@ -21,12 +21,13 @@ export function defaultClusterConfigured(env: NodeJS.ProcessEnv = process.env, h
 
 /**
  * `path` when given; otherwise $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount
- * (client-node's `loadFromDefault`). Throws when none of them exists ("no cluster is configured"),
- * or when the file cannot be read or parsed, or names no cluster, with a one-line message that
- * names the file (what the parser says of it may quote the file over several lines: its first
- * line is enough).
+ * (client-node's `loadFromDefault`). `context`, when given, replaces the file's current context
+ * (kubectl's `--context`). Throws when none of them exists ("no cluster is configured"), when the
+ * file cannot be read or parsed, names no cluster or has no such context, with a one-line message
+ * that names the file (what the parser says of it may quote the file over several lines: its
+ * first line is enough).
  */
-export function loadKubeConfig(path?: string): KubeConfig {
+export function loadKubeConfig(path?: string, context?: string): KubeConfig {
   const source = path ?? "the default kubeconfig";
   const config = new KubeConfig();
   if (path === undefined && !defaultClusterConfigured()) {
@@ -36,8 +37,16 @@ export function loadKubeConfig(path?: string): KubeConfig {
     if (path === undefined) config.loadFromDefault();
     else config.loadFromFile(path);
   } catch (error) {
+    if (path !== undefined && (error as { code?: unknown }).code === "ENOENT") {
+      throw new Error(`--kubeconfig ${path}: no such file; name an existing kubeconfig, or leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config`, { cause: error });
+    }
     const message = error instanceof Error ? error.message : String(error);
     throw new Error(`cannot load ${source}: ${message.split("\n")[0] ?? message}`, { cause: error });
+  }
+  if (context !== undefined) {
+    const names = config.getContexts().map((known) => known.name);
+    if (!names.includes(context)) throw new Error(`--context: no context "${context}" in ${source} (it has ${names.length === 0 ? "none" : names.join(", ")})`);
+    config.setCurrentContext(context);
   }
   if (config.getCurrentCluster() === null) throw new Error(`no current cluster in ${source}`);
   return config;
