@@ -31,6 +31,8 @@ const OWNER_FILE = "owner.pid";
 export const CONTROLLER_NAMESPACE = "tandem-system";
 export const CONTROLLER_SERVICE_ACCOUNT = "tandem-controller";
 export const CONTROLLER_USER = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${CONTROLLER_SERVICE_ACCOUNT}`;
+/** The router's ServiceAccount (`tandem manifests` ships its RBAC), for router processes started by tests. */
+export const ROUTER_USER = `system:serviceaccount:${CONTROLLER_NAMESPACE}:tandem-router`;
 
 export interface ClusterOptions {
   /** Directory holding `etcd` and `kube-apiserver`; default: `binDir()`. */
@@ -56,8 +58,8 @@ export interface Cluster {
   readonly admin: KubeClient;
   /** The controller's ServiceAccount identity; RBAC decides what it may do. */
   readonly controller: KubeClient;
-  /** Kubeconfig files (JSON) for processes started by tests: `admin` and `controller`. */
-  readonly kubeconfigs: { readonly admin: string; readonly controller: string };
+  /** Kubeconfig files (JSON) for processes started by tests: `admin`, `controller` and `router` (ROUTER_USER). */
+  readonly kubeconfigs: { readonly admin: string; readonly controller: string; readonly router: string };
   /** Stops kube-apiserver, then etcd, and removes `dir`. Safe to call more than once. */
   stop(): Promise<void>;
 }
@@ -114,6 +116,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 interface Secrets {
   readonly adminToken: string;
   readonly controllerToken: string;
+  readonly routerToken: string;
 }
 
 interface AssembleInput {
@@ -131,6 +134,7 @@ function assemble(input: AssembleInput): Cluster {
   const kubeconfigs = {
     admin: writeKubeconfig(input.dir, "admin", input.server, input.secrets.adminToken),
     controller: writeKubeconfig(input.dir, "controller", input.server, input.secrets.controllerToken),
+    router: writeKubeconfig(input.dir, "router", input.server, input.secrets.routerToken),
   };
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -171,7 +175,7 @@ export async function freePorts(count: number): Promise<number[]> {
 
 /**
  * Writes the ServiceAccount signing key pair (EC P-256, generated here) and the static token file
- * (`token,user,uid,"groups"`), and returns the two random tokens.
+ * (`token,user,uid,"groups"`), and returns the random tokens.
  */
 function writeCredentials(dir: string): Secrets {
   const { publicKey, privateKey } = generateKeyPairSync("ec", {
@@ -181,11 +185,12 @@ function writeCredentials(dir: string): Secrets {
   });
   writeFileSync(join(dir, "sa.pub"), publicKey, { mode: 0o600 });
   writeFileSync(join(dir, "sa.key"), privateKey, { mode: 0o600 });
-  const secrets = { adminToken: randomBytes(24).toString("hex"), controllerToken: randomBytes(24).toString("hex") };
-  const controllerGroups = `system:serviceaccounts,system:serviceaccounts:${CONTROLLER_NAMESPACE}`;
+  const secrets = { adminToken: randomBytes(24).toString("hex"), controllerToken: randomBytes(24).toString("hex"), routerToken: randomBytes(24).toString("hex") };
+  const serviceAccountGroups = `system:serviceaccounts,system:serviceaccounts:${CONTROLLER_NAMESPACE}`;
   const lines = [
     `${secrets.adminToken},tandem-e2e-admin,tandem-e2e-admin,"system:masters"`,
-    `${secrets.controllerToken},${CONTROLLER_USER},tandem-controller-uid,"${controllerGroups}"`,
+    `${secrets.controllerToken},${CONTROLLER_USER},tandem-controller-uid,"${serviceAccountGroups}"`,
+    `${secrets.routerToken},${ROUTER_USER},tandem-router-uid,"${serviceAccountGroups}"`,
   ];
   writeFileSync(join(dir, "tokens.csv"), lines.join("\n") + "\n", { mode: 0o600 });
   return secrets;

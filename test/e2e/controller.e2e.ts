@@ -11,11 +11,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { type Cluster, freePorts, startCluster } from "./cluster.ts";
-import { type KubeClient, KubeError, MODEL_SERVINGS } from "./client.ts";
-import { StopWaiting, waitFor } from "./wait.ts";
+import { type KubeClient, MODEL_SERVINGS } from "./client.ts";
+import { waitFor } from "./wait.ts";
 import { ensureNamespace, forbiddenLines, installCrd, installRbac, startTandem, startTestController, type TestController } from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
-import { imagesOf, PODS, podsOf, readState, SERVICES, waitUntil } from "./observe.ts";
+import { imagesOf, PODS, podsOf, readState, SERVICES, setRoleImage, waitUntil } from "./observe.ts";
 import { undoCommand, historyCommand, type RolloutClient } from "../../src/cli/rollout.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { ROLLOUT_PERMISSIONS } from "../../src/kube/resources.ts";
@@ -37,24 +37,6 @@ const CONVERGE_MS = 60_000;
 function rolloutClient(cluster: Cluster, namespace: string, name: string): RolloutClient {
   const transport = new KubeTransport(clientNodeSend(loadKubeConfig(cluster.kubeconfigs.admin)), { permissions: ROLLOUT_PERMISSIONS });
   return { reader: new SnapshotReader(transport, namespace, name), writer: new KubeWriter(transport) };
-}
-
-/**
- * Replaces the image of every container of `role` (entry and workers): read, modify, update with
- * the resourceVersion read, again on a Conflict (the controller writes status concurrently).
- */
-async function setRoleImage(admin: KubeClient, namespace: string, name: string, role: string, image: string): Promise<void> {
-  await waitFor(async () => {
-    const object = await admin.get(MODEL_SERVINGS, name, namespace);
-    const spec = object.spec.template.roles.find((candidate: any) => candidate.name === role);
-    for (const template of [spec.entryTemplate, spec.workerTemplate]) for (const container of template?.spec.containers ?? []) container.image = image;
-    try {
-      return await admin.replace(MODEL_SERVINGS, object);
-    } catch (error) {
-      if (error instanceof KubeError && error.status === 409) return undefined;
-      throw new StopWaiting(String(error));
-    }
-  }, { timeoutMs: 10_000, intervalMs: 50, what: `update of ${namespace}/${name} role ${role} to ${image}` });
 }
 
 const uidsOf = (pods: readonly { metadata: { uid?: string } }[]): string[] => pods.map((pod) => pod.metadata.uid ?? "").sort();

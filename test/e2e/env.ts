@@ -89,9 +89,9 @@ export interface TandemProcess {
   readonly exited: Promise<number | null>;
 }
 
-/** Runs `tandem ARGS...` (src/cli/main.ts) as a child process, collecting its output. */
-export function startTandem(args: readonly string[]): TandemProcess {
-  const child = spawn(process.execPath, [join(REPO_ROOT, "src", "cli", "main.ts"), ...args], { stdio: ["ignore", "pipe", "pipe"] });
+/** Runs `tandem ARGS...` (src/cli/main.ts) as a child process, collecting its output; `env` adds to ours. */
+export function startTandem(args: readonly string[], env: Readonly<Record<string, string>> = {}): TandemProcess {
+  const child = spawn(process.execPath, [join(REPO_ROOT, "src", "cli", "main.ts"), ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr.on("data", (chunk: Buffer) => { output += chunk.toString(); });

@@ -31,14 +31,35 @@ export interface FakeKubelet {
   removedCount(): number;
 }
 
-export function startFakeKubelet(admin: KubeClient, namespace: string, intervalMs = 100): FakeKubelet {
+/** What a test may change about the fake node. */
+export interface FakeKubeletOptions {
+  /** Poll interval. Default 100. */
+  readonly intervalMs?: number;
+  /** The IP a pod gets when it first runs. Default: 10.244.x.y from its uid (nothing listens there). */
+  readonly podIp?: (pod: any) => string;
+  /** How long the pod stays untouched (unscheduled, not started) after this kubelet first sees it. Default 0. */
+  readonly holdMs?: (pod: any) => number;
+  /** Called once the pod's Running status is stored (its containers "run"), and on each later tick. */
+  readonly onRunning?: (pod: any) => void | Promise<void>;
+  /** Called when the pod is seen terminating, before it is removed: its containers stop here. */
+  readonly onTerminating?: (pod: any) => void | Promise<void>;
+}
+
+export function startFakeKubelet(admin: KubeClient, namespace: string, options: FakeKubeletOptions = {}): FakeKubelet {
+  const intervalMs = options.intervalMs ?? 100;
+  const firstSeenMs = new Map<string, number>();
+  const held = (pod: any): boolean => {
+    const uid: string = pod.metadata.uid;
+    if (!firstSeenMs.has(uid)) firstSeenMs.set(uid, Date.now());
+    return Date.now() - (firstSeenMs.get(uid) ?? 0) < (options.holdMs?.(pod) ?? 0);
+  };
   let stopped = false;
   let removed = 0;
   const loop = (async () => {
     while (!stopped) {
       try {
         const list = await admin.list(PODS, namespace);
-        for (const pod of list.items as any[]) removed += await tend(admin, namespace, pod);
+        for (const pod of list.items as any[]) if (pod.metadata.deletionTimestamp !== undefined || !held(pod)) removed += await tend(admin, namespace, pod, options);
       } catch {
         // A failed tick (conflict, API hiccup) is retried on the next one.
       }
@@ -55,9 +76,10 @@ export function startFakeKubelet(admin: KubeClient, namespace: string, intervalM
 }
 
 /** One step for one pod; resolves with 1 when it removed the pod. */
-async function tend(admin: KubeClient, namespace: string, pod: any): Promise<number> {
+async function tend(admin: KubeClient, namespace: string, pod: any, options: FakeKubeletOptions): Promise<number> {
   const name: string = pod.metadata.name;
   if (pod.metadata.deletionTimestamp !== undefined) {
+    await options.onTerminating?.(pod);
     // Deleted with grace 0 already: only its finalizers hold it, which are not the kubelet's.
     if (pod.metadata.deletionGracePeriodSeconds === 0) return 0;
     const response = await admin.request("DELETE", resourcePath(PODS, { namespace, name }), { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
@@ -68,15 +90,18 @@ async function tend(admin: KubeClient, namespace: string, pod: any): Promise<num
     await admin.request("POST", resourcePath(PODS, { namespace, name, subresource: "binding" }), binding);
     return 0;
   }
-  const status = desiredStatus(pod);
+  const status = desiredStatus(pod, options.podIp);
   if (!isDeepStrictEqual(status, pod.status)) {
-    await admin.request("PUT", resourcePath(PODS, { namespace, name, subresource: "status" }), { ...pod, status });
+    const response = await admin.request("PUT", resourcePath(PODS, { namespace, name, subresource: "status" }), { ...pod, status });
+    if (response.status === 200) await options.onRunning?.(response.body);
+  } else {
+    await options.onRunning?.(pod);
   }
   return 0;
 }
 
 /** The status a healthy node would report for `pod`, keeping conditions it does not own. */
-export function desiredStatus(pod: any): any {
+export function desiredStatus(pod: any, podIp: (pod: any) => string = fakeIp): any {
   const old = pod.status ?? {};
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
   const containerStatuses = (pod.spec.containers as any[]).map((container) => {
@@ -103,10 +128,10 @@ export function desiredStatus(pod: any): any {
     const previous = find(type);
     return previous?.status === status ? previous : { type, status, lastProbeTime: null, lastTransitionTime: now, ...(status === "False" ? { reason: "ReadinessGatesNotReady" } : {}) };
   });
-  return { ...old, phase: "Running", hostIP: "127.0.0.1", podIP: old.podIP ?? fakeIp(pod.metadata.uid), startTime: old.startTime ?? now, conditions: [...mine, ...kept], containerStatuses };
+  return { ...old, phase: "Running", hostIP: "127.0.0.1", podIP: old.podIP ?? podIp(pod), startTime: old.startTime ?? now, conditions: [...mine, ...kept], containerStatuses };
 }
 
-function fakeIp(uid: string): string {
-  const hex = uid.replace(/[^0-9a-f]/g, "");
+function fakeIp(pod: any): string {
+  const hex = (pod.metadata.uid as string).replace(/[^0-9a-f]/g, "");
   return `10.244.${Number.parseInt(hex.slice(0, 2), 16)}.${Number.parseInt(hex.slice(2, 4), 16) || 1}`;
 }

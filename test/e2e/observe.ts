@@ -10,8 +10,8 @@ import { availablePending, placedPods, rolloutPending } from "../../src/core/inv
 import type { RevisionsByName } from "../../src/core/invariants.ts";
 import { decodeControllerRevision } from "../../src/core/revision/controller-revision.ts";
 import type { KubeClient, Resource } from "./client.ts";
-import { MODEL_SERVINGS } from "./client.ts";
-import { waitFor } from "./wait.ts";
+import { KubeError, MODEL_SERVINGS } from "./client.ts";
+import { StopWaiting, waitFor } from "./wait.ts";
 
 export const PODS: Resource = { group: "", version: "v1", plural: "pods", namespaced: true };
 export const SERVICES: Resource = { group: "", version: "v1", plural: "services", namespaced: true };
@@ -71,4 +71,22 @@ export function podsOf(state: State, role: string): Pod[] {
 
 export function imagesOf(pod: Pod): string[] {
   return pod.spec.containers.map((container) => container.image);
+}
+
+/**
+ * Replaces the image of every container of `role` (entry and workers): read, modify, update with
+ * the resourceVersion read, again on a Conflict (the controller writes status concurrently).
+ */
+export async function setRoleImage(admin: KubeClient, namespace: string, name: string, role: string, image: string): Promise<void> {
+  await waitFor(async () => {
+    const object = await admin.get(MODEL_SERVINGS, name, namespace);
+    const spec = object.spec.template.roles.find((candidate: any) => candidate.name === role);
+    for (const template of [spec.entryTemplate, spec.workerTemplate]) for (const container of template?.spec.containers ?? []) container.image = image;
+    try {
+      return await admin.replace(MODEL_SERVINGS, object);
+    } catch (error) {
+      if (error instanceof KubeError && error.status === 409) return undefined;
+      throw new StopWaiting(String(error));
+    }
+  }, { timeoutMs: 10_000, intervalMs: 50, what: `update of ${namespace}/${name} role ${role} to ${image}` });
 }
