@@ -36,21 +36,21 @@ const ROUTER_IDS = ["router-a", "router-b"] as const;
 /** Bounded load: the acceptance's 10,000 requests through the drained rollouts, fewer elsewhere. */
 const DRAINED_REQUESTS = 10_000;
 const UNDRAINED_REQUESTS = 3_000;
-const PAIRING_REQUESTS = 2_000;
+const PAIRING_REQUESTS = 10_000;
 const CONCURRENCY = 24;
 /** Each request: ~20 ms to the first token, then 24 tokens at 5 ms. */
 const LATENCY = { ttftMs: 20, tpotMs: 5 } as const;
 const MAX_TOKENS = 24;
 
 /**
- * 3 groups of one prefill and one decode, updated role by role, one group at a time; a decode is
- * replaced by a surge instance first (the old one serves until the new one is Ready).
+ * 3 groups of two prefill and two decode instances, updated role by role, one group at a time and
+ * one instance of each role at a time within it (the roles' default budget): so during an update of
+ * both roles a group runs new and old instances of each side by side.
  */
 function modelServing(name: string, drainTimeoutSeconds: number): any {
   const role = (roleName: string): any => ({
     name: roleName,
-    replicas: 1,
-    ...(roleName === "decode" ? { maxSurge: 1, maxUnavailable: 0 } : {}),
+    replicas: 2,
     entryTemplate: { spec: { containers: [{ name: "engine", image: `engine:${roleName}-1`, env: [{ name: "KV_FORMAT", value: "v1" }] }] } },
   });
   return {
@@ -86,9 +86,9 @@ async function setRoles(admin: KubeClient, name: string, format: string): Promis
 }
 
 /**
- * New decode pods of a KV format change start 3 s late, so each group runs its new prefill beside
- * its old decode for a while (the surge decode keeps the old one serving): the window in which
- * pairing decides whether a request meets a decode of the other format.
+ * New decode pods of a KV format change start 3 s late, so a group runs its new prefill beside its
+ * old decode for a while: the window in which pairing decides whether a request meets a decode of
+ * the other format.
  */
 const SLOW_NEW_DECODE_MS = 3_000;
 function holdMs(pod: any): number {
@@ -185,7 +185,7 @@ describe("lossless rollouts on real HTTP (two routers, engine-mocks, the control
     assert.equal(load.counts.failed + load.counts.cut, 0, describeCounts(load.counts));
     assert.equal(load.counts.ok, DRAINED_REQUESTS, describeCounts(load.counts));
     const deleted = engines?.deleted() ?? [];
-    assert.ok(deleted.length >= 6 && deleted.every((pod) => pod.role === "decode"), `two updates of 3 decode pods, no prefill touched: ${deleted.map((pod) => pod.name).join(", ")}`);
+    assert.ok(deleted.length === 12 && deleted.every((pod) => pod.role === "decode"), `two updates of 6 decode pods, no prefill touched: ${deleted.map((pod) => pod.name).join(", ")}`);
     for (const pod of deleted) {
       const missing = ROUTER_IDS.filter((id) => pod.annotations[drainedAnnotation(id)] !== "true");
       assert.deepEqual(missing, [], `${pod.name} was deleted without the confirmation of ${missing.join(", ")}: ${JSON.stringify(pod.annotations)}`);
@@ -204,7 +204,7 @@ describe("lossless rollouts on real HTTP (two routers, engine-mocks, the control
     assert.ok(load.counts.cut > 0, `without the drain some requests are cut: ${describeCounts(load.counts)}`);
   });
 
-  test("prefill and decode change KV format together: SameRevision pairs none across it, SameGroup does and the decode refuses", { timeout: 2 * TEST_TIMEOUT_MS }, async () => {
+  test("prefill and decode change KV format together: SameRevision pairs none across it, SameGroup does and the decode refuses", { timeout: 2 * TEST_TIMEOUT_MS }, async (t) => {
     for (const [pairing, format] of [["SameRevision", "v2"], ["SameGroup", "v3"]] as const) {
       await admin().mergePatch(MODEL_ROUTES, { namespace: NAMESPACE, name: "pd" }, { spec: { pairing } });
       await admin().mergePatch(MODEL_SERVINGS, { namespace: NAMESPACE, name: "pd" }, { spec: { drain: { timeoutSeconds: 60 } } });
@@ -216,6 +216,7 @@ describe("lossless rollouts on real HTTP (two routers, engine-mocks, the control
       });
       load.stop();
       await load.done;
+      t.diagnostic(`${pairing}: ${describeCounts(load.counts)}`);
       if (pairing === "SameRevision") {
         assert.equal(load.counts.failed + load.counts.cut, 0, `SameRevision: ${describeCounts(load.counts)}`);
       } else {
