@@ -137,6 +137,19 @@ describe("routing: router replicas", () => {
     assert.equal(requests(report).failed, 0);
   });
 
+  it("20 seeds of a decode rollout with 3 replicas, one restarted cleanly mid-drain: nothing fails, nothing is cut, no drain times out", async () => {
+    const midRollout = [{ advance: { seconds: 1 } }, { restartRouter: { replica: 1 } }];
+    for (let seed = 1; seed <= 20; seed++) {
+      const { report } = await run(decodeRollout({ seed, replicas: 3, midRollout }));
+      assert.equal(report.verdict, "pass", `seed ${seed}: ${JSON.stringify(report.steps.filter((step) => !step.ok))}`);
+      assert.match(report.steps.find((step) => step.kind === "restartRouter")?.message ?? "", /restarting cleanly/);
+      const counted = requests(report);
+      assert.equal(counted.failed + counted.cut, 0, `seed ${seed}: ${JSON.stringify(counted)}`);
+      assert.ok(counted.total > 1000, `seed ${seed}: traffic ran (${counted.total} legs)`);
+      assert.deepEqual(report.controllerEvents.filter((event) => event.reason === "DrainTimeout"), [], `seed ${seed}`);
+    }
+  });
+
   it("20 seeds of a decode rollout with 3 replicas, one crashed and restarted mid-drain: nothing fails, nothing is cut but the crashed replica's own requests, no drain times out", async () => {
     const midRollout = [{ advance: { seconds: 1 } }, { crashRouter: { replica: 1 } }, { advance: { seconds: 3 } }, { restartRouter: { replica: 1 } }];
     for (let seed = 1; seed <= 20; seed++) {

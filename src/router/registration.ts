@@ -103,6 +103,17 @@ export class RouterRegistration {
     }
   }
 
+  /**
+   * The process dies without a word (the simulator's crash of a replica): renewals stop, a write in
+   * flight is ignored, and the Lease stays, to expire on the controller's clock.
+   */
+  abandon(): void {
+    this.#setState("stopped");
+    this.#next?.cancel();
+    this.#fence?.cancel();
+    this.#generation++;
+  }
+
   #renewIntervalMs(): number {
     return (this.#durationSeconds * 1000) / 3;
   }

@@ -4,15 +4,17 @@
  * request goes, `confirmDrain` for when a marked pod may be confirmed drained.
  *
  * Each replica has its own lagged cache (a `SimDiscovery` through its own client, `router-<i>`),
- * its own Lease, its own in-flight counts and its own engine scrapes. What happens to the legs it
+ * its own Lease (kept by the router's own `RouterRegistration`, self-fencing included), its own
+ * in-flight counts and its own engine scrapes. What happens to the legs it
  * sends (ok, cut) is the `SimRouter`'s ground truth, not the replica's.
  */
 import type { Pod } from "../api/kube.ts";
-import { microTime, routerLeaseObject } from "../api/router-lease.ts";
+import { silentLogger } from "../engine/logger.ts";
 import { ANNOTATION_DRAINING } from "../api/wellknown.ts";
 import { isApiError } from "../engine/ports.ts";
 import type { Clock, Rng, Timer } from "../engine/ports.ts";
 import { confirmDrain, confirmationPatch } from "../router/confirm.ts";
+import { RouterRegistration } from "../router/registration.ts";
 import type { EngineQueue } from "../router/engine-metrics.ts";
 import type { Endpoint } from "../router/endpoints.ts";
 import { chooseTarget } from "../router/target.ts";
@@ -69,7 +71,10 @@ export class RouterReplica {
   readonly #epoch: Clock;
   readonly #rng: Rng;
   #discovery: SimDiscovery | undefined;
-  #registered = false;
+  /** The router's own registration (DESIGN §3.1), on the epoch clock the controller compares with. */
+  #registration: RouterRegistration | undefined;
+  /** Stopping cleanly: no new requests; those in flight finish, confirmations go on. */
+  #stopping = false;
   readonly #inFlight = new Map<string, number>();
   /** Latest scrape by pod uid. */
   #scrapes = new Map<string, { readonly atMs: number; readonly queue: EngineQueue }>();
@@ -87,9 +92,19 @@ export class RouterReplica {
     this.#rng = world.cluster.rng(this.id);
   }
 
-  /** Running: its cache has synced and its Lease is written, so the load balancer sends it requests. */
+  /**
+   * Takes new requests: its cache has synced, its Lease is written and renewed (not fenced), and it
+   * is not stopping, so the load balancer sends it requests.
+   */
   routable(): boolean {
-    return this.#registered && this.#discovery?.hasSynced() === true;
+    return !this.#stopping && this.#registration?.refusal() === undefined && this.#discovery?.hasSynced() === true;
+  }
+
+  /** Legs of this replica in flight, over every pod. */
+  inFlight(): number {
+    let total = 0;
+    for (const count of this.#inFlight.values()) total += count;
+    return total;
   }
 
   /** Down (never started, or crashed and not restarted). */
@@ -110,7 +125,17 @@ export class RouterReplica {
     });
     // The first list fills the cache before anyone can subscribe: its marks are seen now.
     for (const pod of discovery.entryPods()) this.#onPod(pod, pod.metadata.uid ?? "");
-    void this.#register();
+    this.#stopping = false;
+    this.#registration = new RouterRegistration({
+      id: this.id,
+      namespace: SIM_LEASE_NAMESPACE,
+      scope: { all: true },
+      leaseDurationSeconds: this.#options.leaseDurationSeconds,
+      writer: this.#world.cluster.writer(this.id),
+      clock: this.#epoch,
+      logger: silentLogger,
+    });
+    this.#registration.start();
     // Scrapes of the replicas fall at different offsets within the period, as unsynchronized processes' do.
     this.#after(this.#rng.int(1, this.#options.scrapeIntervalMs + 1), () => {
       this.#scrape();
@@ -119,9 +144,25 @@ export class RouterReplica {
 
   /** The process dies: its cache, scrapes, confirmations and Lease renewals stop; its Lease stays. */
   crash(): void {
+    this.#registration?.abandon();
+    this.#teardown();
+  }
+
+  /** A clean stop begins: the replica takes no new request; those in flight finish and it still confirms. */
+  beginStop(): void {
+    this.#stopping = true;
+  }
+
+  /** A clean stop ends (nothing in flight any more): its Lease is deleted, then it is down. */
+  async finishStop(): Promise<void> {
+    await this.#registration?.stop();
+    this.#teardown();
+  }
+
+  #teardown(): void {
+    this.#registration = undefined;
     this.#discovery?.stop();
     this.#discovery = undefined;
-    this.#registered = false;
     for (const timer of this.#timers) timer.cancel();
     this.#timers.clear();
     for (const confirmation of this.#confirmations.values()) confirmation.timer?.cancel();
@@ -186,41 +227,6 @@ export class RouterReplica {
     const scrape = uid === undefined ? undefined : this.#scrapes.get(uid);
     const engine = scrape?.queue.ok === true ? { running: scrape.queue.running, waiting: scrape.queue.waiting, ageMs: this.#clock.nowMs() - scrape.atMs } : undefined;
     return { inFlight: this.#inFlight.get(endpoint.key) ?? 0, engine };
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Lease (DESIGN §3.1)
-
-  /**
-   * Creates the Lease, or takes over the one a crashed run left; then renews it on virtual time. A
-   * write that fails is tried again a second later; the replica routes nothing until one succeeds.
-   */
-  async #register(): Promise<void> {
-    const discovery = this.#discovery;
-    const lease = routerLeaseObject({ id: this.id, namespace: SIM_LEASE_NAMESPACE, scope: { all: true }, leaseDurationSeconds: this.#options.leaseDurationSeconds, nowMs: this.#epoch.nowMs() });
-    const writer = this.#world.cluster.writer(this.id);
-    try {
-      await writer.create(lease).catch(async (error: unknown) => {
-        if (!isApiError(error, "AlreadyExists")) throw error;
-        await writer.patch({ kind: "Lease", namespace: SIM_LEASE_NAMESPACE, name: this.id }, { spec: lease.spec });
-      });
-    } catch (error) {
-      if (!isApiError(error)) throw error;
-      if (this.#discovery === discovery) this.#after(1_000, () => void this.#register());
-      return;
-    }
-    if (this.#discovery !== discovery) return;
-    this.#registered = true;
-    this.#renewLater();
-  }
-
-  #renewLater(): void {
-    this.#after((this.#options.leaseDurationSeconds * 1000) / 3, () => {
-      // A failed renewal is tried again at the next one, well within the Lease's duration.
-      const renewTime = microTime(this.#epoch.nowMs());
-      this.#world.cluster.writer(this.id).patch({ kind: "Lease", namespace: SIM_LEASE_NAMESPACE, name: this.id }, { spec: { renewTime } }).catch(() => undefined);
-      this.#renewLater();
-    });
   }
 
   // -------------------------------------------------------------------------------------------

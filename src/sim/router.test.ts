@@ -372,8 +372,28 @@ describe("SimRouter: replicas", () => {
     assert.equal(annotationsOf(cluster, "d0")["drained.tandem.dev/router-1"], "true", "confirmed once synced and scraped");
     assert.notEqual(renewTime(lease(cluster, "router-1")), frozen);
     assert.ok(events.some((event) => event.type === "RequestStarted" && event.replica === "router-1" && event.atMs > 40 * SECOND));
-    assert.match(router.restartReplica(1) ?? "", /is running/);
     assert.match(router.crashReplica(5) ?? "", /^no router replica 5; replicas are 0\.\.1$/);
+  });
+
+  it("restarts a running replica cleanly: no new request, none cut, its Lease deleted once idle, then taken again", async () => {
+    const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")], { replicas: 2 });
+    await cluster.advance(20 * SECOND);
+    const before = events.length;
+    const inFlightBefore = events.filter((event) => event.type === "RequestStarted" && event.replica === "router-1").length - events.filter((event) => (event.type === "RequestOk" || event.type === "RequestCut") && event.replica === "router-1").length;
+    assert.ok(inFlightBefore > 0, "router-1 has requests in flight when it is asked to restart");
+    let leaseGoneAtMs: number | undefined;
+    cluster.server.onCommit("Lease", (before, after) => {
+      if (after === undefined && before?.metadata.name === "router-1") leaseGoneAtMs = cluster.clock.nowMs();
+    });
+    assert.equal(router.restartReplica(1), undefined);
+    assert.equal(router.replicaDown(1), false, "still up while its requests finish");
+    await cluster.advance(20 * SECOND);
+    assert.ok(leaseGoneAtMs !== undefined && leaseGoneAtMs > 20 * SECOND, "its Lease is deleted once it is idle, not before");
+    const during = events.slice(before).filter((event) => event.atMs <= leaseGoneAtMs);
+    assert.ok(!during.some((event) => event.type === "RequestStarted" && event.replica === "router-1"), "no new request while it stops");
+    assert.ok(!events.slice(before).some((event) => event.type === "RequestCut"), "nothing is cut");
+    assert.ok(lease(cluster, "router-1") !== undefined, "registered again");
+    assert.ok(events.some((event) => event.type === "RequestStarted" && event.replica === "router-1" && event.atMs > leaseGoneAtMs));
   });
 });
 

@@ -103,6 +103,8 @@ export interface RouterEvent {
   reason?: string;
 }
 
+/** How often a replica stopping cleanly looks whether its last request has finished. */
+const STOP_POLL_MS = 100;
 /** Subscribers at once; more is a leak. */
 const MAX_SUBSCRIBERS = 16;
 const TWO_POW_32 = 0x1_0000_0000;
@@ -240,6 +242,11 @@ export class SimRouter {
     for (const load of this.#loads.values()) for (const leg of load.legs) leg.timer.cancel();
   }
 
+  /** Whether replica `index` is down (crashed, or between a clean stop and its start). */
+  replicaDown(index: number): boolean {
+    return this.#replicas[index]?.down() ?? false;
+  }
+
   /** The replica ids, in index order. */
   replicaIds(): string[] {
     return this.#replicas.map((replica) => replica.id);
@@ -259,12 +266,31 @@ export class SimRouter {
     return undefined;
   }
 
-  /** Replica `index`, crashed, starts again with an empty cache and takes over its Lease. */
+  /**
+   * Replica `index` starts again with an empty cache and takes over its Lease. A crashed one starts
+   * at once; a running one restarts cleanly first, as on SIGTERM: it takes no new request, lets
+   * those in flight finish (still confirming drains), deletes its Lease, then starts. Undefined
+   * when it does; otherwise why not.
+   */
   restartReplica(index: number): string | undefined {
     const replica = this.#replicas[index];
     if (replica === undefined) return `no router replica ${index}; replicas are 0..${this.#replicas.length - 1}`;
-    if (!replica.down()) return `router replica ${index} is running; crash it first`;
-    replica.start();
+    if (replica.down()) {
+      replica.start();
+      return undefined;
+    }
+    replica.beginStop();
+    const whenIdle = (): void => {
+      if (this.#stopped) return;
+      if (replica.inFlight() > 0) {
+        this.#cluster.clock.setTimer(STOP_POLL_MS, whenIdle);
+        return;
+      }
+      void replica.finishStop().then(() => {
+        if (!this.#stopped) replica.start();
+      });
+    };
+    whenIdle();
     return undefined;
   }
 

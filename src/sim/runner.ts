@@ -284,10 +284,13 @@ class ScenarioRun {
   #routerReplica(kind: "crashRouter" | "restartRouter", replica: number): StepOutcome {
     const router = this.#router;
     if (router === undefined) return { ok: false, message: "no cluster.router" };
+    const wasDown = router.replicaDown(replica);
     const refused = kind === "crashRouter" ? router.crashReplica(replica) : router.restartReplica(replica);
     if (refused !== undefined) return { ok: false, message: refused };
     const id = router.replicaIds()[replica] ?? "";
-    return { ok: true, message: kind === "crashRouter" ? `router replica ${id} crashed: its requests in flight are cut, its Lease is no longer renewed` : `router replica ${id} restarted with an empty cache` };
+    if (kind === "crashRouter") return { ok: true, message: `router replica ${id} crashed: its requests in flight are cut, its Lease is no longer renewed` };
+    if (wasDown) return { ok: true, message: `router replica ${id} restarted with an empty cache` };
+    return { ok: true, message: `router replica ${id} restarting cleanly: no new requests, those in flight finish, its Lease is deleted, then it starts with an empty cache` };
   }
 
   /** DESIGN §6 `expect`: every difference named, or what held. */

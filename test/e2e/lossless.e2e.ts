@@ -41,6 +41,7 @@ const CONCURRENCY = 24;
 /** Each request: ~20 ms to the first token, then 24 tokens at 5 ms. */
 const LATENCY = { ttftMs: 20, tpotMs: 5 } as const;
 const MAX_TOKENS = 24;
+const LONG_MAX_TOKENS = 200;
 
 /**
  * 3 groups of two prefill and two decode instances, updated role by role, one group at a time and
@@ -194,7 +195,8 @@ describe("lossless rollouts on real HTTP (two routers, engine-mocks, the control
 
   test("the same update with drain.timeoutSeconds 0: requests are cut", { timeout: TEST_TIMEOUT_MS }, async () => {
     await admin().mergePatch(MODEL_SERVINGS, { namespace: NAMESPACE, name: "pd" }, { spec: { drain: { timeoutSeconds: 0 } } });
-    const load = startLoad({ routers: routers.map((router) => router.url), model: MODEL, total: UNDRAINED_REQUESTS, concurrency: CONCURRENCY, maxTokens: MAX_TOKENS, requestTimeoutMs: 30_000 });
+    // Longer answers (1 s of tokens) than elsewhere: a pod deleted at once must have some mid-stream.
+    const load = startLoad({ routers: routers.map((router) => router.url), model: MODEL, total: UNDRAINED_REQUESTS, concurrency: CONCURRENCY, maxTokens: LONG_MAX_TOKENS, requestTimeoutMs: 30_000 });
     await underLoad(load, UNDRAINED_REQUESTS, async () => {
       await setRoleImage(admin(), NAMESPACE, "pd", "decode", "engine:decode-4");
       await waitUntil(admin(), NAMESPACE, "pd", "RolloutComplete", ROLLOUT_TIMEOUT_MS);
