@@ -103,6 +103,7 @@ export interface RouterEvent {
   reason?: string;
 }
 
+const NO_HOLD = (): void => undefined;
 /** How often a replica stopping cleanly looks whether its last request has finished. */
 const STOP_POLL_MS = 100;
 /** Subscribers at once; more is a leak. */
@@ -123,6 +124,11 @@ interface Request {
   /** The KV format of the pod the prefill ran on (checked by the decode). */
   prefillKv: string | undefined;
   done: boolean;
+  /**
+   * NIXL: ends the count of the chosen decode in flight that the request holds from its choice
+   * until the decode leg starts (as the data plane does), so no drain confirms the decode meanwhile.
+   */
+  readonly releaseDecode: () => void;
 }
 
 interface Leg {
@@ -382,7 +388,8 @@ export class SimRouter {
       const first = target.protocol === "sglang" ? targetEndpoints(target) : targetEndpoints(target).slice(0, 1);
       const down = first.filter((endpoint) => this.#uidIfServing(replica, endpoint) === undefined);
       if (down.length === 0) {
-        const request: Request = { replica, modelServing, target, durationMs, running: new Set(), pending: [...roles], prefillKv: undefined, done: false };
+        const releaseDecode = target.protocol === "nixl" ? replica.begin(target.decode.key) : NO_HOLD;
+        const request: Request = { replica, modelServing, target, durationMs, running: new Set(), pending: [...roles], prefillKv: undefined, done: false, releaseDecode };
         this.#startLegs(request, first);
         return;
       }
@@ -428,6 +435,7 @@ export class SimRouter {
       };
       load.legs.add(leg);
       request.running.add(leg);
+      if (!isPrefill) request.releaseDecode();
       this.#inFlight++;
       this.#count(role, "total");
       this.#emit({ type: "RequestStarted", replica: request.replica.id, modelServing: request.modelServing, role, pod: endpoint.pod });
@@ -504,6 +512,7 @@ export class SimRouter {
   /** Ends `request`: the legs it has not started count with its outcome. */
   #finish(request: Request, outcome: "failed" | "cut"): void {
     request.done = true;
+    request.releaseDecode();
     for (const role of request.pending.splice(0)) this.#countUnstarted(role, outcome);
   }
 

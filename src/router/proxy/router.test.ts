@@ -366,6 +366,24 @@ describe("data plane: disaggregated", () => {
     await router.close();
   });
 
+  it("NIXL: the decode counts in flight while its prefill runs, so no drain confirms it under the request", { timeout: 30_000 }, async () => {
+    prefill.behaviour = () => undefined; // still prefilling
+    const { router, url } = await startRouter([pdRoute()], pdPods());
+    const seen = prefill.next();
+    const abort = new AbortController();
+    const response = post(url, "/v1/completions", { model: "m", prompt: "x" }, { signal: abort.signal });
+    const leg = await seen;
+    const during = [router.inFlight.count("ns/p"), router.inFlight.count("ns/d")];
+    abort.abort();
+    assert.deepEqual(during, [1, 1]);
+    await assert.rejects(response);
+    await leg.aborted;
+    // The router learns of the abort a few event-loop turns after the engine does.
+    for (let turn = 0; turn < 10_000 && router.inFlight.count("ns/d") + router.inFlight.count("ns/p") > 0; turn++) await new Promise(setImmediate);
+    assert.deepEqual([router.inFlight.count("ns/p"), router.inFlight.count("ns/d")], [0, 0]);
+    await router.close();
+  });
+
   it("no compatible pair is a 503 with the pairing's reason", async () => {
     const pods = [aPod({ name: "p", role: "prefill", group: 1, port: prefill.port }), aPod({ name: "d", role: "decode", group: 0, port: decode.port })];
     const { router, url } = await startRouter([pdRoute()], pods);

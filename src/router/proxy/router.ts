@@ -300,21 +300,33 @@ export class RequestRouter {
     return this.#deliver(exchange, sent, last, { "x-tandem-endpoint": endpoint.pod, "x-tandem-revision": endpoint.revision });
   }
 
-  /** vLLM NIXL: the prefill leg to its JSON answer, then the decode leg streamed to the client. */
+  /**
+   * vLLM NIXL: the prefill leg to its JSON answer, then the decode leg streamed to the client. The
+   * decode is counted in flight from the moment it is chosen, prefill included: otherwise a drain
+   * mark arriving during the prefill could be confirmed for a decode about to get this request.
+   */
   async #nixl(exchange: Exchange, target: Target & { protocol: "nixl" }, last: boolean): Promise<Outcome> {
     const { prefill, decode } = target;
     const debug = pairHeaders(prefill, decode);
-    const pre = await this.#send(exchange, prefill, JSON.stringify(nixlPrefillBody(exchange.body)), exchange.signal);
-    if (!pre.ok) return failed(prefill, pre.failure);
-    // An error answer of the prefill is the request's answer (4xx) or a reason to retry (5xx).
-    if (pre.response.statusCode >= 400) return this.#deliver(exchange, pre, last, debug);
-    const answer = await readBounded(pre.response.body, this.#maxBodyBytes);
-    pre.release();
-    if (exchange.signal.aborted) return DONE;
-    const json = answer.ok ? parseJson(answer.bytes) : undefined;
-    const leg = nixlDecodeBody(exchange.body, json, prefill);
-    if (!leg.ok) return failed(prefill, { code: "upstream_error", message: answer.ok ? leg.reason : `prefill ${prefill.pod}: ${answer.reason}`, retryable: true, reason: "prefill_answer_unusable" });
-    const dec = await this.#send(exchange, decode, JSON.stringify(leg.body), exchange.signal);
+    const holdDecode = this.inFlight.begin(decode.key);
+    let decodeBody: string;
+    try {
+      const pre = await this.#send(exchange, prefill, JSON.stringify(nixlPrefillBody(exchange.body)), exchange.signal);
+      if (!pre.ok) return failed(prefill, pre.failure);
+      // An error answer of the prefill is the request's answer (4xx) or a reason to retry (5xx).
+      if (pre.response.statusCode >= 400) return await this.#deliver(exchange, pre, last, debug);
+      const answer = await readBounded(pre.response.body, this.#maxBodyBytes);
+      pre.release();
+      if (exchange.signal.aborted) return DONE;
+      const json = answer.ok ? parseJson(answer.bytes) : undefined;
+      const leg = nixlDecodeBody(exchange.body, json, prefill);
+      if (!leg.ok) return failed(prefill, { code: "upstream_error", message: answer.ok ? leg.reason : `prefill ${prefill.pod}: ${answer.reason}`, retryable: true, reason: "prefill_answer_unusable" });
+      decodeBody = JSON.stringify(leg.body);
+    } finally {
+      // The decode leg's own count (`#send`) begins at once below, so the decode is never at zero.
+      holdDecode();
+    }
+    const dec = await this.#send(exchange, decode, decodeBody, exchange.signal);
     if (!dec.ok) return failed(decode, dec.failure);
     return this.#deliver(exchange, dec, last, debug);
   }
