@@ -105,6 +105,16 @@ describe("tandem demo --serve", () => {
     assert.match(out, new RegExp(`router requests: ${rollout.length + 3} total, ${rollout.length + 3} ok, 0 failed, 0 aborted by the client`));
   });
 
+  it("with built-in clients, requests stream through the rollout from the first wait on, and none fails", { timeout: 120_000 }, async () => {
+    const scenario = await defaultScenario();
+    let out = "";
+    const code = await runServe({ scenario, port: 0, speed: TEST_SPEED, ttftMs: 0, tpotMs: 1, clients: { count: 3, model: "llama" }, view: testView(() => undefined), write: (text) => (out += text), signal: new AbortController().signal });
+    assert.equal(code, 0, out);
+    assert.match(out, /^clients: 3 streaming chat completions of llama from now to the end$/m);
+    const totals = /^router requests: (\d+) total, (\d+) ok, 0 failed, 0 aborted by the client$/m.exec(out);
+    assert.ok(totals !== null && Number(totals[1]) > 50 && totals[1] === totals[2], out);
+  });
+
   it("stops on its signal between two instants, prints the totals and returns 0", { timeout: 60_000 }, async () => {
     const scenario = await defaultScenario();
     const stop = new AbortController();

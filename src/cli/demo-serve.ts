@@ -27,6 +27,8 @@ import { startEngineMock } from "../router/engine-mock/server.ts";
 import type { EngineMock } from "../router/engine-mock/server.ts";
 import type { Address } from "../router/endpoints.ts";
 import { kvFormatOf } from "../router/kv-format.ts";
+import { startLoad } from "../router/proxy/load.ts";
+import type { Load } from "../router/proxy/load.ts";
 import { RequestRouter } from "../router/proxy/router.ts";
 import { RouterRegistration } from "../router/registration.ts";
 import type { SimCluster } from "../sim/cluster.ts";
@@ -41,6 +43,9 @@ import type { Scenario, Step } from "../sim/scenario.ts";
 /** Virtual time between pacing points: no simulated event runs more than this early in wall time. */
 const PACE_TICK_MS = 100;
 const LOOPBACK = "127.0.0.1";
+/** Each built-in client's answer length, and its deadline. */
+const CLIENT_MAX_TOKENS = 16;
+const CLIENT_TIMEOUT_MS = 60_000;
 /** The router replica's identity: its Lease's name and holder (DESIGN §3.1). */
 export const SERVE_ROUTER_ID = "demo-serve";
 const LEASE_NAMESPACE = "default";
@@ -61,6 +66,12 @@ export interface ServeOptions {
   readonly signal: AbortSignal;
   /** Called with the router's URL once it accepts requests (tests). */
   readonly onListening?: (url: string) => void;
+  /**
+   * Built-in clients (`--clients`): this many stream chat completions of `model` through the
+   * router, one after another each, from the end of the scenario's first wait (the model is
+   * served) to its end, so the totals show what a rollout does to requests. Default 0.
+   */
+  readonly clients?: { readonly count: number; readonly model: string };
 }
 
 /** Requests the router answered, by outcome. */
@@ -113,6 +124,8 @@ class ServeRun implements RunObserver {
   #registered: Promise<void> | undefined;
   #tick: Timer | undefined;
   #unhook: (() => void) | undefined;
+  #url: string | undefined;
+  #load: Load | undefined;
 
   constructor(options: ServeOptions) {
     this.#options = options;
@@ -149,7 +162,15 @@ class ServeRun implements RunObserver {
   }
 
   async stepEnded(record: StepRecord): Promise<void> {
+    if (record.kind === "wait" && this.#load === undefined) this.#startClients();
     await this.#options.view.stepEnded?.(record);
+  }
+
+  #startClients(): void {
+    const clients = this.#options.clients;
+    if (clients === undefined || clients.count === 0 || this.#url === undefined) return;
+    this.#load = startLoad({ routers: [this.#url], model: clients.model, total: Number.POSITIVE_INFINITY, concurrency: clients.count, maxTokens: CLIENT_MAX_TOKENS, requestTimeoutMs: CLIENT_TIMEOUT_MS });
+    this.#options.write(`clients: ${clients.count} streaming chat completions of ${clients.model} from now to the end\n`);
   }
 
   async #listen(): Promise<void> {
@@ -173,6 +194,7 @@ class ServeRun implements RunObserver {
       server.listen(this.#options.port, LOOPBACK, resolve);
     });
     const url = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;
+    this.#url = url;
     this.#options.write(`router: ${url}\n`);
     this.#options.onListening?.(url);
   }
@@ -206,6 +228,9 @@ class ServeRun implements RunObserver {
   }
 
   async close(): Promise<void> {
+    // The clients' last requests finish first, on engines still running (the clock no longer paced).
+    this.#load?.stop();
+    await this.#load?.done;
     this.#unhook?.();
     this.#tick?.cancel();
     const server = this.#server;

@@ -255,6 +255,27 @@ interface DemoFlags {
   tty: boolean;
   serve?: boolean;
   port: string;
+  clients: string;
+}
+
+/** At most this many built-in clients: each holds a connection and a request at a time. */
+const MAX_CLIENTS = 256;
+
+function parseClients(value: string): number {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 0 || count > MAX_CLIENTS) throw new FlagError("--clients", `must be a whole number of clients, 0 to ${MAX_CLIENTS}, not ${quote(value)}`);
+  return count;
+}
+
+/** The model of the first ModelRoute the scenario applies: what the built-in clients ask for. */
+function servedModel(scenario: Scenario): string | undefined {
+  for (const step of scenario.steps) {
+    if (step.kind !== "apply" || step.value["kind"] !== "ModelRoute") continue;
+    const spec = step.value["spec"];
+    const model = typeof spec === "object" && spec !== null ? (spec as Record<string, unknown>)["model"] : undefined;
+    if (typeof model === "string") return model;
+  }
+  return undefined;
 }
 
 /** `demo --serve`: one scenario in real time (or `--speed`) behind the real router, until it ends or a signal. */
@@ -262,11 +283,15 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
   const path = flags.scenario ?? join(SCENARIOS, DEFAULT_SERVE_SCENARIO);
   const port = parsePort(flags.port);
   const speed = parseSpeed(flags.speed) ?? 1;
+  const clientCount = parseClients(flags.clients);
   const scenario = await loadAct(path);
   if (typeof scenario === "string") {
     write(`${scenario}\n`);
     return 1;
   }
+  const model = servedModel(scenario);
+  if (clientCount > 0 && model === undefined) throw new FlagError("--clients", `needs a scenario that applies a ModelRoute (the clients ask for its model); ${path} applies none`);
+  const clients = model === undefined ? undefined : { count: clientCount, model };
   const stop = new AbortController();
   const onSignal = (): void => {
     stop.abort();
@@ -276,7 +301,7 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
   try {
     write(`== Tandem demo --serve · ${scenario.name} (${speed}× real time) ==\n`);
     const view = new ActView(scenario.name, { scenarios: [path], speed, tty: false, liveEvents: true, write }, speed);
-    return await runServe({ scenario, port, speed, view, write, signal: stop.signal });
+    return await runServe({ scenario, port, speed, view, write, signal: stop.signal, ...(clients === undefined ? {} : { clients }) });
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -292,6 +317,7 @@ export function registerDemo(program: Command): void {
     .option("--no-tty", "print plain lines at full speed, for logs")
     .option("--serve", "play one scenario in real time behind the real router, every entry pod an engine-mock on 127.0.0.1")
     .option("--port <port>", "with --serve: the router's port on 127.0.0.1", "8000")
+    .option("--clients <n>", "with --serve: built-in clients streaming requests through the router from the first wait on (the totals then show what the rollout did to them)", "0")
     .action(async (flags: DemoFlags) => {
       const write = (text: string): void => {
         process.stdout.write(text);

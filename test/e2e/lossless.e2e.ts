@@ -23,7 +23,7 @@ import { type KubeClient, MODEL_ROUTES, MODEL_SERVINGS } from "./client.ts";
 import { enginePods, type EnginePods } from "./engine-pods.ts";
 import { ensureNamespace, installCrd, installRbac, startTandem, startTestController, type TandemProcess, type TestController } from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
-import { type Load, type LoadCounts, startLoad } from "./load.ts";
+import { type Load, type LoadCounts, startLoad } from "../../src/router/proxy/load.ts";
 import { setRoleImage, waitUntil } from "./observe.ts";
 import { waitFor } from "./wait.ts";
 

@@ -1,8 +1,9 @@
 /**
- * A bounded load of streaming chat completions for e2e tests: `concurrency` clients send requests
- * round-robin over `routers` until `total` have been sent or `stop()` is called, each classified
- * as ok (status 200 and the stream ended with `data: [DONE]`), failed (no 200: refused, 503, ...)
- * or cut (a 200 whose stream ended early or broke). Loopback only; every request has a deadline.
+ * A load of streaming chat completions, for the e2e tests and `tandem demo --serve --clients N`:
+ * `concurrency` clients send requests one after another, round-robin over `routers`, until `total`
+ * have been sent or `stop()` is called, each classified as ok (status 200 and the stream ended
+ * with `data: [DONE]`), failed (no 200: refused, 503, ...) or cut (a 200 whose stream ended early
+ * or broke). Every request has a deadline.
  */
 import { Agent, request } from "undici";
 
@@ -23,6 +24,7 @@ export interface LoadOptions {
   /** `http://127.0.0.1:PORT` of each router. */
   readonly routers: readonly string[];
   readonly model: string;
+  /** Requests to send at most (`Infinity`: until `stop()`). */
   readonly total: number;
   readonly concurrency: number;
   /** Tokens generated per request. */
@@ -75,7 +77,10 @@ async function one(agent: Agent, router: string, options: LoadOptions, counts: L
     });
     status = response.statusCode;
     const text = await response.body.text();
-    if (status !== 200) return fail(counts, status, text);
+    if (status !== 200) {
+      fail(counts, status, text);
+      return;
+    }
     if (text.trimEnd().endsWith("data: [DONE]")) counts.ok++;
     else counts.cut++;
   } catch (error) {
