@@ -135,7 +135,7 @@ describe("tandem demo --serve", () => {
     try {
       const code = await runServe({ scenario: await defaultScenario(), port, speed: TEST_SPEED, view: testView(() => undefined), write: (text) => (out += text), signal: new AbortController().signal });
       assert.equal(code, 1);
-      assert.equal(out, `--port ${port}: cannot listen on 127.0.0.1:${port}: EADDRINUSE\n`);
+      assert.equal(out, `--port ${port}: cannot listen on 127.0.0.1:${port}: address already in use (another process listens there: stop it, or choose another --port; 0 picks a free one)\n`);
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }

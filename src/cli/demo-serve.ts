@@ -189,7 +189,8 @@ class ServeRun implements RunObserver {
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", (error: NodeJS.ErrnoException) => {
-        reject(new ListenError(`--port ${this.#options.port}: cannot listen on ${LOOPBACK}:${this.#options.port}: ${error.code ?? error.message}`));
+        const why = error.code === "EADDRINUSE" ? "address already in use (another process listens there: stop it, or choose another --port; 0 picks a free one)" : (error.code ?? error.message);
+        reject(new ListenError(`--port ${this.#options.port}: cannot listen on ${LOOPBACK}:${this.#options.port}: ${why}`));
       });
       server.listen(this.#options.port, LOOPBACK, resolve);
     });
