@@ -1,19 +1,19 @@
 /**
  * One simulated router replica (DESIGN §3, §6 `cluster.router.replicas`): what a real `tandem
- * router` process holds, driving the router's own pure decisions — `chooseTarget` for where a
- * request goes, `confirmDrain` for when a marked pod may be confirmed drained.
+ * router` process holds, running the router's own code — `chooseTarget` for where a request goes,
+ * `RouterRegistration` for its Lease (self-fencing included), `DrainConfirmer` (which decides with
+ * `confirmDrain`) for its drain confirmations — on virtual time.
  *
  * Each replica has its own lagged cache (a `SimDiscovery` through its own client, `router-<i>`),
- * its own Lease (kept by the router's own `RouterRegistration`, self-fencing included), its own
- * in-flight counts and its own engine scrapes. What happens to the legs it
- * sends (ok, cut) is the `SimRouter`'s ground truth, not the replica's.
+ * its own in-flight counts and its own engine scrapes. What happens to the legs it sends (ok, cut)
+ * is the `SimRouter`'s ground truth, not the replica's.
  */
 import type { Pod } from "../api/kube.ts";
 import { silentLogger } from "../engine/logger.ts";
-import { ANNOTATION_DRAINING } from "../api/wellknown.ts";
-import { isApiError } from "../engine/ports.ts";
 import type { Clock, Rng, Timer } from "../engine/ports.ts";
-import { confirmDrain, confirmationPatch } from "../router/confirm.ts";
+import { DrainConfirmer } from "../router/confirmer.ts";
+import type { EngineProbe } from "../router/confirmer.ts";
+import { InFlight } from "../router/proxy/inflight.ts";
 import { RouterRegistration } from "../router/registration.ts";
 import type { EngineQueue } from "../router/engine-metrics.ts";
 import type { Endpoint } from "../router/endpoints.ts";
@@ -39,7 +39,6 @@ export interface ReplicaOptions {
   /** Period of the engine `/metrics` scrape. */
   readonly scrapeIntervalMs: number;
   readonly leaseDurationSeconds: number;
-  readonly confirm: { readonly maxAttempts: number; readonly baseMs: number; readonly maxMs: number };
 }
 
 /** What a replica reads of the world beyond its cache: the engine's queue, as a scrape would get it. */
@@ -49,16 +48,6 @@ export interface ReplicaWorld {
   readonly engineQueue: (uid: string) => EngineQueue;
   /** The replica confirmed pod `pod` drained (the write succeeded). */
   readonly confirmed: (replica: string, pod: Pod) => void;
-}
-
-/** One confirmation, from its first write until the pod's mark changes. */
-interface Confirmation {
-  /** The mark this answers; a new mark needs a new confirmation. */
-  readonly draining: string;
-  attempts: number;
-  timer: Timer | undefined;
-  /** Written, or given up after `maxAttempts` (the next change of the pod starts over). */
-  settled: boolean;
 }
 
 export class RouterReplica {
@@ -75,12 +64,15 @@ export class RouterReplica {
   #registration: RouterRegistration | undefined;
   /** Stopping cleanly: no new requests; those in flight finish, confirmations go on. */
   #stopping = false;
-  readonly #inFlight = new Map<string, number>();
-  /** Latest scrape by pod uid. */
-  #scrapes = new Map<string, { readonly atMs: number; readonly queue: EngineQueue }>();
-  /** When this replica's cache first showed each pod's current mark, by uid. */
-  readonly #marksSeen = new Map<string, { readonly draining: string; readonly atMs: number }>();
-  readonly #confirmations = new Map<string, Confirmation>();
+  /** This run's legs in flight per endpoint key (a restart begins with none). */
+  #inFlight = new InFlight();
+  /** The router's own confirmation loop, over this replica's cache, legs and scrapes. */
+  #confirmer: DrainConfirmer | undefined;
+  /** Scrape rounds so far, and each pod's latest reading with its round, by pod uid. */
+  #round = 0;
+  #nextScrapeAtMs = 0;
+  #scrapes = new Map<string, { readonly atMs: number; readonly round: number; readonly queue: EngineQueue }>();
+  readonly #onScrape = new Set<(key: string) => void>();
   readonly #timers = new Set<Timer>();
 
   constructor(index: number, world: ReplicaWorld, options: ReplicaOptions) {
@@ -103,7 +95,7 @@ export class RouterReplica {
   /** Legs of this replica in flight, over every pod. */
   inFlight(): number {
     let total = 0;
-    for (const count of this.#inFlight.values()) total += count;
+    for (const count of this.#inFlight.snapshot().values()) total += count;
     return total;
   }
 
@@ -120,11 +112,7 @@ export class RouterReplica {
   start(): void {
     const discovery = new SimDiscovery(this.#world.cluster, { clientName: this.id, lagMs: this.#options.informerLagMs, addressOf: simAddress });
     this.#discovery = discovery;
-    discovery.subscribe((event) => {
-      if (event.object.kind === "Pod") this.#onPod(event.type === "DELETED" ? undefined : (event.object as unknown as Pod), event.object.metadata.uid ?? "");
-    });
-    // The first list fills the cache before anyone can subscribe: its marks are seen now.
-    for (const pod of discovery.entryPods()) this.#onPod(pod, pod.metadata.uid ?? "");
+    this.#inFlight = new InFlight();
     this.#stopping = false;
     this.#registration = new RouterRegistration({
       id: this.id,
@@ -136,6 +124,24 @@ export class RouterReplica {
       logger: silentLogger,
     });
     this.#registration.start();
+    this.#confirmer = new DrainConfirmer({
+      routerId: this.id,
+      discovery: {
+        // The replica's routes, implicit ones included: every pod it may send to is one it confirms.
+        routes: () => this.routes(),
+        pods: (route) => discovery.pods(route),
+        revision: (namespace, name) => discovery.revision(namespace, name),
+        hasSynced: () => discovery.hasSynced(),
+        onChange: (listener) => discovery.subscribe(() => { listener(); }),
+      },
+      legs: this.#inFlight,
+      engine: this.#probe(discovery),
+      writer: this.#world.cluster.writer(this.id),
+      clock: this.#clock,
+      logger: silentLogger,
+      onConfirmed: (pod) => { this.#world.confirmed(this.id, pod); },
+    });
+    this.#confirmer.start();
     // Scrapes of the replicas fall at different offsets within the period, as unsynchronized processes' do.
     this.#after(this.#rng.int(1, this.#options.scrapeIntervalMs + 1), () => {
       this.#scrape();
@@ -145,6 +151,7 @@ export class RouterReplica {
   /** The process dies: its cache, scrapes, confirmations and Lease renewals stop; its Lease stays. */
   crash(): void {
     this.#registration?.abandon();
+    void this.#confirmer?.stop();
     this.#teardown();
   }
 
@@ -155,6 +162,7 @@ export class RouterReplica {
 
   /** A clean stop ends (nothing in flight any more): its Lease is deleted, then it is down. */
   async finishStop(): Promise<void> {
+    await this.#confirmer?.stop();
     await this.#registration?.stop();
     this.#teardown();
   }
@@ -163,12 +171,10 @@ export class RouterReplica {
     this.#registration = undefined;
     this.#discovery?.stop();
     this.#discovery = undefined;
+    this.#confirmer = undefined;
     for (const timer of this.#timers) timer.cancel();
     this.#timers.clear();
-    for (const confirmation of this.#confirmations.values()) confirmation.timer?.cancel();
-    this.#confirmations.clear();
-    this.#marksSeen.clear();
-    this.#inFlight.clear();
+    this.#onScrape.clear();
     this.#scrapes = new Map();
   }
 
@@ -211,103 +217,58 @@ export class RouterReplica {
 
   /** Counts a leg in flight on `key` until the returned function is called. */
   begin(key: string): () => void {
-    this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.#inFlight.get(key) ?? 1) - 1;
-      if (left === 0) this.#inFlight.delete(key);
-      else this.#inFlight.set(key, left);
-    };
+    return this.#inFlight.begin(key);
   }
 
   #loadOf(endpoint: Endpoint): EndpointLoad {
     const uid = this.uidOf(endpoint);
     const scrape = uid === undefined ? undefined : this.#scrapes.get(uid);
     const engine = scrape?.queue.ok === true ? { running: scrape.queue.running, waiting: scrape.queue.waiting, ageMs: this.#clock.nowMs() - scrape.atMs } : undefined;
-    return { inFlight: this.#inFlight.get(endpoint.key) ?? 0, engine };
+    return { inFlight: this.#inFlight.count(endpoint.key), engine };
   }
 
   // -------------------------------------------------------------------------------------------
   // Engine scrapes and drain confirmations (DESIGN §3.3–3.4)
 
-  /** Reads every entry pod's engine queue, then looks at every marked pod again. */
+  /**
+   * One scrape round: every entry pod's engine queue read at once (the simulator's engines answer
+   * without delay), numbered, and the confirmer told of each pod read.
+   */
   #scrape(): void {
     const discovery = this.#discovery;
     if (discovery === undefined) return;
     const atMs = this.#clock.nowMs();
-    const scrapes = new Map<string, { atMs: number; queue: EngineQueue }>();
+    const round = ++this.#round;
+    const scrapes = new Map<string, { atMs: number; round: number; queue: EngineQueue }>();
     const pods = discovery.entryPods();
-    for (const pod of pods) scrapes.set(pod.metadata.uid ?? "", { atMs, queue: this.#world.engineQueue(pod.metadata.uid ?? "") });
+    for (const pod of pods) scrapes.set(pod.metadata.uid ?? "", { atMs, round, queue: this.#world.engineQueue(pod.metadata.uid ?? "") });
     this.#scrapes = scrapes;
-    for (const pod of pods) if (pod.metadata.annotations?.[ANNOTATION_DRAINING] !== undefined) this.#maybeConfirm(pod);
+    this.#nextScrapeAtMs = atMs + this.#options.scrapeIntervalMs;
     this.#after(this.#options.scrapeIntervalMs, () => {
       this.#scrape();
     });
-  }
-
-  #onPod(pod: Pod | undefined, uid: string): void {
-    const draining = pod?.metadata.annotations?.[ANNOTATION_DRAINING];
-    const confirmation = this.#confirmations.get(uid);
-    // Any change of the pod starts a settled confirmation over; a new mark a pending one too.
-    if (confirmation !== undefined && (confirmation.settled || confirmation.draining !== draining)) {
-      confirmation.timer?.cancel();
-      this.#confirmations.delete(uid);
-    }
-    if (pod === undefined || draining === undefined) {
-      this.#marksSeen.delete(uid);
-      return;
-    }
-    if (this.#marksSeen.get(uid)?.draining !== draining) this.#marksSeen.set(uid, { draining, atMs: this.#clock.nowMs() });
-    this.#maybeConfirm(pod);
-  }
-
-  /** Confirms `pod` (as cached) once `confirmDrain` says so; once per mark. */
-  #maybeConfirm(pod: Pod): void {
-    const uid = pod.metadata.uid ?? "";
-    const draining = pod.metadata.annotations?.[ANNOTATION_DRAINING];
-    const seen = this.#marksSeen.get(uid);
-    if (draining === undefined || seen?.draining !== draining || this.#confirmations.has(uid)) return;
-    const scrape = this.#scrapes.get(uid);
-    const decision = confirmDrain({
-      pod,
-      routerId: this.id,
-      inFlight: this.#inFlight.get(`${pod.metadata.namespace ?? ""}/${pod.metadata.name}`) ?? 0,
-      engine: scrape !== undefined && scrape.atMs > seen.atMs ? scrape.queue : undefined,
-    });
-    if (!decision.confirm) return;
-    const confirmation: Confirmation = { draining, attempts: 0, timer: undefined, settled: false };
-    this.#confirmations.set(uid, confirmation);
-    void this.#write(pod, confirmation);
+    for (const pod of pods) for (const listener of [...this.#onScrape]) listener(`${pod.metadata.namespace ?? ""}/${pod.metadata.name}`);
   }
 
   /**
-   * Merge-patches this replica's confirmation with the pod's uid as precondition. NotFound: the pod
-   * is gone. Conflict, ServerError, Timeout (the patch is idempotent): again after a doubling delay,
-   * at most `maxAttempts` writes; after that the next change of the pod starts over.
+   * The confirmer's view of the scrapes (`EngineProbe`): rounds are its sequence numbers, and a
+   * scrape asked for comes with the next round, which reads every engine anyway.
    */
-  async #write(pod: Pod, confirmation: Confirmation): Promise<void> {
-    const { maxAttempts, baseMs, maxMs } = this.#options.confirm;
-    confirmation.attempts++;
-    const uid = pod.metadata.uid ?? "";
-    try {
-      await this.#world.cluster.writer(this.id).patch({ kind: "Pod", namespace: pod.metadata.namespace ?? "", name: pod.metadata.name }, confirmationPatch(pod, this.id));
-      confirmation.settled = true;
-      this.#world.confirmed(this.id, pod);
-    } catch (error) {
-      if (!isApiError(error)) throw error;
-      if (this.#confirmations.get(uid) !== confirmation) return;
-      if (!isApiError(error, "Conflict", "ServerError", "Timeout") || confirmation.attempts >= maxAttempts) {
-        confirmation.settled = true;
-        return;
-      }
-      const delayMs = Math.min(maxMs, baseMs * 2 ** (confirmation.attempts - 1));
-      confirmation.timer = this.#clock.setTimer(delayMs, () => {
-        confirmation.timer = undefined;
-        if (this.#confirmations.get(uid) === confirmation) void this.#write(pod, confirmation);
-      });
-    }
+  #probe(discovery: SimDiscovery): EngineProbe {
+    return {
+      sequence: () => this.#round,
+      queueAfter: (key, after) => {
+        const slash = key.indexOf("/");
+        const uid = discovery.pod(key.slice(0, slash), key.slice(slash + 1))?.metadata.uid;
+        const scrape = uid === undefined ? undefined : this.#scrapes.get(uid);
+        return scrape !== undefined && scrape.round > after ? scrape.queue : undefined;
+      },
+      scrapeSoon: () => Math.max(1, this.#nextScrapeAtMs - this.#clock.nowMs()),
+      onScrape: (listener) => {
+        this.#onScrape.add(listener);
+        return () => this.#onScrape.delete(listener);
+      },
+    };
   }
 
   #after(delayMs: number, run: () => void): void {

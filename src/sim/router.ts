@@ -62,12 +62,6 @@ export interface RouterOptions {
   leaseDurationSeconds?: number;
   /** Legs in flight at once over all pods; an arrival beyond it fails. Default 50 000. */
   maxInFlight?: number;
-  /** Writes of one drain confirmation before leaving it to the next change of the pod. Default 8. */
-  maxAckAttempts?: number;
-  /** First retry delay of a failed confirmation write, doubled per attempt. Default 100. */
-  ackRetryBaseMs?: number;
-  /** Cap on the confirmation retry delay. Default 5 000. */
-  ackRetryMaxMs?: number;
 }
 
 /** Leg outcomes; `total - ok - failed - cut` are in flight now. */
@@ -219,7 +213,6 @@ export class SimRouter {
       informerLagMs: options.informerLagMs ?? 100,
       scrapeIntervalMs: options.scrapeIntervalMs ?? 1_000,
       leaseDurationSeconds: options.leaseDurationSeconds ?? ROUTER_LEASE_DURATION_SECONDS,
-      confirm: { maxAttempts: options.maxAckAttempts ?? 8, baseMs: options.ackRetryBaseMs ?? 100, maxMs: options.ackRetryMaxMs ?? 5_000 },
     };
     for (let index = 0; index < replicas; index++) this.#replicas.push(new RouterReplica(index, world, replicaOptions));
   }
