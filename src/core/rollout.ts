@@ -250,11 +250,24 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const held = holdSurgeGroups((group) => statesOf(probe, group), roles, { from: replicas, to: replicas + surgeGroups, short: replicas - budget.maxUnavailable - availableBase });
   // Paused, nothing moves: surge units kept stay at their records.
   if (!paused) for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
-  const surge = (): Surge => ({ groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) });
-  if (paused || outdated.length === 0) return surge();
+  if (!paused && outdated.length > 0) permitOutdatedGroups(scratch, base, outdated, replicas + surgeGroups);
+  return { groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) };
+}
+
+/**
+ * Permits at the update revision for the `outdated` desired groups the group budget lets move now,
+ * with `groups` groups standing (desired and surge); says what the rollout waits for when the
+ * budget stops it.
+ */
+function permitOutdatedGroups(scratch: Scratch, base: Layout, outdated: readonly number[], groups: number): void {
+  const { model, revisions } = scratch;
+  const replicas = model.ms.spec.replicas;
+  const budget = resolveGroupBudget(model.ms.spec);
+  const resolve = resolver(revisions, scratch.unreadable);
+  const roles = model.ms.spec.template.roles;
   // Role surge instances a RoleRollingUpdate left count as the capacity they are (`roleSurgeKept`).
-  const layout = layoutWith(scratch, base, { groups: replicas + surgeGroups, instances: (group, role) => role.replicas + (group < replicas ? existingRoleSurge(model, group, role) : 0) });
-  const available = range(replicas + surgeGroups).filter((group) => groupAvailable(statesOf(layout, group), roles));
+  const layout = layoutWith(scratch, base, { groups, instances: (group, role) => role.replicas + (group < replicas ? existingRoleSurge(model, group, role) : 0) });
+  const available = range(groups).filter((group) => groupAvailable(desiredInstanceStates(scratch.states, layout, resolve, group), roles));
   let spare = available.length - (replicas - budget.maxUnavailable);
   // Unavailable outdated groups first (moving them costs nothing), then from the highest ordinal.
   const order = movable(scratch, outdated, resolve).sort((a, b) => Number(available.includes(a)) - Number(available.includes(b)) || b - a);
@@ -265,10 +278,9 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
     if (!free) spare -= 1;
   }
   if (spare <= 0 && order.some((group) => available.includes(group) && scratch.records.get(`${group}`)?.revision !== revisions.update.name)) {
-    const unavailable = range(replicas + surgeGroups).filter((group) => !available.includes(group));
+    const unavailable = range(groups).filter((group) => !available.includes(group));
     scratch.waiting.push(`${waitingMessage(available.length, replicas, budget, "ServingGroup(s)")}${unschedulableNote(model, unavailable)}`);
   }
-  return surge();
 }
 
 /**
@@ -782,38 +794,13 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   const { model, revisions } = scratch;
   const maxSurge = resolveRoleBudget(role).maxSurge;
   const existing = existingRoleSurge(model, group, role);
-  // Counted in one pass each, not a filter per count: this runs for every role of every group.
-  let unfinished = 0;
-  let unpermitted = 0;
-  let outdated = 0;
-  for (const state of eligible) {
-    if (!state.available || !state.atUpdate) unfinished += 1;
-    if (!state.targetsUpdate) unpermitted += 1;
-    if (!state.atUpdate) outdated += 1;
-  }
-  // Any group's starved replacement counts: the surge of this one may hold its GPUs.
-  const starved = limits.starvedAnywhere;
-  let availableBase = 0;
-  // `states` come in ordinal order, so the surge ordinals do too.
-  const availableSurge: number[] = [];
-  // Any desired instance, below the partition too (`starvedMessage`).
-  let starvedDesired = false;
-  let firstStarvedSurge: number | undefined;
-  let atUpdate = 0;
-  for (const state of states) {
-    const desired = state.instance < role.replicas;
-    if (desired && state.available) availableBase += 1;
-    else if (state.available) availableSurge.push(state.instance - role.replicas);
-    if (!desired && state.targetsUpdate) atUpdate = state.instance + 1 - role.replicas;
-    if (isStarved(state)) {
-      if (desired) starvedDesired = true;
-      else firstStarvedSurge ??= state.instance - role.replicas;
-    }
-  }
+  const { unpermitted, starvedDesired, ...counts } = roleSurgeCounts(role, states, eligible);
+  const { availableBase } = counts;
   const floor = roleFloor(role);
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
-  let wanted = surgeCount({ paused: limits.paused, existing, atUpdate, maxSurge, outdated, unfinished, availableBase, floor, starved, availableSurge, firstStarvedSurge });
+  // Any group's starved replacement counts: the surge of this one may hold its GPUs.
+  let wanted = surgeCount({ ...counts, paused: limits.paused, existing, maxSurge, floor, starved: limits.starvedAnywhere });
   if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0) scratch.waiting.push(`group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`);
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
@@ -831,6 +818,40 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
     if (!scratch.held.has(recordKey(record))) permit(scratch, record);
   }
   return { surge, disruptedGroup };
+}
+
+/**
+ * The counts `surgeCount` takes for one role in one group, with `unpermitted` (eligible instances
+ * without a permit at the update revision) and `starvedDesired` (any desired instance starved, below
+ * the partition too: `starvedMessage`). One pass over each list, not a filter per count: this runs
+ * for every role of every group.
+ */
+function roleSurgeCounts(role: Role, states: readonly InstanceState[], eligible: readonly InstanceState[]) {
+  let unfinished = 0;
+  let unpermitted = 0;
+  let outdated = 0;
+  for (const state of eligible) {
+    if (!state.available || !state.atUpdate) unfinished += 1;
+    if (!state.targetsUpdate) unpermitted += 1;
+    if (!state.atUpdate) outdated += 1;
+  }
+  let availableBase = 0;
+  // `states` come in ordinal order, so the surge ordinals do too.
+  const availableSurge: number[] = [];
+  let starvedDesired = false;
+  let firstStarvedSurge: number | undefined;
+  let atUpdate = 0;
+  for (const state of states) {
+    const desired = state.instance < role.replicas;
+    if (desired && state.available) availableBase += 1;
+    else if (state.available) availableSurge.push(state.instance - role.replicas);
+    if (!desired && state.targetsUpdate) atUpdate = state.instance + 1 - role.replicas;
+    if (isStarved(state)) {
+      if (desired) starvedDesired = true;
+      else firstStarvedSurge ??= state.instance - role.replicas;
+    }
+  }
+  return { unfinished, unpermitted, outdated, availableBase, availableSurge, starvedDesired, firstStarvedSurge, atUpdate };
 }
 
 interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt" | "starvedAnywhere"> {

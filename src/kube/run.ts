@@ -18,7 +18,7 @@ import type { Logger } from "../engine/logger.ts";
 import { WallClock } from "./clock.ts";
 import { LeaderElector } from "./leader.ts";
 import type { LeaderElectorOptions } from "./leader.ts";
-import { createMetrics } from "./metrics.ts";
+import { createMetrics, type ControllerMetrics } from "./metrics.ts";
 import { KubeReader } from "./reader.ts";
 import type { KubeReaderOptions } from "./reader.ts";
 import { EventRecorder } from "../engine/recorder.ts";
@@ -78,15 +78,7 @@ export async function runController(options: RunOptions): Promise<RunningControl
   const done = new Promise<RunEnd>((resolve) => { finish = resolve; });
 
   const startWorking = (): void => {
-    // Only router Leases (DESIGN §3.1), from every namespace: a router routing this namespace may run in another.
-    const reader = new KubeReader({ transport, clock, namespace: options.namespace, labelSelectors: { Lease: `${LABEL_ROUTER}=true` }, clusterWideKinds: ["Lease"], logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
-    const writer = new KubeWriter(transport);
-    const recorder = new EventRecorder({ writer, clock, component: CONTROLLER_NAME, instance: identity });
-    const ports = { reader, writer, clock, recorder, logger: options.logger };
-    const controller = new Controller(ports, { ...options.controller, plan: metrics.instrumentPlan(corePlan), onReconciled: (pass) => { metrics.reconciled(pass); } });
-    controller.start();
-    reader.start();
-    working = { reader, controller };
+    working = startWork(options, { transport, clock, metrics, identity });
   };
   const stopWorking = async (): Promise<void> => {
     const current = working;
@@ -113,6 +105,27 @@ export async function runController(options: RunOptions): Promise<RunningControl
     elector.start();
   }
   return assemble({ done, server, identity, elector, working: () => working, stopWorking, finish });
+}
+
+/** The shared pieces `startWork` builds a working controller from. */
+interface WorkParts {
+  readonly transport: KubeTransport;
+  readonly clock: WallClock;
+  readonly metrics: ControllerMetrics;
+  readonly identity: string;
+}
+
+/** Starts a reader and a controller over it: at start, or when this replica becomes the leader. */
+function startWork(options: RunOptions, { transport, clock, metrics, identity }: WorkParts): { reader: KubeReader; controller: Controller } {
+  // Only router Leases (DESIGN §3.1), from every namespace: a router routing this namespace may run in another.
+  const reader = new KubeReader({ transport, clock, namespace: options.namespace, labelSelectors: { Lease: `${LABEL_ROUTER}=true` }, clusterWideKinds: ["Lease"], logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
+  const writer = new KubeWriter(transport);
+  const recorder = new EventRecorder({ writer, clock, component: CONTROLLER_NAME, instance: identity });
+  const ports = { reader, writer, clock, recorder, logger: options.logger };
+  const controller = new Controller(ports, { ...options.controller, plan: metrics.instrumentPlan(corePlan), onReconciled: (pass) => { metrics.reconciled(pass); } });
+  controller.start();
+  reader.start();
+  return { reader, controller };
 }
 
 interface Parts {

@@ -25,6 +25,7 @@ import { WallClock } from "../../kube/clock.ts";
 import type { KubeReaderOptions } from "../../kube/reader.ts";
 import { ROUTER_PERMISSIONS } from "../../kube/resources.ts";
 import { boundAddress, parseAddress, serveHealth, startHealthServer } from "../../kube/server.ts";
+import type { HealthServer, HealthServerOptions } from "../../kube/server.ts";
 import { KubeTransport, clientNodeSend } from "../../kube/transport.ts";
 import type { Send } from "../../kube/transport.ts";
 import { KubeWriter } from "../../kube/writer.ts";
@@ -93,12 +94,7 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
   const transport = new KubeTransport(send, { permissions: ROUTER_PERMISSIONS });
   const clock = new WallClock();
   const writer = new KubeWriter(transport);
-  const discovery = new KubeDiscovery({ transport, clock, logger: options.logger, namespace: options.namespace, reflector: options.reflector });
-  const statusSync = new RouteStatusSync({ discovery, writer, clock, logger: options.logger, ...(options.statusDelayMs === undefined ? {} : { delayMs: options.statusDelayMs }) });
-  const registration = new RouterRegistration({
-    id: options.id, namespace: options.leaseNamespace, scope: parseRouterScope(options.namespace ?? "*"), leaseDurationSeconds: options.leaseDurationSeconds,
-    writer, clock, logger: options.logger,
-  });
+  const { discovery, statusSync, registration } = clusterSide(options, { transport, writer, clock });
   let stopping = false;
   // The metrics read the router's in-flight counts, and the router reports to the metrics.
   const observers: RouterObserver[] = [accessLog(options.logger)];
@@ -117,42 +113,54 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
   observers.push(metrics);
   const confirmer = confirmerOf(router, { routerId: options.id, discovery, writer, clock, logger: options.logger, onConfirmed: () => { metrics.drainConfirmed(); } });
   const ready = (): boolean => !stopping && discovery.hasSynced() && registration.refusal() === undefined;
-  const server = createServer({ noDelay: true }, (req, res) => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
-    if (OPS_PATHS.has(path)) serveHealth(req, res, { registry: metrics.registry, ready });
-    else router.handle(req, res);
-  });
-  const address = await listen(server, options.listen).catch((error: unknown) => { throw new ListenError("--listen", options.listen, error); });
-  const metricsAddress = options.metricsAddress;
-  const health = metricsAddress === undefined ? undefined : await startHealthServer({ address: metricsAddress, registry: metrics.registry, ready }).catch(async (error: unknown) => {
-    await router.close();
-    await new Promise((resolve) => server.close(resolve));
-    throw new ListenError("--metrics-addr", metricsAddress, error);
-  });
+  const { server, address, health } = await serve(router, { registry: metrics.registry, ready }, options);
   registration.start();
   discovery.start();
   statusSync.start();
   confirmer.start();
-  let done: Promise<void> | undefined;
-  return {
-    address,
-    metricsAddress: health?.address,
-    discovery,
-    isReady: ready,
-    shutdown: (deadlineMs) => {
-      stopping = true;
-      done ??= (async () => {
-        await drainServer(server, deadlineMs);
-        await confirmer.stop();
-        await registration.stop();
-        await router.close();
-        await statusSync.stop();
-        await discovery.stop();
-        await health?.close();
-      })();
-      return done;
-    },
+  const stop = async (deadlineMs: number): Promise<void> => {
+    stopping = true;
+    await drainServer(server, deadlineMs);
+    await confirmer.stop();
+    await registration.stop();
+    await router.close();
+    await statusSync.stop();
+    await discovery.stop();
+    await health?.close();
   };
+  let done: Promise<void> | undefined;
+  return { address, metricsAddress: health?.address, discovery, isReady: ready, shutdown: (deadlineMs) => (done ??= stop(deadlineMs)) };
+}
+
+/** The router's parts that talk to the API server: discovery, the ModelRoute status writer, the router's Lease. */
+function clusterSide(options: RouterRunOptions, { transport, writer, clock }: { transport: KubeTransport; writer: KubeWriter; clock: WallClock }) {
+  const discovery = new KubeDiscovery({ transport, clock, logger: options.logger, namespace: options.namespace, reflector: options.reflector });
+  const statusSync = new RouteStatusSync({ discovery, writer, clock, logger: options.logger, ...(options.statusDelayMs === undefined ? {} : { delayMs: options.statusDelayMs }) });
+  const registration = new RouterRegistration({
+    id: options.id, namespace: options.leaseNamespace, scope: parseRouterScope(options.namespace ?? "*"), leaseDurationSeconds: options.leaseDurationSeconds,
+    writer, clock, logger: options.logger,
+  });
+  return { discovery, statusSync, registration };
+}
+
+/**
+ * The router's listener (requests and, on the same port, the health and metrics paths) and, with
+ * `--metrics-addr`, a separate health server. A listen failure names its flag and closes what was opened.
+ */
+async function serve(router: RequestRouter, ops: Pick<HealthServerOptions, "registry" | "ready">, options: RouterRunOptions): Promise<{ server: Server; address: string; health: HealthServer | undefined }> {
+  const server = createServer({ noDelay: true }, (req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (OPS_PATHS.has(path)) serveHealth(req, res, ops);
+    else router.handle(req, res);
+  });
+  const address = await listen(server, options.listen).catch((error: unknown) => { throw new ListenError("--listen", options.listen, error); });
+  const metricsAddress = options.metricsAddress;
+  const health = metricsAddress === undefined ? undefined : await startHealthServer({ address: metricsAddress, ...ops }).catch(async (error: unknown) => {
+    await router.close();
+    await new Promise((resolve) => server.close(resolve));
+    throw new ListenError("--metrics-addr", metricsAddress, error);
+  });
+  return { server, address, health };
 }
 
 /** The drain confirmer on the router's own in-flight counts and engine scraper. */

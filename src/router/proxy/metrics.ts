@@ -51,6 +51,23 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
   const ttft = new Histogram({ name: "tandem_router_time_to_first_token_seconds", help: "Time from a request's arrival to the first byte of its answer's body.", labelNames: ["model"], buckets: DURATION_BUCKETS, registers });
   const errors = new Counter({ name: "tandem_router_upstream_errors_total", help: "Failed legs to engines, by reason.", labelNames: ["model", "reason"], registers });
   const retries = new Counter({ name: "tandem_router_retries_total", help: "Requests tried again on another endpoint or pair.", labelNames: ["model"], registers });
+  const confirmations = new Counter({ name: "tandem_router_drain_confirmations_total", help: "Drain confirmations (drained.tandem.dev/<router-id>) this replica wrote.", registers });
+  registerStateGauges(registers, sources);
+  return {
+    registry,
+    drainConfirmed: () => { confirmations.inc(); },
+    requestDone: (record) => {
+      requests.inc({ model: record.model, role: record.role, code: String(record.status) });
+      duration.observe({ model: record.model }, record.durationMs / 1000);
+      if (record.ttftMs !== undefined) ttft.observe({ model: record.model }, record.ttftMs / 1000);
+    },
+    legFailed: (route, _endpoint, failure) => { errors.inc({ model: route.model, reason: failure.reason }); },
+    retried: (route) => { retries.inc({ model: route.model }); },
+  };
+}
+
+/** The gauges read at scrape time from `sources`: in-flight legs, endpoints per route and role, the Lease state. */
+function registerStateGauges(registers: Registry[], sources: RouterMetricsSources): void {
   new Gauge({
     name: "tandem_router_inflight_requests", help: "This router's legs in flight per endpoint (namespace/pod).", labelNames: ["endpoint"], registers,
     collect() {
@@ -70,7 +87,6 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
       }
     },
   });
-  const confirmations = new Counter({ name: "tandem_router_drain_confirmations_total", help: "Drain confirmations (drained.tandem.dev/<router-id>) this replica wrote.", registers });
   new Gauge({
     name: "tandem_router_lease_state", help: "1 for the state of this replica's router Lease (unregistered, registered, fenced, stopped), 0 for the others.", labelNames: ["state"], registers,
     collect() {
@@ -79,17 +95,6 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
       for (const state of LEASE_STATES) this.set({ state }, state === current ? 1 : 0);
     },
   });
-  return {
-    registry,
-    drainConfirmed: () => { confirmations.inc(); },
-    requestDone: (record) => {
-      requests.inc({ model: record.model, role: record.role, code: String(record.status) });
-      duration.observe({ model: record.model }, record.durationMs / 1000);
-      if (record.ttftMs !== undefined) ttft.observe({ model: record.model }, record.ttftMs / 1000);
-    },
-    legFailed: (route, _endpoint, failure) => { errors.inc({ model: route.model, reason: failure.reason }); },
-    retried: (route) => { retries.inc({ model: route.model }); },
-  };
 }
 
 /** The access log's fields of one request (one line each, message "request"). */
