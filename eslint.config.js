@@ -36,10 +36,22 @@ export default tseslint.config(
       "no-restricted-globals": ["error", ...impureGlobals],
       "no-restricted-syntax": [
         "error",
-        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "Take time from the Clock port (or `now` as an argument in src/core)." },
-        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "Take time from the Clock port (or `now` as an argument in src/core)." },
-        { selector: "MemberExpression[object.name='Math'][property.name='random']", message: "Use the seeded Rng port." },
-        { selector: "ImportSpecifier[imported.name=/^random|^getRandomValues$|^webcrypto$/]", message: "Use the seeded Rng port." },
+        {
+          selector: "MemberExpression[object.name='Date'][property.name='now']",
+          message: "Take time from the Clock port (or `now` as an argument in src/core).",
+        },
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: "Take time from the Clock port (or `now` as an argument in src/core).",
+        },
+        {
+          selector: "MemberExpression[object.name='Math'][property.name='random']",
+          message: "Use the seeded Rng port.",
+        },
+        {
+          selector: "ImportSpecifier[imported.name=/^random|^getRandomValues$|^webcrypto$/]",
+          message: "Use the seeded Rng port.",
+        },
       ],
     },
   },
@@ -52,8 +64,14 @@ export default tseslint.config(
         {
           patterns: [
             // node:crypto stays allowed for hashing (a pure function of bytes); its random sources are not.
-            { group: ["node:*", "!node:crypto", "fs", "path", "os", "child_process", "http", "https", "net"], message: "src/core and src/api are pure: no Node I/O modules." },
-            { group: ["**/engine/**", "**/sim/**", "**/kube/**", "**/cli/**", "**/router/**"], message: "Dependencies point inward (DESIGN §5)." },
+            {
+              group: ["node:*", "!node:crypto", "fs", "path", "os", "child_process", "http", "https", "net"],
+              message: "src/core and src/api are pure: no Node I/O modules.",
+            },
+            {
+              group: ["**/engine/**", "**/sim/**", "**/kube/**", "**/cli/**", "**/router/**"],
+              message: "Dependencies point inward (DESIGN §5).",
+            },
           ],
         },
       ],
@@ -67,8 +85,14 @@ export default tseslint.config(
         "error",
         {
           patterns: [
-            { group: ["node:*", "fs", "path", "os", "child_process", "http", "https", "net", "undici"], message: "The router's decisions are pure: I/O belongs to src/router/proxy/." },
-            { group: ["**/sim/**", "**/kube/**", "**/cli/**", "**/proxy/**"], message: "Dependencies point inward (DESIGN §5)." },
+            {
+              group: ["node:*", "fs", "path", "os", "child_process", "http", "https", "net", "undici"],
+              message: "The router's decisions are pure: I/O belongs to src/router/proxy/.",
+            },
+            {
+              group: ["**/sim/**", "**/kube/**", "**/cli/**", "**/proxy/**"],
+              message: "Dependencies point inward (DESIGN §5).",
+            },
           ],
         },
       ],
@@ -78,7 +102,17 @@ export default tseslint.config(
     files: ["src/engine/**/*.ts"],
     ignores: ["**/*.test.ts"],
     rules: {
-      "no-restricted-imports": ["error", { patterns: [{ group: ["**/sim/**", "**/kube/**", "**/cli/**", "**/router/**"], message: "The engine depends only on its ports and the core (DESIGN §5)." }] }],
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/sim/**", "**/kube/**", "**/cli/**", "**/router/**"],
+              message: "The engine depends only on its ports and the core (DESIGN §5).",
+            },
+          ],
+        },
+      ],
     },
   },
   {

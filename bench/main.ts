@@ -32,12 +32,22 @@ const TARGET_RATIO = 1000;
 /** The coalesced configuration's `minReconcileIntervalMs`. */
 const COALESCE_MS = 1000;
 
-const container = (image: string) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] } });
+const container = (image: string) => ({
+  spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] },
+});
 
 function roles(image: string): unknown[] {
   return [
     { name: "prefill", replicas: 2, entryTemplate: container("vllm:v1") },
-    { name: "decode", replicas: 1, maxUnavailable: 0, maxSurge: 1, workerReplicas: 3, entryTemplate: container(image), workerTemplate: container(image) },
+    {
+      name: "decode",
+      replicas: 1,
+      maxUnavailable: 0,
+      maxSurge: 1,
+      workerReplicas: 3,
+      entryTemplate: container(image),
+      workerTemplate: container(image),
+    },
   ];
 }
 
@@ -52,7 +62,12 @@ function scenario(groups: number): Scenario {
           apiVersion: "tandem.dev/v1alpha1",
           kind: "ModelServing",
           metadata: { name: "bench" },
-          spec: { replicas: groups, drain: { timeoutSeconds: 0 }, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: "10%" } }, template: { roles: roles("vllm:v1") } },
+          spec: {
+            replicas: groups,
+            drain: { timeoutSeconds: 0 },
+            rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: "10%" } },
+            template: { roles: roles("vllm:v1") },
+          },
         },
       },
       { wait: { for: "Available", timeoutSeconds: 3600 } },
@@ -94,7 +109,17 @@ async function measure(groups: number, minReconcileIntervalMs: number): Promise<
   const report = await runScenario(scenario(groups), { minReconcileIntervalMs, plan: timedPlan });
   const wallSeconds = (performance.now() - started) / 1000;
   const pods = report.metrics.podsCreated.total;
-  return { groups, config, verdict: report.verdict, simulatedSeconds: report.simulatedSeconds, wallSeconds, ratio: report.simulatedSeconds / wallSeconds, pods, plans, planSeconds: planMs / 1000 };
+  return {
+    groups,
+    config,
+    verdict: report.verdict,
+    simulatedSeconds: report.simulatedSeconds,
+    wallSeconds,
+    ratio: report.simulatedSeconds / wallSeconds,
+    pods,
+    plans,
+    planSeconds: planMs / 1000,
+  };
 }
 
 function print(result: Measured): Measured {
@@ -112,7 +137,9 @@ function print(result: Measured): Measured {
 async function compare(smallGroups: number, largeGroups: number, minReconcileIntervalMs: number): Promise<Measured> {
   const small = print(await measure(smallGroups, minReconcileIntervalMs));
   const large = print(await measure(largeGroups, minReconcileIntervalMs));
-  console.log(`  ${largeGroups} groups run at ${(large.ratio / small.ratio).toFixed(2)}× the speed of ${smallGroups} groups (same process, same machine)`);
+  console.log(
+    `  ${largeGroups} groups run at ${(large.ratio / small.ratio).toFixed(2)}× the speed of ${smallGroups} groups (same process, same machine)`,
+  );
   return large;
 }
 
@@ -121,7 +148,9 @@ async function benchSimulator(smallGroups: number, largeGroups: number): Promise
   for (const minReconcileIntervalMs of [0, COALESCE_MS]) {
     const large = await compare(smallGroups, largeGroups, minReconcileIntervalMs);
     const verdict = large.ratio >= TARGET_RATIO ? "target met" : "target missed";
-    console.log(`  ${verdict}: ${large.ratio.toFixed(1)}× real time for ${largeGroups} groups, ${large.config} (target ≥ ${TARGET_RATIO}× for 100 groups)`);
+    console.log(
+      `  ${verdict}: ${large.ratio.toFixed(1)}× real time for ${largeGroups} groups, ${large.config} (target ≥ ${TARGET_RATIO}× for 100 groups)`,
+    );
   }
 }
 

@@ -11,7 +11,8 @@ import { aPod, aRoute } from "../src/router/test-fixtures.ts";
 import { Prng } from "../src/sim/prng.ts";
 
 const enginePort = Number(process.argv[2]);
-if (!Number.isInteger(enginePort) || enginePort <= 0) throw new Error(`usage: node bench/router-server.ts ENGINE_PORT (got ${process.argv[2] ?? "nothing"})`);
+if (!Number.isInteger(enginePort) || enginePort <= 0)
+  throw new Error(`usage: node bench/router-server.ts ENGINE_PORT (got ${process.argv[2] ?? "nothing"})`);
 
 const discovery = new StaticDiscovery({ routes: [aRoute()], pods: [aPod({ name: "engine-0", port: enginePort })] });
 const router = new RequestRouter({ discovery, rng: new Prng(1) });

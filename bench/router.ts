@@ -54,7 +54,9 @@ interface WrkResult {
 
 /** Runs the whole router benchmark; prints what it measured and what it skipped. */
 export async function benchRouter(): Promise<void> {
-  console.log(`\nrouter benchmark: loopback, one engine-mock (ttft 0, tpot 0), wrk, ${RUN_SECONDS} s per run; every process shares the same cores`);
+  console.log(
+    `\nrouter benchmark: loopback, one engine-mock (ttft 0, tpot 0), wrk, ${RUN_SECONDS} s per run; every process shares the same cores`,
+  );
   if (!hasCommand("wrk", ["-v"])) {
     console.log("  skipped: wrk is not installed (apt-get install nginx wrk)");
     return;
@@ -62,8 +64,22 @@ export async function benchRouter(): Promise<void> {
   const children: ChildProcess[] = [];
   const dir = await mkdtemp(join(tmpdir(), "tandem-bench-"));
   try {
-    const enginePort = Number(await startChild(children, process.execPath, [join(ROOT, "src/cli/main.ts"), "engine-mock", "--listen", "127.0.0.1:0", "--ttft-ms", "0", "--tpot-ms", "0"], /listening on http:\/\/127\.0\.0\.1:(\d+)/));
-    const tandemPort = Number(await startChild(children, process.execPath, [join(ROOT, "bench/router-server.ts"), String(enginePort)], /listening on (\d+)/));
+    const enginePort = Number(
+      await startChild(
+        children,
+        process.execPath,
+        [join(ROOT, "src/cli/main.ts"), "engine-mock", "--listen", "127.0.0.1:0", "--ttft-ms", "0", "--tpot-ms", "0"],
+        /listening on http:\/\/127\.0\.0\.1:(\d+)/,
+      ),
+    );
+    const tandemPort = Number(
+      await startChild(
+        children,
+        process.execPath,
+        [join(ROOT, "bench/router-server.ts"), String(enginePort)],
+        /listening on (\d+)/,
+      ),
+    );
     const targets: Target[] = [
       { name: "direct", url: `http://127.0.0.1:${enginePort}` },
       { name: "tandem", url: `http://127.0.0.1:${tandemPort}` },
@@ -79,7 +95,11 @@ export async function benchRouter(): Promise<void> {
     await measureAll(targets, dir);
   } finally {
     for (const child of children) child.kill("SIGTERM");
-    await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((resolve) => child.once("exit", resolve))));
+    await Promise.all(
+      children
+        .filter((child) => child.exitCode === null && child.signalCode === null)
+        .map((child) => new Promise((resolve) => child.once("exit", resolve))),
+    );
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -91,16 +111,26 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
   await writeFile(plain, wrkScript({ model: "m", prompt: "hello", max_tokens: 1 }));
   await writeFile(stream, wrkScript({ model: "m", prompt: "hello", max_tokens: STREAM_TOKENS, stream: true }));
 
-  console.log("  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md):");
+  console.log(
+    "  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md):",
+  );
   const latency = new Map<string, WrkResult>();
   for (const target of targets) latency.set(target.name, runWrk(target, plain, 1));
   const direct = latency.get("direct");
   for (const target of targets) {
     const result = latency.get(target.name);
     if (result === undefined || direct === undefined) continue;
-    const added = target.name === "direct" ? "" : `, added p50 ${fmtMs(result.p50Ms - direct.p50Ms)} p99 ${fmtMs(result.p99Ms - direct.p99Ms)}`;
-    const verdict = target.name === "tandem" ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})` : "";
-    console.log(`    ${target.name.padEnd(7)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${errorsNote(result)}${verdict}`);
+    const added =
+      target.name === "direct"
+        ? ""
+        : `, added p50 ${fmtMs(result.p50Ms - direct.p50Ms)} p99 ${fmtMs(result.p99Ms - direct.p99Ms)}`;
+    const verdict =
+      target.name === "tandem"
+        ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})`
+        : "";
+    console.log(
+      `    ${target.name.padEnd(7)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${errorsNote(result)}${verdict}`,
+    );
   }
 
   console.log(`  closed-loop throughput, ${THROUGHPUT_CONNECTIONS} connections:`);
@@ -109,7 +139,8 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
   const tandem = throughput.get("tandem")?.requestsPerSecond ?? 0;
   for (const target of targets) {
     const result = throughput.get(target.name);
-    if (result !== undefined) console.log(`    ${target.name.padEnd(7)} ${result.requestsPerSecond.toFixed(0)} req/s${errorsNote(result)}`);
+    if (result !== undefined)
+      console.log(`    ${target.name.padEnd(7)} ${result.requestsPerSecond.toFixed(0)} req/s${errorsNote(result)}`);
   }
   for (const peer of ["nginx", "sglang"]) {
     const other = throughput.get(peer)?.requestsPerSecond;
@@ -123,10 +154,14 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
   for (const target of targets) {
     const result = runWrk(target, stream, STREAM_CONNECTIONS);
     streaming.set(target.name, result.requestsPerSecond * STREAM_TOKENS);
-    console.log(`    ${target.name.padEnd(7)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${errorsNote(result)}`);
+    console.log(
+      `    ${target.name.padEnd(7)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${errorsNote(result)}`,
+    );
   }
   const directTokens = streaming.get("direct") ?? 0;
-  for (const target of targets) if (target.name !== "direct") console.log(`    ${target.name} / direct: ${((streaming.get(target.name) ?? 0) / directTokens).toFixed(2)}×`);
+  for (const target of targets)
+    if (target.name !== "direct")
+      console.log(`    ${target.name} / direct: ${((streaming.get(target.name) ?? 0) / directTokens).toFixed(2)}×`);
 }
 
 /** A wrk script sending `body` as a JSON POST to /v1/completions. */
@@ -137,7 +172,11 @@ function wrkScript(body: Record<string, unknown>): string {
 
 /** One wrk run, one thread (the load generator should not take the cores it measures). */
 function runWrk(target: Target, script: string, connections: number): WrkResult {
-  const run = spawnSync("wrk", ["-t1", `-c${connections}`, `-d${RUN_SECONDS}s`, "--latency", "-s", script, target.url], { encoding: "utf8" });
+  const run = spawnSync(
+    "wrk",
+    ["-t1", `-c${connections}`, `-d${RUN_SECONDS}s`, "--latency", "-s", script, target.url],
+    { encoding: "utf8" },
+  );
   if (run.status !== 0) throw new Error(`wrk against ${target.name} failed: ${run.stderr || run.stdout}`);
   return parseWrk(run.stdout);
 }
@@ -154,7 +193,12 @@ export function parseWrk(text: string): WrkResult {
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
   const socketErrors = socket === null ? 0 : socket.slice(1).reduce((sum, value) => sum + Number(value), 0);
-  return { requestsPerSecond: Number(rate[1]), p50Ms: percentile(50), p99Ms: percentile(99), errors: non2xx + socketErrors };
+  return {
+    requestsPerSecond: Number(rate[1]),
+    p50Ms: percentile(50),
+    p99Ms: percentile(99),
+    errors: non2xx + socketErrors,
+  };
 }
 
 function errorsNote(result: WrkResult): string {
@@ -170,7 +214,12 @@ function hasCommand(command: string, args: readonly string[]): boolean {
 }
 
 /** Spawns a child and resolves with the first capture of `ready` in its output. */
-function startChild(children: ChildProcess[], command: string, args: readonly string[], ready: RegExp): Promise<string> {
+function startChild(
+  children: ChildProcess[],
+  command: string,
+  args: readonly string[],
+  ready: RegExp,
+): Promise<string> {
   const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
   children.push(child);
   return new Promise((resolve, reject) => {
@@ -227,7 +276,22 @@ async function startSglang(children: ChildProcess[], enginePort: number): Promis
     return undefined;
   }
   const port = await freePort();
-  const child = spawn(SGLANG_PYTHON, ["-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", String(port), "--worker-urls", `http://127.0.0.1:${enginePort}`, "--log-level", "error"], { stdio: "ignore" });
+  const child = spawn(
+    SGLANG_PYTHON,
+    [
+      "-m",
+      "sglang_router.launch_router",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--worker-urls",
+      `http://127.0.0.1:${enginePort}`,
+      "--log-level",
+      "error",
+    ],
+    { stdio: "ignore" },
+  );
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   await untilAnswering(url, "sglang-router");
@@ -239,7 +303,11 @@ async function untilAnswering(url: string, name: string): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     try {
-      const response = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 1 }) });
+      const response = await fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 1 }),
+      });
       await response.arrayBuffer();
       if (response.ok) return;
     } catch {

@@ -29,12 +29,20 @@ export interface RunOptions {
 
 /** Runs `command args` and resolves when it has exited and its output is read. */
 export function runProcess(command: string, args: readonly string[], options: RunOptions = {}): Promise<ProcessResult> {
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 30_000);
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => { stdout += chunk.toString(); });
-  child.stderr.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   child.stdin.on("error", () => undefined); // a child that exits without reading its input
   child.stdin.end(options.input ?? "");
   return new Promise((resolve, reject) => {

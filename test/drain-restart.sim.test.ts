@@ -20,19 +20,47 @@ import type { Report } from "../src/sim/report.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 
-const container = (image: string) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] } });
-const modelServing = { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: { replicas: 2, drain: { timeoutSeconds: 120 }, template: { roles: [{ name: "server", entryTemplate: container("vllm:v1") }] } } };
-const update = { patch: { name: "m", merge: { spec: { template: { roles: [{ name: "server", entryTemplate: container("vllm:v2") }] } } } } };
+const container = (image: string) => ({
+  spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] },
+});
+const modelServing = {
+  apiVersion: "tandem.dev/v1alpha1",
+  kind: "ModelServing",
+  metadata: { name: "m" },
+  spec: {
+    replicas: 2,
+    drain: { timeoutSeconds: 120 },
+    template: { roles: [{ name: "server", entryTemplate: container("vllm:v1") }] },
+  },
+};
+const update = {
+  patch: {
+    name: "m",
+    merge: { spec: { template: { roles: [{ name: "server", entryTemplate: container("vllm:v2") }] } } },
+  },
+};
 const timing = { scheduleSeconds: 1, pullSeconds: 5, startSeconds: 10, terminationSeconds: 2 };
 
 /** The rollout, with the controller restarted `restartAfterMs` after the update (none when undefined). */
 function scenario(restartAfterMs: number | undefined) {
-  const restart = restartAfterMs === undefined ? [] : [{ advance: { seconds: restartAfterMs / 1000 } }, { restartController: {} }];
+  const restart =
+    restartAfterMs === undefined ? [] : [{ advance: { seconds: restartAfterMs / 1000 } }, { restartController: {} }];
   const parsed = parseScenario({
     name: "drain-restart",
     seed: 5,
-    cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }], timing, router: { requestsPerSecond: 20, requestSeconds: 4 } },
-    steps: [{ apply: modelServing }, { wait: { for: "Available", timeoutSeconds: 600 } }, update, ...restart, { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } }, { advance: { seconds: 30 } }],
+    cluster: {
+      nodes: [{ name: "gpu", count: 2, gpus: 4 }],
+      timing,
+      router: { requestsPerSecond: 20, requestSeconds: 4 },
+    },
+    steps: [
+      { apply: modelServing },
+      { wait: { for: "Available", timeoutSeconds: 600 } },
+      update,
+      ...restart,
+      { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } },
+      { advance: { seconds: 30 } },
+    ],
   });
   assert.ok(parsed.ok, JSON.stringify(parsed.ok ? [] : parsed.problems));
   return parsed.scenario;
@@ -40,10 +68,18 @@ function scenario(restartAfterMs: number | undefined) {
 
 function assertConverged(report: Report, label: string, deleted: number): void {
   assert.equal(report.verdict, "pass", `${label}: ${JSON.stringify(report.steps.filter((step) => !step.ok))}`);
-  assert.deepEqual(report.invariants.filter((invariant) => invariant.violations > 0), [], label);
+  assert.deepEqual(
+    report.invariants.filter((invariant) => invariant.violations > 0),
+    [],
+    label,
+  );
   assert.equal(report.metrics.requests?.cut, 0, `${label}: no request cut`);
   assert.equal(report.metrics.podsDeleted.total, deleted, `${label}: each old pod deleted once`);
-  assert.deepEqual(report.controllerEvents.filter((event) => event.reason === "DrainTimeout").map((event) => event.message), [], `${label}: no drain waited out its timeout`);
+  assert.deepEqual(
+    report.controllerEvents.filter((event) => event.reason === "DrainTimeout").map((event) => event.message),
+    [],
+    `${label}: no drain waited out its timeout`,
+  );
 }
 
 describe("the drain handshake across a controller restart at any instant", () => {
@@ -87,7 +123,12 @@ describe("with no router registered", () => {
       name: "drain-no-router",
       seed: 5,
       cluster: { nodes: [{ name: "gpu", count: 2, gpus: 4 }], timing },
-      steps: [{ apply: { ...modelServing, spec } }, { wait: { for: "Available", timeoutSeconds: 600 } }, update, { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } }],
+      steps: [
+        { apply: { ...modelServing, spec } },
+        { wait: { for: "Available", timeoutSeconds: 600 } },
+        update,
+        { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } },
+      ],
     });
     assert.ok(parsed.ok);
     const report = await runScenario(parsed.scenario);
@@ -102,7 +143,10 @@ describe("with no router registered", () => {
     const steps = drained.report.controllerEvents.filter((event) => event.reason === "DrainConfirmed").length;
     assert.equal(steps, 2, "each of the two groups drained once");
     assert.ok(drained.seconds >= free.seconds, `${drained.seconds} s with the drain, ${free.seconds} s without`);
-    assert.ok(drained.seconds <= free.seconds + steps * 2 + 1, `${drained.seconds} s with the drain, ${free.seconds} s without: at most the settle per step (and a second of rounding)`);
+    assert.ok(
+      drained.seconds <= free.seconds + steps * 2 + 1,
+      `${drained.seconds} s with the drain, ${free.seconds} s without: at most the settle per step (and a second of rounding)`,
+    );
   });
 });
 
@@ -113,6 +157,9 @@ describe("drainHonoured judges the routers from their Leases", () => {
     const report = await runScenario(scenario(undefined), { plan: blind });
     const drain = report.invariants.find((invariant) => invariant.name === "drainHonoured");
     assert.equal(report.verdict, "fail");
-    assert.match(drain?.first?.message ?? "", /^m-\d-server-0-0 deleted [\d.]+s before its drain timed out \(marked [\dTZ:.-]+, drain.timeoutSeconds 120\): router\(s\) router-0 had not confirmed$/);
+    assert.match(
+      drain?.first?.message ?? "",
+      /^m-\d-server-0-0 deleted [\d.]+s before its drain timed out \(marked [\dTZ:.-]+, drain.timeoutSeconds 120\): router\(s\) router-0 had not confirmed$/,
+    );
   });
 });

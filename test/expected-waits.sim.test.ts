@@ -50,7 +50,10 @@ function parse(raw: unknown): Scenario {
 /** Runs `file`: its RolloutComplete wait fails, every invariant holds; returns the final conditions by type. */
 async function expectWait(file: string): Promise<Map<string, Condition>> {
   const report = await runScenario(parse(read(file)));
-  assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+  assert.deepEqual(
+    report.invariants.filter((result) => result.violations > 0),
+    [],
+  );
   const failed = report.steps.filter((step) => !step.ok);
   assert.equal(failed.length, 1);
   assert.match(failed[0]?.message ?? "", /^RolloutComplete not reached/);
@@ -67,7 +70,10 @@ async function expectFixed(file: string, fix: (spec: Record<string, any>) => voi
   fix(lastPatch.patch.merge.spec);
   raw.steps.splice(waitIndex, 0, { wait: { for: "Seconds", timeoutSeconds: 600 } }, lastPatch);
   const report = await runScenario(parse(raw));
-  assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+  assert.deepEqual(
+    report.invariants.filter((result) => result.violations > 0),
+    [],
+  );
   assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
 }
 
@@ -81,7 +87,10 @@ describe("coordinated rollouts that wait by design, saying why", () => {
       blocked.message,
       "The coordinated rollout cannot proceed: role prefill may start only 2 of its 3 instance(s) while role decode keeps an old instance for the roles that depend on it (decode reaches at most 1 of 2 without surge; maxSkew 10%), so neither finishes: set maxSurge on role decode (e.g. 1), raise maxSkew to at least 17%, or remove the dependency on role decode.",
     );
-    assert.deepEqual([conditions.get("Progressing")?.status, conditions.get("Progressing")?.reason], ["False", "RolloutBlocked"]);
+    assert.deepEqual(
+      [conditions.get("Progressing")?.status, conditions.get("Progressing")?.reason],
+      ["False", "RolloutBlocked"],
+    );
     await expectFixed(skewFile, (spec) => {
       spec.rolloutStrategy.coordination.maxSkew = "17%";
     });
@@ -93,7 +102,10 @@ describe("coordinated rollouts that wait by design, saying why", () => {
     const progressing = conditions.get("Progressing");
     assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
     // Groups 0–1 are below the group partition; in groups 2–3 decode-0 (old) and decode-1 (surge) wait.
-    assert.match(progressing?.message ?? "", /^group 3 role decode: keeps its last old instance \(and any surge instance beside it\) while role\(s\) prefill that depend on it run old instances below their partition: lower the partition of prefill to finish the rollout, or remove the dependency on role decode; group 2 role decode: /);
+    assert.match(
+      progressing?.message ?? "",
+      /^group 3 role decode: keeps its last old instance \(and any surge instance beside it\) while role\(s\) prefill that depend on it run old instances below their partition: lower the partition of prefill to finish the rollout, or remove the dependency on role decode; group 2 role decode: /,
+    );
     assert.equal(conditions.get("RolloutBlocked"), undefined);
     await expectFixed(partitionFile, (spec) => {
       spec.template.roles[0].partition = 0;
@@ -105,7 +117,10 @@ describe("coordinated rollouts that wait by design, saying why", () => {
     const conditions = await expectWait(pinnedFile);
     const progressing = conditions.get("Progressing");
     assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
-    assert.match(progressing?.message ?? "", /^group \d role decode: waiting for new Ready capacity in prefill \(dependencies of decode\); every instance of prefill is below its partition: lower the partition of prefill, or remove the dependency on it, to update decode; /);
+    assert.match(
+      progressing?.message ?? "",
+      /^group \d role decode: waiting for new Ready capacity in prefill \(dependencies of decode\); every instance of prefill is below its partition: lower the partition of prefill, or remove the dependency on it, to update decode; /,
+    );
     await expectFixed(pinnedFile, (spec) => {
       spec.template.roles[0].partition = 0;
     });
@@ -128,7 +143,10 @@ async function expectFixedByCapacity(file: string): Promise<void> {
   raw.steps.splice(waitIndex, 0, { wait: { for: "Seconds", timeoutSeconds: 600 } }, { recoverNode: { name: node } });
   raw.steps.unshift({ failNode: { name: node } }, { advance: { seconds: 120 } });
   const report = await runScenario(parse(raw));
-  assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+  assert.deepEqual(
+    report.invariants.filter((result) => result.violations > 0),
+    [],
+  );
   assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
 }
 
@@ -156,7 +174,8 @@ describe("rollouts that wait for capacity, saying so", () => {
     const conditions = await expectWait(surgeFile);
     const progressing = conditions.get("Progressing");
     assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"]);
-    const wait = (group: number) => `group ${group} role decode: 2 of 2 instance(s) available with maxUnavailable 0: waiting for updated units to become Ready or for surge capacity (maxSurge 1); 1 pod(s) of group(s) ${group} cannot be scheduled: add capacity for them`;
+    const wait = (group: number) =>
+      `group ${group} role decode: 2 of 2 instance(s) available with maxUnavailable 0: waiting for updated units to become Ready or for surge capacity (maxSurge 1); 1 pod(s) of group(s) ${group} cannot be scheduled: add capacity for them`;
     assert.ok((progressing?.message ?? "").startsWith(`${wait(1)}; ${wait(0)}. Not Ready: `), progressing?.message);
     await expectFixedByCapacity(surgeFile);
   });

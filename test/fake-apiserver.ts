@@ -20,7 +20,10 @@ function manifest(image: string) {
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelServing",
     metadata: { name: "m", namespace: "default", uid: UID, generation: 2, resourceVersion: "7" },
-    spec: { replicas: 0, template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image }] } } }] } },
+    spec: {
+      replicas: 0,
+      template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image }] } } }] },
+    },
   };
 }
 
@@ -28,7 +31,12 @@ function manifest(image: string) {
 export const REVISIONS = ["vllm:v1", "vllm:v2"].map((image, index) => {
   const parsed = parseModelServing(manifest(image));
   if (!parsed.ok) throw new Error("the fixture's ModelServing is invalid");
-  return encodeControllerRevision({ owner: { name: "m", namespace: "default", uid: UID }, data: revisionData(parsed.value), revision: index + 1, collisionCount: 0 });
+  return encodeControllerRevision({
+    owner: { name: "m", namespace: "default", uid: UID },
+    data: revisionData(parsed.value),
+    revision: index + 1,
+    collisionCount: 0,
+  });
 });
 
 const [OLD, NEW] = REVISIONS.map((revision) => revision.metadata.name) as [string, string];
@@ -45,13 +53,29 @@ export const WAITING_STAGE = { observedGeneration: 2, updateRevision: NEW, curre
 export const COMPLETING: readonly object[] = [
   WAITING_STAGE,
   WAITING_STAGE,
-  { observedGeneration: 2, updateRevision: NEW, currentRevision: NEW, roles: ROLES, conditions: [condition("Progressing", "False", "Converged", "Nothing to do: the observed pods match the spec.")] },
+  {
+    observedGeneration: 2,
+    updateRevision: NEW,
+    currentRevision: NEW,
+    roles: ROLES,
+    conditions: [condition("Progressing", "False", "Converged", "Nothing to do: the observed pods match the spec.")],
+  },
 ];
 
 /** Status stages: the rollout waits, then the controller says it is blocked. */
 export const BLOCKING: readonly object[] = [
   WAITING_STAGE,
-  { ...WAITING_STAGE, conditions: [condition("RolloutBlocked", "True", "InPlaceIneligible", "InPlaceUpdate cannot change the command of role server")] },
+  {
+    ...WAITING_STAGE,
+    conditions: [
+      condition(
+        "RolloutBlocked",
+        "True",
+        "InPlaceIneligible",
+        "InPlaceUpdate cannot change the command of role server",
+      ),
+    ],
+  },
 ];
 
 /** What the API server holds at a status stage: the ModelServing `m` and its revisions. */
@@ -70,12 +94,22 @@ export async function startFakeApiServer(stages: readonly object[]): Promise<Fak
   let served = 0;
   const server = createServer((request, response) => {
     const path = new URL(request.url ?? "/", "http://localhost").pathname;
-    const items = path === "/apis/tandem.dev/v1alpha1/namespaces/default/modelservings" ? objectsAt(stages[Math.min(served++, stages.length - 1)] ?? {}).slice(0, 1)
-      : path === "/apis/apps/v1/namespaces/default/controllerrevisions" ? REVISIONS
-      : path === "/api/v1/namespaces/default/pods" ? []
-      : undefined;
+    const items =
+      path === "/apis/tandem.dev/v1alpha1/namespaces/default/modelservings"
+        ? objectsAt(stages[Math.min(served++, stages.length - 1)] ?? {}).slice(0, 1)
+        : path === "/apis/apps/v1/namespaces/default/controllerrevisions"
+          ? REVISIONS
+          : path === "/api/v1/namespaces/default/pods"
+            ? []
+            : undefined;
     response.writeHead(items === undefined ? 404 : 200, { "content-type": "application/json" });
-    response.end(JSON.stringify(items === undefined ? { kind: "Status", status: "Failure", reason: "NotFound", code: 404 } : { kind: "List", metadata: { resourceVersion: "7" }, items }));
+    response.end(
+      JSON.stringify(
+        items === undefined
+          ? { kind: "Status", status: "Failure", reason: "NotFound", code: 404 }
+          : { kind: "List", metadata: { resourceVersion: "7" }, items },
+      ),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -107,9 +107,17 @@ function load(file: string): Scenario {
 /** The core plan shown `change` over the stored group rollingUpdateConfiguration: a controller with a stale or wrong view. */
 function showingGroupConfig(change: Record<string, unknown>): PlanFunction {
   return (observed, nowMs) => {
-    const stored = observed.modelServing as { spec: { rolloutStrategy: { rollingUpdateConfiguration: Record<string, unknown> } } };
+    const stored = observed.modelServing as {
+      spec: { rolloutStrategy: { rollingUpdateConfiguration: Record<string, unknown> } };
+    };
     const strategy = stored.spec.rolloutStrategy;
-    const spec = { ...stored.spec, rolloutStrategy: { ...strategy, rollingUpdateConfiguration: { ...strategy.rollingUpdateConfiguration, ...change } } };
+    const spec = {
+      ...stored.spec,
+      rolloutStrategy: {
+        ...strategy,
+        rollingUpdateConfiguration: { ...strategy.rollingUpdateConfiguration, ...change },
+      },
+    };
     return corePlan({ ...observed, modelServing: { ...stored, spec } }, nowMs);
   };
 }
@@ -119,47 +127,86 @@ const SCENARIOS: Readonly<Record<string, string>> = {
   "role-budget-lowered.json": "a role's maxUnavailable lowered while its instances are being replaced",
   "inplace-to-role-rolling.json": "InPlaceUpdate → RoleRollingUpdate while an in-place restart is under way",
   "inplace-to-role-rolling-scale-up.json": "as above, with two more groups in the same change",
-  "surge-carries-groups-new-update.json": "v3 while every group serves decode only through its v2 surge instance (group maxUnavailable 2, 4 groups)",
+  "surge-carries-groups-new-update.json":
+    "v3 while every group serves decode only through its v2 surge instance (group maxUnavailable 2, 4 groups)",
   "surge-carries-groups-new-update-workers.json": "as above, then a workerReplicas change while the v3 surge serves",
-  "held-surge-below-group-partition.json": "a group partition raised over a group whose decode serves only through a held surge instance",
-  "group-partition-raised-over-surge-carried-groups.json": "a group partition raised (paused, then resumed) over three groups whose decode serves through surge instances mid-update",
-  "surge-kept-for-floor-below-role-partition.json": "a role partition raised while the desired instances below it recover and a surge instance carries the floor",
-  "starved-surge-drop-needs-group-budget.json": "a tight cluster: a surge instance freed for a starved replacement would take its group down while another group is disrupted",
-  "pod-deleted-during-scale-down.json": "a pod of group 0 deleted in the instant decode is scaled from 3 to 2 with a new image, the controller seeing the patch first (scenario seed 2)",
-  "surge-group-carries-groups-new-update.json": "ServingGroupRollingUpdate: a new update while the last one's surge group stands in for two groups being replaced (group maxUnavailable 1, maxSurge 1)",
-  "surge-group-carries-group-max-unavailable-0.json": "as above with maxUnavailable 0 and 2 groups: the surge group stands in for group 0 being replaced",
-  "role-max-surge-removed-while-surge-carries-floor.json": "a role's maxSurge removed while its surge instances carry the floor (failed at scenario seed 2)",
-  "role-max-surge-removed-while-surge-carries-groups.json": "a role's maxSurge removed (its maxUnavailable raised from 0 to 2) while groups serve through its surge instances (the 2026-12-01 baseline's fuzz-10)",
-  "role-max-surge-lowered-while-surge-serves.json": "a role's maxSurge lowered from 2 to 1 (and the group maxUnavailable from 2 to 1) while its second surge instance serves",
-  "switch-to-inplace-while-role-surge-serves.json": "RoleRollingUpdate → InPlaceUpdate (the role's maxSurge back to 0) while role surge instances stand in for desired ones",
-  "switch-to-group-rolling-while-role-surge-serves.json": "RoleRollingUpdate → ServingGroupRollingUpdate with a new template while role surge instances stand in for desired ones",
-  "switch-to-group-rolling-after-prefill-only-update.json": "RoleRollingUpdate of prefill only, then ServingGroupRollingUpdate: the decode pods keep their older label",
+  "held-surge-below-group-partition.json":
+    "a group partition raised over a group whose decode serves only through a held surge instance",
+  "group-partition-raised-over-surge-carried-groups.json":
+    "a group partition raised (paused, then resumed) over three groups whose decode serves through surge instances mid-update",
+  "surge-kept-for-floor-below-role-partition.json":
+    "a role partition raised while the desired instances below it recover and a surge instance carries the floor",
+  "starved-surge-drop-needs-group-budget.json":
+    "a tight cluster: a surge instance freed for a starved replacement would take its group down while another group is disrupted",
+  "pod-deleted-during-scale-down.json":
+    "a pod of group 0 deleted in the instant decode is scaled from 3 to 2 with a new image, the controller seeing the patch first (scenario seed 2)",
+  "surge-group-carries-groups-new-update.json":
+    "ServingGroupRollingUpdate: a new update while the last one's surge group stands in for two groups being replaced (group maxUnavailable 1, maxSurge 1)",
+  "surge-group-carries-group-max-unavailable-0.json":
+    "as above with maxUnavailable 0 and 2 groups: the surge group stands in for group 0 being replaced",
+  "role-max-surge-removed-while-surge-carries-floor.json":
+    "a role's maxSurge removed while its surge instances carry the floor (failed at scenario seed 2)",
+  "role-max-surge-removed-while-surge-carries-groups.json":
+    "a role's maxSurge removed (its maxUnavailable raised from 0 to 2) while groups serve through its surge instances (the 2026-12-01 baseline's fuzz-10)",
+  "role-max-surge-lowered-while-surge-serves.json":
+    "a role's maxSurge lowered from 2 to 1 (and the group maxUnavailable from 2 to 1) while its second surge instance serves",
+  "switch-to-inplace-while-role-surge-serves.json":
+    "RoleRollingUpdate → InPlaceUpdate (the role's maxSurge back to 0) while role surge instances stand in for desired ones",
+  "switch-to-group-rolling-while-role-surge-serves.json":
+    "RoleRollingUpdate → ServingGroupRollingUpdate with a new template while role surge instances stand in for desired ones",
+  "switch-to-group-rolling-after-prefill-only-update.json":
+    "RoleRollingUpdate of prefill only, then ServingGroupRollingUpdate: the decode pods keep their older label",
   "switch-to-group-rolling-paused-after-prefill-only-update.json": "as above, paused across the switch and resumed",
-  "switch-to-inplace-after-prefill-only-update.json": "RoleRollingUpdate of prefill only, a decode update, then InPlaceUpdate with pod deletions: the decode pods keep their older label (the new generator's fuzz-201)",
-  "starved-replacements-free-starting-surge-group.json": "a tight cluster, InPlaceUpdate → ServingGroupRollingUpdate with maxSurge 1 after a pod deletion: both desired groups wait for the GPUs the surge group took while it still starts",
-  "partition-raised-over-draining-group.json": "a group partition raised (with a new update) over a group whose replacement is still draining",
-  "partition-raised-over-group-patched-in-place.json": "a group partition raised in place over a group already patched, not yet verified",
-  "role-partition-raised-over-draining-instance.json": "a role partition raised under RoleRollingUpdate over an instance whose replacement is still draining",
-  "group-above-lowered-replicas-scaled-up-in-place.json": "InPlaceUpdate, 4 groups, a pod deleted, then in one instant a new image, replicas 3 and decode scaled from 1 to 3: group 3, serving nothing under the new shape, is scaled down, not built up beyond replicas (the 2026-12-01 generator's fuzz-390)",
-  "switch-to-group-rolling-alone-after-decode-only-update.json": "RoleRollingUpdate of decode only (workers), prefill scaled up, then a switch to ServingGroupRollingUpdate alone: the prefill pods, at an older label with the same role spec, are relabelled (fuzz-409)",
-  "partition-raised-over-group-moved-in-part.json": "a group partition raised (with router traffic) over a group whose prefill is already rebuilt at the update revision while its decode still drains (hand-made, not fuzz-found)",
-  "surge-group-placed-in-part-after-node-outage.json": "a tight cluster, ServingGroupRollingUpdate maxUnavailable 2 maxSurge 1: a node outage, then a new image as it recovers; two replacements and the surge group each get 2 of 3 GPUs (fuzz-faults-53)",
-  "pod-of-starting-instance-deleted-group-recreated.json": "ServingGroupRecreate, RoleRollingUpdate with coordination: a pod of a decode replacement still starting is deleted, with a decode scale-up and new image in the same instant, while surge decode serves; group 0 is rebuilt whole (fuzz-faults-coordinated-235)",
-  "surge-in-one-group-starves-replacement-in-another.json": "an exactly full cluster, RoleRollingUpdate with prefill maxSurge 2 and coordination, after a node outage and pod deletions: serving prefill surge in groups 1-2 held the GPUs group 3's permitted replacements waited for (fuzz-faults-coordinated-34)",
-  "coordinated-surge-serving-while-replacement-starves.json": "a full cluster (12 GPUs), RoleRollingUpdate, decode maxSurge 1 with maxSkew 25% and decode dependsOn prefill: the decode replacements starve (gang of 2) while a surge decode serves and the old decode waits for the skew quota (fuzz-coordinated-69)",
-  "pod-deleted-from-starting-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate: a pod deleted from a decode instance whose replacement still starts, its group kept available by a surge instance; the controller recreated the whole group, prefill included (fuzz-811), and now rebuilds only the decode instance, which the rollout moved",
-  "pod-deleted-from-starting-replacement-group-recreate-workers.json": "as above, the deleted pod a worker of a prefill instance still starting (fuzz-771, failed only at scenario seed 2); likewise only that instance is rebuilt now",
-  "pod-deleted-while-role-scaled-down-within-max-surge.json": "a pod of group 0 deleted in the instant prefill is scaled from 2 to 1 (maxSurge 1) with a new image, the controller seeing the patch first and retiring two other groups (fuzz-1153)",
-  "pod-deleted-from-serving-surge-as-rollout-resumes.json": "a paused RoleRollingUpdate resumed in the instant the serving prefill surge instance of group 0 is deleted, the controller seeing the resume first and retiring the desired prefill the surge backed (fuzz-4171, failed only at scenario seed 2)",
-  "groups-scaled-up-while-group-retires.json": "ServingGroupRollingUpdate with maxUnavailable 0 and maxSurge 2: replicas raised from 4 to 5 while group 2, backed by a surge group, is already being deleted (fuzz-1066 with 8 nodes instead of 7, where the rollout waits for capacity)",
-  "switch-to-inplace-while-re-recorded-role-surge-serves.json": "RoleRollingUpdate of decode then of prefill (decode's surge instances re-recorded at the second update, their pods keeping the first's label), then InPlaceUpdate with the group maxUnavailable 1 while those surge instances carry every group (fuzz-2180)",
-  "replacement-starved-by-starting-surge-groups.json": "ServingGroupRollingUpdate with maxUnavailable 1 and maxSurge 2 in a cluster exactly full: the permitted group's replacement waits for the GPUs two surge groups still starting took, while old groups wait for their permits (fuzz-4145)",
-  "role-partition-raised-over-instances-patched-in-place.json": "InPlaceUpdate of prefill whose pods are patched, not yet verified, when a switch to RoleRollingUpdate raises prefill's partition over them (fuzz-10979)",
-  "crashing-replacement-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate (prefill maxUnavailable 0): decode moved to an image that crashes, then patched back; each crash of a replacement rebuilt its whole group, prefill included (fuzz-crash-38)",
-  "crashing-surge-group-recreate.json": "ServingGroupRecreate under RoleRollingUpdate, 3 groups, group maxUnavailable 1, decode maxSurge 1: the surge decode of every group crashes, then a rollback; each crash rebuilt its whole group, and the rebuilt old instances took the crashing revision on free permits (fuzz-crash-30)",
-  "crash-surge-record-outlives-terminating-pods.json": "a canary crash (group partition 3 of 4, decode maxUnavailable 0 and maxSurge 1) rolled back while group 3's crashing surge decode-1 terminated; its record of the crash revision was kept for its terminating pods, and a paused scale-up of decode to 2 rebuilt decode-1 on the crash image until unpaused (fuzz-crash-gang-435, cut after the wait that failed; the full run ends in a capacity wait)",
-  "update-back-to-current-after-in-place-rollback.json": "InPlaceUpdate rolled back (decode d:v2 → d:v1, group 0 recorded at the rollback's revision) and, in the instant its pods are relabelled, patched back to d:v2 with a switch to RoleRollingUpdate (decode maxSurge 1), then a node outage; the group stayed on d:v1 behind its record while the status said Converged (fuzz-faults-coordinated-crash-gang-925, without API faults)",
-  "crashing-instance-behind-surge-full-progress.json": "RoleRollingUpdate with coordination (maxSkew 10%, decode dependsOn prefill), prefill maxUnavailable 0 and maxSurge 1: mid-update, both roles moved to images that crash, then a rollback; prefill-2, moved to the crash while it was down, kept crashing there: the coordinator counted the serving surge as prefill's full progress and never gave it a start (fuzz-faults-coordinated-crash-gang-157)",
+  "switch-to-inplace-after-prefill-only-update.json":
+    "RoleRollingUpdate of prefill only, a decode update, then InPlaceUpdate with pod deletions: the decode pods keep their older label (the new generator's fuzz-201)",
+  "starved-replacements-free-starting-surge-group.json":
+    "a tight cluster, InPlaceUpdate → ServingGroupRollingUpdate with maxSurge 1 after a pod deletion: both desired groups wait for the GPUs the surge group took while it still starts",
+  "partition-raised-over-draining-group.json":
+    "a group partition raised (with a new update) over a group whose replacement is still draining",
+  "partition-raised-over-group-patched-in-place.json":
+    "a group partition raised in place over a group already patched, not yet verified",
+  "role-partition-raised-over-draining-instance.json":
+    "a role partition raised under RoleRollingUpdate over an instance whose replacement is still draining",
+  "group-above-lowered-replicas-scaled-up-in-place.json":
+    "InPlaceUpdate, 4 groups, a pod deleted, then in one instant a new image, replicas 3 and decode scaled from 1 to 3: group 3, serving nothing under the new shape, is scaled down, not built up beyond replicas (the 2026-12-01 generator's fuzz-390)",
+  "switch-to-group-rolling-alone-after-decode-only-update.json":
+    "RoleRollingUpdate of decode only (workers), prefill scaled up, then a switch to ServingGroupRollingUpdate alone: the prefill pods, at an older label with the same role spec, are relabelled (fuzz-409)",
+  "partition-raised-over-group-moved-in-part.json":
+    "a group partition raised (with router traffic) over a group whose prefill is already rebuilt at the update revision while its decode still drains (hand-made, not fuzz-found)",
+  "surge-group-placed-in-part-after-node-outage.json":
+    "a tight cluster, ServingGroupRollingUpdate maxUnavailable 2 maxSurge 1: a node outage, then a new image as it recovers; two replacements and the surge group each get 2 of 3 GPUs (fuzz-faults-53)",
+  "pod-of-starting-instance-deleted-group-recreated.json":
+    "ServingGroupRecreate, RoleRollingUpdate with coordination: a pod of a decode replacement still starting is deleted, with a decode scale-up and new image in the same instant, while surge decode serves; group 0 is rebuilt whole (fuzz-faults-coordinated-235)",
+  "surge-in-one-group-starves-replacement-in-another.json":
+    "an exactly full cluster, RoleRollingUpdate with prefill maxSurge 2 and coordination, after a node outage and pod deletions: serving prefill surge in groups 1-2 held the GPUs group 3's permitted replacements waited for (fuzz-faults-coordinated-34)",
+  "coordinated-surge-serving-while-replacement-starves.json":
+    "a full cluster (12 GPUs), RoleRollingUpdate, decode maxSurge 1 with maxSkew 25% and decode dependsOn prefill: the decode replacements starve (gang of 2) while a surge decode serves and the old decode waits for the skew quota (fuzz-coordinated-69)",
+  "pod-deleted-from-starting-replacement-group-recreate.json":
+    "ServingGroupRecreate under RoleRollingUpdate: a pod deleted from a decode instance whose replacement still starts, its group kept available by a surge instance; the controller recreated the whole group, prefill included (fuzz-811), and now rebuilds only the decode instance, which the rollout moved",
+  "pod-deleted-from-starting-replacement-group-recreate-workers.json":
+    "as above, the deleted pod a worker of a prefill instance still starting (fuzz-771, failed only at scenario seed 2); likewise only that instance is rebuilt now",
+  "pod-deleted-while-role-scaled-down-within-max-surge.json":
+    "a pod of group 0 deleted in the instant prefill is scaled from 2 to 1 (maxSurge 1) with a new image, the controller seeing the patch first and retiring two other groups (fuzz-1153)",
+  "pod-deleted-from-serving-surge-as-rollout-resumes.json":
+    "a paused RoleRollingUpdate resumed in the instant the serving prefill surge instance of group 0 is deleted, the controller seeing the resume first and retiring the desired prefill the surge backed (fuzz-4171, failed only at scenario seed 2)",
+  "groups-scaled-up-while-group-retires.json":
+    "ServingGroupRollingUpdate with maxUnavailable 0 and maxSurge 2: replicas raised from 4 to 5 while group 2, backed by a surge group, is already being deleted (fuzz-1066 with 8 nodes instead of 7, where the rollout waits for capacity)",
+  "switch-to-inplace-while-re-recorded-role-surge-serves.json":
+    "RoleRollingUpdate of decode then of prefill (decode's surge instances re-recorded at the second update, their pods keeping the first's label), then InPlaceUpdate with the group maxUnavailable 1 while those surge instances carry every group (fuzz-2180)",
+  "replacement-starved-by-starting-surge-groups.json":
+    "ServingGroupRollingUpdate with maxUnavailable 1 and maxSurge 2 in a cluster exactly full: the permitted group's replacement waits for the GPUs two surge groups still starting took, while old groups wait for their permits (fuzz-4145)",
+  "role-partition-raised-over-instances-patched-in-place.json":
+    "InPlaceUpdate of prefill whose pods are patched, not yet verified, when a switch to RoleRollingUpdate raises prefill's partition over them (fuzz-10979)",
+  "crashing-replacement-group-recreate.json":
+    "ServingGroupRecreate under RoleRollingUpdate (prefill maxUnavailable 0): decode moved to an image that crashes, then patched back; each crash of a replacement rebuilt its whole group, prefill included (fuzz-crash-38)",
+  "crashing-surge-group-recreate.json":
+    "ServingGroupRecreate under RoleRollingUpdate, 3 groups, group maxUnavailable 1, decode maxSurge 1: the surge decode of every group crashes, then a rollback; each crash rebuilt its whole group, and the rebuilt old instances took the crashing revision on free permits (fuzz-crash-30)",
+  "crash-surge-record-outlives-terminating-pods.json":
+    "a canary crash (group partition 3 of 4, decode maxUnavailable 0 and maxSurge 1) rolled back while group 3's crashing surge decode-1 terminated; its record of the crash revision was kept for its terminating pods, and a paused scale-up of decode to 2 rebuilt decode-1 on the crash image until unpaused (fuzz-crash-gang-435, cut after the wait that failed; the full run ends in a capacity wait)",
+  "update-back-to-current-after-in-place-rollback.json":
+    "InPlaceUpdate rolled back (decode d:v2 → d:v1, group 0 recorded at the rollback's revision) and, in the instant its pods are relabelled, patched back to d:v2 with a switch to RoleRollingUpdate (decode maxSurge 1), then a node outage; the group stayed on d:v1 behind its record while the status said Converged (fuzz-faults-coordinated-crash-gang-925, without API faults)",
+  "crashing-instance-behind-surge-full-progress.json":
+    "RoleRollingUpdate with coordination (maxSkew 10%, decode dependsOn prefill), prefill maxUnavailable 0 and maxSurge 1: mid-update, both roles moved to images that crash, then a rollback; prefill-2, moved to the crash while it was down, kept crashing there: the coordinator counted the serving surge as prefill's full progress and never gave it a start (fuzz-faults-coordinated-crash-gang-157)",
 };
 
 /**
@@ -196,7 +243,8 @@ const FAULT_RUNS: readonly {
     generatorSeed: 242,
     seed: 5,
     modes: { coordination: true, crash: true, gang: true },
-    waits: /maxUnavailable 0: waiting for updated units to become Ready or for surge capacity \(maxSurge 1\); 4 pod\(s\) of group\(s\) 1 cannot be scheduled: add capacity for them/,
+    waits:
+      /maxUnavailable 0: waiting for updated units to become Ready or for surge capacity \(maxSurge 1\); 4 pod\(s\) of group\(s\) 1 cannot be scheduled: add capacity for them/,
     what: "one full node, ServingGroupRollingUpdate switched to maxUnavailable 0 as the last pod's gate opens: the gate write timed out after it was applied, the next plan saw the pod not serving and replaced the whole group for free (groupBudget); now it waits for room for the surge group",
   },
   {
@@ -233,7 +281,10 @@ describe("fuzz-found scenarios, fixed", () => {
     it(`${what}: the rollout completes and every invariant holds (${file})`, async () => {
       // At the scenario's own seed (1 unless the file says otherwise): some failed only at another.
       const report = await runScenario(load(file));
-      assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+      assert.deepEqual(
+        report.invariants.filter((result) => result.violations > 0),
+        [],
+      );
       assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
     });
   }
@@ -244,7 +295,10 @@ describe("fuzz-found scenarios, fixed", () => {
       const parsed = parseScenario(fuzzScenario(generatorSeed, { ...modes, faults: true }));
       assert.ok(parsed.ok);
       const report = await runScenario(parsed.scenario, { seed, chaos: fuzzChaos(parsed.scenario) });
-      assert.deepEqual(report.invariants.filter((result) => result.violations > 0), []);
+      assert.deepEqual(
+        report.invariants.filter((result) => result.violations > 0),
+        [],
+      );
       if (waits === undefined) {
         assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
       } else {
@@ -262,42 +316,63 @@ describe("fuzz-found scenarios, fixed", () => {
         attach: (attached) => (cluster = attached),
         stepEnded: (record) => {
           // Step 3 is the wait of 180 s on the crashing image.
-          const stored = cluster?.server.peek({ kind: "ModelServing", namespace: "default", name: "m" }) as { status?: { conditions?: Record<string, string>[] } } | undefined;
+          const stored = cluster?.server.peek({ kind: "ModelServing", namespace: "default", name: "m" }) as
+            { status?: { conditions?: Record<string, string>[] } } | undefined;
           if (record.index === 3) conditions.push(...(stored?.status?.conditions ?? []));
         },
       },
     });
     const progressing = conditions.find((condition) => condition["type"] === "Progressing");
     assert.equal(progressing?.["status"], "True");
-    assert.match(progressing["message"] ?? "", /decode-0 of group 0: m-0-decode-0-0 CrashLoopBackOff; decode-0 of group 1: m-1-decode-0-0 CrashLoopBackOff\. A pod keeps crashing \(CrashLoopBackOff\): fix its image or configuration, or roll back if an update brought it \(tandem rollout undo\)\.$/);
+    assert.match(
+      progressing["message"] ?? "",
+      /decode-0 of group 0: m-0-decode-0-0 CrashLoopBackOff; decode-0 of group 1: m-1-decode-0-0 CrashLoopBackOff\. A pod keeps crashing \(CrashLoopBackOff\): fix its image or configuration, or roll back if an update brought it \(tandem rollout undo\)\.$/,
+    );
   });
 
   it("paces a rollout by its 5 s drain timeout, not the 30 s resync: the controller's clock gives timers due times it can compare with now", async () => {
     // Regression: due times counted from virtual 0 and now from the epoch, so the work queue never
     // saw a requeue as sooner than one already pending, and each drain ended at the next resync.
     const report = await runScenario(load("role-partition-raised-over-draining-instance.json"));
-    const deletedAtSeconds = [...new Set(report.events.filter((event) => event.type === "PodDeleted").map((event) => event.t))];
+    const deletedAtSeconds = [
+      ...new Set(report.events.filter((event) => event.type === "PodDeleted").map((event) => event.t)),
+    ];
     const gapsSeconds = deletedAtSeconds.slice(1).map((t, index) => t - (deletedAtSeconds[index] ?? t));
-    assert.ok(gapsSeconds.length >= 4 && gapsSeconds.every((gap) => gap < 20), `seconds between deletions: ${gapsSeconds.join(", ")}`);
+    assert.ok(
+      gapsSeconds.length >= 4 && gapsSeconds.every((gap) => gap < 20),
+      `seconds between deletions: ${gapsSeconds.join(", ")}`,
+    );
   });
 
   it("catches a controller blind to a partition raised mid-rollout: the group ends on neither the revision it ran nor the one its record named then", async () => {
     // The controller is shown partition 0 throughout: group 0, whose move to v2 was under way when
     // the partition came (with v3), is moved on to v3.
-    const report = await runScenario(load("partition-raised-over-draining-group.json"), { seed: 1, plan: showingGroupConfig({ partition: 0 }) });
+    const report = await runScenario(load("partition-raised-over-draining-group.json"), {
+      seed: 1,
+      plan: showingGroupConfig({ partition: 0 }),
+    });
     const partition = report.invariants.find((result) => result.name === "partitionHolds");
     assert.ok((partition?.violations ?? 0) > 0);
-    assert.match(partition?.first?.message ?? "", /^m 0\/decode-0 is below the partition and ran role hash \w+ \(or, finishing the move under way when the partition came, \w+\), now \w+$/);
+    assert.match(
+      partition?.first?.message ?? "",
+      /^m 0\/decode-0 is below the partition and ran role hash \w+ \(or, finishing the move under way when the partition came, \w+\), now \w+$/,
+    );
   });
 
   it("catches a controller that keeps planning with the budget it had before the change", async () => {
     // The controller is shown maxUnavailable 2 throughout: after the change to 1 it goes on
     // replacing two groups at a time, beyond what was under way at the change.
-    const report = await runScenario(load("group-budget-lowered.json"), { seed: 1, plan: showingGroupConfig({ maxUnavailable: 2 }) });
+    const report = await runScenario(load("group-budget-lowered.json"), {
+      seed: 1,
+      plan: showingGroupConfig({ maxUnavailable: 2 }),
+    });
     assert.equal(report.verdict, "fail");
     const budget = report.invariants.find((result) => result.name === "groupBudget");
     assert.ok((budget?.violations ?? 0) > 0);
-    assert.match(budget?.first?.message ?? "", /^m: 2 ServingGroup\(s\) unavailable \(groups \d, \d\) with maxUnavailable 1$/);
+    assert.match(
+      budget?.first?.message ?? "",
+      /^m: 2 ServingGroup\(s\) unavailable \(groups \d, \d\) with maxUnavailable 1$/,
+    );
   });
 
   it("catches a controller that keeps surging with the maxSurge it had before the change", async () => {
@@ -305,10 +380,21 @@ describe("fuzz-found scenarios, fixed", () => {
     // surge instances, beyond those that were there at the change (which are tolerated).
     const stale: PlanFunction = (observed, nowMs) => {
       const stored = observed.modelServing as { spec: { template: { roles: Record<string, unknown>[] } } };
-      const roles = stored.spec.template.roles.map((role) => (role["name"] === "prefill" ? { ...role, maxSurge: 1 } : role));
-      return corePlan({ ...observed, modelServing: { ...stored, spec: { ...stored.spec, template: { ...stored.spec.template, roles } } } }, nowMs);
+      const roles = stored.spec.template.roles.map((role) =>
+        role["name"] === "prefill" ? { ...role, maxSurge: 1 } : role,
+      );
+      return corePlan(
+        {
+          ...observed,
+          modelServing: { ...stored, spec: { ...stored.spec, template: { ...stored.spec.template, roles } } },
+        },
+        nowMs,
+      );
     };
-    const report = await runScenario(load("role-max-surge-removed-while-surge-carries-floor.json"), { seed: 1, plan: stale });
+    const report = await runScenario(load("role-max-surge-removed-while-surge-carries-floor.json"), {
+      seed: 1,
+      plan: stale,
+    });
     const surge = report.invariants.find((result) => result.name === "surgeBound");
     assert.ok((surge?.violations ?? 0) > 0, JSON.stringify(report.invariants));
     assert.match(surge?.first?.message ?? "", /^m: prefill-3 of group \d exists beyond replicas \+ maxSurge = 3$/);

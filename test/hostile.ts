@@ -5,7 +5,9 @@ export const ALIAS_BOMB = [
   "apiVersion: tandem.dev/v1alpha1",
   "kind: ModelServing",
   "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]",
-  ..."bcdefghi".split("").map((name, i) => `${name}: &${name} [${Array.from({ length: 9 }, () => `*${"abcdefgh"[i] ?? ""}`).join(", ")}]`),
+  ..."bcdefghi"
+    .split("")
+    .map((name, i) => `${name}: &${name} [${Array.from({ length: 9 }, () => `*${"abcdefgh"[i] ?? ""}`).join(", ")}]`),
   "",
 ].join("\n");
 

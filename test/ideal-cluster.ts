@@ -27,11 +27,29 @@ export interface IdealCluster {
 }
 
 export function idealCluster(modelServing: Record<string, any>): IdealCluster {
-  return { modelServing: { ...structuredClone(modelServing), metadata: { namespace: "ns", uid: "ms-uid", generation: 1, ...modelServing.metadata } }, pods: new Map(), services: new Map(), revisions: new Map(), uidCounter: 0, badImages: new Set(), conflicts: 0, routers: [] };
+  return {
+    modelServing: {
+      ...structuredClone(modelServing),
+      metadata: { namespace: "ns", uid: "ms-uid", generation: 1, ...modelServing.metadata },
+    },
+    pods: new Map(),
+    services: new Map(),
+    revisions: new Map(),
+    uidCounter: 0,
+    badImages: new Set(),
+    conflicts: 0,
+    routers: [],
+  };
 }
 
 export function observe(cluster: IdealCluster): Observed {
-  return { modelServing: structuredClone(cluster.modelServing), pods: [...cluster.pods.values()].map((p) => structuredClone(p)), services: [...cluster.services.values()], revisions: [...cluster.revisions.values()], routers: cluster.routers };
+  return {
+    modelServing: structuredClone(cluster.modelServing),
+    pods: [...cluster.pods.values()].map((p) => structuredClone(p)),
+    services: [...cluster.services.values()],
+    revisions: [...cluster.revisions.values()],
+    routers: cluster.routers,
+  };
 }
 
 const T0 = "2026-11-30T00:00:00Z";
@@ -45,28 +63,60 @@ export function readyPod(pod: Pod, serving: boolean): Pod {
     ...(serving ? [{ type: "tandem.dev/serving", status: "True" as const, lastTransitionTime: T0 }] : []),
   ];
   const uid = pod.metadata.uid ?? "";
-  return { ...pod, status: { phase: "Running", conditions, containerStatuses: pod.spec.containers.map((c) => ({ name: c.name, image: c.image, imageID: `sha:${c.image}`, containerID: `ctr://${uid}/${c.name}/0`, ready: true, restartCount: 0 })) } };
+  return {
+    ...pod,
+    status: {
+      phase: "Running",
+      conditions,
+      containerStatuses: pod.spec.containers.map((c) => ({
+        name: c.name,
+        image: c.image,
+        imageID: `sha:${c.image}`,
+        containerID: `ctr://${uid}/${c.name}/0`,
+        ready: true,
+        restartCount: 0,
+      })),
+    },
+  };
 }
 
 /** The pod after its changed containers restarted on their new images (see the module comment). */
 function patchImages(cluster: IdealCluster, pod: Pod, images: Readonly<Record<string, string>>): void {
-  pod.spec.containers = pod.spec.containers.map((c) => (images[c.name] === undefined ? c : { ...c, image: images[c.name]! }));
+  pod.spec.containers = pod.spec.containers.map((c) =>
+    images[c.name] === undefined ? c : { ...c, image: images[c.name]! },
+  );
   const statuses = (pod.status?.containerStatuses ?? []).map((status) => {
     const image = images[status.name];
     if (image === undefined) return status;
     const restartCount = status.restartCount + 1;
-    const restarted = { ...status, image, imageID: `sha:${image}`, containerID: `ctr://${pod.metadata.uid ?? ""}/${status.name}/${restartCount}`, restartCount };
-    return cluster.badImages.has(image) ? { ...restarted, ready: false, state: { waiting: { reason: "CrashLoopBackOff" } } } : { ...restarted, ready: true, state: { running: {} } };
+    const restarted = {
+      ...status,
+      image,
+      imageID: `sha:${image}`,
+      containerID: `ctr://${pod.metadata.uid ?? ""}/${status.name}/${restartCount}`,
+      restartCount,
+    };
+    return cluster.badImages.has(image)
+      ? { ...restarted, ready: false, state: { waiting: { reason: "CrashLoopBackOff" } } }
+      : { ...restarted, ready: true, state: { running: {} } };
   });
   const ready = statuses.every((status) => status.ready);
   const others = (pod.status?.conditions ?? []).filter((c) => c.type !== "ContainersReady" && c.type !== "Ready");
   const serving = others.some((c) => c.type === "tandem.dev/serving" && c.status === "True");
-  const readiness = [{ type: "ContainersReady", status: ready ? ("True" as const) : ("False" as const), lastTransitionTime: T0 }, { type: "Ready", status: ready && serving ? ("True" as const) : ("False" as const), lastTransitionTime: T0 }];
+  const readiness = [
+    { type: "ContainersReady", status: ready ? ("True" as const) : ("False" as const), lastTransitionTime: T0 },
+    { type: "Ready", status: ready && serving ? ("True" as const) : ("False" as const), lastTransitionTime: T0 },
+  ];
   pod.status = { ...pod.status, containerStatuses: statuses, conditions: [...others, ...readiness] };
 }
 
 /** A pod write: dropped (counted) when conditional on a version the pod is no longer at. */
-function podWrite(cluster: IdealCluster, name: string, resourceVersion: string | undefined, write: (pod: Pod) => void): void {
+function podWrite(
+  cluster: IdealCluster,
+  name: string,
+  resourceVersion: string | undefined,
+  write: (pod: Pod) => void,
+): void {
   const pod = cluster.pods.get(name);
   if (pod === undefined) return;
   if (resourceVersion !== undefined && pod.metadata.resourceVersion !== resourceVersion) {
@@ -80,43 +130,86 @@ function podWrite(cluster: IdealCluster, name: string, resourceVersion: string |
 export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
   for (const action of actions) {
     switch (action.type) {
-      case "CreateRevision": cluster.revisions.set(action.revision.metadata.name, structuredClone(action.revision)); break;
-      case "AdvanceRevision": cluster.revisions.get(action.name)!.revision = action.revision; break;
-      case "DeleteRevision": cluster.revisions.delete(action.name); break;
-      case "WriteStatus": cluster.modelServing.status = structuredClone(action.status); break;
-      case "CreatePod": cluster.pods.set(action.pod.metadata.name, readyPod({ ...structuredClone(action.pod), metadata: { ...action.pod.metadata, uid: `uid-${++cluster.uidCounter}`, resourceVersion: "1" } }, false)); break;
-      case "DeletePod": remove(cluster, action.name, action.release?.finalizers); break;
+      case "CreateRevision":
+        cluster.revisions.set(action.revision.metadata.name, structuredClone(action.revision));
+        break;
+      case "AdvanceRevision":
+        cluster.revisions.get(action.name)!.revision = action.revision;
+        break;
+      case "DeleteRevision":
+        cluster.revisions.delete(action.name);
+        break;
+      case "WriteStatus":
+        cluster.modelServing.status = structuredClone(action.status);
+        break;
+      case "CreatePod":
+        cluster.pods.set(
+          action.pod.metadata.name,
+          readyPod(
+            {
+              ...structuredClone(action.pod),
+              metadata: { ...action.pod.metadata, uid: `uid-${++cluster.uidCounter}`, resourceVersion: "1" },
+            },
+            false,
+          ),
+        );
+        break;
+      case "DeletePod":
+        remove(cluster, action.name, action.release?.finalizers);
+        break;
       case "SetPodFinalizers":
         podWrite(cluster, action.name, action.resourceVersion, (pod) => {
           pod.metadata.finalizers = [...action.finalizers];
         });
-        if (cluster.pods.get(action.name)?.metadata.deletionTimestamp !== undefined) remove(cluster, action.name, action.finalizers);
+        if (cluster.pods.get(action.name)?.metadata.deletionTimestamp !== undefined)
+          remove(cluster, action.name, action.finalizers);
         break;
       case "AnnotatePod":
         podWrite(cluster, action.name, undefined, (pod) => {
           const merged = { ...pod.metadata.annotations, ...action.annotations };
-          pod.metadata.annotations = Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
+          pod.metadata.annotations = Object.fromEntries(
+            Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null),
+          );
           if (action.labels !== undefined) pod.metadata.labels = { ...pod.metadata.labels, ...action.labels };
         });
         break;
       case "PatchPodImages":
         podWrite(cluster, action.name, action.resourceVersion, (pod) => {
           const merged = { ...pod.metadata.annotations, ...action.annotations };
-          pod.metadata.annotations = Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
+          pod.metadata.annotations = Object.fromEntries(
+            Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null),
+          );
           patchImages(cluster, pod, action.images);
         });
         break;
       case "SetPodCondition":
         podWrite(cluster, action.name, action.resourceVersion, (pod) => {
-          const others = (pod.status?.conditions ?? []).filter((c) => c.type !== action.condition.type && c.type !== "Ready");
+          const others = (pod.status?.conditions ?? []).filter(
+            (c) => c.type !== action.condition.type && c.type !== "Ready",
+          );
           const containersReady = others.some((c) => c.type === "ContainersReady" && c.status === "True");
           const ready = action.condition.status === "True" && containersReady;
-          pod.status = { ...pod.status, conditions: [...others, action.condition, { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 }] };
+          pod.status = {
+            ...pod.status,
+            conditions: [
+              ...others,
+              action.condition,
+              { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 },
+            ],
+          };
         });
         break;
-      case "CreateService": cluster.services.set(action.service.metadata.name, { ...structuredClone(action.service), metadata: { ...action.service.metadata, uid: `uid-${++cluster.uidCounter}` } }); break;
-      case "DeleteService": cluster.services.delete(action.name); break;
-      case "RecordEvent": break;
+      case "CreateService":
+        cluster.services.set(action.service.metadata.name, {
+          ...structuredClone(action.service),
+          metadata: { ...action.service.metadata, uid: `uid-${++cluster.uidCounter}` },
+        });
+        break;
+      case "DeleteService":
+        cluster.services.delete(action.name);
+        break;
+      case "RecordEvent":
+        break;
     }
   }
 }

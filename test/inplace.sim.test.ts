@@ -12,7 +12,14 @@ import { SimCluster } from "../src/sim/cluster.ts";
 const MINUTE_MS = 60_000;
 const ref = { kind: "ModelServing", namespace: "default", name: "m" } as const;
 
-const template = (image: string) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "2" } } }, { name: "sidecar", image: "proxy:v1" }] } });
+const template = (image: string) => ({
+  spec: {
+    containers: [
+      { name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "2" } } },
+      { name: "sidecar", image: "proxy:v1" },
+    ],
+  },
+});
 
 const manifest = {
   apiVersion: "tandem.dev/v1alpha1",
@@ -25,7 +32,13 @@ const manifest = {
     template: {
       roles: [
         { name: "prefill", replicas: 1, entryTemplate: template("vllm:v1") },
-        { name: "decode", replicas: 1, workerReplicas: 1, entryTemplate: template("vllm:v1"), workerTemplate: template("vllm:v1") },
+        {
+          name: "decode",
+          replicas: 1,
+          workerReplicas: 1,
+          entryTemplate: template("vllm:v1"),
+          workerTemplate: template("vllm:v1"),
+        },
       ],
     },
   },
@@ -64,14 +77,23 @@ function status(cluster: SimCluster): Record<string, any> {
 function complete(cluster: SimCluster): boolean {
   const { currentRevision, updateRevision } = status(cluster);
   const all = cluster.server.stored("Pod");
-  return currentRevision !== undefined && currentRevision === updateRevision && all.length === 6 && all.every((pod) => pod.metadata.labels?.["tandem.dev/revision"] === updateRevision) && [...pods(cluster).values()].every((pod) => pod.ready);
+  return (
+    currentRevision !== undefined &&
+    currentRevision === updateRevision &&
+    all.length === 6 &&
+    all.every((pod) => pod.metadata.labels?.["tandem.dev/revision"] === updateRevision) &&
+    [...pods(cluster).values()].every((pod) => pod.ready)
+  );
 }
 
 describe("InPlaceUpdate end to end (simulated cluster, real engine, core plan)", () => {
   it("an image-only change keeps every pod UID and node and restarts each changed container exactly once", async () => {
     const cluster = new SimCluster({ nodes: [{ name: "gpu", count: 3, gpus: 8 }], jitterPercent: 0 });
     const informer = cluster.reader();
-    const controller = new Controller({ reader: informer, writer: cluster.writer(), clock: cluster.clock, recorder: cluster.recorder() }, { plan });
+    const controller = new Controller(
+      { reader: informer, writer: cluster.writer(), clock: cluster.clock, recorder: cluster.recorder() },
+      { plan },
+    );
     controller.start();
     const unhook = cluster.onSettle(() => controller.idle());
     try {
@@ -80,7 +102,10 @@ describe("InPlaceUpdate end to end (simulated cluster, real engine, core plan)",
       const before = pods(cluster);
       const firstRevision = status(cluster).currentRevision as string;
 
-      const roles = [{ ...manifest.spec.template.roles[0] }, { ...manifest.spec.template.roles[1], entryTemplate: template("vllm:v2"), workerTemplate: template("vllm:v2") }];
+      const roles = [
+        { ...manifest.spec.template.roles[0] },
+        { ...manifest.spec.template.roles[1], entryTemplate: template("vllm:v2"), workerTemplate: template("vllm:v2") },
+      ];
       await cluster.writer("user").patch(ref, { spec: { template: { roles } } });
       // Every Progressing message the rollout shows, sampled after every settle.
       const progressing = new Set<string>();
@@ -90,8 +115,15 @@ describe("InPlaceUpdate end to end (simulated cluster, real engine, core plan)",
         return status(cluster).currentRevision !== firstRevision && complete(cluster);
       };
       assert.ok(await cluster.waitFor(done, 30 * MINUTE_MS), "the in-place rollout completes");
-      assert.ok([...progressing].some((message) => message.includes("1 restart(s)")), "a patched pod, restarted, is seen not Ready yet");
-      assert.deepEqual([...progressing].filter((message) => message.includes("crashing")), [], "a restart for an image patch is no crash");
+      assert.ok(
+        [...progressing].some((message) => message.includes("1 restart(s)")),
+        "a patched pod, restarted, is seen not Ready yet",
+      );
+      assert.deepEqual(
+        [...progressing].filter((message) => message.includes("crashing")),
+        [],
+        "a restart for an image patch is no crash",
+      );
 
       const after = pods(cluster);
       assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort());
@@ -101,11 +133,24 @@ describe("InPlaceUpdate end to end (simulated cluster, real engine, core plan)",
         assert.equal(pod.uid, old?.uid, `${name} kept its UID`);
         assert.equal(pod.node, old?.node, `${name} kept its node`);
         assert.deepEqual(pod.images, [decode ? "vllm:v2" : "vllm:v1", "proxy:v1"]);
-        assert.equal(pod.restarts["vllm"], (old?.restarts["vllm"] ?? 0) + (decode ? 1 : 0), `${name}: vllm restarted ${decode ? "once" : "never"}`);
-        assert.equal(pod.restarts["sidecar"], old?.restarts["sidecar"], `${name}: the unchanged sidecar never restarted`);
+        assert.equal(
+          pod.restarts["vllm"],
+          (old?.restarts["vllm"] ?? 0) + (decode ? 1 : 0),
+          `${name}: vllm restarted ${decode ? "once" : "never"}`,
+        );
+        assert.equal(
+          pod.restarts["sidecar"],
+          old?.restarts["sidecar"],
+          `${name}: the unchanged sidecar never restarted`,
+        );
         assert.ok(pod.ready);
       }
-      assert.equal(cluster.server.stored("Pod").filter((pod) => pod.metadata.annotations?.["tandem.dev/inplace"] !== undefined).length, 0, "no progress mark is left");
+      assert.equal(
+        cluster.server.stored("Pod").filter((pod) => pod.metadata.annotations?.["tandem.dev/inplace"] !== undefined)
+          .length,
+        0,
+        "no progress mark is left",
+      );
       assert.equal(status(cluster).units, undefined);
     } finally {
       unhook();

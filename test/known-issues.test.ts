@@ -16,8 +16,7 @@ import { parseScenario } from "../src/sim/scenario.ts";
 const DIR = join(import.meta.dirname, "known-issues");
 
 /** Scenario file → what goes wrong and where the cause probably is. */
-const ISSUES: Readonly<Record<string, string>> = {
-};
+const ISSUES: Readonly<Record<string, string>> = {};
 
 describe("known issues (each still fails)", () => {
   it("lists every scenario in known-issues/", () => {
@@ -31,7 +30,11 @@ describe("known issues (each still fails)", () => {
       const parsed = parseScenario(JSON.parse(readFileSync(join(DIR, file), "utf8")) as unknown);
       assert.ok(parsed.ok, JSON.stringify(parsed.ok ? [] : parsed.problems));
       const report = await runScenario(parsed.scenario);
-      assert.equal(report.verdict, "fail", `${file} passes now: move it to test/fuzz-regressions/ (and its line here to fuzz-regressions.sim.test.ts)`);
+      assert.equal(
+        report.verdict,
+        "fail",
+        `${file} passes now: move it to test/fuzz-regressions/ (and its line here to fuzz-regressions.sim.test.ts)`,
+      );
     });
   }
 });

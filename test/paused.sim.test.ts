@@ -20,15 +20,22 @@ async function run(yaml: string): Promise<Report> {
   const parsed = parseScenario(parseYaml(yaml));
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
   const report = await runScenario(parsed.scenario);
-  assert.deepEqual(report.invariants.filter((result) => result.violations > 0), [], "every invariant holds");
+  assert.deepEqual(
+    report.invariants.filter((result) => result.violations > 0),
+    [],
+    "every invariant holds",
+  );
   return report;
 }
 
 function progressing(report: Report): Condition | undefined {
-  return (report.final.status as ModelServingStatus | null)?.conditions?.find((condition) => condition.type === "Progressing");
+  return (report.final.status as ModelServingStatus | null)?.conditions?.find(
+    (condition) => condition.type === "Progressing",
+  );
 }
 
-const SERVER = (image: string, extra = "replicas: 1") => `{name: server, ${extra}, entryTemplate: {spec: {containers: [{name: vllm, image: "${image}", resources: {limits: {nvidia.com/gpu: "4"}}}]}}}`;
+const SERVER = (image: string, extra = "replicas: 1") =>
+  `{name: server, ${extra}, entryTemplate: {spec: {containers: [{name: vllm, image: "${image}", resources: {limits: {nvidia.com/gpu: "4"}}}]}}}`;
 
 /** The issue's reproduction: paused, a new image, a node lost, replicas 4 → 2; then `more` steps. */
 const pausedScaleDown = (more: string) => `
@@ -53,21 +60,41 @@ describe("a paused rollout moves nothing", () => {
   it("ServingGroupRollingUpdate, maxSurge 1: a group left above a lowered replicas is scaled down, not rebuilt at the update revision; RolloutPaused says 2 of 2 wait", async () => {
     const report = await run(pausedScaleDown(""));
     const after = report.snapshots.after ?? [];
-    assert.deepEqual(after.filter((pod) => pod.images.includes("v:2")).map((pod) => pod.name), [], "no pod runs the update revision while paused");
-    assert.deepEqual(after.filter((pod) => pod.group === 2).map((pod) => pod.name), [], "group 2 (above replicas 2, its node fine) is gone");
+    assert.deepEqual(
+      after.filter((pod) => pod.images.includes("v:2")).map((pod) => pod.name),
+      [],
+      "no pod runs the update revision while paused",
+    );
+    assert.deepEqual(
+      after.filter((pod) => pod.group === 2).map((pod) => pod.name),
+      [],
+      "group 2 (above replicas 2, its node fine) is gone",
+    );
     const condition = progressing(report);
     assert.deepEqual([condition?.status, condition?.reason], ["False", "RolloutPaused"]);
-    assert.match(condition?.message ?? "", /^The rollout is paused: 2 of 2 ServingGroup\(s\) the rollout may update wait for revision m-[0-9a-f]+\. Set spec\.rolloutStrategy\.paused to false to resume\.$/);
+    assert.match(
+      condition?.message ?? "",
+      /^The rollout is paused: 2 of 2 ServingGroup\(s\) the rollout may update wait for revision m-[0-9a-f]+\. Set spec\.rolloutStrategy\.paused to false to resume\.$/,
+    );
   });
 
   it("resumed, the same rollout completes with 2 groups at the update revision and the status agrees (currentRevision promoted, Converged)", async () => {
-    const report = await run(pausedScaleDown(`  - recoverNode: {name: gpu-3}
+    const report = await run(
+      pausedScaleDown(`  - recoverNode: {name: gpu-3}
   - patch: {name: m, merge: {spec: {rolloutStrategy: {paused: false}}}}
-  - wait: {for: RolloutComplete, timeoutSeconds: 600}`));
+  - wait: {for: RolloutComplete, timeoutSeconds: 600}`),
+    );
     assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
-    assert.deepEqual(report.final.pods.map((pod) => `${pod.name}=${pod.images.join(",")}`), ["m-0-server-0-0=v:2", "m-1-server-0-0=v:2"]);
+    assert.deepEqual(
+      report.final.pods.map((pod) => `${pod.name}=${pod.images.join(",")}`),
+      ["m-0-server-0-0=v:2", "m-1-server-0-0=v:2"],
+    );
     const status = report.final.status as ModelServingStatus;
-    assert.equal(status.currentRevision, status.updateRevision, "the report's final status has the update revision current");
+    assert.equal(
+      status.currentRevision,
+      status.updateRevision,
+      "the report's final status has the update revision current",
+    );
     assert.deepEqual([progressing(report)?.status, progressing(report)?.reason], ["False", "Converged"]);
   });
 
@@ -90,8 +117,16 @@ steps:
   - snapshot: after
 `);
     const after = report.snapshots.after ?? [];
-    assert.deepEqual(after.filter((pod) => pod.images.includes("v:2")).map((pod) => pod.name), [], "no pod runs the update revision while paused");
-    assert.deepEqual(after.filter((pod) => pod.instance === "server-1").map((pod) => pod.name), [], "server-1 (above replicas 1, its node fine) is gone");
+    assert.deepEqual(
+      after.filter((pod) => pod.images.includes("v:2")).map((pod) => pod.name),
+      [],
+      "no pod runs the update revision while paused",
+    );
+    assert.deepEqual(
+      after.filter((pod) => pod.instance === "server-1").map((pod) => pod.name),
+      [],
+      "server-1 (above replicas 1, its node fine) is gone",
+    );
     const condition = progressing(report);
     assert.deepEqual([condition?.status, condition?.reason], ["False", "RolloutPaused"]);
     assert.match(condition?.message ?? "", /: 1 of 1 instance\(s\) the rollout may update wait/);

@@ -19,7 +19,9 @@ import type { PlanFunction } from "../src/engine/reconciler.ts";
 import { runScenario } from "../src/sim/runner.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 
-const gpu = (image: string, gpus = 1) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": String(gpus) } } }] } });
+const gpu = (image: string, gpus = 1) => ({
+  spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": String(gpus) } } }] },
+});
 const roles = (prefill: number) => [
   { name: "prefill", replicas: prefill, entryTemplate: gpu("vllm:v1") },
   { name: "decode", replicas: 1, entryTemplate: gpu("vllm:v1", 2) },
@@ -27,17 +29,28 @@ const roles = (prefill: number) => [
 
 /** Two groups of two single-pod prefill instances and one decode. */
 function modelServing(recoveryPolicy: string): Record<string, unknown> {
-  return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: { replicas: 2, recoveryPolicy, drain: { timeoutSeconds: 0 }, template: { roles: roles(2) } } };
+  return {
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "m" },
+    spec: { replicas: 2, recoveryPolicy, drain: { timeoutSeconds: 0 }, template: { roles: roles(2) } },
+  };
 }
 
 const timing = { scheduleSeconds: 1, pullSeconds: 5, startSeconds: 10, terminationSeconds: 2 };
 const nodes = { name: "gpu", count: 4, gpus: 8 };
 const ready = { wait: { for: "Available", timeoutSeconds: 900 } };
 const settle = { advance: { seconds: 120 } };
-const groupPods = (group: number, prefill = 2) => [`m-${group}-decode-0-0`, ...Array.from({ length: prefill }, (_, j) => `m-${group}-prefill-${j}-0`)].sort();
+const groupPods = (group: number, prefill = 2) =>
+  [`m-${group}-decode-0-0`, ...Array.from({ length: prefill }, (_, j) => `m-${group}-prefill-${j}-0`)].sort();
 
 async function play(policy: string, steps: unknown[], pool = nodes): Promise<Report> {
-  const parsed = parseScenario({ name: "tracking", seed: 3, cluster: { nodes: [pool], timing }, steps: [{ apply: modelServing(policy) }, ready, ...steps] });
+  const parsed = parseScenario({
+    name: "tracking",
+    seed: 3,
+    cluster: { nodes: [pool], timing },
+    steps: [{ apply: modelServing(policy) }, ready, ...steps],
+  });
   assert.ok(parsed.ok, JSON.stringify(parsed.ok ? [] : parsed.problems));
   const report = await runScenario(parsed.scenario);
   assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
@@ -47,10 +60,15 @@ async function play(policy: string, steps: unknown[], pool = nodes): Promise<Rep
 /** Names whose UID differs between two snapshots (or that appear in only one). */
 function changed(before: readonly PodRecord[], after: readonly PodRecord[]): string[] {
   const old = new Map(before.map((pod) => [pod.name, pod.uid]));
-  return after.filter((pod) => old.get(pod.name) !== pod.uid).map((pod) => pod.name).sort();
+  return after
+    .filter((pod) => old.get(pod.name) !== pod.uid)
+    .map((pod) => pod.name)
+    .sort();
 }
 
-const deleteOnePrefill = { deletePods: { selector: "tandem.dev/group=1,tandem.dev/role=prefill,tandem.dev/instance=prefill-0", count: 1 } };
+const deleteOnePrefill = {
+  deletePods: { selector: "tandem.dev/group=1,tandem.dev/role=prefill,tandem.dev/instance=prefill-0", count: 1 },
+};
 
 describe("recovery of lost whole instances", () => {
   for (const [policy, expected] of [
@@ -59,7 +77,13 @@ describe("recovery of lost whole instances", () => {
     ["None", ["m-1-prefill-0-0"]],
   ] as const) {
     it(`a deleted single-pod prefill instance under ${policy} rebuilds ${policy === "ServingGroupRecreate" ? "its whole group, the other group untouched" : "only that pod"}`, async () => {
-      const report = await play(policy, [{ snapshot: "before" }, deleteOnePrefill, ready, settle, { snapshot: "after" }]);
+      const report = await play(policy, [
+        { snapshot: "before" },
+        deleteOnePrefill,
+        ready,
+        settle,
+        { snapshot: "after" },
+      ]);
       assert.deepEqual(changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []), expected);
       assert.equal(report.metrics.podsCreated.total, 6 + expected.length, "each rebuilt pod created once");
       assert.ok(report.final.pods.every((pod) => pod.ready));
@@ -72,18 +96,41 @@ describe("recovery of lost whole instances", () => {
     const small = { name: "gpu", count: 8, gpus: 2 };
     const placed = (await play("ServingGroupRecreate", [{ snapshot: "before" }], small)).snapshots["before"] ?? [];
     const byNode = Map.groupBy(placed, (pod) => pod.node ?? "");
-    const [node, hosted] = [...byNode].find(([, pods]) => new Set(pods.map((pod) => pod.group)).size === 1 && pods.some((pod) => pod.role === "prefill")) ?? [];
+    const [node, hosted] =
+      [...byNode].find(
+        ([, pods]) => new Set(pods.map((pod) => pod.group)).size === 1 && pods.some((pod) => pod.role === "prefill"),
+      ) ?? [];
     assert.ok(node !== undefined && hosted !== undefined, "some node hosts prefill pods of a single group");
     const hit = hosted[0]?.group ?? -1;
-    const report = await play("ServingGroupRecreate", [{ snapshot: "before" }, { failNode: { name: node } }, { advance: { seconds: 400 } }, ready, settle, { snapshot: "after" }], small);
+    const report = await play(
+      "ServingGroupRecreate",
+      [
+        { snapshot: "before" },
+        { failNode: { name: node } },
+        { advance: { seconds: 400 } },
+        ready,
+        settle,
+        { snapshot: "after" },
+      ],
+      small,
+    );
     assert.deepEqual(changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []), groupPods(hit));
     assert.ok((report.snapshots["after"] ?? []).every((pod) => pod.node !== node && pod.ready));
   });
 
   it("a role scale-up (prefill 2 → 3) under ServingGroupRecreate creates the new instances and rebuilds nothing", async () => {
     const scaleUp = { patch: { name: "m", merge: { spec: { template: { roles: roles(3) } } } } };
-    const report = await play("ServingGroupRecreate", [{ snapshot: "before" }, scaleUp, ready, settle, { snapshot: "after" }]);
-    assert.deepEqual(changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []), ["m-0-prefill-2-0", "m-1-prefill-2-0"]);
+    const report = await play("ServingGroupRecreate", [
+      { snapshot: "before" },
+      scaleUp,
+      ready,
+      settle,
+      { snapshot: "after" },
+    ]);
+    assert.deepEqual(changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []), [
+      "m-0-prefill-2-0",
+      "m-1-prefill-2-0",
+    ]);
     assert.equal(report.metrics.podsDeleted.total, 0);
   });
 
@@ -92,7 +139,13 @@ describe("recovery of lost whole instances", () => {
       { name: "prefill", replicas: 2, entryTemplate: gpu("vllm:v1") },
       { name: "decode", replicas: 1, maxSurge: 1, maxUnavailable: 0, entryTemplate: gpu(image, 2) },
     ];
-    const spec = { replicas: 2, recoveryPolicy: "ServingGroupRecreate", drain: { timeoutSeconds: 5 }, rolloutStrategy: { type: "RoleRollingUpdate" }, template: { roles: rolling("vllm:v1") } };
+    const spec = {
+      replicas: 2,
+      recoveryPolicy: "ServingGroupRecreate",
+      drain: { timeoutSeconds: 5 },
+      rolloutStrategy: { type: "RoleRollingUpdate" },
+      template: { roles: rolling("vllm:v1") },
+    };
     const steps = [
       { apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec } },
       ready,
@@ -106,15 +159,25 @@ describe("recovery of lost whole instances", () => {
     const parsed = parseScenario({ name: "lost-mid-rollout", seed: 3, cluster: { nodes: [nodes], timing }, steps });
     assert.ok(parsed.ok);
     const report = await runScenario(parsed.scenario);
-    assert.deepEqual(report.invariants.filter((invariant) => invariant.violations > 0), []);
+    assert.deepEqual(
+      report.invariants.filter((invariant) => invariant.violations > 0),
+      [],
+    );
     assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
     const rebuilt = changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []);
-    assert.ok(["m-1-prefill-0-0", "m-1-prefill-1-0"].every((name) => rebuilt.includes(name)), `group 1's prefill rebuilt with it: ${rebuilt.join(", ")}`);
+    assert.ok(
+      ["m-1-prefill-0-0", "m-1-prefill-1-0"].every((name) => rebuilt.includes(name)),
+      `group 1's prefill rebuilt with it: ${rebuilt.join(", ")}`,
+    );
     assert.ok(!rebuilt.some((name) => name.startsWith("m-0-prefill")), "group 0's prefill untouched");
   });
 
   it("every pod the controller creates holds the recovery finalizer; its own deletions do not wait for it", async () => {
-    const report = await play("ServingGroupRecreate", [{ patch: { name: "m", merge: { spec: { replicas: 1 } } } }, settle, { snapshot: "after" }]);
+    const report = await play("ServingGroupRecreate", [
+      { patch: { name: "m", merge: { spec: { replicas: 1 } } } },
+      settle,
+      { snapshot: "after" },
+    ]);
     assert.deepEqual((report.snapshots["after"] ?? []).map((pod) => pod.name).sort(), groupPods(0));
     assert.equal(report.metrics.podsDeleted.total, 3);
   });
@@ -179,7 +242,13 @@ interface Running {
 
 function startController(cluster: SimCluster, writer: ClusterWriter): Running {
   const informer = cluster.reader();
-  const controller = new Controller({ reader: informer, writer, clock: cluster.clock.onEpoch(), recorder: cluster.recorder(), rng: cluster.rng("controller") });
+  const controller = new Controller({
+    reader: informer,
+    writer,
+    clock: cluster.clock.onEpoch(),
+    recorder: cluster.recorder(),
+    rng: cluster.rng("controller"),
+  });
   controller.start();
   return { controller, informer, unhook: cluster.onSettle(() => controller.idle()) };
 }
@@ -190,8 +259,13 @@ async function stopController(running: Running): Promise<void> {
   running.informer.stop();
 }
 
-const podUids = (cluster: SimCluster) => new Map(cluster.server.stored("Pod").map((pod) => [pod.metadata.name, pod.metadata.uid ?? ""]));
-const isReady = (pod: KubeObject) => pod.metadata.deletionTimestamp === undefined && (pod.status?.["conditions"] as { type: string; status: string }[] | undefined)?.some((c) => c.type === "Ready" && c.status === "True") === true;
+const podUids = (cluster: SimCluster) =>
+  new Map(cluster.server.stored("Pod").map((pod) => [pod.metadata.name, pod.metadata.uid ?? ""]));
+const isReady = (pod: KubeObject) =>
+  pod.metadata.deletionTimestamp === undefined &&
+  (pod.status?.["conditions"] as { type: string; status: string }[] | undefined)?.some(
+    (c) => c.type === "Ready" && c.status === "True",
+  ) === true;
 
 /**
  * Deletes m-1-prefill-0-0 of a converged ServingGroupRecreate ModelServing; the controller crashes
@@ -202,7 +276,9 @@ async function recoverAcrossCrash(crashAfter: number | undefined, downMs: number
   const cluster = new SimCluster({ seed: 9, nodes: [nodes], timing });
   const writer = new CrashingWriter(cluster.writer());
   let running = startController(cluster, writer);
-  await cluster.writer("user").create({ ...modelServing("ServingGroupRecreate"), metadata: { name: "m", namespace: "default" } } as never);
+  await cluster
+    .writer("user")
+    .create({ ...modelServing("ServingGroupRecreate"), metadata: { name: "m", namespace: "default" } } as never);
   const allReady = () => {
     const pods = cluster.server.stored("Pod");
     return pods.length === 6 && pods.every(isReady);
@@ -214,7 +290,9 @@ async function recoverAcrossCrash(crashAfter: number | undefined, downMs: number
   const writesBefore = cluster.server.apiWrites({ client: "controller" });
   writer.arm(crashAfter);
   const victim = cluster.server.get({ kind: "Pod", namespace: "default", name: "m-1-prefill-0-0" });
-  await cluster.writer("chaos").delete({ kind: "Pod", namespace: "default", name: "m-1-prefill-0-0" }, { uid: victim.metadata.uid ?? "" });
+  await cluster
+    .writer("chaos")
+    .delete({ kind: "Pod", namespace: "default", name: "m-1-prefill-0-0" }, { uid: victim.metadata.uid ?? "" });
   if (crashAfter !== undefined) {
     assert.ok(await cluster.waitFor(() => writer.crashed, 900_000), `the controller reached write ${crashAfter + 1}`);
     await cluster.advance(downMs);
@@ -251,14 +329,25 @@ describe("ServingGroupRecreate recovery of a lost instance across a controller c
         const run = await recoverAcrossCrash(crashAfter, downMs);
         const label = `crash after write ${crashAfter} of ${writes}, down ${downMs} ms`;
         assert.ok(run.recovered, `${label}: group 1 rebuilt and every pod Ready`);
-        for (const name of groupPods(0)) assert.equal(run.after.get(name), run.before.get(name), `${label}: ${name} untouched`);
-        for (const name of groupPods(1)) assert.notEqual(run.after.get(name), run.before.get(name), `${label}: ${name} rebuilt`);
-        const created = run.since.filter((event) => event.type === "PodCreated").map((event) => event.pod).sort();
+        for (const name of groupPods(0))
+          assert.equal(run.after.get(name), run.before.get(name), `${label}: ${name} untouched`);
+        for (const name of groupPods(1))
+          assert.notEqual(run.after.get(name), run.before.get(name), `${label}: ${name} rebuilt`);
+        const created = run.since
+          .filter((event) => event.type === "PodCreated")
+          .map((event) => event.pod)
+          .sort();
         assert.deepEqual(created, groupPods(1), `${label}: each pod of group 1 created once, nothing else`);
-        const deleted = run.since.filter((event) => event.type === "PodDeleted").map((event) => event.pod).sort();
+        const deleted = run.since
+          .filter((event) => event.type === "PodDeleted")
+          .map((event) => event.pod)
+          .sort();
         assert.deepEqual(deleted, groupPods(1), `${label}: each old pod of group 1 deleted once, nothing else`);
         assert.equal(run.writesAfterRestart, 0, `${label}: a restart on the converged system writes nothing`);
-        assert.ok(run.finalizers.every((list) => list.includes(FINALIZER_RECOVERY)), `${label}: every pod tracked`);
+        assert.ok(
+          run.finalizers.every((list) => list.includes(FINALIZER_RECOVERY)),
+          `${label}: every pod tracked`,
+        );
       }
     }
   });
@@ -267,8 +356,25 @@ describe("ServingGroupRecreate recovery of a lost instance across a controller c
 describe("ServingGroupRecreate recovery of a lost instance with a restart at every instant the controller writes", () => {
   /** The deletion scenario, with `restart` (seconds after the deletion) a controller restart. */
   function scenario(restartAfterSeconds: number | undefined) {
-    const restart = restartAfterSeconds === undefined ? [] : [{ advance: { seconds: restartAfterSeconds } }, { restartController: {} }];
-    const parsed = parseScenario({ name: "restart-every-instant", seed: 3, cluster: { nodes: [nodes], timing }, steps: [{ apply: modelServing("ServingGroupRecreate") }, ready, { snapshot: "before" }, deleteOnePrefill, ...restart, ready, settle, { snapshot: "after" }] });
+    const restart =
+      restartAfterSeconds === undefined
+        ? []
+        : [{ advance: { seconds: restartAfterSeconds } }, { restartController: {} }];
+    const parsed = parseScenario({
+      name: "restart-every-instant",
+      seed: 3,
+      cluster: { nodes: [nodes], timing },
+      steps: [
+        { apply: modelServing("ServingGroupRecreate") },
+        ready,
+        { snapshot: "before" },
+        deleteOnePrefill,
+        ...restart,
+        ready,
+        settle,
+        { snapshot: "after" },
+      ],
+    });
     assert.ok(parsed.ok);
     return parsed.scenario;
   }
@@ -279,7 +385,9 @@ describe("ServingGroupRecreate recovery of a lost instance with a restart at eve
     let deletedAtMs: number | undefined;
     const recording: PlanFunction = (observed, nowMs) => {
       const planned = corePlan(observed, nowMs);
-      const lost = observed.pods.some((pod) => pod.metadata.name === "m-1-prefill-0-0" && pod.metadata.deletionTimestamp !== undefined);
+      const lost = observed.pods.some(
+        (pod) => pod.metadata.name === "m-1-prefill-0-0" && pod.metadata.deletionTimestamp !== undefined,
+      );
       if (lost) deletedAtMs ??= nowMs;
       if (deletedAtMs !== undefined && planned.actions.length > 0) instants.push(nowMs - deletedAtMs);
       return planned;
@@ -296,8 +404,16 @@ describe("ServingGroupRecreate recovery of a lost instance with a restart at eve
       const report = await runScenario(scenario(ms / 1000));
       const label = `restart ${ms} ms after the deletion`;
       assert.equal(report.verdict, "pass", `${label}: ${JSON.stringify(report.steps.filter((step) => !step.ok))}`);
-      assert.deepEqual(report.invariants.filter((invariant) => invariant.violations > 0), [], label);
-      assert.deepEqual(changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []), groupPods(1), `${label}: group 1 rebuilt, group 0 kept`);
+      assert.deepEqual(
+        report.invariants.filter((invariant) => invariant.violations > 0),
+        [],
+        label,
+      );
+      assert.deepEqual(
+        changed(report.snapshots["before"] ?? [], report.snapshots["after"] ?? []),
+        groupPods(1),
+        `${label}: group 1 rebuilt, group 0 kept`,
+      );
       assert.equal(report.metrics.podsCreated.total, 9, `${label}: each pod of group 1 created once`);
       assert.equal(report.metrics.podsDeleted.total, 3, `${label}: each old pod of group 1 deleted once`);
     }

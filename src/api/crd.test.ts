@@ -5,7 +5,19 @@ import { join } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { z } from "zod";
-import { applyOverlays, buildCrd, buildOpenApiSchema, CEL_RULES, CRD_SOURCES, MODEL_ROUTE_CRD, MODEL_SERVING_CRD, renderCrdYaml, ROUTE_CEL_RULES, type SchemaNode, toStructural } from "./crd.ts";
+import {
+  applyOverlays,
+  buildCrd,
+  buildOpenApiSchema,
+  CEL_RULES,
+  CRD_SOURCES,
+  MODEL_ROUTE_CRD,
+  MODEL_SERVING_CRD,
+  renderCrdYaml,
+  ROUTE_CEL_RULES,
+  type SchemaNode,
+  toStructural,
+} from "./crd.ts";
 import { ModelRoute } from "./route.ts";
 import { ModelServing } from "./schema.ts";
 
@@ -20,7 +32,19 @@ const ROUTE_SCHEMA = buildOpenApiSchema(MODEL_ROUTE_CRD);
 // A checker for the structural-schema rules the CRD relies on (Kubernetes docs, "Specifying a
 // structural schema", plus the CRD-only restrictions on keywords).
 
-const FORBIDDEN_KEYWORDS = ["$ref", "$defs", "$schema", "definitions", "const", "patternProperties", "allOf", "oneOf", "not", "uniqueItems", "examples"];
+const FORBIDDEN_KEYWORDS = [
+  "$ref",
+  "$defs",
+  "$schema",
+  "definitions",
+  "const",
+  "patternProperties",
+  "allOf",
+  "oneOf",
+  "not",
+  "uniqueItems",
+  "examples",
+];
 const SCALAR_TYPES = new Set(["string", "integer", "number", "boolean"]);
 
 interface Visit {
@@ -40,7 +64,9 @@ function visitAll(root: SchemaNode): Visit[] {
   const walk = (node: SchemaNode, path: string, ancestors: readonly SchemaNode[]): void => {
     visits.push({ node, path, ancestors });
     const below = [...ancestors, node];
-    if (isNode(node.properties)) for (const [name, child] of Object.entries(node.properties)) if (isNode(child)) walk(child, `${path}.${name}`, below);
+    if (isNode(node.properties))
+      for (const [name, child] of Object.entries(node.properties))
+        if (isNode(child)) walk(child, `${path}.${name}`, below);
     if (isNode(node.additionalProperties)) walk(node.additionalProperties, `${path}.*`, below);
     if (isNode(node.items)) walk(node.items, `${path}[*]`, below);
   };
@@ -58,12 +84,17 @@ function nodeViolations({ node, path, ancestors }: Visit): string[] {
   const preserve = node["x-kubernetes-preserve-unknown-fields"] === true;
   for (const keyword of FORBIDDEN_KEYWORDS) if (keyword in node) found.push(`${path}: forbidden keyword ${keyword}`);
   if (node.type === undefined && !intOrString && !preserve) found.push(`${path}: no type`);
-  if (intOrString && (node.type !== undefined || preserve)) found.push(`${path}: int-or-string with a type or preserve-unknown-fields`);
-  if ("anyOf" in node && !(intOrString && isIntOrStringAnyOf(node.anyOf))) found.push(`${path}: anyOf other than the IntOrString form`);
-  if (node.additionalProperties === false || (node.additionalProperties !== undefined && ancestors.length === 0)) found.push(`${path}: additionalProperties false or at the root`);
-  if (node.additionalProperties !== undefined && isNode(node.properties) && Object.keys(node.properties).length > 0) found.push(`${path}: properties and additionalProperties`);
+  if (intOrString && (node.type !== undefined || preserve))
+    found.push(`${path}: int-or-string with a type or preserve-unknown-fields`);
+  if ("anyOf" in node && !(intOrString && isIntOrStringAnyOf(node.anyOf)))
+    found.push(`${path}: anyOf other than the IntOrString form`);
+  if (node.additionalProperties === false || (node.additionalProperties !== undefined && ancestors.length === 0))
+    found.push(`${path}: additionalProperties false or at the root`);
+  if (node.additionalProperties !== undefined && isNode(node.properties) && Object.keys(node.properties).length > 0)
+    found.push(`${path}: properties and additionalProperties`);
   if (node.type === "array" && !isNode(node.items)) found.push(`${path}: array without items`);
-  for (const value of Object.values(node)) if (Math.abs(Number(value)) === Number.MAX_SAFE_INTEGER) found.push(`${path}: zod safe-integer bound`);
+  for (const value of Object.values(node))
+    if (Math.abs(Number(value)) === Number.MAX_SAFE_INTEGER) found.push(`${path}: zod safe-integer bound`);
   found.push(...listTypeViolations(node, path), ...celViolations(node, path, ancestors));
   return found;
 }
@@ -92,10 +123,16 @@ function celViolations(node: SchemaNode, path: string, ancestors: readonly Schem
   const rules = node["x-kubernetes-validations"];
   if (rules === undefined) return [];
   const found: string[] = [];
-  if (!Array.isArray(rules) || !rules.every((rule) => isNode(rule) && typeof rule.rule === "string" && typeof rule.message === "string")) found.push(`${path}: malformed x-kubernetes-validations`);
+  if (
+    !Array.isArray(rules) ||
+    !rules.every((rule) => isNode(rule) && typeof rule.rule === "string" && typeof rule.message === "string")
+  )
+    found.push(`${path}: malformed x-kubernetes-validations`);
   for (const ancestor of ancestors) {
-    if (ancestor.type === "array" && ancestor.maxItems === undefined) found.push(`${path}: CEL rule inside a list without maxItems`);
-    if (isNode(ancestor.additionalProperties) && ancestor.maxProperties === undefined) found.push(`${path}: CEL rule inside a map without maxProperties`);
+    if (ancestor.type === "array" && ancestor.maxItems === undefined)
+      found.push(`${path}: CEL rule inside a list without maxItems`);
+    if (isNode(ancestor.additionalProperties) && ancestor.maxProperties === undefined)
+      found.push(`${path}: CEL rule inside a map without maxProperties`);
   }
   return found;
 }
@@ -105,8 +142,10 @@ function structuralViolations(root: SchemaNode): string[] {
   const found = visitAll(root).flatMap(nodeViolations);
   const properties = isNode(root.properties) ? root.properties : {};
   if (root.type !== "object") found.push("$: root type must be object");
-  if (JSON.stringify(properties.metadata) !== JSON.stringify({ type: "object" })) found.push("$.metadata: must be just {type: object}");
-  for (const field of ["apiVersion", "kind"]) if (!isNode(properties[field]) || properties[field].type !== "string") found.push(`$.${field}: must be a string`);
+  if (JSON.stringify(properties.metadata) !== JSON.stringify({ type: "object" }))
+    found.push("$.metadata: must be just {type: object}");
+  for (const field of ["apiVersion", "kind"])
+    if (!isNode(properties[field]) || properties[field].type !== "string") found.push(`$.${field}: must be a string`);
   return found;
 }
 
@@ -131,12 +170,29 @@ test("the structural checker itself catches what it looks for", () => {
       union: { anyOf: [{ type: "string" }, { type: "boolean" }] },
       ref: { $ref: "#/x" },
       strict: { type: "object", additionalProperties: false },
-      unbounded: { type: "array", items: { type: "object", "x-kubernetes-validations": [{ rule: "true", message: "m" }] } },
-      roles: { type: "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], items: { type: "object", properties: { name: { type: "string" } } } },
+      unbounded: {
+        type: "array",
+        items: { type: "object", "x-kubernetes-validations": [{ rule: "true", message: "m" }] },
+      },
+      roles: {
+        type: "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        items: { type: "object", properties: { name: { type: "string" } } },
+      },
     },
   };
   const found = structuralViolations(bad).join("\n");
-  for (const expected of ["$.metadata: must be just", "$.untyped: no type", "$.union: anyOf", "$.ref: forbidden keyword $ref", "$.strict: additionalProperties false", "$.unbounded[*]: CEL rule inside a list without maxItems", "$.roles: map key name", "$.apiVersion: must be a string"]) {
+  for (const expected of [
+    "$.metadata: must be just",
+    "$.untyped: no type",
+    "$.union: anyOf",
+    "$.ref: forbidden keyword $ref",
+    "$.strict: additionalProperties false",
+    "$.unbounded[*]: CEL rule inside a list without maxItems",
+    "$.roles: map key name",
+    "$.apiVersion: must be a string",
+  ]) {
     assert.ok(found.includes(expected), `expected "${expected}" in:\n${found}`);
   }
 });
@@ -149,7 +205,12 @@ const openApi = (schema: z.ZodType): unknown => z.toJSONSchema(schema, { target:
 test("toStructural drops zod's safe-integer bounds and marks int32 bounds with format int32", () => {
   assert.deepEqual(toStructural(openApi(z.int()), "$.x"), { type: "integer" });
   assert.deepEqual(toStructural(openApi(z.int().min(0)), "$.x"), { type: "integer", minimum: 0 });
-  assert.deepEqual(toStructural(openApi(z.int32().min(0)), "$.x"), { type: "integer", format: "int32", maximum: 2147483647, minimum: 0 });
+  assert.deepEqual(toStructural(openApi(z.int32().min(0)), "$.x"), {
+    type: "integer",
+    format: "int32",
+    maximum: 2147483647,
+    minimum: 0,
+  });
 });
 
 test("toStructural turns strict objects into pruned ones and loose objects into preserved ones", () => {
@@ -164,7 +225,9 @@ test("toStructural turns strict objects into pruned ones and loose objects into 
 });
 
 test("toStructural moves IntOrString checks out of anyOf into the accepted form", () => {
-  const intOrPercent = z.union([z.int32().min(0), z.string().regex(/^\d+%$/)]).meta({ "x-kubernetes-int-or-string": true });
+  const intOrPercent = z
+    .union([z.int32().min(0), z.string().regex(/^\d+%$/)])
+    .meta({ "x-kubernetes-int-or-string": true });
   assert.deepEqual(toStructural(openApi(intOrPercent), "$.x"), {
     anyOf: [{ type: "integer" }, { type: "string" }],
     maximum: 2147483647,
@@ -176,16 +239,42 @@ test("toStructural moves IntOrString checks out of anyOf into the accepted form"
 
 test("toStructural fails loudly, naming the JSON path, on constructs it cannot make structural", () => {
   const cases: [string, unknown, RegExp][] = [
-    ["a union without the IntOrString marker", openApi(z.object({ u: z.union([z.string(), z.boolean()]) })), /at \$\.u: anyOf/],
-    ["an IntOrString with a third branch", openApi(z.object({ u: z.union([z.int(), z.string(), z.boolean()]).meta({ "x-kubernetes-int-or-string": true }) })), /at \$\.u: .*anyOf/],
+    [
+      "a union without the IntOrString marker",
+      openApi(z.object({ u: z.union([z.string(), z.boolean()]) })),
+      /at \$\.u: anyOf/,
+    ],
+    [
+      "an IntOrString with a third branch",
+      openApi(
+        z.object({ u: z.union([z.int(), z.string(), z.boolean()]).meta({ "x-kubernetes-int-or-string": true }) }),
+      ),
+      /at \$\.u: .*anyOf/,
+    ],
     ["a $ref", { type: "object", properties: { r: { $ref: "#/$defs/x" } } }, /at \$\.r: keyword "\$ref"/],
     ["a const", { type: "object", properties: { c: { type: "string", const: "x" } } }, /at \$\.c: keyword "const"/],
-    ["patternProperties", { type: "object", patternProperties: { "^a": { type: "string" } } }, /at \$: keyword "patternProperties"/],
+    [
+      "patternProperties",
+      { type: "object", patternProperties: { "^a": { type: "string" } } },
+      /at \$: keyword "patternProperties"/,
+    ],
     ["an untyped field (z.unknown)", openApi(z.object({ any: z.unknown() })), /at \$\.any: a node needs a type/],
     ["a lookahead pattern", openApi(z.object({ p: z.string().regex(/^(?!-)[a-z]+$/) })), /at \$\.p: pattern .* RE2/],
-    ["properties beside an additionalProperties schema", { type: "object", properties: { a: { type: "string" } }, additionalProperties: { type: "string" } }, /at \$: an object may not have both/],
-    ["items on a non-array", { type: "object", properties: { t: { type: "string", items: { type: "string" } } } }, /at \$\.t: items on a node of type "string"/],
-    ["an array item inside", { type: "object", properties: { list: { type: "array", items: { type: "string", uniqueItems: true } } } }, /at \$\.list\[\*\]: keyword "uniqueItems"/],
+    [
+      "properties beside an additionalProperties schema",
+      { type: "object", properties: { a: { type: "string" } }, additionalProperties: { type: "string" } },
+      /at \$: an object may not have both/,
+    ],
+    [
+      "items on a non-array",
+      { type: "object", properties: { t: { type: "string", items: { type: "string" } } } },
+      /at \$\.t: items on a node of type "string"/,
+    ],
+    [
+      "an array item inside",
+      { type: "object", properties: { list: { type: "array", items: { type: "string", uniqueItems: true } } } },
+      /at \$\.list\[\*\]: keyword "uniqueItems"/,
+    ],
   ];
   for (const [what, schema, message] of cases) {
     assert.throws(() => toStructural(schema, "$"), message, what);
@@ -194,8 +283,18 @@ test("toStructural fails loudly, naming the JSON path, on constructs it cannot m
 
 test("an overlay for a path the schema no longer has fails loudly", () => {
   const root = { type: "object", properties: { spec: { type: "object", properties: {} } } };
-  assert.throws(() => { applyOverlays(root, [{ path: "spec.gone[*]", keywords: { "x-kubernetes-list-type": "set" } }]); }, /\$\.spec\.gone\[\*\] \(no property "gone"\)/);
-  assert.throws(() => { applyOverlays({ type: "object", properties: { l: { type: "array", items: { type: "string" }, "x-kubernetes-list-type": "atomic" } } }, [{ path: "l", keywords: { "x-kubernetes-list-type": "set" } }]); }, /already set by the zod schema/);
+  assert.throws(() => {
+    applyOverlays(root, [{ path: "spec.gone[*]", keywords: { "x-kubernetes-list-type": "set" } }]);
+  }, /\$\.spec\.gone\[\*\] \(no property "gone"\)/);
+  assert.throws(() => {
+    applyOverlays(
+      {
+        type: "object",
+        properties: { l: { type: "array", items: { type: "string" }, "x-kubernetes-list-type": "atomic" } },
+      },
+      [{ path: "l", keywords: { "x-kubernetes-list-type": "set" } }],
+    );
+  }, /already set by the zod schema/);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -204,19 +303,35 @@ test("an overlay for a path the schema no longer has fails loudly", () => {
 test("the CRD names, scope, version, subresources and printer columns", () => {
   const crd = buildCrd(MODEL_SERVING_CRD);
   assert.equal(crd.metadata.name, "modelservings.tandem.dev");
-  assert.deepEqual(crd.spec.names, { kind: "ModelServing", listKind: "ModelServingList", plural: "modelservings", singular: "modelserving", shortNames: ["msv"] });
+  assert.deepEqual(crd.spec.names, {
+    kind: "ModelServing",
+    listKind: "ModelServingList",
+    plural: "modelservings",
+    singular: "modelserving",
+    shortNames: ["msv"],
+  });
   assert.equal(crd.spec.scope, "Namespaced");
   assert.equal(crd.spec.versions.length, 1);
   const version = crd.spec.versions[0]!;
   assert.deepEqual([version.name, version.served, version.storage], ["v1alpha1", true, true]);
-  assert.deepEqual(version.subresources, { status: {}, scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.labelSelector" } });
-  assert.deepEqual(version.additionalPrinterColumns.map(({ name, type, jsonPath }) => [name, type, jsonPath]), [
-    ["Replicas", "integer", ".spec.replicas"],
-    ["Ready", "integer", ".status.readyReplicas"],
-    ["Updated", "integer", ".status.updatedReplicas"],
-    ["Revision", "string", ".status.updateRevision"],
-    ["Age", "date", ".metadata.creationTimestamp"],
-  ]);
+  assert.deepEqual(version.subresources, {
+    status: {},
+    scale: {
+      specReplicasPath: ".spec.replicas",
+      statusReplicasPath: ".status.replicas",
+      labelSelectorPath: ".status.labelSelector",
+    },
+  });
+  assert.deepEqual(
+    version.additionalPrinterColumns.map(({ name, type, jsonPath }) => [name, type, jsonPath]),
+    [
+      ["Replicas", "integer", ".spec.replicas"],
+      ["Ready", "integer", ".status.readyReplicas"],
+      ["Updated", "integer", ".status.updatedReplicas"],
+      ["Revision", "string", ".status.updateRevision"],
+      ["Age", "date", ".metadata.creationTimestamp"],
+    ],
+  );
 });
 
 test("the scale subresource and printer columns point at schema fields of the right type", () => {
@@ -245,12 +360,18 @@ test("the CEL rules sit on the nodes they check", () => {
   assert.deepEqual(nodeAt("$.spec")["x-kubernetes-validations"], [CEL_RULES.roleBudgets]);
   assert.match(CEL_RULES.workerTemplate.rule, /self\.workerReplicas == 0 \|\| has\(self\.workerTemplate\)/);
   assert.match(CEL_RULES.coordination.rule, /self\.type == 'RoleRollingUpdate'/);
-  const rules = visitAll(SCHEMA).flatMap(({ node }): unknown[] => (Array.isArray(node["x-kubernetes-validations"]) ? node["x-kubernetes-validations"] : []));
+  const rules = visitAll(SCHEMA).flatMap(({ node }): unknown[] =>
+    Array.isArray(node["x-kubernetes-validations"]) ? node["x-kubernetes-validations"] : [],
+  );
   assert.equal(rules.length, Object.keys(CEL_RULES).length, "every CEL rule is placed exactly once");
 });
 
 test("IntOrString budgets keep their range checks next to the accepted anyOf", () => {
-  for (const path of ["$.spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable", "$.spec.template.roles[*].maxSurge", "$.spec.template.roles[*].partition"]) {
+  for (const path of [
+    "$.spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable",
+    "$.spec.template.roles[*].maxSurge",
+    "$.spec.template.roles[*].partition",
+  ]) {
     const node = nodeAt(path);
     assert.equal(node["x-kubernetes-int-or-string"], true, path);
     assert.deepEqual(node.anyOf, [{ type: "integer" }, { type: "string" }], path);
@@ -260,13 +381,15 @@ test("IntOrString budgets keep their range checks next to the accepted anyOf", (
 });
 
 test("every zod description reaches the CRD", () => {
-  const described = (root: SchemaNode): string[] => visitAll(root).flatMap(({ node }) => (typeof node.description === "string" ? [node.description] : []));
+  const described = (root: SchemaNode): string[] =>
+    visitAll(root).flatMap(({ node }) => (typeof node.description === "string" ? [node.description] : []));
   const crdDescriptions = new Set(described(SCHEMA));
   const zodDescriptions = described(openApi(ModelServing) as SchemaNode);
   assert.ok(zodDescriptions.length > 10);
   for (const description of zodDescriptions) assert.ok(crdDescriptions.has(description), description);
   const routeDescriptions = new Set(described(ROUTE_SCHEMA));
-  for (const description of described(openApi(ModelRoute) as SchemaNode)) assert.ok(routeDescriptions.has(description), description);
+  for (const description of described(openApi(ModelRoute) as SchemaNode))
+    assert.ok(routeDescriptions.has(description), description);
   assert.equal(nodeAt("$.spec.replicas").description, "Number of ServingGroups.");
 });
 
@@ -277,10 +400,21 @@ function newAjv(): Ajv {
   // strictTypes off: an IntOrString node carries number and string checks without a `type` of its
   // own, which is exactly how the API server wants it. Every other strict check stays on.
   const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
-  for (const keyword of ["x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string", "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type", "x-kubernetes-validations", "x-kubernetes-embedded-resource"]) {
+  for (const keyword of [
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
+    "x-kubernetes-validations",
+    "x-kubernetes-embedded-resource",
+  ]) {
     ajv.addKeyword({ keyword }); // annotations for the API server; CEL is not evaluated here
   }
-  ajv.addFormat("int32", { type: "number", validate: (value: number) => Number.isInteger(value) && value >= -(2 ** 31) && value < 2 ** 31 });
+  ajv.addFormat("int32", {
+    type: "number",
+    validate: (value: number) => Number.isInteger(value) && value >= -(2 ** 31) && value < 2 ** 31,
+  });
   return ajv;
 }
 
@@ -296,7 +430,12 @@ function routeSchemaErrors(manifest: unknown): ErrorObject[] {
   return validateRouteManifest(manifest) ? [] : [...(validateRouteManifest.errors ?? [])];
 }
 
-const container = (image: string) => ({ name: "vllm", image, args: ["--model", "m"], resources: { limits: { "nvidia.com/gpu": "1" } } });
+const container = (image: string) => ({
+  name: "vllm",
+  image,
+  args: ["--model", "m"],
+  resources: { limits: { "nvidia.com/gpu": "1" } },
+});
 
 const SINGLE_ROLE = {
   apiVersion: "tandem.dev/v1alpha1",
@@ -304,7 +443,9 @@ const SINGLE_ROLE = {
   metadata: { name: "llama", namespace: "inference", labels: { app: "llama" } },
   spec: {
     replicas: 2,
-    template: { roles: [{ name: "serve", entryTemplate: { spec: { containers: [container("vllm/vllm-openai:v0.11.0")] } } }] },
+    template: {
+      roles: [{ name: "serve", entryTemplate: { spec: { containers: [container("vllm/vllm-openai:v0.11.0")] } } }],
+    },
   },
 };
 
@@ -325,7 +466,12 @@ const PREFILL_DECODE = {
       restartGracePeriodSeconds: 30,
       gangPolicy: { minRoleReplicas: { prefill: 1, decode: 1 } },
       roles: [
-        { name: "prefill", replicas: 2, maxUnavailable: "25%", entryTemplate: { metadata: { labels: { tier: "prefill" } }, spec: { containers: [container("vllm:v1")] } } },
+        {
+          name: "prefill",
+          replicas: 2,
+          maxUnavailable: "25%",
+          entryTemplate: { metadata: { labels: { tier: "prefill" } }, spec: { containers: [container("vllm:v1")] } },
+        },
         {
           name: "decode",
           replicas: 1,
@@ -333,7 +479,9 @@ const PREFILL_DECODE = {
           maxSurge: 1,
           workerReplicas: 1,
           entryTemplate: { spec: { containers: [container("vllm:v1")] } },
-          workerTemplate: { spec: { containers: [{ name: "worker", image: "vllm:v1", env: [{ name: "NCCL_DEBUG", value: "INFO" }] }] } },
+          workerTemplate: {
+            spec: { containers: [{ name: "worker", image: "vllm:v1", env: [{ name: "NCCL_DEBUG", value: "INFO" }] }] },
+          },
         },
       ],
     },
@@ -359,22 +507,97 @@ const roleAt = (spec: Record<string, unknown>, index: number): Record<string, un
 
 test("bad ModelServings fail the CRD schema at the offending field (and zod agrees)", () => {
   const cases: [string, unknown, string, string][] = [
-    ["negative replicas", withSpec(PREFILL_DECODE, (spec) => { spec.replicas = -1; }), "/spec/replicas", "minimum"],
-    ["a percent above 100%", withSpec(PREFILL_DECODE, (spec) => { (spec.rolloutStrategy as { rollingUpdateConfiguration: Record<string, unknown> }).rollingUpdateConfiguration.maxUnavailable = "150%"; }), "/spec/rolloutStrategy/rollingUpdateConfiguration/maxUnavailable", "pattern"],
-    ["a negative role budget", withSpec(PREFILL_DECODE, (spec) => { roleAt(spec, 1).maxSurge = -2; }), "/spec/template/roles/1/maxSurge", "minimum"],
-    ["a fractional budget", withSpec(PREFILL_DECODE, (spec) => { roleAt(spec, 0).maxUnavailable = 1.5; }), "/spec/template/roles/0/maxUnavailable", "anyOf"],
-    ["an unknown recovery policy", withSpec(PREFILL_DECODE, (spec) => { spec.recoveryPolicy = "Recreate"; }), "/spec/recoveryPolicy", "enum"],
-    ["a missing entryTemplate", withSpec(PREFILL_DECODE, (spec) => { delete roleAt(spec, 0).entryTemplate; }), "/spec/template/roles/0", "required"],
-    ["a role name that is not DNS-1035", withSpec(PREFILL_DECODE, (spec) => { roleAt(spec, 0).name = "Prefill"; }), "/spec/template/roles/0/name", "pattern"],
-    ["no containers", withSpec(PREFILL_DECODE, (spec) => { roleAt(spec, 0).entryTemplate = { spec: { containers: [] } }; }), "/spec/template/roles/0/entryTemplate/spec/containers", "minItems"],
-    ["nine roles", withSpec(PREFILL_DECODE, (spec) => { (spec.template as { roles: unknown[] }).roles = Array.from({ length: 9 }, (_, index) => ({ ...roleAt(spec, 0), name: `r${index}` })); }), "/spec/template/roles", "maxItems"],
+    [
+      "negative replicas",
+      withSpec(PREFILL_DECODE, (spec) => {
+        spec.replicas = -1;
+      }),
+      "/spec/replicas",
+      "minimum",
+    ],
+    [
+      "a percent above 100%",
+      withSpec(PREFILL_DECODE, (spec) => {
+        (
+          spec.rolloutStrategy as { rollingUpdateConfiguration: Record<string, unknown> }
+        ).rollingUpdateConfiguration.maxUnavailable = "150%";
+      }),
+      "/spec/rolloutStrategy/rollingUpdateConfiguration/maxUnavailable",
+      "pattern",
+    ],
+    [
+      "a negative role budget",
+      withSpec(PREFILL_DECODE, (spec) => {
+        roleAt(spec, 1).maxSurge = -2;
+      }),
+      "/spec/template/roles/1/maxSurge",
+      "minimum",
+    ],
+    [
+      "a fractional budget",
+      withSpec(PREFILL_DECODE, (spec) => {
+        roleAt(spec, 0).maxUnavailable = 1.5;
+      }),
+      "/spec/template/roles/0/maxUnavailable",
+      "anyOf",
+    ],
+    [
+      "an unknown recovery policy",
+      withSpec(PREFILL_DECODE, (spec) => {
+        spec.recoveryPolicy = "Recreate";
+      }),
+      "/spec/recoveryPolicy",
+      "enum",
+    ],
+    [
+      "a missing entryTemplate",
+      withSpec(PREFILL_DECODE, (spec) => {
+        delete roleAt(spec, 0).entryTemplate;
+      }),
+      "/spec/template/roles/0",
+      "required",
+    ],
+    [
+      "a role name that is not DNS-1035",
+      withSpec(PREFILL_DECODE, (spec) => {
+        roleAt(spec, 0).name = "Prefill";
+      }),
+      "/spec/template/roles/0/name",
+      "pattern",
+    ],
+    [
+      "no containers",
+      withSpec(PREFILL_DECODE, (spec) => {
+        roleAt(spec, 0).entryTemplate = { spec: { containers: [] } };
+      }),
+      "/spec/template/roles/0/entryTemplate/spec/containers",
+      "minItems",
+    ],
+    [
+      "nine roles",
+      withSpec(PREFILL_DECODE, (spec) => {
+        (spec.template as { roles: unknown[] }).roles = Array.from({ length: 9 }, (_, index) => ({
+          ...roleAt(spec, 0),
+          name: `r${index}`,
+        }));
+      }),
+      "/spec/template/roles",
+      "maxItems",
+    ],
   ];
   for (const [what, manifest, instancePath, keyword] of cases) {
     const errors = schemaErrors(manifest);
-    assert.ok(errors.some((error) => error.instancePath === instancePath && error.keyword === keyword), `${what}: expected ${keyword} at ${instancePath}, got ${JSON.stringify(errors.map((e) => [e.instancePath, e.keyword]))}`);
+    assert.ok(
+      errors.some((error) => error.instancePath === instancePath && error.keyword === keyword),
+      `${what}: expected ${keyword} at ${instancePath}, got ${JSON.stringify(errors.map((e) => [e.instancePath, e.keyword]))}`,
+    );
     assert.equal(ModelServing.safeParse(manifest).success, false, `${what}: zod should reject it too`);
   }
-  const missing = schemaErrors(withSpec(PREFILL_DECODE, (spec) => { delete roleAt(spec, 0).entryTemplate; })).find((error) => error.keyword === "required");
+  const missing = schemaErrors(
+    withSpec(PREFILL_DECODE, (spec) => {
+      delete roleAt(spec, 0).entryTemplate;
+    }),
+  ).find((error) => error.keyword === "required");
   assert.deepEqual(missing?.params, { missingProperty: "entryTemplate" });
 });
 
@@ -382,7 +605,11 @@ test("every default in the schema is valid for its own field (the API server rej
   const ajv = newAjv();
   for (const { node, path } of [...visitAll(SCHEMA), ...visitAll(ROUTE_SCHEMA)]) {
     if (!("default" in node)) continue;
-    assert.equal(ajv.validate(node, node.default), true, `${path}: default ${JSON.stringify(node.default)}: ${ajv.errorsText()}`);
+    assert.equal(
+      ajv.validate(node, node.default),
+      true,
+      `${path}: default ${JSON.stringify(node.default)}: ${ajv.errorsText()}`,
+    );
   }
 });
 
@@ -391,7 +618,10 @@ test("every default in the schema is valid for its own field (the API server rej
  * fields that neither a property, an additionalProperties schema nor preserve-unknown-fields admit.
  */
 function prunedFields(value: unknown, node: SchemaNode, path: string): string[] {
-  if (Array.isArray(value)) return isNode(node.items) ? value.flatMap((item, index) => prunedFields(item, node.items as SchemaNode, `${path}[${index}]`)) : [];
+  if (Array.isArray(value))
+    return isNode(node.items)
+      ? value.flatMap((item, index) => prunedFields(item, node.items as SchemaNode, `${path}[${index}]`))
+      : [];
   if (!isNode(value) || path === ".metadata") return []; // the API server owns metadata
   const properties = isNode(node.properties) ? node.properties : {};
   return Object.entries(value).flatMap(([key, child]) => {
@@ -403,20 +633,41 @@ function prunedFields(value: unknown, node: SchemaNode, path: string): string[] 
 
 test("the API server would prune nothing from the realistic manifests, but would prune a typo", () => {
   assert.deepEqual(prunedFields(PREFILL_DECODE, SCHEMA, ""), []);
-  assert.deepEqual(prunedFields(withSpec(PREFILL_DECODE, (spec) => { spec.replica = 3; }), SCHEMA, ""), [".spec.replica"]);
+  assert.deepEqual(
+    prunedFields(
+      withSpec(PREFILL_DECODE, (spec) => {
+        spec.replica = 3;
+      }),
+      SCHEMA,
+      "",
+    ),
+    [".spec.replica"],
+  );
 });
 
-const exampleFiles = existsSync(EXAMPLES_DIR) ? readdirSync(EXAMPLES_DIR).filter((file) => /\.ya?ml$/.test(file)).sort() : [];
+const exampleFiles = existsSync(EXAMPLES_DIR)
+  ? readdirSync(EXAMPLES_DIR)
+      .filter((file) => /\.ya?ml$/.test(file))
+      .sort()
+  : [];
 
 for (const file of exampleFiles) {
   test(`deploy/examples/${file} passes the CRD schema`, () => {
-    const documents = parseAllDocuments(readFileSync(join(EXAMPLES_DIR, file), "utf8")).map((document) => document.toJS() as unknown);
-    const ours = documents.filter((document) => isNode(document) && (document.kind === "ModelServing" || document.kind === "ModelRoute"));
+    const documents = parseAllDocuments(readFileSync(join(EXAMPLES_DIR, file), "utf8")).map(
+      (document) => document.toJS() as unknown,
+    );
+    const ours = documents.filter(
+      (document) => isNode(document) && (document.kind === "ModelServing" || document.kind === "ModelRoute"),
+    );
     assert.ok(ours.length > 0, "no ModelServing or ModelRoute in the file");
     for (const manifest of ours) {
       const route = isNode(manifest) && manifest.kind === "ModelRoute";
       assert.deepEqual(route ? routeSchemaErrors(manifest) : schemaErrors(manifest), []);
-      assert.deepEqual(prunedFields(manifest, route ? ROUTE_SCHEMA : SCHEMA, ""), [], "fields the API server would prune");
+      assert.deepEqual(
+        prunedFields(manifest, route ? ROUTE_SCHEMA : SCHEMA, ""),
+        [],
+        "fields the API server would prune",
+      );
     }
   });
 }
@@ -428,22 +679,36 @@ const ROUTE = {
   apiVersion: "tandem.dev/v1alpha1",
   kind: "ModelRoute",
   metadata: { name: "llama-pd", namespace: "inference" },
-  spec: { model: "meta-llama/Llama-3.1-8B-Instruct", modelServing: "llama-pd", engine: "vllm", roles: { prefill: "prefill", decode: "decode" } },
+  spec: {
+    model: "meta-llama/Llama-3.1-8B-Instruct",
+    modelServing: "llama-pd",
+    engine: "vllm",
+    roles: { prefill: "prefill", decode: "decode" },
+  },
 };
 
 test("the ModelRoute CRD names, status subresource (no scale) and printer columns", () => {
   const crd = buildCrd(MODEL_ROUTE_CRD);
   assert.equal(crd.metadata.name, "modelroutes.tandem.dev");
-  assert.deepEqual(crd.spec.names, { kind: "ModelRoute", listKind: "ModelRouteList", plural: "modelroutes", singular: "modelroute", shortNames: ["mr"] });
+  assert.deepEqual(crd.spec.names, {
+    kind: "ModelRoute",
+    listKind: "ModelRouteList",
+    plural: "modelroutes",
+    singular: "modelroute",
+    shortNames: ["mr"],
+  });
   const version = crd.spec.versions[0]!;
   assert.deepEqual(version.subresources, { status: {} });
-  assert.deepEqual(version.additionalPrinterColumns.map(({ name, type, jsonPath }) => [name, type, jsonPath]), [
-    ["Model", "string", ".spec.model"],
-    ["ModelServing", "string", ".spec.modelServing"],
-    ["Mode", "string", ".status.mode"],
-    ["Ready", "string", '.status.conditions[?(@.type=="Ready")].status'],
-    ["Age", "date", ".metadata.creationTimestamp"],
-  ]);
+  assert.deepEqual(
+    version.additionalPrinterColumns.map(({ name, type, jsonPath }) => [name, type, jsonPath]),
+    [
+      ["Model", "string", ".spec.model"],
+      ["ModelServing", "string", ".spec.modelServing"],
+      ["Mode", "string", ".status.mode"],
+      ["Ready", "string", '.status.conditions[?(@.type=="Ready")].status'],
+      ["Age", "date", ".metadata.creationTimestamp"],
+    ],
+  );
   assert.deepEqual(nodeAt("$.status.mode", ROUTE_SCHEMA).enum, ["Aggregated", "Disaggregated"]);
   assert.deepEqual(nodeAt("$.status.conditions[*].type", ROUTE_SCHEMA).enum, ["Accepted", "Ready"]);
 });
@@ -454,9 +719,19 @@ test("the ModelRoute schema carries the defaults of DESIGN §7 and its CEL rules
   assert.equal(nodeAt("$.spec.retries.attempts", ROUTE_SCHEMA).default, 2);
   assert.equal(nodeAt("$.spec.timeouts.firstByteSeconds", ROUTE_SCHEMA).default, 60);
   assert.equal(nodeAt("$.spec.timeouts.idleSeconds", ROUTE_SCHEMA).default, 300);
-  assert.equal("default" in nodeAt("$.spec.kvConnector", ROUTE_SCHEMA), false, "depends on engine: parseModelRoute defaults it");
-  assert.deepEqual(nodeAt("$.spec.roles", ROUTE_SCHEMA)["x-kubernetes-validations"], [ROUTE_CEL_RULES.roles, ROUTE_CEL_RULES.distinctRoles]);
-  assert.deepEqual(nodeAt("$.spec", ROUTE_SCHEMA)["x-kubernetes-validations"], [ROUTE_CEL_RULES.kvConnector, ROUTE_CEL_RULES.kvConnectorEngine]);
+  assert.equal(
+    "default" in nodeAt("$.spec.kvConnector", ROUTE_SCHEMA),
+    false,
+    "depends on engine: parseModelRoute defaults it",
+  );
+  assert.deepEqual(nodeAt("$.spec.roles", ROUTE_SCHEMA)["x-kubernetes-validations"], [
+    ROUTE_CEL_RULES.roles,
+    ROUTE_CEL_RULES.distinctRoles,
+  ]);
+  assert.deepEqual(nodeAt("$.spec", ROUTE_SCHEMA)["x-kubernetes-validations"], [
+    ROUTE_CEL_RULES.kvConnector,
+    ROUTE_CEL_RULES.kvConnectorEngine,
+  ]);
   assert.equal(nodeAt("$.status.endpoints", ROUTE_SCHEMA)["x-kubernetes-list-type"], "map");
   assert.deepEqual(nodeAt("$.status.endpoints[*].revisions", ROUTE_SCHEMA)["x-kubernetes-list-map-keys"], ["revision"]);
 });
@@ -468,22 +743,90 @@ test("bad ModelRoutes fail the CRD schema at the offending field (and zod agrees
     return copy;
   };
   const cases: [string, unknown, string, string][] = [
-    ["an unknown engine", withRouteSpec((spec) => { spec.engine = "trt"; }), "/spec/engine", "enum"],
-    ["port 0", withRouteSpec((spec) => { spec.port = 0; }), "/spec/port", "minimum"],
-    ["port 65536", withRouteSpec((spec) => { spec.port = 65_536; }), "/spec/port", "maximum"],
-    ["a ModelServing name that is not DNS-1035", withRouteSpec((spec) => { spec.modelServing = "Llama_PD"; }), "/spec/modelServing", "pattern"],
-    ["a model with a space", withRouteSpec((spec) => { spec.model = "llama 3"; }), "/spec/model", "pattern"],
-    ["no roles", withRouteSpec((spec) => { delete spec.roles; }), "/spec", "required"],
-    ["negative retries", withRouteSpec((spec) => { spec.retries = { attempts: -1 }; }), "/spec/retries/attempts", "minimum"],
-    ["an unknown pairing", withRouteSpec((spec) => { spec.pairing = "SameNode"; }), "/spec/pairing", "enum"],
+    [
+      "an unknown engine",
+      withRouteSpec((spec) => {
+        spec.engine = "trt";
+      }),
+      "/spec/engine",
+      "enum",
+    ],
+    [
+      "port 0",
+      withRouteSpec((spec) => {
+        spec.port = 0;
+      }),
+      "/spec/port",
+      "minimum",
+    ],
+    [
+      "port 65536",
+      withRouteSpec((spec) => {
+        spec.port = 65_536;
+      }),
+      "/spec/port",
+      "maximum",
+    ],
+    [
+      "a ModelServing name that is not DNS-1035",
+      withRouteSpec((spec) => {
+        spec.modelServing = "Llama_PD";
+      }),
+      "/spec/modelServing",
+      "pattern",
+    ],
+    [
+      "a model with a space",
+      withRouteSpec((spec) => {
+        spec.model = "llama 3";
+      }),
+      "/spec/model",
+      "pattern",
+    ],
+    [
+      "no roles",
+      withRouteSpec((spec) => {
+        delete spec.roles;
+      }),
+      "/spec",
+      "required",
+    ],
+    [
+      "negative retries",
+      withRouteSpec((spec) => {
+        spec.retries = { attempts: -1 };
+      }),
+      "/spec/retries/attempts",
+      "minimum",
+    ],
+    [
+      "an unknown pairing",
+      withRouteSpec((spec) => {
+        spec.pairing = "SameNode";
+      }),
+      "/spec/pairing",
+      "enum",
+    ],
   ];
   for (const [what, manifest, instancePath, keyword] of cases) {
     const errors = routeSchemaErrors(manifest);
-    assert.ok(errors.some((error) => error.instancePath === instancePath && error.keyword === keyword), `${what}: expected ${keyword} at ${instancePath}, got ${JSON.stringify(errors.map((e) => [e.instancePath, e.keyword]))}`);
+    assert.ok(
+      errors.some((error) => error.instancePath === instancePath && error.keyword === keyword),
+      `${what}: expected ${keyword} at ${instancePath}, got ${JSON.stringify(errors.map((e) => [e.instancePath, e.keyword]))}`,
+    );
     assert.equal(ModelRoute.safeParse(manifest).success, false, `${what}: zod should reject it too`);
   }
   assert.deepEqual(routeSchemaErrors(ROUTE), []);
-  assert.deepEqual(prunedFields(withRouteSpec((spec) => { spec.kvConector = "nixl"; }), ROUTE_SCHEMA, ""), [".spec.kvConector"]);
+  assert.deepEqual(
+    prunedFields(
+      withRouteSpec((spec) => {
+        spec.kvConector = "nixl";
+      }),
+      ROUTE_SCHEMA,
+      "",
+    ),
+    [".spec.kvConector"],
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -491,7 +834,10 @@ test("bad ModelRoutes fail the CRD schema at the offending field (and zod agrees
 
 test("deploy/crd.yaml is what `npm run crd` generates", () => {
   const committed = existsSync(CRD_FILE) ? readFileSync(CRD_FILE, "utf8") : "(missing)";
-  assert.ok(committed === renderCrdYaml(), "deploy/crd.yaml is out of date with src/api/schema.ts: run `npm run crd` and commit the result");
+  assert.ok(
+    committed === renderCrdYaml(),
+    "deploy/crd.yaml is out of date with src/api/schema.ts: run `npm run crd` and commit the result",
+  );
 });
 
 test("the YAML is deterministic, starts with the do-not-edit header and parses back to every CRD, ModelServing first", () => {
@@ -500,5 +846,8 @@ test("the YAML is deterministic, starts with the do-not-edit header and parses b
   assert.match(yaml, /^# Generated by `npm run crd`.*Do not edit by hand\.\n/);
   const documents = parseAllDocuments(yaml).map((document) => document.toJS() as unknown);
   assert.deepEqual(documents, JSON.parse(JSON.stringify(CRD_SOURCES.map(buildCrd))));
-  assert.deepEqual(documents.map((document: any) => document.metadata.name), ["modelservings.tandem.dev", "modelroutes.tandem.dev"]);
+  assert.deepEqual(
+    documents.map((document: any) => document.metadata.name),
+    ["modelservings.tandem.dev", "modelroutes.tandem.dev"],
+  );
 });

@@ -32,7 +32,11 @@ export interface PrinterColumn {
 
 export interface Subresources {
   readonly status: Record<string, never>;
-  readonly scale?: { readonly specReplicasPath: string; readonly statusReplicasPath: string; readonly labelSelectorPath: string };
+  readonly scale?: {
+    readonly specReplicasPath: string;
+    readonly statusReplicasPath: string;
+    readonly labelSelectorPath: string;
+  };
 }
 
 /** The subset of apiextensions.k8s.io/v1 CustomResourceDefinition that Tandem uses. */
@@ -42,7 +46,13 @@ export interface CustomResourceDefinition {
   readonly metadata: { readonly name: string };
   readonly spec: {
     readonly group: string;
-    readonly names: { readonly kind: string; readonly listKind: string; readonly plural: string; readonly singular: string; readonly shortNames: readonly string[] };
+    readonly names: {
+      readonly kind: string;
+      readonly listKind: string;
+      readonly plural: string;
+      readonly singular: string;
+      readonly shortNames: readonly string[];
+    };
     readonly scope: "Namespaced";
     readonly versions: readonly {
       readonly name: string;
@@ -64,13 +74,31 @@ const VALIDATIONS = "x-kubernetes-validations";
 const NUMBER_KEYWORDS = new Set(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]);
 const STRING_KEYWORDS = new Set(["minLength", "maxLength", "pattern"]);
 const KNOWN_KEYWORDS = new Set([
-  "type", "description", "title", "default", "nullable", "enum", "format",
-  ...NUMBER_KEYWORDS, ...STRING_KEYWORDS,
-  "items", "minItems", "maxItems",
-  "properties", "required", "additionalProperties", "minProperties", "maxProperties",
+  "type",
+  "description",
+  "title",
+  "default",
+  "nullable",
+  "enum",
+  "format",
+  ...NUMBER_KEYWORDS,
+  ...STRING_KEYWORDS,
+  "items",
+  "minItems",
+  "maxItems",
+  "properties",
+  "required",
+  "additionalProperties",
+  "minProperties",
+  "maxProperties",
   "anyOf", // only in the x-kubernetes-int-or-string form, checked in `intOrString`
-  PRESERVE_UNKNOWN, INT_OR_STRING, LIST_TYPE, "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
-  VALIDATIONS, "x-kubernetes-embedded-resource",
+  PRESERVE_UNKNOWN,
+  INT_OR_STRING,
+  LIST_TYPE,
+  "x-kubernetes-list-map-keys",
+  "x-kubernetes-map-type",
+  VALIDATIONS,
+  "x-kubernetes-embedded-resource",
 ]);
 /** What an int-or-string node may carry besides the checks hoisted out of its anyOf branches. */
 const INT_OR_STRING_KEYWORDS = new Set(["description", "title", "default", "anyOf", INT_OR_STRING, VALIDATIONS]);
@@ -131,11 +159,13 @@ function withoutSafeIntegerBounds(node: SchemaNode): SchemaNode {
 export function toStructural(value: unknown, path: string): SchemaNode {
   const node = asNode(value, path);
   for (const keyword of Object.keys(node)) {
-    if (!KNOWN_KEYWORDS.has(keyword)) unstructural(path, `keyword "${keyword}" has no structural CRD equivalent that crd.ts knows`);
+    if (!KNOWN_KEYWORDS.has(keyword))
+      unstructural(path, `keyword "${keyword}" has no structural CRD equivalent that crd.ts knows`);
   }
   checkPattern(node.pattern, path);
   if (node[INT_OR_STRING] === true) return sortKeywords(intOrString(node, path));
-  if ("anyOf" in node) unstructural(path, `anyOf (a zod union) is allowed only as an IntOrString marked ${INT_OR_STRING}`);
+  if ("anyOf" in node)
+    unstructural(path, `anyOf (a zod union) is allowed only as an IntOrString marked ${INT_OR_STRING}`);
   const out = withInt32Format(withoutSafeIntegerBounds(node));
   structuralObject(out, path);
   structuralArray(out, path);
@@ -146,13 +176,22 @@ export function toStructural(value: unknown, path: string): SchemaNode {
 function checkPattern(pattern: unknown, path: string): void {
   if (pattern === undefined) return;
   if (typeof pattern !== "string") unstructural(path, "pattern must be a string");
-  if (NON_RE2_SYNTAX.test(pattern)) unstructural(path, `pattern ${pattern} uses lookaround or a backreference, which the API server's RE2 engine rejects`);
+  if (NON_RE2_SYNTAX.test(pattern))
+    unstructural(
+      path,
+      `pattern ${pattern} uses lookaround or a backreference, which the API server's RE2 engine rejects`,
+    );
 }
 
 /** Integers bounded to int32 (zod `z.int32()`) say so with `format: int32`, as Kubernetes types do. */
 function withInt32Format(node: SchemaNode): SchemaNode {
   const { minimum, maximum } = node;
-  const isInt32 = node.type === "integer" && typeof minimum === "number" && typeof maximum === "number" && minimum >= INT32_MIN && maximum <= INT32_MAX;
+  const isInt32 =
+    node.type === "integer" &&
+    typeof minimum === "number" &&
+    typeof maximum === "number" &&
+    minimum >= INT32_MIN &&
+    maximum <= INT32_MAX;
   return isInt32 && node.format === undefined ? { ...node, format: "int32" } : node;
 }
 
@@ -177,7 +216,9 @@ function structuralObject(out: SchemaNode, path: string): void {
   }
   if (out.properties !== undefined) {
     const properties = asNode(out.properties, path);
-    out.properties = Object.fromEntries(Object.entries(properties).map(([name, child]) => [name, toStructural(child, `${path}.${name}`)]));
+    out.properties = Object.fromEntries(
+      Object.entries(properties).map(([name, child]) => [name, toStructural(child, `${path}.${name}`)]),
+    );
   }
 }
 
@@ -195,10 +236,15 @@ function structuralArray(out: SchemaNode, path: string): void {
 /** Every node has a type, except int-or-string and preserve-unknown-fields nodes (structural rule 1). */
 function checkType(out: SchemaNode, path: string): void {
   if (out.type === undefined) {
-    if (out[PRESERVE_UNKNOWN] !== true) unstructural(path, "a node needs a type (a zod any/unknown has none; use a looseObject marked x-kubernetes-preserve-unknown-fields)");
+    if (out[PRESERVE_UNKNOWN] !== true)
+      unstructural(
+        path,
+        "a node needs a type (a zod any/unknown has none; use a looseObject marked x-kubernetes-preserve-unknown-fields)",
+      );
     return;
   }
-  if (typeof out.type !== "string" || !SCHEMA_TYPES.has(out.type)) unstructural(path, `type ${JSON.stringify(out.type)} is not one OpenAPI v3 type`);
+  if (typeof out.type !== "string" || !SCHEMA_TYPES.has(out.type))
+    unstructural(path, `type ${JSON.stringify(out.type)} is not one OpenAPI v3 type`);
 }
 
 /**
@@ -210,18 +256,22 @@ function checkType(out: SchemaNode, path: string): void {
 function intOrString(node: SchemaNode, path: string): SchemaNode {
   const { anyOf, ...rest } = node;
   for (const keyword of Object.keys(rest)) {
-    if (!INT_OR_STRING_KEYWORDS.has(keyword)) unstructural(path, `keyword "${keyword}" is not allowed next to ${INT_OR_STRING}`);
+    if (!INT_OR_STRING_KEYWORDS.has(keyword))
+      unstructural(path, `keyword "${keyword}" is not allowed next to ${INT_OR_STRING}`);
   }
-  if (!Array.isArray(anyOf) || anyOf.length !== 2) unstructural(path, `${INT_OR_STRING} needs an anyOf of one integer and one string schema`);
+  if (!Array.isArray(anyOf) || anyOf.length !== 2)
+    unstructural(path, `${INT_OR_STRING} needs an anyOf of one integer and one string schema`);
   const hoisted: SchemaNode = {};
   const types = new Set<unknown>();
   anyOf.forEach((branch: unknown, index) => {
     const branchPath = `${path} (anyOf[${index}])`;
     const { type, ...checks } = asNode(branch, branchPath);
     const allowed = type === "integer" ? NUMBER_KEYWORDS : type === "string" ? STRING_KEYWORDS : undefined;
-    if (allowed === undefined) unstructural(branchPath, `${INT_OR_STRING} allows only integer and string branches, got ${JSON.stringify(type)}`);
+    if (allowed === undefined)
+      unstructural(branchPath, `${INT_OR_STRING} allows only integer and string branches, got ${JSON.stringify(type)}`);
     for (const keyword of Object.keys(checks)) {
-      if (!allowed.has(keyword)) unstructural(branchPath, `keyword "${keyword}" cannot move out of an IntOrString branch`);
+      if (!allowed.has(keyword))
+        unstructural(branchPath, `keyword "${keyword}" cannot move out of an IntOrString branch`);
     }
     checkPattern(checks.pattern, branchPath);
     types.add(type);
@@ -254,7 +304,8 @@ export const CEL_RULES = {
   },
   roleBudgets: {
     rule: "(has(self.rolloutStrategy) && has(self.rolloutStrategy.type) && self.rolloutStrategy.type == 'RoleRollingUpdate') || self.template.roles.all(r, !has(r.maxUnavailable) && !has(r.maxSurge) && !has(r.partition))",
-    message: "role-level maxUnavailable, maxSurge and partition apply only to rolloutStrategy.type RoleRollingUpdate; use rolloutStrategy.rollingUpdateConfiguration",
+    message:
+      "role-level maxUnavailable, maxSurge and partition apply only to rolloutStrategy.type RoleRollingUpdate; use rolloutStrategy.rollingUpdateConfiguration",
   },
 } as const satisfies Record<string, ValidationRule>;
 
@@ -319,7 +370,8 @@ export function applyOverlays(root: SchemaNode, overlays: readonly SchemaOverlay
   for (const overlay of overlays) {
     const node = nodeAt(root, overlay.path);
     for (const [keyword, value] of Object.entries(overlay.keywords)) {
-      if (keyword in node) unstructural(`$.${overlay.path}`, `overlay keyword "${keyword}" is already set by the zod schema`);
+      if (keyword in node)
+        unstructural(`$.${overlay.path}`, `overlay keyword "${keyword}" is already set by the zod schema`);
       node[keyword] = value;
     }
   }
@@ -339,7 +391,10 @@ function withKubernetesObjectFields(root: SchemaNode, kind: string): SchemaNode 
     ...root,
     properties: {
       ...properties,
-      apiVersion: { type: "string", description: `Versioned schema of this representation of the object (${API_GROUP}/${API_VERSION}).` },
+      apiVersion: {
+        type: "string",
+        description: `Versioned schema of this representation of the object (${API_GROUP}/${API_VERSION}).`,
+      },
       kind: { type: "string", description: `REST resource this object represents (${kind}).` },
       metadata: { type: "object" },
     },
@@ -358,7 +413,12 @@ export interface CrdSource {
   readonly printerColumns: readonly PrinterColumn[];
 }
 
-const AGE_COLUMN: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp", description: "Time since creation." };
+const AGE_COLUMN: PrinterColumn = {
+  name: "Age",
+  type: "date",
+  jsonPath: ".metadata.creationTimestamp",
+  description: "Time since creation.",
+};
 
 export const MODEL_SERVING_CRD: CrdSource = {
   kind: KIND,
@@ -368,13 +428,32 @@ export const MODEL_SERVING_CRD: CrdSource = {
   overlays: SCHEMA_OVERLAYS,
   subresources: {
     status: {},
-    scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.labelSelector" },
+    scale: {
+      specReplicasPath: ".spec.replicas",
+      statusReplicasPath: ".status.replicas",
+      labelSelectorPath: ".status.labelSelector",
+    },
   },
   printerColumns: [
     { name: "Replicas", type: "integer", jsonPath: ".spec.replicas", description: "Desired ServingGroups." },
-    { name: "Ready", type: "integer", jsonPath: ".status.readyReplicas", description: "ServingGroups with every instance Ready." },
-    { name: "Updated", type: "integer", jsonPath: ".status.updatedReplicas", description: "ServingGroups at the update revision." },
-    { name: "Revision", type: "string", jsonPath: ".status.updateRevision", description: "The revision the rollout moves to." },
+    {
+      name: "Ready",
+      type: "integer",
+      jsonPath: ".status.readyReplicas",
+      description: "ServingGroups with every instance Ready.",
+    },
+    {
+      name: "Updated",
+      type: "integer",
+      jsonPath: ".status.updatedReplicas",
+      description: "ServingGroups at the update revision.",
+    },
+    {
+      name: "Revision",
+      type: "string",
+      jsonPath: ".status.updateRevision",
+      description: "The revision the rollout moves to.",
+    },
     AGE_COLUMN,
   ],
 };
@@ -388,10 +467,20 @@ export const MODEL_ROUTE_CRD: CrdSource = {
   subresources: { status: {} },
   printerColumns: [
     { name: "Model", type: "string", jsonPath: ".spec.model", description: "The request's model value." },
-    { name: "ModelServing", type: "string", jsonPath: ".spec.modelServing", description: "The ModelServing that serves it." },
+    {
+      name: "ModelServing",
+      type: "string",
+      jsonPath: ".spec.modelServing",
+      description: "The ModelServing that serves it.",
+    },
     // A printer column is a JSONPath, which cannot compute the mode from spec.roles: the router writes it.
     { name: "Mode", type: "string", jsonPath: ".status.mode", description: "Aggregated or Disaggregated." },
-    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: "Whether the route has endpoints to serve." },
+    {
+      name: "Ready",
+      type: "string",
+      jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+      description: "Whether the route has endpoints to serve.",
+    },
     AGE_COLUMN,
   ],
 };
@@ -402,7 +491,9 @@ export const CRD_SOURCES: readonly CrdSource[] = [MODEL_SERVING_CRD, MODEL_ROUTE
 /** The structural openAPIV3Schema of one kind. */
 export function buildOpenApiSchema(source: CrdSource): SchemaNode {
   // A JSON round trip gives plain data whose nodes are never shared, so overlays touch one node.
-  const generated: unknown = JSON.parse(JSON.stringify(z.toJSONSchema(source.schema, { target: "openapi-3.0", io: "input" })));
+  const generated: unknown = JSON.parse(
+    JSON.stringify(z.toJSONSchema(source.schema, { target: "openapi-3.0", io: "input" })),
+  );
   const root = withKubernetesObjectFields(asNode(generated, "$"), source.kind);
   applyOverlays(root, source.overlays);
   return toStructural(root, "$");
@@ -416,7 +507,13 @@ export function buildCrd(source: CrdSource): CustomResourceDefinition {
     metadata: { name: `${source.plural}.${API_GROUP}` },
     spec: {
       group: API_GROUP,
-      names: { kind: source.kind, listKind: `${source.kind}List`, plural: source.plural, singular: source.kind.toLowerCase(), shortNames: [source.shortName] },
+      names: {
+        kind: source.kind,
+        listKind: `${source.kind}List`,
+        plural: source.plural,
+        singular: source.kind.toLowerCase(),
+        shortNames: [source.shortName],
+      },
       scope: "Namespaced",
       versions: [
         {
@@ -432,7 +529,8 @@ export function buildCrd(source: CrdSource): CustomResourceDefinition {
   };
 }
 
-export const CRD_YAML_HEADER = "# Generated by `npm run crd` from src/api/schema.ts and src/api/route.ts (see src/api/crd.ts). Do not edit by hand.\n";
+export const CRD_YAML_HEADER =
+  "# Generated by `npm run crd` from src/api/schema.ts and src/api/route.ts (see src/api/crd.ts). Do not edit by hand.\n";
 
 /**
  * Every CRD as the multi-document YAML committed in deploy/crd.yaml (ModelServing first); the same

@@ -14,13 +14,22 @@ function nested(depth: number, leaf: unknown = 1): unknown {
 describe("nestingProblem", () => {
   it("accepts exactly the limit and names the container whose member goes one level deeper", () => {
     assert.equal(nestingProblem(nested(MAX_NESTING_DEPTH + 1)), undefined); // the root and 100 levels below it
-    assert.deepEqual(nestingProblem(nested(MAX_NESTING_DEPTH + 2)), { path: Array(MAX_NESTING_DEPTH).fill("x").join("."), reason: "nests objects and lists more than 100 levels deep" });
-    assert.deepEqual(nestingProblem({ a: nested(MAX_NESTING_DEPTH + 1) }, ["steps", 0]), { path: `steps[0].a${".x".repeat(MAX_NESTING_DEPTH - 1)}`, reason: "nests objects and lists more than 100 levels deep" });
+    assert.deepEqual(nestingProblem(nested(MAX_NESTING_DEPTH + 2)), {
+      path: Array(MAX_NESTING_DEPTH).fill("x").join("."),
+      reason: "nests objects and lists more than 100 levels deep",
+    });
+    assert.deepEqual(nestingProblem({ a: nested(MAX_NESTING_DEPTH + 1) }, ["steps", 0]), {
+      path: `steps[0].a${".x".repeat(MAX_NESTING_DEPTH - 1)}`,
+      reason: "nests objects and lists more than 100 levels deep",
+    });
     assert.equal(nestingProblem({ a: nested(MAX_NESTING_DEPTH, "deep enough") }), undefined);
   });
 
   it("measures any depth without running out of stack", () => {
-    assert.match(nestingProblem(JSON.parse(`${"[".repeat(200_000)}${"]".repeat(200_000)}`))?.path ?? "", /^(\[0\]){100}$/);
+    assert.match(
+      nestingProblem(JSON.parse(`${"[".repeat(200_000)}${"]".repeat(200_000)}`))?.path ?? "",
+      /^(\[0\]){100}$/,
+    );
   });
 
   it("walks shared objects once per depth, so aliases cost no more than a tree, and stops on cycles", () => {
@@ -38,14 +47,21 @@ describe("parseModelServing: nesting", () => {
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelServing",
     metadata: { name: "a" },
-    spec: { template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "i" }], extra } } }] } },
+    spec: {
+      template: {
+        roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "i" }], extra } } }],
+      },
+    },
   });
 
   it("refuses a pod template nested 3,000 deep before anything walks it, mutable or stored (frozen)", () => {
     for (const input of [manifest(nested(3000)), deepFreeze(manifest(nested(3000)))]) {
       const result = parseModelServing(input);
       if (result.ok) assert.fail("expected a problem");
-      assert.deepEqual(result.problems.map((found) => found.reason), ["nests objects and lists more than 100 levels deep"]);
+      assert.deepEqual(
+        result.problems.map((found) => found.reason),
+        ["nests objects and lists more than 100 levels deep"],
+      );
     }
   });
 

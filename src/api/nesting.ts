@@ -41,7 +41,11 @@ export function nestingProblem(value: unknown, prefix: readonly PropertyKey[] = 
     shallowest.set(frame.value, frame.depth);
     for (const [key, member] of members(frame.value)) {
       if (!isContainer(member)) continue;
-      if (frame.depth === MAX_NESTING_DEPTH) return problem([...prefix, ...pathOf(frame)], `nests objects and lists more than ${MAX_NESTING_DEPTH} levels deep`);
+      if (frame.depth === MAX_NESTING_DEPTH)
+        return problem(
+          [...prefix, ...pathOf(frame)],
+          `nests objects and lists more than ${MAX_NESTING_DEPTH} levels deep`,
+        );
       pending.push({ value: member, depth: frame.depth + 1, parent: frame, key });
     }
   }

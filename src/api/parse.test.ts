@@ -48,10 +48,19 @@ describe("parseModelServing", () => {
     fc.assert(
       fc.property(modelServingInput, (input) => {
         const stored = deepFreeze(structuredClone(input));
-        const units = deepFreeze([{ group: 0, revision: "r1" }, { group: 0, role: "decode", instance: 1, revision: "r1" }]);
-        const statusWritten = deepFreeze({ ...stored, status: { observedGeneration: 1, conditions: [{ type: "Available", status: "True" }], units } });
+        const units = deepFreeze([
+          { group: 0, revision: "r1" },
+          { group: 0, role: "decode", instance: 1, revision: "r1" },
+        ]);
+        const statusWritten = deepFreeze({
+          ...stored,
+          status: { observedGeneration: 1, conditions: [{ type: "Available", status: "True" }], units },
+        });
         // The next status shares the stored records, as the API server's copy on write does.
-        const nextStatus = deepFreeze({ ...stored, status: { units: [units[1], { group: 1, revision: "r2" }, units[0]] } });
+        const nextStatus = deepFreeze({
+          ...stored,
+          status: { units: [units[1], { group: 1, revision: "r2" }, units[0]] },
+        });
         for (const frozen of [stored, stored, statusWritten, statusWritten, nextStatus]) assertSameParse(frozen);
       }),
       { seed: SEED, numRuns: 100 },
@@ -65,7 +74,15 @@ describe("parseModelServing", () => {
         assertSameParse(stored);
         const variants: unknown[] = [
           { ...stored, status: { replicas: "x" } },
-          { ...stored, status: { units: [{ group: 0, revision: "r1" }, { group: -1, revision: 2, extra: true }] } },
+          {
+            ...stored,
+            status: {
+              units: [
+                { group: 0, revision: "r1" },
+                { group: -1, revision: 2, extra: true },
+              ],
+            },
+          },
           { ...stored, status: { units: { group: 0 }, replicas: 1 } },
           { ...stored, metadata: { ...stored.metadata, name: "Not_A_Name" } },
           { ...stored, metadata: { ...stored.metadata, name: "x".repeat(70) } },
@@ -93,7 +110,12 @@ describe("parseModelServing reports the rules' problems with the schema's", () =
     { name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } } },
     { name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } }, ...second },
   ];
-  const manifest = (spec: Record<string, unknown>) => ({ apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec });
+  const manifest = (spec: Record<string, unknown>) => ({
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "m" },
+    spec,
+  });
   const paths = (result: ParseResult) => (result.ok ? [] : result.problems.map((found) => found.path));
   const DUPLICATE = "spec.template.roles[1].name";
 
@@ -104,11 +126,15 @@ describe("parseModelServing reports the rules' problems with the schema's", () =
   });
 
   it("what the rules say of a removed value, or of the object holding it, is left out (it would be about a default)", () => {
-    assert.deepEqual(paths(parseModelServing(manifest({ template: { roles: roles({ name: 7 }) } }))), ["spec.template.roles[1].name"]);
+    assert.deepEqual(paths(parseModelServing(manifest({ template: { roles: roles({ name: 7 }) } }))), [
+      "spec.template.roles[1].name",
+    ]);
   });
 
   it("no rules when a required field is missing or an array item is refused (positions would shift)", () => {
     assert.deepEqual(paths(parseModelServing(manifest({ colour: "blue" }))), ["spec.template", "spec.colour"]);
-    assert.deepEqual(paths(parseModelServing(manifest({ template: { roles: [...roles({}), 3] } }))), ["spec.template.roles[2]"]);
+    assert.deepEqual(paths(parseModelServing(manifest({ template: { roles: [...roles({}), 3] } }))), [
+      "spec.template.roles[2]",
+    ]);
   });
 });

@@ -12,8 +12,7 @@ import { ModelRoute } from "./route.ts";
 import { validateModelRoute } from "./validate-route.ts";
 
 export type ParseResult<T = ModelServing> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly problems: readonly Problem[] };
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problems: readonly Problem[] };
 
 /**
  * Parses, defaults and validates a ModelServing. Defaulting is idempotent: parsing the `value` of a
@@ -52,7 +51,14 @@ function parseParts(input: unknown): ParseResult {
 
 function parseWhole(input: unknown): ParseResult {
   const parsed = ModelServing.safeParse(input, { reportInput: true });
-  if (!parsed.success) return { ok: false, problems: [...problemsFromZod(parsed.error.issues), ...rulesDespite(input, parsed.error.issues, ModelServing, validateModelServing)] };
+  if (!parsed.success)
+    return {
+      ok: false,
+      problems: [
+        ...problemsFromZod(parsed.error.issues),
+        ...rulesDespite(input, parsed.error.issues, ModelServing, validateModelServing),
+      ],
+    };
   return validated(parsed.data, validateModelServing(parsed.data));
 }
 
@@ -68,7 +74,12 @@ const MAX_SCHEMA_ROUNDS = 3;
  * not parse: a required field is missing, or an array item is refused (removing it would shift
  * the positions every later problem names).
  */
-function rulesDespite<T>(input: unknown, issues: readonly z.core.$ZodIssue[], schema: z.ZodType<T>, rules: (value: T) => readonly Problem[]): Problem[] {
+function rulesDespite<T>(
+  input: unknown,
+  issues: readonly z.core.$ZodIssue[],
+  schema: z.ZodType<T>,
+  rules: (value: T) => readonly Problem[],
+): Problem[] {
   const copy: unknown = structuredClone(input);
   const removed: string[] = [];
   for (let round = 0, left = issues; round < MAX_SCHEMA_ROUNDS; round++) {
@@ -78,7 +89,8 @@ function rulesDespite<T>(input: unknown, issues: readonly z.core.$ZodIssue[], sc
       removed.push(...paths.map((path) => problem(path, "").path));
     }
     const parsed = schema.safeParse(copy);
-    if (parsed.success) return rules(parsed.data).filter((found) => !removed.some((path) => onOnePath(found.path, path)));
+    if (parsed.success)
+      return rules(parsed.data).filter((found) => !removed.some((path) => onOnePath(found.path, path)));
     left = parsed.error.issues;
   }
   return [];
@@ -86,7 +98,8 @@ function rulesDespite<T>(input: unknown, issues: readonly z.core.$ZodIssue[], sc
 
 /** Whether one of two formatted paths is the other or inside it. */
 function onOnePath(a: string, b: string): boolean {
-  const inside = (inner: string, outer: string): boolean => inner === outer || inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`);
+  const inside = (inner: string, outer: string): boolean =>
+    inner === outer || inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`);
   return inside(a, b) || inside(b, a);
 }
 
@@ -94,8 +107,18 @@ function onOnePath(a: string, b: string): boolean {
 function removeAt(root: unknown, path: readonly PropertyKey[]): boolean {
   const key = path.at(-1);
   let parent = root;
-  for (const segment of path.slice(0, -1)) parent = typeof parent === "object" && parent !== null ? (parent as Record<PropertyKey, unknown>)[segment] : undefined;
-  if (key === undefined || typeof key === "number" || typeof parent !== "object" || parent === null || Array.isArray(parent) || !Object.hasOwn(parent, key)) return false;
+  for (const segment of path.slice(0, -1))
+    parent =
+      typeof parent === "object" && parent !== null ? (parent as Record<PropertyKey, unknown>)[segment] : undefined;
+  if (
+    key === undefined ||
+    typeof key === "number" ||
+    typeof parent !== "object" ||
+    parent === null ||
+    Array.isArray(parent) ||
+    !Object.hasOwn(parent, key)
+  )
+    return false;
   return Reflect.deleteProperty(parent, key);
 }
 
@@ -106,7 +129,14 @@ function removeAt(root: unknown, path: readonly PropertyKey[]): boolean {
  */
 export function parseModelRoute(input: unknown): ParseResult<ModelRoute> {
   const parsed = ModelRoute.safeParse(input, { reportInput: true });
-  if (!parsed.success) return { ok: false, problems: [...problemsFromZod(parsed.error.issues), ...rulesDespite(input, parsed.error.issues, ModelRoute, validateModelRoute)] };
+  if (!parsed.success)
+    return {
+      ok: false,
+      problems: [
+        ...problemsFromZod(parsed.error.issues),
+        ...rulesDespite(input, parsed.error.issues, ModelRoute, validateModelRoute),
+      ],
+    };
   return validated(parsed.data, validateModelRoute(parsed.data));
 }
 
@@ -168,7 +198,8 @@ function parseByParts(input: unknown): ParseResult | undefined {
     status.units = units;
   }
   const value = Object.assign(rest.data, { spec: memo.spec }) as ModelServing;
-  if (memo.validation?.name !== value.metadata.name) memo.validation = { name: value.metadata.name, problems: validateModelServing(value) };
+  if (memo.validation?.name !== value.metadata.name)
+    memo.validation = { name: value.metadata.name, problems: validateModelServing(value) };
   return validated(value, memo.validation.problems);
 }
 

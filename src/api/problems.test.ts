@@ -7,7 +7,10 @@ const manifest = (replicas: unknown) => ({
   apiVersion: "tandem.dev/v1alpha1",
   kind: "ModelServing",
   metadata: { name: "a" },
-  spec: { replicas, template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "i" }] } } }] } },
+  spec: {
+    replicas,
+    template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "i" }] } } }] },
+  },
 });
 
 describe("describeValue", () => {
@@ -40,18 +43,26 @@ describe("describeValue", () => {
 
   it("is what a validation message says of a bigint (a crash before)", () => {
     const result = parseModelServing(manifest(3n));
-    assert.deepEqual(result.ok ? [] : result.problems, [{ path: "spec.replicas", reason: "must be an integer, not bigint 3" }]);
+    assert.deepEqual(result.ok ? [] : result.problems, [
+      { path: "spec.replicas", reason: "must be an integer, not bigint 3" },
+    ]);
   });
 });
 
 describe("quote and formatPath", () => {
   it("quote keeps short text whole and cuts long text", () => {
     assert.equal(quote('a"b'), '"a\\"b"');
-    assert.equal(quote("y".repeat(MAX_QUOTED_CHARACTERS + 1)), `"${"y".repeat(MAX_QUOTED_CHARACTERS)}"… (${MAX_QUOTED_CHARACTERS + 1} characters)`);
+    assert.equal(
+      quote("y".repeat(MAX_QUOTED_CHARACTERS + 1)),
+      `"${"y".repeat(MAX_QUOTED_CHARACTERS)}"… (${MAX_QUOTED_CHARACTERS + 1} characters)`,
+    );
   });
 
   it("a path names a huge or odd key by a cut, quoted excerpt", () => {
-    assert.equal(formatPath(["spec", "k".repeat(1000)]), `spec["${"k".repeat(MAX_QUOTED_CHARACTERS)}"… (1000 characters)]`);
+    assert.equal(
+      formatPath(["spec", "k".repeat(1000)]),
+      `spec["${"k".repeat(MAX_QUOTED_CHARACTERS)}"… (1000 characters)]`,
+    );
     assert.equal(formatPath(["metadata", "a b", Symbol("s")]), 'metadata["a b"]["Symbol(s)"]');
   });
 });

@@ -22,7 +22,8 @@ export function formatPath(segments: readonly PropertyKey[]): string {
   let out = "";
   for (const segment of segments) {
     if (typeof segment === "number") out += `[${segment}]`;
-    else if (typeof segment === "string" && segment.length <= MAX_QUOTED_CHARACTERS && PLAIN_KEY.test(segment)) out += out === "" ? segment : `.${segment}`;
+    else if (typeof segment === "string" && segment.length <= MAX_QUOTED_CHARACTERS && PLAIN_KEY.test(segment))
+      out += out === "" ? segment : `.${segment}`;
     else out += `[${quote(String(segment))}]`;
   }
   return out === "" ? "(root)" : out;
@@ -49,10 +50,13 @@ export function problemsFromZod(issues: readonly z.core.$ZodIssue[]): Problem[] 
 function reasonOf(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case "invalid_type":
-      return issue.input === undefined ? "is required" : `must be ${article(issue.expected)}, not ${describeValue(issue.input)}`;
+      return issue.input === undefined
+        ? "is required"
+        : `must be ${article(issue.expected)}, not ${describeValue(issue.input)}`;
     case "too_small":
       if (issue.origin === "array") return `must list at least ${count(issue.minimum, "item")}`;
-      if (issue.origin === "string") return issue.minimum === 1 ? "must not be empty" : `must be at least ${count(issue.minimum, "character")}`;
+      if (issue.origin === "string")
+        return issue.minimum === 1 ? "must not be empty" : `must be at least ${count(issue.minimum, "character")}`;
       return isNumeric(issue.origin) ? `must be ${issue.minimum} or more` : issue.message;
     case "too_big":
       if (issue.origin === "array") return `must list at most ${count(issue.maximum, "item")}`;

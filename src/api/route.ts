@@ -45,7 +45,9 @@ export type RouteMode = z.infer<typeof RouteMode>;
 export const RouteRoles = z.strictObject({
   serve: RoleName.optional().describe("The role that serves requests whole (aggregated)."),
   prefill: RoleName.optional().describe("The role that runs the prefill leg (disaggregated, with decode)."),
-  decode: RoleName.optional().describe("The role that runs the decode leg and streams the answer (disaggregated, with prefill)."),
+  decode: RoleName.optional().describe(
+    "The role that runs the decode leg and streams the answer (disaggregated, with prefill).",
+  ),
 });
 export type RouteRoles = z.infer<typeof RouteRoles>;
 
@@ -55,15 +57,30 @@ const ModelRouteSpecFields = z.strictObject({
     .min(1)
     .max(256)
     .regex(/^\S*$/, { error: "must not contain whitespace" })
-    .describe("The request's `model` value this route serves; unique among the routes a router sees (the older route wins)."),
-  modelServing: ModelServingName.describe("The ModelServing in the route's namespace whose entry pods serve the route."),
+    .describe(
+      "The request's `model` value this route serves; unique among the routes a router sees (the older route wins).",
+    ),
+  modelServing: ModelServingName.describe(
+    "The ModelServing in the route's namespace whose entry pods serve the route.",
+  ),
   engine: Engine.describe("The engine on the entry pods: metric names and disaggregation protocol."),
   port: z.int32().min(1).max(65_535).default(8000).describe("The engine's port on the entry pods."),
   roles: RouteRoles.describe("Aggregated {serve: ROLE} or disaggregated {prefill: ROLE, decode: ROLE}."),
-  kvConnector: KvConnector.optional().describe("KV transfer protocol of a disaggregated route (default nixl for vllm, sglang for sglang); not allowed on an aggregated route."),
-  pairing: Pairing.default("SameGroup").describe("Which prefill may serve a decode: SameGroup, SameRevision (also the prefill's role spec is the decode's revision's) or Any."),
+  kvConnector: KvConnector.optional().describe(
+    "KV transfer protocol of a disaggregated route (default nixl for vllm, sglang for sglang); not allowed on an aggregated route.",
+  ),
+  pairing: Pairing.default("SameGroup").describe(
+    "Which prefill may serve a decode: SameGroup, SameRevision (also the prefill's role spec is the decode's revision's) or Any.",
+  ),
   retries: z
-    .strictObject({ attempts: z.int32().min(0).max(10).default(2).describe("Further endpoints tried, only before the first byte reaches the client.") })
+    .strictObject({
+      attempts: z
+        .int32()
+        .min(0)
+        .max(10)
+        .default(2)
+        .describe("Further endpoints tried, only before the first byte reaches the client."),
+    })
     .prefault({})
     .describe("Retrying a request on another endpoint (another pair) when it fails before the first byte."),
   timeouts: z
@@ -72,7 +89,9 @@ const ModelRouteSpecFields = z.strictObject({
       idleSeconds: z.int32().min(1).default(300).describe("Longest silence of an engine in the middle of a response."),
     })
     .prefault({})
-    .describe("How long the router waits for an engine; a timeout fails the request (or retries it before the first byte)."),
+    .describe(
+      "How long the router waits for an engine; a timeout fails the request (or retries it before the first byte).",
+    ),
 });
 
 /** The route's mode, read from which roles it names (`{prefill, decode}` or not). */
@@ -85,7 +104,9 @@ export function routeMode(roles: RouteRoles): RouteMode {
  * depends on another field, so a transform (the CRD, which cannot say it, leaves it unset).
  */
 export const ModelRouteSpec = ModelRouteSpecFields.transform((spec) =>
-  spec.kvConnector === undefined && routeMode(spec.roles) === "Disaggregated" ? { ...spec, kvConnector: DEFAULT_KV_CONNECTOR[spec.engine] } : spec,
+  spec.kvConnector === undefined && routeMode(spec.roles) === "Disaggregated"
+    ? { ...spec, kvConnector: DEFAULT_KV_CONNECTOR[spec.engine] }
+    : spec,
 );
 export type ModelRouteSpec = z.infer<typeof ModelRouteSpec>;
 

@@ -27,7 +27,9 @@ export function drainConfirmations(annotations: Readonly<Record<string, string>>
 
 /** Every drain confirmation key present on a pod, whatever its value (cancelling removes them all). */
 export function drainConfirmationKeys(annotations: Readonly<Record<string, string>> | undefined): string[] {
-  return Object.keys(annotations ?? {}).filter((key) => key.startsWith(DRAINED_PREFIX)).sort();
+  return Object.keys(annotations ?? {})
+    .filter((key) => key.startsWith(DRAINED_PREFIX))
+    .sort();
 }
 
 /** Which namespaces a router routes: every one, or those listed. */
@@ -35,7 +37,10 @@ export type RouterScope = { readonly all: true } | { readonly all: false; readon
 
 /** `tandem.dev/scope`: `*`, or a comma list of namespaces (blanks ignored). A missing value means `*`. */
 export function parseRouterScope(value: string | undefined): RouterScope {
-  const items = (value ?? "*").split(",").map((item) => item.trim()).filter((item) => item !== "");
+  const items = (value ?? "*")
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
   if (items.length === 0 || items.includes("*")) return { all: true };
   return { all: false, namespaces: [...new Set(items)].sort() };
 }
@@ -60,7 +65,11 @@ export interface RouterLease {
 }
 
 interface LeaseLike {
-  readonly metadata: { readonly name: string; readonly labels?: Readonly<Record<string, string>>; readonly annotations?: Readonly<Record<string, string>> };
+  readonly metadata: {
+    readonly name: string;
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
   readonly spec?: unknown;
 }
 
@@ -77,7 +86,10 @@ export function parseRouterLease(lease: LeaseLike): RouterLease | undefined {
   return {
     id: typeof holder === "string" && holder !== "" ? holder : lease.metadata.name,
     scope: parseRouterScope(lease.metadata.annotations?.[ANNOTATION_ROUTER_SCOPE]),
-    leaseDurationSeconds: typeof duration === "number" && Number.isInteger(duration) && duration > 0 ? duration : ROUTER_LEASE_DURATION_SECONDS,
+    leaseDurationSeconds:
+      typeof duration === "number" && Number.isInteger(duration) && duration > 0
+        ? duration
+        : ROUTER_LEASE_DURATION_SECONDS,
     renewTime: typeof renewTime === "string" ? renewTime : "",
   };
 }
@@ -88,7 +100,13 @@ export function microTime(epochMs: number): string {
 }
 
 /** The Lease that registers router replica `id` (DESIGN §3.1), renewed at `nowMs` (epoch ms). */
-export function routerLeaseObject(input: { readonly id: string; readonly namespace: string; readonly scope: RouterScope; readonly leaseDurationSeconds: number; readonly nowMs: number }): {
+export function routerLeaseObject(input: {
+  readonly id: string;
+  readonly namespace: string;
+  readonly scope: RouterScope;
+  readonly leaseDurationSeconds: number;
+  readonly nowMs: number;
+}): {
   apiVersion: "coordination.k8s.io/v1";
   kind: "Lease";
   metadata: { name: string; namespace: string; labels: Record<string, string>; annotations: Record<string, string> };
@@ -98,7 +116,17 @@ export function routerLeaseObject(input: { readonly id: string; readonly namespa
   return {
     apiVersion: "coordination.k8s.io/v1",
     kind: "Lease",
-    metadata: { name: input.id, namespace: input.namespace, labels: { [LABEL_ROUTER]: "true" }, annotations: { [ANNOTATION_ROUTER_SCOPE]: formatRouterScope(input.scope) } },
-    spec: { holderIdentity: input.id, leaseDurationSeconds: input.leaseDurationSeconds, acquireTime: now, renewTime: now },
+    metadata: {
+      name: input.id,
+      namespace: input.namespace,
+      labels: { [LABEL_ROUTER]: "true" },
+      annotations: { [ANNOTATION_ROUTER_SCOPE]: formatRouterScope(input.scope) },
+    },
+    spec: {
+      holderIdentity: input.id,
+      leaseDurationSeconds: input.leaseDurationSeconds,
+      acquireTime: now,
+      renewTime: now,
+    },
   };
 }

@@ -33,10 +33,7 @@ export const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /** Kubernetes IntOrString restricted to budgets: an integer ≥ 0 or a percent from 0% to 100%. */
 export const IntOrPercent = z
   .union(
-    [
-      nonNegativeInt(),
-      z.string().regex(PERCENT_PATTERN, { error: "must be a percent from 0% to 100%, like 25%" }),
-    ],
+    [nonNegativeInt(), z.string().regex(PERCENT_PATTERN, { error: "must be a percent from 0% to 100%, like 25%" })],
     { error: "must be a non-negative integer or a percent from 0% to 100%" },
   )
   .meta({ "x-kubernetes-int-or-string": true });
@@ -56,7 +53,9 @@ export const Container = z
     image: z
       .string()
       .min(1)
-      .regex(/^\S*$/, { error: (issue) => `must not contain spaces (${typeof issue.input === "string" ? quote(issue.input) : ""})` }),
+      .regex(/^\S*$/, {
+        error: (issue) => `must not contain spaces (${typeof issue.input === "string" ? quote(issue.input) : ""})`,
+      }),
     env: z.array(EnvVar).optional(),
   })
   .meta(PRESERVE);
@@ -81,7 +80,8 @@ export const PodTemplateSpec = z.strictObject({
 export type PodTemplateSpec = z.infer<typeof PodTemplateSpec>;
 
 /** Why a name is not a DNS-1035 label, in plain words. */
-export const DNS1035_REASON = "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit";
+export const DNS1035_REASON =
+  "must be a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit";
 
 /** A role name: a DNS-1035 label of at most 12 characters (it is part of every pod name). */
 export const RoleName = z.string({ error: "is required" }).max(12).regex(DNS1035_LABEL, { error: DNS1035_REASON });
@@ -97,10 +97,18 @@ export const Role = z.strictObject({
   replicas: nonNegativeInt().default(1).describe("Instances of this role in each ServingGroup."),
   entryTemplate: PodTemplateSpec.describe("Pod template of each instance's entry pod (k=0). Versioned."),
   workerReplicas: nonNegativeInt().default(0).describe("Worker pods per instance. Versioned."),
-  workerTemplate: PodTemplateSpec.optional().describe("Pod template of the workers; required if workerReplicas > 0. Versioned."),
-  maxUnavailable: IntOrPercent.optional().describe("Instances of this role that may be unavailable in each group during an update (default 1; percent of role replicas, rounded down)."),
-  maxSurge: IntOrPercent.optional().describe("Extra instances of this role per group during an update (default 0; percent rounded up)."),
-  partition: IntOrPercent.optional().describe("Instances with ordinal below this keep their revision (default 0; percent rounded up)."),
+  workerTemplate: PodTemplateSpec.optional().describe(
+    "Pod template of the workers; required if workerReplicas > 0. Versioned.",
+  ),
+  maxUnavailable: IntOrPercent.optional().describe(
+    "Instances of this role that may be unavailable in each group during an update (default 1; percent of role replicas, rounded down).",
+  ),
+  maxSurge: IntOrPercent.optional().describe(
+    "Extra instances of this role per group during an update (default 0; percent rounded up).",
+  ),
+  partition: IntOrPercent.optional().describe(
+    "Instances with ordinal below this keep their revision (default 0; percent rounded up).",
+  ),
 });
 export type Role = z.infer<typeof Role>;
 
@@ -109,12 +117,11 @@ export const GangPolicy = z.strictObject({
 });
 
 export const ServingGroupTemplate = z.strictObject({
-  restartGracePeriodSeconds: nonNegativeInt().default(0).describe("How long a failed pod may stay before recovery acts."),
+  restartGracePeriodSeconds: nonNegativeInt()
+    .default(0)
+    .describe("How long a failed pod may stay before recovery acts."),
   gangPolicy: GangPolicy.optional(),
-  roles: z
-    .array(Role)
-    .min(1)
-    .max(8),
+  roles: z.array(Role).min(1).max(8),
 });
 
 export const PluginTarget = z.enum(["All", "Entry", "Worker"]);
@@ -135,9 +142,13 @@ export const RolloutStrategyType = z.enum(["ServingGroupRollingUpdate", "RoleRol
 export type RolloutStrategyType = z.infer<typeof RolloutStrategyType>;
 
 export const RollingUpdateConfiguration = z.strictObject({
-  maxUnavailable: IntOrPercent.default(1).describe("ServingGroups that may be disrupted at once (percent of replicas, rounded down)."),
+  maxUnavailable: IntOrPercent.default(1).describe(
+    "ServingGroups that may be disrupted at once (percent of replicas, rounded down).",
+  ),
   maxSurge: IntOrPercent.default(0).describe("Extra ServingGroups during an update (percent rounded up)."),
-  partition: IntOrPercent.default(0).describe("Groups with ordinal below this keep their revision (percent rounded up)."),
+  partition: IntOrPercent.default(0).describe(
+    "Groups with ordinal below this keep their revision (percent rounded up).",
+  ),
 });
 
 export const Coordination = z.strictObject({
@@ -146,9 +157,7 @@ export const Coordination = z.strictObject({
     .string()
     .regex(PERCENT_PATTERN, { error: "must be a percent from 1% to 100%, like 10%" })
     .describe("Largest allowed difference of update progress between participating roles."),
-  dependencies: z
-    .array(z.strictObject({ role: z.string(), dependsOn: z.array(z.string()).min(1) }))
-    .optional(),
+  dependencies: z.array(z.strictObject({ role: z.string(), dependsOn: z.array(z.string()).min(1) })).optional(),
 });
 export type Coordination = z.infer<typeof Coordination>;
 
@@ -203,7 +212,9 @@ export const ModelServingStatus = z.strictObject({
   updateRevision: z.string().optional(),
   collisionCount: z.int32().optional(),
   labelSelector: z.string().optional(),
-  roles: z.array(z.strictObject({ name: z.string(), replicas: z.int32(), ready: z.int32(), updated: z.int32() })).optional(),
+  roles: z
+    .array(z.strictObject({ name: z.string(), replicas: z.int32(), ready: z.int32(), updated: z.int32() }))
+    .optional(),
   conditions: z.array(Condition).optional(),
   units: z.array(UnitRecord).optional(),
 });
@@ -223,15 +234,29 @@ export const ObjectMeta = z
 export type ObjectMeta = z.infer<typeof ObjectMeta>;
 
 /** The envelope of every Tandem kind: apiVersion tandem.dev/v1alpha1, the kind, metadata, spec, status. */
-export function tandemObject<Kind extends string, Spec extends z.ZodType, Status extends z.ZodType>(kind: Kind, spec: Spec, status: Status) {
-  return z.strictObject({ apiVersion: z.literal(API_GROUP_VERSION), kind: z.literal(kind), metadata: ObjectMeta, spec, status: status.optional() });
+export function tandemObject<Kind extends string, Spec extends z.ZodType, Status extends z.ZodType>(
+  kind: Kind,
+  spec: Spec,
+  status: Status,
+) {
+  return z.strictObject({
+    apiVersion: z.literal(API_GROUP_VERSION),
+    kind: z.literal(kind),
+    metadata: ObjectMeta,
+    spec,
+    status: status.optional(),
+  });
 }
 
 export const ModelServing = tandemObject(
   KIND,
-  ModelServingSpec.describe("The desired serving: ServingGroups of roles of multi-pod instances, and how to update them."),
+  ModelServingSpec.describe(
+    "The desired serving: ServingGroups of roles of multi-pod instances, and how to update them.",
+  ),
   ModelServingStatus.describe("Observed state, written by the controller."),
-).describe("ModelServing runs multi-role, multi-node LLM inference: replicas ServingGroups, each with every role's instances.");
+).describe(
+  "ModelServing runs multi-role, multi-node LLM inference: replicas ServingGroups, each with every role's instances.",
+);
 
 /** A ModelServing with every default applied (the output of `parseModelServing`). */
 export type ModelServing = z.infer<typeof ModelServing>;

@@ -25,8 +25,15 @@ export function validateModelRoute(route: ModelRoute): Problem[] {
 
 function validateRouteName(name: string): Problem[] {
   const path: PathSegment[] = ["metadata", "name"];
-  if (name.length > MAX_SUBDOMAIN_LENGTH) return [problem(path, `must be at most ${MAX_SUBDOMAIN_LENGTH} characters (it has ${name.length})`)];
-  if (!DNS1123_SUBDOMAIN.test(name)) return [problem(path, "must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit")];
+  if (name.length > MAX_SUBDOMAIN_LENGTH)
+    return [problem(path, `must be at most ${MAX_SUBDOMAIN_LENGTH} characters (it has ${name.length})`)];
+  if (!DNS1123_SUBDOMAIN.test(name))
+    return [
+      problem(
+        path,
+        "must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+      ),
+    ];
   return [];
 }
 
@@ -35,12 +42,26 @@ function validateRoles(roles: RouteRoles): Problem[] {
   if (serve !== undefined) {
     return (["prefill", "decode"] as const)
       .filter((key) => roles[key] !== undefined)
-      .map((key) => problem([...ROLES, key], "cannot be set with serve: a route is aggregated {serve} or disaggregated {prefill, decode}"));
+      .map((key) =>
+        problem(
+          [...ROLES, key],
+          "cannot be set with serve: a route is aggregated {serve} or disaggregated {prefill, decode}",
+        ),
+      );
   }
-  if (prefill === undefined && decode === undefined) return [problem(ROLES, "must name serve (aggregated) or prefill and decode (disaggregated)")];
-  if (prefill === undefined) return [problem([...ROLES, "prefill"], "is required with decode: a disaggregated route names both roles")];
-  if (decode === undefined) return [problem([...ROLES, "decode"], "is required with prefill: a disaggregated route names both roles")];
-  if (prefill === decode) return [problem([...ROLES, "decode"], `names the same role as prefill ("${decode}"): prefill and decode must be different roles`)];
+  if (prefill === undefined && decode === undefined)
+    return [problem(ROLES, "must name serve (aggregated) or prefill and decode (disaggregated)")];
+  if (prefill === undefined)
+    return [problem([...ROLES, "prefill"], "is required with decode: a disaggregated route names both roles")];
+  if (decode === undefined)
+    return [problem([...ROLES, "decode"], "is required with prefill: a disaggregated route names both roles")];
+  if (prefill === decode)
+    return [
+      problem(
+        [...ROLES, "decode"],
+        `names the same role as prefill ("${decode}"): prefill and decode must be different roles`,
+      ),
+    ];
   return [];
 }
 
@@ -48,10 +69,16 @@ function validateKvConnector(route: ModelRoute): Problem[] {
   const { kvConnector, engine, roles } = route.spec;
   if (kvConnector === undefined) return [];
   const path = ["spec", "kvConnector"];
-  if (routeMode(roles) === "Aggregated") return [problem(path, "applies only to a disaggregated route (roles prefill and decode); remove it")];
+  if (routeMode(roles) === "Aggregated")
+    return [problem(path, "applies only to a disaggregated route (roles prefill and decode); remove it")];
   const needs = CONNECTOR_ENGINE[kvConnector];
   if (needs !== undefined && needs !== engine) {
-    return [problem(path, `${kvConnector} is the ${needs} protocol, but engine is ${engine}: use ${DEFAULT_KV_CONNECTOR[engine]} or none`)];
+    return [
+      problem(
+        path,
+        `${kvConnector} is the ${needs} protocol, but engine is ${engine}: use ${DEFAULT_KV_CONNECTOR[engine]} or none`,
+      ),
+    ];
   }
   return [];
 }

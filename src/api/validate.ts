@@ -10,7 +10,6 @@ import type { Container, Coordination, ModelServing, PodTemplateSpec, Role } fro
 import { DNS1035_LABEL, DNS1035_REASON } from "./schema.ts";
 import { CONTROLLER_ENV, MAX_LABEL_VALUE_LENGTH, MAX_MODEL_SERVING_NAME_LENGTH, RESERVED_PREFIX } from "./wellknown.ts";
 
-
 const SPEC = ["spec"] as const;
 const ROLES = ["spec", "template", "roles"] as const;
 const STRATEGY = ["spec", "rolloutStrategy"] as const;
@@ -38,11 +37,21 @@ function validateName(ms: ModelServing): Problem[] {
     return [problem(["metadata", "name"], DNS1035_REASON)];
   }
   if (name.length > MAX_MODEL_SERVING_NAME_LENGTH) {
-    return [problem(["metadata", "name"], `must be at most ${MAX_MODEL_SERVING_NAME_LENGTH} characters (it has ${name.length}): revision names "<name>-<hash>" are label values of at most ${MAX_LABEL_VALUE_LENGTH}`)];
+    return [
+      problem(
+        ["metadata", "name"],
+        `must be at most ${MAX_MODEL_SERVING_NAME_LENGTH} characters (it has ${name.length}): revision names "<name>-<hash>" are label values of at most ${MAX_LABEL_VALUE_LENGTH}`,
+      ),
+    ];
   }
   const longest = longestPodName(ms);
   if (longest !== undefined && longest.name.length > MAX_LABEL_VALUE_LENGTH) {
-    return [problem(["metadata", "name"], `with role "${longest.role}" the generated pod name "${longest.name}" has ${longest.name.length} characters, more than ${MAX_LABEL_VALUE_LENGTH}: shorten metadata.name or the role name`)];
+    return [
+      problem(
+        ["metadata", "name"],
+        `with role "${longest.role}" the generated pod name "${longest.name}" has ${longest.name.length} characters, more than ${MAX_LABEL_VALUE_LENGTH}: shorten metadata.name or the role name`,
+      ),
+    ];
   }
   return [];
 }
@@ -64,7 +73,13 @@ function validateRoleNames(roles: readonly Role[]): Problem[] {
   roles.forEach((role, index) => {
     const first = firstIndex.get(role.name);
     if (first === undefined) firstIndex.set(role.name, index);
-    else problems.push(problem([...ROLES, index, "name"], `duplicates spec.template.roles[${first}].name "${role.name}": role names must be unique`));
+    else
+      problems.push(
+        problem(
+          [...ROLES, index, "name"],
+          `duplicates spec.template.roles[${first}].name "${role.name}": role names must be unique`,
+        ),
+      );
   });
   return problems;
 }
@@ -75,7 +90,12 @@ function validateRoleTemplates(role: Role, index: number): Problem[] {
   if (role.workerTemplate !== undefined) {
     problems.push(...validatePodTemplate(role.workerTemplate, [...rolePath, "workerTemplate"]));
   } else if (role.workerReplicas > 0) {
-    problems.push(problem([...rolePath, "workerTemplate"], `is required when workerReplicas is more than 0 (it is ${role.workerReplicas})`));
+    problems.push(
+      problem(
+        [...rolePath, "workerTemplate"],
+        `is required when workerReplicas is more than 0 (it is ${role.workerReplicas})`,
+      ),
+    );
   }
   return problems;
 }
@@ -84,7 +104,13 @@ function validatePodTemplate(template: PodTemplateSpec, path: readonly PathSegme
   const problems: Problem[] = [];
   for (const field of ["labels", "annotations"] as const) {
     for (const key of Object.keys(template.metadata?.[field] ?? {})) {
-      if (key.startsWith(RESERVED_PREFIX)) problems.push(problem([...path, "metadata", field, key], `uses the prefix ${RESERVED_PREFIX}, which is reserved for the controller`));
+      if (key.startsWith(RESERVED_PREFIX))
+        problems.push(
+          problem(
+            [...path, "metadata", field, key],
+            `uses the prefix ${RESERVED_PREFIX}, which is reserved for the controller`,
+          ),
+        );
     }
   }
   const seen = new Map<string, string>();
@@ -92,7 +118,10 @@ function validatePodTemplate(template: PodTemplateSpec, path: readonly PathSegme
     (template.spec[list] ?? []).forEach((container, index) => {
       const containerPath = [...path, "spec", list, index];
       const first = seen.get(container.name);
-      if (first !== undefined) problems.push(problem([...containerPath, "name"], `duplicates ${first}: container names must be unique within a pod`));
+      if (first !== undefined)
+        problems.push(
+          problem([...containerPath, "name"], `duplicates ${first}: container names must be unique within a pod`),
+        );
       else seen.set(container.name, `${list}[${index}].name ${quote(container.name)}`);
       problems.push(...validateContainer(container, containerPath));
     });
@@ -103,7 +132,12 @@ function validatePodTemplate(template: PodTemplateSpec, path: readonly PathSegme
 function validateContainer(container: Container, path: readonly PathSegment[]): Problem[] {
   return (container.env ?? []).flatMap((env, index) =>
     (CONTROLLER_ENV as readonly string[]).includes(env.name)
-      ? [problem([...path, "env", index, "name"], `${env.name} is set by the controller (${CONTROLLER_ENV.join(", ")}); remove it from the template`)]
+      ? [
+          problem(
+            [...path, "env", index, "name"],
+            `${env.name} is set by the controller (${CONTROLLER_ENV.join(", ")}); remove it from the template`,
+          ),
+        ]
       : [],
   );
 }
@@ -114,14 +148,27 @@ function validateGroupBudget(ms: ModelServing): Problem[] {
   const updatableGroups = ms.spec.replicas - budget.partition;
   const problems: Problem[] = [];
   if (type !== "ServingGroupRollingUpdate" && budget.maxSurge > 0) {
-    const hint = type === "RoleRollingUpdate" ? "set maxSurge on the roles instead" : "in-place updates keep their pods, so there is nothing to surge";
+    const hint =
+      type === "RoleRollingUpdate"
+        ? "set maxSurge on the roles instead"
+        : "in-place updates keep their pods, so there is nothing to surge";
     problems.push(problem([...GROUP_CONFIG, "maxSurge"], `applies only to ServingGroupRollingUpdate; ${hint}`));
   }
   if (updatableGroups <= 0 || budget.maxUnavailable > 0) return problems;
   if (type === "ServingGroupRollingUpdate" && budget.maxSurge === 0) {
-    problems.push(problem(GROUP_CONFIG, `maxUnavailable and maxSurge both resolve to 0 for ${ms.spec.replicas} group(s), so no group could ever be updated: raise one of them`));
+    problems.push(
+      problem(
+        GROUP_CONFIG,
+        `maxUnavailable and maxSurge both resolve to 0 for ${ms.spec.replicas} group(s), so no group could ever be updated: raise one of them`,
+      ),
+    );
   } else if (type !== "ServingGroupRollingUpdate") {
-    problems.push(problem([...GROUP_CONFIG, "maxUnavailable"], `resolves to 0 for ${ms.spec.replicas} group(s), so no group could ever be disrupted to update it under ${type}: raise it`));
+    problems.push(
+      problem(
+        [...GROUP_CONFIG, "maxUnavailable"],
+        `resolves to 0 for ${ms.spec.replicas} group(s), so no group could ever be disrupted to update it under ${type}: raise it`,
+      ),
+    );
   }
   return problems;
 }
@@ -130,14 +177,25 @@ function validateRoleBudget(ms: ModelServing, role: Role, index: number): Proble
   const type = ms.spec.rolloutStrategy.type;
   const rolePath = [...ROLES, index];
   if (type !== "RoleRollingUpdate") {
-    const groupHint = type === "InPlaceUpdate" ? "InPlaceUpdate takes group-level budgets only; use" : "ServingGroupRollingUpdate replaces whole groups; use";
+    const groupHint =
+      type === "InPlaceUpdate"
+        ? "InPlaceUpdate takes group-level budgets only; use"
+        : "ServingGroupRollingUpdate replaces whole groups; use";
     return ROLE_BUDGET_FIELDS.filter((field) => role[field] !== undefined).map((field) =>
-      problem([...rolePath, field], `applies only to rolloutStrategy.type RoleRollingUpdate; ${groupHint} spec.rolloutStrategy.rollingUpdateConfiguration.${field}`),
+      problem(
+        [...rolePath, field],
+        `applies only to rolloutStrategy.type RoleRollingUpdate; ${groupHint} spec.rolloutStrategy.rollingUpdateConfiguration.${field}`,
+      ),
     );
   }
   const budget = resolveRoleBudget(role);
   if (role.replicas - budget.partition > 0 && budget.maxUnavailable === 0 && budget.maxSurge === 0) {
-    return [problem(rolePath, `maxUnavailable and maxSurge both resolve to 0 for ${role.replicas} instance(s) of role "${role.name}", so none could ever be updated: raise one of them`)];
+    return [
+      problem(
+        rolePath,
+        `maxUnavailable and maxSurge both resolve to 0 for ${role.replicas} instance(s) of role "${role.name}", so none could ever be updated: raise one of them`,
+      ),
+    ];
   }
   return [];
 }
@@ -146,14 +204,23 @@ function validateCoordination(ms: ModelServing): Problem[] {
   const coordination = ms.spec.rolloutStrategy.coordination;
   if (coordination === undefined) return [];
   if (ms.spec.rolloutStrategy.type !== "RoleRollingUpdate") {
-    return [problem(COORDINATION, `applies only to rolloutStrategy.type RoleRollingUpdate (it is ${ms.spec.rolloutStrategy.type})`)];
+    return [
+      problem(
+        COORDINATION,
+        `applies only to rolloutStrategy.type RoleRollingUpdate (it is ${ms.spec.rolloutStrategy.type})`,
+      ),
+    ];
   }
   const roleNames = new Set(ms.spec.template.roles.map((role) => role.name));
   const problems: Problem[] = [];
-  if (coordination.maxSkew === "0%") problems.push(problem([...COORDINATION, "maxSkew"], "must be more than 0%: with no skew allowed no role could ever start"));
+  if (coordination.maxSkew === "0%")
+    problems.push(
+      problem([...COORDINATION, "maxSkew"], "must be more than 0%: with no skew allowed no role could ever start"),
+    );
   const participants = coordinationParticipants(coordination, roleNames, problems);
   if (participants.size < 2) {
-    const where = coordination.roles === undefined || coordination.roles.length === 0 ? COORDINATION : [...COORDINATION, "roles"];
+    const where =
+      coordination.roles === undefined || coordination.roles.length === 0 ? COORDINATION : [...COORDINATION, "roles"];
     problems.push(problem(where, `must include at least 2 roles to coordinate (it includes ${participants.size})`));
   }
   problems.push(...validateDependencies(coordination, participants));
@@ -161,7 +228,11 @@ function validateCoordination(ms: ModelServing): Problem[] {
 }
 
 /** The participating roles: the listed ones that exist, or every role when none is listed. */
-function coordinationParticipants(coordination: Coordination, roleNames: ReadonlySet<string>, problems: Problem[]): Set<string> {
+function coordinationParticipants(
+  coordination: Coordination,
+  roleNames: ReadonlySet<string>,
+  problems: Problem[],
+): Set<string> {
   const listed = coordination.roles ?? [];
   if (listed.length === 0) return new Set(roleNames);
   const participants = new Set<string>();
@@ -181,23 +252,35 @@ function validateDependencies(coordination: Coordination, participants: Readonly
     const path = [...COORDINATION, "dependencies", index];
     const roleProblem = participantProblem(dependency.role, participants);
     if (roleProblem !== undefined) problems.push(problem([...path, "role"], roleProblem));
-    else if (edges.has(dependency.role)) problems.push(problem([...path, "role"], `lists the dependencies of role ${quote(dependency.role)} a second time; merge them into one entry`));
+    else if (edges.has(dependency.role))
+      problems.push(
+        problem(
+          [...path, "role"],
+          `lists the dependencies of role ${quote(dependency.role)} a second time; merge them into one entry`,
+        ),
+      );
     const targets: string[] = [];
     dependency.dependsOn.forEach((target, targetIndex) => {
       const targetPath = [...path, "dependsOn", targetIndex];
-      const targetProblem = target === dependency.role ? `role ${quote(target)} cannot depend on itself` : participantProblem(target, participants);
+      const targetProblem =
+        target === dependency.role
+          ? `role ${quote(target)} cannot depend on itself`
+          : participantProblem(target, participants);
       if (targetProblem !== undefined) problems.push(problem(targetPath, targetProblem));
       else targets.push(target);
     });
     if (roleProblem === undefined && !edges.has(dependency.role)) edges.set(dependency.role, targets);
   });
   const cycle = findCycle(edges);
-  if (cycle !== undefined) problems.push(problem([...COORDINATION, "dependencies"], `form a cycle: ${cycle.join(" -> ")}`));
+  if (cycle !== undefined)
+    problems.push(problem([...COORDINATION, "dependencies"], `form a cycle: ${cycle.join(" -> ")}`));
   return problems;
 }
 
 function participantProblem(name: string, participants: ReadonlySet<string>): string | undefined {
-  return participants.has(name) ? undefined : `names role ${quote(name)}, which does not take part in the coordination (see spec.rolloutStrategy.coordination.roles and spec.template.roles)`;
+  return participants.has(name)
+    ? undefined
+    : `names role ${quote(name)}, which does not take part in the coordination (see spec.rolloutStrategy.coordination.roles and spec.template.roles)`;
 }
 
 /** The first dependency cycle found (in listing order), as `[a, b, …, a]`, or undefined. */
@@ -229,7 +312,10 @@ function validateGangPolicy(ms: ModelServing): Problem[] {
   return Object.entries(minimums).flatMap(([name, minimum]) => {
     const role = ms.spec.template.roles.find((candidate) => candidate.name === name);
     if (role === undefined) return [problem([...path, name], `names no role in spec.template.roles (${quote(name)})`)];
-    if (minimum > role.replicas) return [problem([...path, name], `is ${minimum}, more than the ${role.replicas} replica(s) of role ${quote(name)}`)];
+    if (minimum > role.replicas)
+      return [
+        problem([...path, name], `is ${minimum}, more than the ${role.replicas} replica(s) of role ${quote(name)}`),
+      ];
     return [];
   });
 }
@@ -238,7 +324,14 @@ function validatePlugins(ms: ModelServing): Problem[] {
   const roleNames = new Set(ms.spec.template.roles.map((role) => role.name));
   return (ms.spec.plugins ?? []).flatMap((plugin, pluginIndex) =>
     (plugin.scope?.roles ?? []).flatMap((name, index) =>
-      roleNames.has(name) ? [] : [problem([...SPEC, "plugins", pluginIndex, "scope", "roles", index], `names no role in spec.template.roles (${quote(name)})`)],
+      roleNames.has(name)
+        ? []
+        : [
+            problem(
+              [...SPEC, "plugins", pluginIndex, "scope", "roles", index],
+              `names no role in spec.template.roles (${quote(name)})`,
+            ),
+          ],
     ),
   );
 }

@@ -11,7 +11,9 @@ function errorsOf(text: string): readonly string[] {
 
 describe("parseYamlDocuments", () => {
   it("reports an alias bomb as too many aliases instead of throwing", () => {
-    assert.deepEqual(errorsOf(ALIAS_BOMB), ['too many aliases (expanding them would exceed 100 alias uses, as in a "billion laughs" attack)']);
+    assert.deepEqual(errorsOf(ALIAS_BOMB), [
+      'too many aliases (expanding them would exceed 100 alias uses, as in a "billion laughs" attack)',
+    ]);
   });
 
   it("reports what building the data throws: an alias without its anchor", () => {
@@ -19,7 +21,9 @@ describe("parseYamlDocuments", () => {
   });
 
   it("reports nesting too deep for the parser once, not once per level", () => {
-    assert.deepEqual(errorsOf(`a: ${"[".repeat(5000)}${"]".repeat(5000)}\n`), ["collections are nested too deeply to parse"]);
+    assert.deepEqual(errorsOf(`a: ${"[".repeat(5000)}${"]".repeat(5000)}\n`), [
+      "collections are nested too deeply to parse",
+    ]);
   });
 
   it("keeps each document's errors to itself, one line each", () => {
@@ -27,12 +31,25 @@ describe("parseYamlDocuments", () => {
     assert.deepEqual(documents[0], { ok: true, value: { a: 1 } });
     assert.equal(documents[1]?.ok, false);
     assert.equal(documents[2]?.ok, false);
-    for (const document of documents) if (!document.ok) for (const error of document.errors) assert.doesNotMatch(error, /\n/);
+    for (const document of documents)
+      if (!document.ok) for (const error of document.errors) assert.doesNotMatch(error, /\n/);
   });
 
   it("yields JSON data only: YAML 1.1 merge keys, timestamps, binary and sets are not resolved", () => {
-    const document = parseYamlDocument("%YAML 1.1\n---\nbase: &b {x: 1}\nm: {<<: *b}\nt: 2001-12-14\nexplicit: !!timestamp 2001-12-14\nbin: !!binary aGk=\ns: !!set {a}\n");
-    assert.deepEqual(document, { ok: true, value: { base: { x: 1 }, m: { "<<": { x: 1 } }, t: "2001-12-14", explicit: "2001-12-14", bin: "aGk=", s: { a: null } } });
+    const document = parseYamlDocument(
+      "%YAML 1.1\n---\nbase: &b {x: 1}\nm: {<<: *b}\nt: 2001-12-14\nexplicit: !!timestamp 2001-12-14\nbin: !!binary aGk=\ns: !!set {a}\n",
+    );
+    assert.deepEqual(document, {
+      ok: true,
+      value: {
+        base: { x: 1 },
+        m: { "<<": { x: 1 } },
+        t: "2001-12-14",
+        explicit: "2001-12-14",
+        bin: "aGk=",
+        s: { a: null },
+      },
+    });
   });
 
   it("refuses duplicate keys and, for one document, a second one", () => {

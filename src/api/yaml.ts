@@ -20,7 +20,8 @@ import { parseAllDocuments, parseDocument } from "yaml";
 export const MAX_YAML_ALIAS_EXPANSIONS = 100;
 
 /** A document's data, or why it has none (each error one line, with its position when known). */
-export type YamlDocument = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly errors: readonly string[] };
+export type YamlDocument =
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly errors: readonly string[] };
 
 const OPTIONS = { schema: "core", resolveKnownTags: false, merge: false, uniqueKeys: true, logLevel: "error" } as const;
 
@@ -36,7 +37,15 @@ export function parseYamlDocument(text: string): YamlDocument {
 
 function toData(document: Document.Parsed): YamlDocument {
   // The parser reports running out of stack once per level it unwinds: said once is enough.
-  if (document.errors.length > 0) return { ok: false, errors: firstErrors([...new Set(document.errors.map((error) => (error.code === "RESOURCE_EXHAUSTION" ? TOO_DEEP : firstLine(error.message))))]) };
+  if (document.errors.length > 0)
+    return {
+      ok: false,
+      errors: firstErrors([
+        ...new Set(
+          document.errors.map((error) => (error.code === "RESOURCE_EXHAUSTION" ? TOO_DEEP : firstLine(error.message))),
+        ),
+      ]),
+    };
   let value: unknown;
   try {
     value = document.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSIONS });
@@ -44,7 +53,8 @@ function toData(document: Document.Parsed): YamlDocument {
     return { ok: false, errors: [reasonOf(error)] };
   }
   // An alias inside the collection it names makes that collection contain itself: no JSON has that.
-  if (hasCycle(value)) return { ok: false, errors: ["an alias refers to a collection it is part of, so the data would be infinite"] };
+  if (hasCycle(value))
+    return { ok: false, errors: ["an alias refers to a collection it is part of, so the data would be infinite"] };
   return { ok: true, value };
 }
 
@@ -82,7 +92,8 @@ const TOO_DEEP = "collections are nested too deeply to parse";
 function reasonOf(error: unknown): string {
   if (error instanceof RangeError) return TOO_DEEP; // the call stack ran out
   const message = error instanceof Error ? error.message : String(error);
-  if (message.startsWith("Excessive alias count")) return `too many aliases (expanding them would exceed ${MAX_YAML_ALIAS_EXPANSIONS} alias uses, as in a "billion laughs" attack)`;
+  if (message.startsWith("Excessive alias count"))
+    return `too many aliases (expanding them would exceed ${MAX_YAML_ALIAS_EXPANSIONS} alias uses, as in a "billion laughs" attack)`;
   return firstLine(message);
 }
 
@@ -99,5 +110,7 @@ function firstErrors(errors: readonly string[]): string[] {
 /** The message's first line, at most MAX_ERROR_CHARACTERS long. */
 function firstLine(message: string): string {
   const line = message.split("\n")[0] ?? message;
-  return line.length <= MAX_ERROR_CHARACTERS ? line : `${line.slice(0, MAX_ERROR_CHARACTERS)}… (${line.length} characters)`;
+  return line.length <= MAX_ERROR_CHARACTERS
+    ? line
+    : `${line.slice(0, MAX_ERROR_CHARACTERS)}… (${line.length} characters)`;
 }

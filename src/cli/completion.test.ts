@@ -24,29 +24,60 @@ describe("tandem completion", () => {
     assert.equal(result.code, 0);
     assert.equal(result.stderr, "");
     const script = result.stdout;
-    const commands = buildProgram().commands.map((command) => command.name()).filter((name) => name !== "__complete"); // hidden
-    assert.deepEqual((await bashCompletes(script, "tandem", "")).filter((word) => !word.startsWith("-")), [...commands, "help"]);
+    const commands = buildProgram()
+      .commands.map((command) => command.name())
+      .filter((name) => name !== "__complete"); // hidden
+    assert.deepEqual(
+      (await bashCompletes(script, "tandem", "")).filter((word) => !word.startsWith("-")),
+      [...commands, "help"],
+    );
     assert.deepEqual(await bashCompletes(script, "tandem", "rollout", "st"), ["status"]);
-    assert.deepEqual(await bashCompletes(script, "tandem", "rollout", "status", "m", "-o", ""), ["json", "yaml", "wide"]);
+    assert.deepEqual(await bashCompletes(script, "tandem", "rollout", "status", "m", "-o", ""), [
+      "json",
+      "yaml",
+      "wide",
+    ]);
     assert.deepEqual(await bashCompletes(script, "tandem", "rollout", "history", "m", "--con"), ["--context"]);
     assert.deepEqual(await bashCompletes(script, "tandem", "completion", "z"), ["zsh"]);
     assert.deepEqual(await bashCompletes(script, "tandem", "--vers"), ["--version"]);
   });
 
-  it("zsh and fish: the scripts parse", { skip: !installed("zsh") || !installed("fish") ? "zsh or fish is not installed" : false }, async () => {
-    for (const [shell, parseOnly] of [["zsh", "-n"], ["fish", "--no-execute"]] as const) {
-      const script = await runTandem(["completion", shell]);
-      assert.equal(script.code, 0);
-      const parsed = await runProcess(shell, [parseOnly, "-c", script.stdout]);
-      assert.deepEqual({ code: parsed.code, stderr: parsed.stderr }, { code: 0, stderr: "" }, shell);
-    }
-  });
+  it(
+    "zsh and fish: the scripts parse",
+    { skip: !installed("zsh") || !installed("fish") ? "zsh or fish is not installed" : false },
+    async () => {
+      for (const [shell, parseOnly] of [
+        ["zsh", "-n"],
+        ["fish", "--no-execute"],
+      ] as const) {
+        const script = await runTandem(["completion", shell]);
+        assert.equal(script.code, 0);
+        const parsed = await runProcess(shell, [parseOnly, "-c", script.stdout]);
+        assert.deepEqual({ code: parsed.code, stderr: parsed.stderr }, { code: 0, stderr: "" }, shell);
+      }
+    },
+  );
 
-  it("fish: the path of subcommands selects the candidates", { skip: !installed("fish") ? "fish is not installed" : false }, async () => {
-    const script = await runTandem(["completion", "fish"]);
-    const result = await runProcess("fish", ["--no-config", "-c", `${script.stdout}\ncomplete --do-complete 'tandem rollout status m -o '; complete --do-complete 'tandem rollout st'`]);
-    assert.deepEqual(result.stdout.split("\n").filter((line) => line !== "").map((line) => line.split("\t")[0]), ["json", "wide", "yaml", "status"], "fish sorts the candidates");
-  });
+  it(
+    "fish: the path of subcommands selects the candidates",
+    { skip: !installed("fish") ? "fish is not installed" : false },
+    async () => {
+      const script = await runTandem(["completion", "fish"]);
+      const result = await runProcess("fish", [
+        "--no-config",
+        "-c",
+        `${script.stdout}\ncomplete --do-complete 'tandem rollout status m -o '; complete --do-complete 'tandem rollout st'`,
+      ]);
+      assert.deepEqual(
+        result.stdout
+          .split("\n")
+          .filter((line) => line !== "")
+          .map((line) => line.split("\t")[0]),
+        ["json", "wide", "yaml", "status"],
+        "fish sorts the candidates",
+      );
+    },
+  );
 
   it("tandem __complete (for kubectl plugin completion) answers in Cobra's format from the same tree", async () => {
     const complete = async (...typed: string[]) => {
@@ -54,9 +85,16 @@ describe("tandem completion", () => {
       assert.equal(result.code, 0);
       return result.stdout;
     };
-    assert.equal(await complete("rollout", "st"), "status\tShow the rollout state; with --watch, one line per change until it completes (exit 1 if blocked or timed out).\n:4\n");
+    assert.equal(
+      await complete("rollout", "st"),
+      "status\tShow the rollout state; with --watch, one line per change until it completes (exit 1 if blocked or timed out).\n:4\n",
+    );
     assert.equal(await complete("rollout", "status", "m", "-o", ""), "json\nyaml\nwide\n:4\n");
-    assert.equal(await complete("rollout", "history", "m", "--kubeconfig", ""), ":0\n", "a file name: the shell completes it");
+    assert.equal(
+      await complete("rollout", "history", "m", "--kubeconfig", ""),
+      ":0\n",
+      "a file name: the shell completes it",
+    );
     assert.doesNotMatch(await complete(""), /__complete/, "the command itself is hidden");
   });
 
@@ -64,6 +102,9 @@ describe("tandem completion", () => {
     const result = await runTandem(["completion", "powershell"]);
     assert.equal(result.code, 1);
     assert.equal(result.stdout, "");
-    assert.match(result.stderr, /^error: command-argument value 'powershell' is invalid for argument 'shell'. Allowed choices are bash, zsh, fish.\n/);
+    assert.match(
+      result.stderr,
+      /^error: command-argument value 'powershell' is invalid for argument 'shell'. Allowed choices are bash, zsh, fish.\n/,
+    );
   });
 });

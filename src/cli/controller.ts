@@ -38,14 +38,22 @@ export function exitCodeOf(end: RunEnd): number {
  * RunOptions from flags and the environment (POD_NAME, POD_NAMESPACE name the leader identity and
  * Lease namespace). Throws a FlagError for a flag it cannot use.
  */
-export function runOptionsOf(flags: ControllerFlags, env: NodeJS.ProcessEnv): Omit<RunOptions, "kubeConfig" | "logger"> {
+export function runOptionsOf(
+  flags: ControllerFlags,
+  env: NodeJS.ProcessEnv,
+): Omit<RunOptions, "kubeConfig" | "logger"> {
   const workers = Number(flags.workers);
-  if (!Number.isSafeInteger(workers) || workers < 1) throw new FlagError("--workers", `must be a positive integer, not ${quote(flags.workers)}`);
-  if (!(LOG_LEVELS as readonly string[]).includes(flags.logLevel)) throw new FlagError("--log-level", `must be one of ${LOG_LEVELS.join(", ")}, not ${quote(flags.logLevel)}`);
+  if (!Number.isSafeInteger(workers) || workers < 1)
+    throw new FlagError("--workers", `must be a positive integer, not ${quote(flags.workers)}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(flags.logLevel))
+    throw new FlagError("--log-level", `must be one of ${LOG_LEVELS.join(", ")}, not ${quote(flags.logLevel)}`);
   try {
     parseAddress(flags.metricsAddr);
   } catch {
-    throw new FlagError("--metrics-addr", `must be host:port (IPv6 in brackets), such as 127.0.0.1:8080, not ${quote(flags.metricsAddr)}`);
+    throw new FlagError(
+      "--metrics-addr",
+      `must be host:port (IPv6 in brackets), such as 127.0.0.1:8080, not ${quote(flags.metricsAddr)}`,
+    );
   }
   const identity = `${env["POD_NAME"] ?? hostname()}_${randomBytes(4).toString("hex")}`;
   const leaseNamespace = flags.leaderElectNamespace ?? env["POD_NAMESPACE"] ?? DEFAULT_NAMESPACE;
@@ -73,10 +81,15 @@ async function runFromFlags(flags: ControllerFlags): Promise<number> {
   } catch (error) {
     // The health server is the one thing started before the controller returns: a bind error is its.
     const listening = (error as { syscall?: unknown }).syscall === "listen";
-    process.stderr.write(`tandem controller: ${listening ? `cannot listen on ${flags.metricsAddr} (--metrics-addr): ` : ""}${errorText(error)}\n`);
+    process.stderr.write(
+      `tandem controller: ${listening ? `cannot listen on ${flags.metricsAddr} (--metrics-addr): ` : ""}${errorText(error)}\n`,
+    );
     return 1;
   }
-  logger.info({ identity: running.identity, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)" }, "controller started");
+  logger.info(
+    { identity: running.identity, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)" },
+    "controller started",
+  );
   const onSignal = (signal: string): void => {
     logger.info({ signal }, "stopping");
     void running.stop();
@@ -99,7 +112,10 @@ export function registerController(program: Command): void {
     .option("--context <name>", "kubeconfig context to use (default: its current context)")
     .option("--namespace <namespace>", "manage ModelServings in this namespace only (default: all namespaces)")
     .option("--leader-elect", "elect a leader among replicas on a Lease; only the leader reconciles")
-    .option("--leader-elect-namespace <namespace>", "namespace of the Lease (default: $POD_NAMESPACE, else tandem-system)")
+    .option(
+      "--leader-elect-namespace <namespace>",
+      "namespace of the Lease (default: $POD_NAMESPACE, else tandem-system)",
+    )
     .option("--metrics-addr <host:port>", "serve /metrics, /healthz and /readyz here", "127.0.0.1:8080")
     .option("--log-level <level>", "debug, info, warn or error", "info")
     .option("--workers <n>", "ModelServings reconciled at once", "2")

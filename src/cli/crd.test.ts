@@ -26,11 +26,18 @@ test("tandem crd --out reports a write failure with exit code 1", () => {
   const output = runCrd({ out: "/x/crd.yaml" }, () => {
     throw new Error("EACCES: permission denied");
   });
-  assert.deepEqual(output, { exitCode: 1, stdout: "", stderr: "tandem crd: cannot write /x/crd.yaml: EACCES: permission denied\n" });
+  assert.deepEqual(output, {
+    exitCode: 1,
+    stdout: "",
+    stderr: "tandem crd: cannot write /x/crd.yaml: EACCES: permission denied\n",
+  });
 });
 
 test("the crd command is registered with its --out option", () => {
   const command = buildProgram().commands.find((candidate) => candidate.name() === "crd");
   assert.ok(command);
-  assert.deepEqual(command.options.map((option) => option.long), ["--out"]);
+  assert.deepEqual(
+    command.options.map((option) => option.long),
+    ["--out"],
+  );
 });

@@ -141,17 +141,43 @@ class ServeRun implements RunObserver {
     const clock = cluster.clock.onEpoch();
     const writer = cluster.writer("router");
     let registered = (): void => undefined;
-    this.#registered = new Promise((resolve) => { registered = resolve; });
-    const onState = (state: string): void => { if (state === "registered") registered(); };
-    const registration = new RouterRegistration({ id: SERVE_ROUTER_ID, namespace: LEASE_NAMESPACE, scope: { all: true }, writer, clock, logger: silentLogger, onState });
-    const router = new RequestRouter({ discovery, rng: cluster.rng("demo-serve-router"), debugHeaders: true, nowMs: () => clock.nowMs(), refusal: () => registration.refusal() });
+    this.#registered = new Promise((resolve) => {
+      registered = resolve;
+    });
+    const onState = (state: string): void => {
+      if (state === "registered") registered();
+    };
+    const registration = new RouterRegistration({
+      id: SERVE_ROUTER_ID,
+      namespace: LEASE_NAMESPACE,
+      scope: { all: true },
+      writer,
+      clock,
+      logger: silentLogger,
+      onState,
+    });
+    const router = new RequestRouter({
+      discovery,
+      rng: cluster.rng("demo-serve-router"),
+      debugHeaders: true,
+      nowMs: () => clock.nowMs(),
+      refusal: () => registration.refusal(),
+    });
     const engine = router.engineScraper;
     if (engine === undefined) throw new Error("demo --serve: the router has no engine scraper");
     this.#engines = engines;
     this.#discovery = discovery;
     this.#router = router;
     this.#registration = registration;
-    this.#drains = new DrainConfirmer({ routerId: SERVE_ROUTER_ID, discovery: confirmerDiscovery(discovery), legs: router.inFlight, engine, writer, clock, logger: silentLogger });
+    this.#drains = new DrainConfirmer({
+      routerId: SERVE_ROUTER_ID,
+      discovery: confirmerDiscovery(discovery),
+      legs: router.inFlight,
+      engine,
+      writer,
+      clock,
+      logger: silentLogger,
+    });
     this.#pace(cluster);
   }
 
@@ -169,8 +195,17 @@ class ServeRun implements RunObserver {
   #startClients(): void {
     const clients = this.#options.clients;
     if (clients === undefined || clients.count === 0 || this.#url === undefined) return;
-    this.#load = startLoad({ routers: [this.#url], model: clients.model, total: Number.POSITIVE_INFINITY, concurrency: clients.count, maxTokens: CLIENT_MAX_TOKENS, requestTimeoutMs: CLIENT_TIMEOUT_MS });
-    this.#options.write(`clients: ${clients.count} streaming chat completions of ${clients.model} from now to the end\n`);
+    this.#load = startLoad({
+      routers: [this.#url],
+      model: clients.model,
+      total: Number.POSITIVE_INFINITY,
+      concurrency: clients.count,
+      maxTokens: CLIENT_MAX_TOKENS,
+      requestTimeoutMs: CLIENT_TIMEOUT_MS,
+    });
+    this.#options.write(
+      `clients: ${clients.count} streaming chat completions of ${clients.model} from now to the end\n`,
+    );
   }
 
   async #listen(): Promise<void> {
@@ -189,8 +224,13 @@ class ServeRun implements RunObserver {
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", (error: NodeJS.ErrnoException) => {
-        const why = error.code === "EADDRINUSE" ? "address already in use (another process listens there: stop it, or choose another --port; 0 picks a free one)" : (error.code ?? error.message);
-        reject(new ListenError(`--port ${this.#options.port}: cannot listen on ${LOOPBACK}:${this.#options.port}: ${why}`));
+        const why =
+          error.code === "EADDRINUSE"
+            ? "address already in use (another process listens there: stop it, or choose another --port; 0 picks a free one)"
+            : (error.code ?? error.message);
+        reject(
+          new ListenError(`--port ${this.#options.port}: cannot listen on ${LOOPBACK}:${this.#options.port}: ${why}`),
+        );
       });
       server.listen(this.#options.port, LOOPBACK, resolve);
     });
@@ -250,7 +290,10 @@ class ServeRun implements RunObserver {
   /** The closing lines: the scenario's verdict and the router's request totals. */
   summary(report: Report | undefined): string {
     const seconds = Math.round((this.#cluster?.clock.nowMs() ?? 0) / 1000);
-    const head = report === undefined ? `stopped after ${seconds}s simulated` : `${report.scenario}: ${report.verdict === "pass" ? "PASS" : "FAIL"} after ${seconds}s simulated`;
+    const head =
+      report === undefined
+        ? `stopped after ${seconds}s simulated`
+        : `${report.scenario}: ${report.verdict === "pass" ? "PASS" : "FAIL"} after ${seconds}s simulated`;
     return `${head}\nrouter requests: ${formatTotals(this.totals)}\n`;
   }
 }
@@ -281,7 +324,10 @@ class PodEngines {
 
   constructor(cluster: SimCluster, latency: { ttftMs?: number; tpotMs?: number }) {
     this.#cluster = cluster;
-    this.#latency = { ...(latency.ttftMs === undefined ? {} : { ttftMs: latency.ttftMs }), ...(latency.tpotMs === undefined ? {} : { tpotMs: latency.tpotMs }) };
+    this.#latency = {
+      ...(latency.ttftMs === undefined ? {} : { ttftMs: latency.ttftMs }),
+      ...(latency.tpotMs === undefined ? {} : { tpotMs: latency.tpotMs }),
+    };
     // The containers' truth, without lag: an engine runs while its pod runs, whatever a cache says.
     this.#follower = followStored(cluster.server, "Pod", {
       seen: (object) => {
@@ -303,7 +349,10 @@ class PodEngines {
 
   #seen(pod: Pod): void {
     const uid = pod.metadata.uid ?? "";
-    const running = pod.metadata.labels?.[LABEL_ENTRY] === "true" && pod.status?.phase === "Running" && typeof pod.status.podIP === "string";
+    const running =
+      pod.metadata.labels?.[LABEL_ENTRY] === "true" &&
+      pod.status?.phase === "Running" &&
+      typeof pod.status.podIP === "string";
     if (!running) {
       this.#stop(uid);
       return;
@@ -312,7 +361,13 @@ class PodEngines {
     const entry: PodEngine = { podIP: pod.status?.podIP ?? "", started: undefined, engine: undefined };
     // An engine that cannot listen leaves the pod without an address: the router counts it
     // ineligible ("no pod IP"), as it would a pod whose engine never came up.
-    const started = startEngineMock({ host: LOOPBACK, port: 0, engine: this.#engineOf(pod), kvFormat: kvFormatOf(pod), ...this.#latency }).catch(() => undefined);
+    const started = startEngineMock({
+      host: LOOPBACK,
+      port: 0,
+      engine: this.#engineOf(pod),
+      kvFormat: kvFormatOf(pod),
+      ...this.#latency,
+    }).catch(() => undefined);
     entry.started = started.then((engine) => (entry.engine = engine));
     this.#engines.set(uid, entry);
   }
@@ -329,7 +384,12 @@ class PodEngines {
     const modelServing = pod.metadata.labels?.[LABEL_MODEL_SERVING];
     for (const object of this.#cluster.server.stored("ModelRoute")) {
       const parsed = parseModelRoute(object);
-      if (parsed.ok && parsed.value.spec.modelServing === modelServing && object.metadata.namespace === pod.metadata.namespace) return parsed.value.spec.engine;
+      if (
+        parsed.ok &&
+        parsed.value.spec.modelServing === modelServing &&
+        object.metadata.namespace === pod.metadata.namespace
+      )
+        return parsed.value.spec.engine;
     }
     return "vllm";
   }
@@ -349,6 +409,9 @@ function confirmerDiscovery(discovery: SimDiscovery): ConfirmerDiscovery {
     pods: (route) => discovery.pods(route),
     revision: (namespace, name) => discovery.revision(namespace, name),
     hasSynced: () => discovery.hasSynced(),
-    onChange: (listener) => discovery.subscribe(() => { listener(); }),
+    onChange: (listener) =>
+      discovery.subscribe(() => {
+        listener();
+      }),
   };
 }

@@ -3,17 +3,31 @@ import { describe, it } from "node:test";
 import type { KubeObject } from "../engine/ports.ts";
 import { podGlyph, renderFrame } from "./demo-view.ts";
 
-function pod(name: string, group: number, role: string, instance: string, state: { ready?: boolean; phase?: string; revision?: string; draining?: boolean }): KubeObject {
+function pod(
+  name: string,
+  group: number,
+  role: string,
+  instance: string,
+  state: { ready?: boolean; phase?: string; revision?: string; draining?: boolean },
+): KubeObject {
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
       name,
-      labels: { "tandem.dev/group": String(group), "tandem.dev/role": role, "tandem.dev/instance": instance, "tandem.dev/role-hash": state.revision === "m-v2" ? "h2" : "h1" },
+      labels: {
+        "tandem.dev/group": String(group),
+        "tandem.dev/role": role,
+        "tandem.dev/instance": instance,
+        "tandem.dev/role-hash": state.revision === "m-v2" ? "h2" : "h1",
+      },
       ...(state.draining === true ? { annotations: { "tandem.dev/draining": "2026-11-30T00:00:00Z" } } : {}),
     },
     spec: {},
-    status: { phase: state.phase ?? "Running", conditions: [{ type: "Ready", status: state.ready === true ? "True" : "False" }] },
+    status: {
+      phase: state.phase ?? "Running",
+      conditions: [{ type: "Ready", status: state.ready === true ? "True" : "False" }],
+    },
   };
 }
 
@@ -37,7 +51,18 @@ describe("demo view", () => {
       pod("m-1-prefill-0-0", 1, "prefill", "prefill-0", { ready: true }),
       pod("m-1-prefill-1-0", 1, "prefill", "prefill-1", { phase: "Pending" }),
     ];
-    const frame = renderFrame({ title: "Tandem demo", seconds: 3725, step: "Decode-only image update", roles: ["prefill", "decode"], groups: 2, pods, updateRoleHashes: { prefill: "h1", decode: "h2" }, requests: { ok: 10, failed: 0, cut: 1 }, events: ["00:01:02 PodReady m-0-decode-0-0"], color: false });
+    const frame = renderFrame({
+      title: "Tandem demo",
+      seconds: 3725,
+      step: "Decode-only image update",
+      roles: ["prefill", "decode"],
+      groups: 2,
+      pods,
+      updateRoleHashes: { prefill: "h1", decode: "h2" },
+      requests: { ok: 10, failed: 0, cut: 1 },
+      events: ["00:01:02 PodReady m-0-decode-0-0"],
+      color: false,
+    });
     assert.equal(
       frame,
       [

@@ -26,7 +26,13 @@ export interface FrameInput {
 /** A pod's state as one character, and its color. */
 export type PodGlyph = { readonly char: string; readonly color: "green" | "yellow" | "red" | "cyan" | "dim" };
 
-const ANSI: Readonly<Record<PodGlyph["color"], string>> = { green: "\x1b[32m", yellow: "\x1b[33m", red: "\x1b[31m", cyan: "\x1b[36m", dim: "\x1b[2m" };
+const ANSI: Readonly<Record<PodGlyph["color"], string>> = {
+  green: "\x1b[32m",
+  yellow: "\x1b[33m",
+  red: "\x1b[31m",
+  cyan: "\x1b[36m",
+  dim: "\x1b[2m",
+};
 const RESET = "\x1b[0m";
 const BAR_WIDTH = 20;
 
@@ -40,15 +46,19 @@ function condition(pod: KubeObject, type: string): string | undefined {
 /** Whether the pod runs its role's spec of the update revision. */
 function isNew(pod: KubeObject, updateRoleHashes: Readonly<Record<string, string>>): boolean {
   const labels = pod.metadata.labels ?? {};
-  return labels[LABEL_ROLE_HASH] !== undefined && labels[LABEL_ROLE_HASH] === updateRoleHashes[labels[LABEL_ROLE] ?? ""];
+  return (
+    labels[LABEL_ROLE_HASH] !== undefined && labels[LABEL_ROLE_HASH] === updateRoleHashes[labels[LABEL_ROLE] ?? ""]
+  );
 }
 
 /** The glyph of a pod; Ready pods running the update revision's role spec show in cyan. */
 export function podGlyph(pod: KubeObject, updateRoleHashes: Readonly<Record<string, string>>): PodGlyph {
   const phase = pod.status?.["phase"];
   const statuses = (pod.status?.["containerStatuses"] ?? []) as { restartCount?: number; ready?: boolean }[];
-  if (pod.metadata.deletionTimestamp !== undefined || pod.metadata.annotations?.[ANNOTATION_DRAINING] !== undefined) return { char: "↓", color: "yellow" };
-  if (phase === "Failed" || statuses.some((status) => (status.restartCount ?? 0) > 0 && status.ready !== true)) return { char: "✕", color: "red" };
+  if (pod.metadata.deletionTimestamp !== undefined || pod.metadata.annotations?.[ANNOTATION_DRAINING] !== undefined)
+    return { char: "↓", color: "yellow" };
+  if (phase === "Failed" || statuses.some((status) => (status.restartCount ?? 0) > 0 && status.ready !== true))
+    return { char: "✕", color: "red" };
   if (condition(pod, "Ready") === "True") return { char: "●", color: isNew(pod, updateRoleHashes) ? "cyan" : "green" };
   if (phase === "Running" || condition(pod, "PodScheduled") === "True") return { char: "◐", color: "yellow" };
   return { char: "○", color: "dim" };
@@ -65,8 +75,12 @@ function roleCell(pods: readonly KubeObject[], input: FrameInput): { text: strin
     const instance = pod.metadata.labels?.[LABEL_INSTANCE] ?? "";
     byInstance.set(instance, [...(byInstance.get(instance) ?? []), pod]);
   }
-  const parts = [...byInstance.values()].map((instancePods) => instancePods.map((pod) => paint(podGlyph(pod, input.updateRoleHashes), input.color)).join(""));
-  const width = [...byInstance.values()].reduce((sum, instancePods) => sum + instancePods.length, 0) + Math.max(0, byInstance.size - 1);
+  const parts = [...byInstance.values()].map((instancePods) =>
+    instancePods.map((pod) => paint(podGlyph(pod, input.updateRoleHashes), input.color)).join(""),
+  );
+  const width =
+    [...byInstance.values()].reduce((sum, instancePods) => sum + instancePods.length, 0) +
+    Math.max(0, byInstance.size - 1);
   return { text: parts.join(" "), width };
 }
 
@@ -85,7 +99,9 @@ function clock(seconds: number): string {
 function progressLines(input: FrameInput): string[] {
   const width = Math.max(...input.roles.map((role) => role.length));
   return input.roles.map((role) => {
-    const ready = input.pods.filter((pod) => pod.metadata.labels?.[LABEL_ROLE] === role && condition(pod, "Ready") === "True");
+    const ready = input.pods.filter(
+      (pod) => pod.metadata.labels?.[LABEL_ROLE] === role && condition(pod, "Ready") === "True",
+    );
     const updated = ready.filter((pod) => isNew(pod, input.updateRoleHashes)).length;
     const fraction = ready.length === 0 ? 0 : updated / ready.length;
     return `  ${role.padEnd(width)} ${bar(fraction)} ${String(Math.round(fraction * 100)).padStart(3)}% new`;
@@ -96,15 +112,25 @@ function progressLines(input: FrameInput): string[] {
 export function renderFrame(input: FrameInput): string {
   const lines = [`${input.title} · t=${clock(input.seconds)} (simulated) · ${input.step}`, ""];
   const cells = Array.from({ length: input.groups }, (_, group) =>
-    input.roles.map((role) => roleCell(input.pods.filter((pod) => pod.metadata.labels?.[LABEL_GROUP] === String(group) && pod.metadata.labels[LABEL_ROLE] === role), input)),
+    input.roles.map((role) =>
+      roleCell(
+        input.pods.filter(
+          (pod) => pod.metadata.labels?.[LABEL_GROUP] === String(group) && pod.metadata.labels[LABEL_ROLE] === role,
+        ),
+        input,
+      ),
+    ),
   );
   const widths = input.roles.map((role, index) => Math.max(role.length, ...cells.map((row) => row[index]?.width ?? 0)));
   lines.push(`  group  ${input.roles.map((role, index) => role.padEnd(widths[index] ?? 0)).join("   ")}`);
   cells.forEach((row, group) => {
-    lines.push(`  ${String(group).padEnd(5)}  ${row.map((cell, index) => cell.text + " ".repeat(Math.max(0, (widths[index] ?? 0) - cell.width))).join("   ")}`);
+    lines.push(
+      `  ${String(group).padEnd(5)}  ${row.map((cell, index) => cell.text + " ".repeat(Math.max(0, (widths[index] ?? 0) - cell.width))).join("   ")}`,
+    );
   });
   lines.push(`  ${LEGEND}`, "", "  update progress", ...progressLines(input));
-  if (input.requests !== undefined) lines.push("", `  requests  ok ${input.requests.ok}  failed ${input.requests.failed}  cut ${input.requests.cut}`);
+  if (input.requests !== undefined)
+    lines.push("", `  requests  ok ${input.requests.ok}  failed ${input.requests.failed}  cut ${input.requests.cut}`);
   lines.push("", "  events", ...input.events.map((event) => `    ${event}`));
   return lines.join("\n");
 }

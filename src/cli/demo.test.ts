@@ -10,7 +10,12 @@ const SCENARIOS = join(import.meta.dirname, "../../deploy/examples/scenarios");
 describe("tandem demo (--no-tty)", () => {
   it("plays both acts on the simulated cluster, shows the recovery and the decode-only update, and passes", async () => {
     let out = "";
-    const code = await runDemo({ scenarios: DEFAULT_ACTS.map((act) => join(SCENARIOS, act)), speed: undefined, tty: false, write: (text) => (out += text) });
+    const code = await runDemo({
+      scenarios: DEFAULT_ACTS.map((act) => join(SCENARIOS, act)),
+      speed: undefined,
+      tty: false,
+      write: (text) => (out += text),
+    });
     assert.equal(code, 0, out);
     assert.match(out, /Failure injected: deleting 1 pod\(s\) matching tandem\.dev\/role=decode/);
     assert.match(out, /ok: Available after/);
@@ -23,7 +28,10 @@ describe("tandem demo (--no-tty)", () => {
     const dir = mkdtempSync(join(tmpdir(), "tandem-demo-"));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, "big.yaml");
-    writeFileSync(path, "name: big\ncluster: {nodes: [{name: a, count: 10000, gpus: 8}, {name: b, count: 10000, gpus: 8}]}\nsteps: [{advance: {seconds: 1}}]\n");
+    writeFileSync(
+      path,
+      "name: big\ncluster: {nodes: [{name: a, count: 10000, gpus: 8}, {name: b, count: 10000, gpus: 8}]}\nsteps: [{advance: {seconds: 1}}]\n",
+    );
     let out = "";
     assert.equal(await runDemo({ scenarios: [path], speed: undefined, tty: false, write: (text) => (out += text) }), 1);
     assert.equal(out, `${path}: cluster.nodes: adds up to 20000 nodes; the simulator runs at most 10000\n`);
@@ -31,7 +39,10 @@ describe("tandem demo (--no-tty)", () => {
 
   it("says why a scenario file cannot be played, and exits 1", async () => {
     let out = "";
-    assert.equal(await runDemo({ scenarios: ["/nonexistent.yaml"], speed: undefined, tty: false, write: (text) => (out += text) }), 1);
+    assert.equal(
+      await runDemo({ scenarios: ["/nonexistent.yaml"], speed: undefined, tty: false, write: (text) => (out += text) }),
+      1,
+    );
     assert.match(out, /^\/nonexistent\.yaml: cannot read: ENOENT/);
   });
 });

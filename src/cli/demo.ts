@@ -51,18 +51,30 @@ export function describeStep(step: Step): string {
       const name = (step.value.metadata as { name?: unknown } | undefined)?.name;
       return `Applying ${typeof name === "string" ? `${step.value.kind} ${name}` : "an object"}`;
     }
-    case "wait": return step.value.for === "Seconds" ? `Waiting ${step.value.timeoutSeconds}s` : `Waiting for ${step.value.for}`;
-    case "deletePods": return `Failure injected: deleting ${step.value.count} pod(s) matching ${step.value.selector}`;
-    case "failNode": return `Failure injected: node ${step.value.name} fails`;
-    case "recoverNode": return `Node ${step.value.name} recovers`;
-    case "patch": return `Updating ModelServing ${step.value.name}`;
-    case "rollback": return `Rolling back ${step.value.name}${step.value.toRevision === undefined ? "" : ` to revision ${step.value.toRevision}`}`;
-    case "restartController": return "Restarting the controller (all memory lost)";
-    case "snapshot": return `Snapshot ${step.value}`;
-    case "advance": return `Letting ${step.value.seconds}s pass`;
-    case "crashRouter": return `Failure injected: router replica ${step.value.replica} crashes`;
-    case "restartRouter": return `Router replica ${step.value.replica} restarts`;
-    case "expect": return "Checking expectations";
+    case "wait":
+      return step.value.for === "Seconds" ? `Waiting ${step.value.timeoutSeconds}s` : `Waiting for ${step.value.for}`;
+    case "deletePods":
+      return `Failure injected: deleting ${step.value.count} pod(s) matching ${step.value.selector}`;
+    case "failNode":
+      return `Failure injected: node ${step.value.name} fails`;
+    case "recoverNode":
+      return `Node ${step.value.name} recovers`;
+    case "patch":
+      return `Updating ModelServing ${step.value.name}`;
+    case "rollback":
+      return `Rolling back ${step.value.name}${step.value.toRevision === undefined ? "" : ` to revision ${step.value.toRevision}`}`;
+    case "restartController":
+      return "Restarting the controller (all memory lost)";
+    case "snapshot":
+      return `Snapshot ${step.value}`;
+    case "advance":
+      return `Letting ${step.value.seconds}s pass`;
+    case "crashRouter":
+      return `Failure injected: router replica ${step.value.replica} crashes`;
+    case "restartRouter":
+      return `Router replica ${step.value.replica} restarts`;
+    case "expect":
+      return "Checking expectations";
   }
 }
 
@@ -105,7 +117,8 @@ class ActView implements RunObserver {
 
   stepEnded(record: StepRecord): void {
     this.#collectEvents();
-    if (!this.options.tty && record.kind !== "snapshot") this.options.write(`${clock(record.endedAt)}  ${record.ok ? "ok" : "FAILED"}: ${record.message}\n`);
+    if (!this.options.tty && record.kind !== "snapshot")
+      this.options.write(`${clock(record.endedAt)}  ${record.ok ? "ok" : "FAILED"}: ${record.message}\n`);
   }
 
   #seconds(): number {
@@ -137,7 +150,7 @@ class ActView implements RunObserver {
   }
 
   #updateRoleHashes(name: string | undefined, roles: readonly string[]): Record<string, string> {
-    return roleHashesOf((this.#cluster?.server.stored("ControllerRevision") ?? []), name, roles);
+    return roleHashesOf(this.#cluster?.server.stored("ControllerRevision") ?? [], name, roles);
   }
 
   frame(): string {
@@ -164,13 +177,19 @@ class ActView implements RunObserver {
 }
 
 /** Role hashes of the update revision, read from its stored ControllerRevision. */
-function roleHashesOf(revisions: readonly KubeObject[], name: string | undefined, roles: readonly string[]): Record<string, string> {
+function roleHashesOf(
+  revisions: readonly KubeObject[],
+  name: string | undefined,
+  roles: readonly string[],
+): Record<string, string> {
   const decoded = decodeControllerRevision(revisions.find((revision) => revision.metadata.name === name));
   if (!decoded.ok) return {};
-  return Object.fromEntries(roles.flatMap((role) => {
-    const hash = roleHash(decoded.revision.data, role);
-    return hash === undefined ? [] : [[role, hash]];
-  }));
+  return Object.fromEntries(
+    roles.flatMap((role) => {
+      const hash = roleHash(decoded.revision.data, role);
+      return hash === undefined ? [] : [[role, hash]];
+    }),
+  );
 }
 
 function clock(seconds: number): string {
@@ -181,13 +200,24 @@ function clock(seconds: number): string {
 
 /** The closing summary of one act, from its report. */
 export function summarize(report: Report): string {
-  const lines = [`${report.scenario}: ${report.verdict === "pass" ? "PASS" : "FAIL"} after ${Math.round(report.simulatedSeconds)}s simulated (seed ${report.seed})`];
+  const lines = [
+    `${report.scenario}: ${report.verdict === "pass" ? "PASS" : "FAIL"} after ${Math.round(report.simulatedSeconds)}s simulated (seed ${report.seed})`,
+  ];
   const { podsCreated, podsDeleted, requests } = report.metrics;
   const roles = Object.keys({ ...podsCreated.byRole, ...podsDeleted.byRole }).sort();
-  lines.push(`  pods created/deleted by role: ${roles.map((role) => `${role} ${podsCreated.byRole[role] ?? 0}/${podsDeleted.byRole[role] ?? 0}`).join(", ")}`);
-  if (requests !== undefined) lines.push(`  requests: ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed, ${requests.cut} cut (in flight on a pod that went away)`);
+  lines.push(
+    `  pods created/deleted by role: ${roles.map((role) => `${role} ${podsCreated.byRole[role] ?? 0}/${podsDeleted.byRole[role] ?? 0}`).join(", ")}`,
+  );
+  if (requests !== undefined)
+    lines.push(
+      `  requests: ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed, ${requests.cut} cut (in flight on a pod that went away)`,
+    );
   const violated = report.invariants.filter((result) => result.violations > 0);
-  lines.push(violated.length === 0 ? `  invariants: all ${report.invariants.length} held` : `  invariants violated: ${violated.map((result) => result.name).join(", ")}`);
+  lines.push(
+    violated.length === 0
+      ? `  invariants: all ${report.invariants.length} held`
+      : `  invariants violated: ${violated.map((result) => result.name).join(", ")}`,
+  );
   const untouched = untouchedPrefill(report);
   if (untouched !== undefined) lines.push(`  ${untouched}`);
   lines.push(`  replay: tandem simulate deploy/examples/scenarios/${report.scenario}.yaml --seed ${report.seed}`);
@@ -199,16 +229,27 @@ function untouchedPrefill(report: Report): string | undefined {
   const before = report.snapshots["before-update"];
   const after = report.snapshots["after-update"];
   if (before === undefined || after === undefined) return undefined;
-  const uids = (pods: typeof before) => pods.filter((pod) => pod.role === "prefill").map((pod) => pod.uid).sort().join(",");
-  const decodeChanged = before.filter((pod) => pod.role === "decode").every((pod) => !after.some((other) => other.uid === pod.uid));
-  return uids(before) === uids(after) && decodeChanged ? "decode-only update: every decode pod replaced, every prefill pod untouched (same UIDs)" : "decode-only update: prefill pods changed (unexpected)";
+  const uids = (pods: typeof before) =>
+    pods
+      .filter((pod) => pod.role === "prefill")
+      .map((pod) => pod.uid)
+      .sort()
+      .join(",");
+  const decodeChanged = before
+    .filter((pod) => pod.role === "decode")
+    .every((pod) => !after.some((other) => other.uid === pod.uid));
+  return uids(before) === uids(after) && decodeChanged
+    ? "decode-only update: every decode pod replaced, every prefill pod untouched (same UIDs)"
+    : "decode-only update: prefill pods changed (unexpected)";
 }
 
 async function loadAct(path: string): Promise<Scenario | string> {
   const { text } = await readSource(path);
   if (typeof text !== "string") return `${path}: cannot read: ${text.error}`;
   const parsed = parseScenarioText(text);
-  return parsed.ok ? parsed.scenario : parsed.problems.map((problem) => `${path}: ${problem.path}: ${problem.reason}`).join("\n");
+  return parsed.ok
+    ? parsed.scenario
+    : parsed.problems.map((problem) => `${path}: ${problem.path}: ${problem.reason}`).join("\n");
 }
 
 /** Plays every act; returns the exit code (0 when every act passed). */
@@ -222,7 +263,9 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       return 1;
     }
     // The run is deterministic, so a quick silent run tells how long the act is in simulated time.
-    const speed = options.speed ?? (options.tty ? Math.max(1, (await runScenario(scenario)).simulatedSeconds / ACT_WALL_SECONDS) : 1);
+    const speed =
+      options.speed ??
+      (options.tty ? Math.max(1, (await runScenario(scenario)).simulatedSeconds / ACT_WALL_SECONDS) : 1);
     const title = `Tandem demo · ${scenario.name}`;
     if (!options.tty) options.write(`\n== ${title} ==\n`);
     const view = new ActView(title, options, speed);
@@ -239,13 +282,15 @@ export async function runDemo(options: DemoOptions): Promise<number> {
 function parseSpeed(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const speed = Number(value);
-  if (!Number.isFinite(speed) || speed <= 0) throw new FlagError("--speed", `must be a positive number of simulated seconds per second, not ${quote(value)}`);
+  if (!Number.isFinite(speed) || speed <= 0)
+    throw new FlagError("--speed", `must be a positive number of simulated seconds per second, not ${quote(value)}`);
   return speed;
 }
 
 function parsePort(value: string): number {
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new FlagError("--port", `must be a TCP port, 0 to 65535 (0: any free port), not ${quote(value)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new FlagError("--port", `must be a TCP port, 0 to 65535 (0: any free port), not ${quote(value)}`);
   return port;
 }
 
@@ -263,7 +308,8 @@ const MAX_CLIENTS = 256;
 
 function parseClients(value: string): number {
   const count = Number(value);
-  if (!Number.isInteger(count) || count < 0 || count > MAX_CLIENTS) throw new FlagError("--clients", `must be a whole number of clients, 0 to ${MAX_CLIENTS}, not ${quote(value)}`);
+  if (!Number.isInteger(count) || count < 0 || count > MAX_CLIENTS)
+    throw new FlagError("--clients", `must be a whole number of clients, 0 to ${MAX_CLIENTS}, not ${quote(value)}`);
   return count;
 }
 
@@ -290,7 +336,11 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
     return 1;
   }
   const model = servedModel(scenario);
-  if (clientCount > 0 && model === undefined) throw new FlagError("--clients", `needs a scenario that applies a ModelRoute (the clients ask for its model); ${path} applies none`);
+  if (clientCount > 0 && model === undefined)
+    throw new FlagError(
+      "--clients",
+      `needs a scenario that applies a ModelRoute (the clients ask for its model); ${path} applies none`,
+    );
   const clients = model === undefined ? undefined : { count: clientCount, model };
   const stop = new AbortController();
   const onSignal = (): void => {
@@ -301,7 +351,15 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
   try {
     write(`== Tandem demo --serve · ${scenario.name} (${speed}× real time) ==\n`);
     const view = new ActView(scenario.name, { scenarios: [path], speed, tty: false, liveEvents: true, write }, speed);
-    return await runServe({ scenario, port, speed, view, write, signal: stop.signal, ...(clients === undefined ? {} : { clients }) });
+    return await runServe({
+      scenario,
+      port,
+      speed,
+      view,
+      write,
+      signal: stop.signal,
+      ...(clients === undefined ? {} : { clients }),
+    });
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -311,13 +369,22 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
 export function registerDemo(program: Command): void {
   program
     .command("demo")
-    .description("Watch Tandem serve, recover, update and roll back on the embedded simulated cluster (under a minute).")
+    .description(
+      "Watch Tandem serve, recover, update and roll back on the embedded simulated cluster (under a minute).",
+    )
     .option("--scenario <file>", "play this scenario instead of the built-in acts")
     .option("--speed <x>", "simulated seconds per wall second (default: fit each act into ~20 s; with --serve, 1)")
     .option("--no-tty", "print plain lines at full speed, for logs")
-    .option("--serve", "play one scenario in real time behind the real router, every entry pod an engine-mock on 127.0.0.1")
+    .option(
+      "--serve",
+      "play one scenario in real time behind the real router, every entry pod an engine-mock on 127.0.0.1",
+    )
     .option("--port <port>", "with --serve: the router's port on 127.0.0.1", "8000")
-    .option("--clients <n>", "with --serve: built-in clients streaming requests through the router from the first wait on (the totals then show what the rollout did to them)", "0")
+    .option(
+      "--clients <n>",
+      "with --serve: built-in clients streaming requests through the router from the first wait on (the totals then show what the rollout did to them)",
+      "0",
+    )
     .action(async (flags: DemoFlags) => {
       const write = (text: string): void => {
         process.stdout.write(text);
@@ -326,7 +393,8 @@ export function registerDemo(program: Command): void {
         process.exitCode = await serve(flags, write);
         return;
       }
-      const scenarios = flags.scenario === undefined ? DEFAULT_ACTS.map((act) => join(SCENARIOS, act)) : [flags.scenario];
+      const scenarios =
+        flags.scenario === undefined ? DEFAULT_ACTS.map((act) => join(SCENARIOS, act)) : [flags.scenario];
       const tty = flags.tty && process.stdout.isTTY;
       process.exitCode = await runDemo({ scenarios, speed: parseSpeed(flags.speed), tty, write });
     });

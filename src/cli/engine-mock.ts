@@ -25,7 +25,8 @@ const KV_FORMAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 function integerFlag(flag: string, value: string, minimum: number): number {
   const parsed = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(parsed) || parsed < minimum) throw new Error(`${flag} must be an integer ≥ ${minimum}, got "${value}"`);
+  if (!Number.isSafeInteger(parsed) || parsed < minimum)
+    throw new Error(`${flag} must be an integer ≥ ${minimum}, got "${value}"`);
   return parsed;
 }
 
@@ -34,7 +35,10 @@ export function engineMockOptionsOf(flags: EngineMockFlags): EngineMockOptions {
   const { host, port } = parseAddress(flags.listen, "--listen");
   const engine = Engine.safeParse(flags.engine);
   if (!engine.success) throw new Error(`--engine must be one of ${Engine.options.join(", ")}, got "${flags.engine}"`);
-  if (!KV_FORMAT.test(flags.kvFormat)) throw new Error(`--kv-format must be a name of letters, digits, '.', '_' and '-' (at most 63), got "${flags.kvFormat}"`);
+  if (!KV_FORMAT.test(flags.kvFormat))
+    throw new Error(
+      `--kv-format must be a name of letters, digits, '.', '_' and '-' (at most 63), got "${flags.kvFormat}"`,
+    );
   if (flags.model?.trim() === "") throw new Error("--model must not be empty");
   return {
     host,
@@ -56,8 +60,10 @@ export function listeningLine(mock: EngineMock): string {
 /** A bind error's or a flag error's one-line text (EADDRINUSE and friends in words, with what to do). */
 export function errorText(error: unknown): string {
   const code = (error as { code?: unknown }).code;
-  if (code === "EADDRINUSE") return "address already in use (another process listens there: stop it, or choose another port)";
-  if (code === "EADDRNOTAVAIL") return "address not available on this machine (use one of its addresses, 127.0.0.1, or 0.0.0.0 for all)";
+  if (code === "EADDRINUSE")
+    return "address already in use (another process listens there: stop it, or choose another port)";
+  if (code === "EADDRNOTAVAIL")
+    return "address not available on this machine (use one of its addresses, 127.0.0.1, or 0.0.0.0 for all)";
   if (code === "EACCES") return "permission denied (ports below 1024 need privileges: choose a higher port)";
   return error instanceof Error ? error.message : String(error);
 }
@@ -91,7 +97,11 @@ export function registerEngineMock(program: Command): void {
     .command("engine-mock")
     .description("Run an OpenAI-compatible stand-in engine (vLLM or SGLang shaped) for tests and demos.")
     .requiredOption("--listen <host:port>", "address to serve on; port 0 picks a free port")
-    .option("--engine <engine>", "vllm or sglang: metric names and disaggregation protocol", ENGINE_MOCK_DEFAULTS.engine)
+    .option(
+      "--engine <engine>",
+      "vllm or sglang: metric names and disaggregation protocol",
+      ENGINE_MOCK_DEFAULTS.engine,
+    )
     .option("--ttft-ms <ms>", "time to the first token", String(ENGINE_MOCK_DEFAULTS.ttftMs))
     .option("--tpot-ms <ms>", "time per further token", String(ENGINE_MOCK_DEFAULTS.tpotMs))
     .option("--kv-format <name>", "KV format a prefill writes and a decode reads", ENGINE_MOCK_DEFAULTS.kvFormat)

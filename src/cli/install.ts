@@ -21,19 +21,31 @@ export interface ManifestsOptions extends InstallOptions {
 
 /** The YAML of `part`, or of all parts in install order. */
 export function renderManifests(part: ManifestPart | undefined, options: InstallOptions = {}): string {
-  const render: Record<ManifestPart, () => string> = { crd: renderCrdYaml, rbac: () => renderRbacYaml(options), deployment: () => renderDeploymentYaml(options) };
+  const render: Record<ManifestPart, () => string> = {
+    crd: renderCrdYaml,
+    rbac: () => renderRbacYaml(options),
+    deployment: () => renderDeploymentYaml(options),
+  };
   return (part === undefined ? PARTS : [part]).map((name) => render[name]()).join("");
 }
 
 export function runManifests(options: ManifestsOptions, write?: WriteTextFile): CommandOutput {
-  if (options.only !== undefined && !(PARTS as readonly string[]).includes(options.only)) return fail(`tandem manifests: --only must be one of ${PARTS.join(", ")}\n`);
-  return printOrWrite("tandem manifests", renderManifests(options.only as ManifestPart | undefined, options), options.out, write);
+  if (options.only !== undefined && !(PARTS as readonly string[]).includes(options.only))
+    return fail(`tandem manifests: --only must be one of ${PARTS.join(", ")}\n`);
+  return printOrWrite(
+    "tandem manifests",
+    renderManifests(options.only as ManifestPart | undefined, options),
+    options.out,
+    write,
+  );
 }
 
 export function registerManifests(program: Command): void {
   program
     .command("manifests")
-    .description("Print the install manifests (CRDs; RBAC, ServiceAccounts and Deployments of the controller and the router; the router Service) for kubectl apply -f -.")
+    .description(
+      "Print the install manifests (CRDs; RBAC, ServiceAccounts and Deployments of the controller and the router; the router Service) for kubectl apply -f -.",
+    )
     .option("--only <part>", "print one part: crd, rbac or deployment")
     .option("--namespace <namespace>", "namespace of the controller and the router", "tandem-system")
     .option("--image <image>", "image of the controller and the router")

@@ -63,7 +63,12 @@ export function writeErrorText(path: string, error: unknown): string {
  * A generated document: printed when `out` is undefined, else written to `out` with a one-line
  * confirmation; a write error becomes `<command>: cannot write <out>: <reason>` and exit 1.
  */
-export function printOrWrite(command: string, text: string, out: string | undefined, write: WriteTextFile = writeTextFile): CommandOutput {
+export function printOrWrite(
+  command: string,
+  text: string,
+  out: string | undefined,
+  write: WriteTextFile = writeTextFile,
+): CommandOutput {
   if (out === undefined) return succeed(text);
   try {
     write(out, text);

@@ -19,7 +19,9 @@ import { registerValidate } from "./validate.ts";
 
 /** The version in package.json, which sits two levels up from both src/cli and the installed dist/cli. */
 export function packageVersion(): string {
-  const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string };
+  const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as {
+    version: string;
+  };
   return manifest.version;
 }
 

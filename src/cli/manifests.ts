@@ -38,7 +38,8 @@ export function readManifests(text: string): ManifestFile {
       for (const error of document.errors) errors.push(`document ${index}: not valid YAML: ${error}`);
       return;
     }
-    if (isOurs(document.value)) documents.push({ index, kind: kindOf(document.value), label: labelOf(document.value), value: document.value });
+    if (isOurs(document.value))
+      documents.push({ index, kind: kindOf(document.value), label: labelOf(document.value), value: document.value });
   });
   return { documents, errors };
 }
@@ -46,7 +47,9 @@ export function readManifests(text: string): ManifestFile {
 function isOurs(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
   const { apiVersion, kind } = value as Record<string, unknown>;
-  return kind === KIND || kind === ROUTE_KIND || (typeof apiVersion === "string" && apiVersion.startsWith(`${API_GROUP}/`));
+  return (
+    kind === KIND || kind === ROUTE_KIND || (typeof apiVersion === "string" && apiVersion.startsWith(`${API_GROUP}/`))
+  );
 }
 
 function kindOf(value: Record<string, unknown>): string {
@@ -72,10 +75,14 @@ function shown(text: string): string {
 export function parseManifest(document: ManifestDocument): ParseResult<unknown> {
   if (document.kind === ROUTE_KIND) return parseModelRoute(document.value);
   if (document.kind === KIND) return parseModelServing(document.value);
-  return { ok: false, problems: [problem(["kind"], `must be "${KIND}" or "${ROUTE_KIND}" (it is ${quote(document.kind)})`)] };
+  return {
+    ok: false,
+    problems: [problem(["kind"], `must be "${KIND}" or "${ROUTE_KIND}" (it is ${quote(document.kind)})`)],
+  };
 }
 
-export type LoadResult = { readonly ok: true; readonly value: ModelServing } | { readonly ok: false; readonly lines: readonly string[] };
+export type LoadResult =
+  { readonly ok: true; readonly value: ModelServing } | { readonly ok: false; readonly lines: readonly string[] };
 
 /**
  * The first ModelServing in YAML `text`, parsed and validated; otherwise the reasons as
@@ -87,6 +94,10 @@ export function loadModelServing(file: string, text: string): LoadResult {
   const document = manifests.documents.find((candidate) => candidate.kind !== ROUTE_KIND);
   if (document === undefined) return { ok: false, lines: [`${file}: no ${KIND} found`] };
   const parsed = parseModelServing(document.value);
-  if (!parsed.ok) return { ok: false, lines: parsed.problems.map((problem) => `${file}: ${document.label}: ${problem.path}: ${problem.reason}`) };
+  if (!parsed.ok)
+    return {
+      ok: false,
+      lines: parsed.problems.map((problem) => `${file}: ${document.label}: ${problem.path}: ${problem.reason}`),
+    };
   return { ok: true, value: parsed.value };
 }

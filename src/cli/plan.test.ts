@@ -40,12 +40,25 @@ describe("tandem plan", () => {
 
   it("moves only the roles that differ between --from and --to", () => {
     const before = text.replaceAll("vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.10.2");
-    const decodeOnly = text.replace(/(name: decode[\s\S]*?image: )vllm\/vllm-openai:v0\.11\.0/, "$1vllm/vllm-openai:v0.12.0");
-    const output = planCommand({ file: { path: "chain.yaml", text }, from: { path: "before.yaml", text }, to: { path: "after.yaml", text: decodeOnly } });
+    const decodeOnly = text.replace(
+      /(name: decode[\s\S]*?image: )vllm\/vllm-openai:v0\.11\.0/,
+      "$1vllm/vllm-openai:v0.12.0",
+    );
+    const output = planCommand({
+      file: { path: "chain.yaml", text },
+      from: { path: "before.yaml", text },
+      to: { path: "after.yaml", text: decodeOnly },
+    });
     assert.match(output.stdout, /moving roles: decode \(100 eligible\)\n/);
     assert.match(output.stdout, /^1 +10 \/ 90$/m);
-    assert.equal(planCommand({ file: { path: "chain.yaml", text }, from: { path: "before.yaml", text: before } }).exitCode, 0);
-    assert.match(planCommand({ file: { path: "chain.yaml", text }, from: { path: "same.yaml", text } }).stdout, /No participating role changes/);
+    assert.equal(
+      planCommand({ file: { path: "chain.yaml", text }, from: { path: "before.yaml", text: before } }).exitCode,
+      0,
+    );
+    assert.match(
+      planCommand({ file: { path: "chain.yaml", text }, from: { path: "same.yaml", text } }).stdout,
+      /No participating role changes/,
+    );
   });
 
   it("exits 1 and names the fix when the order cannot be kept", () => {
@@ -60,7 +73,8 @@ describe("tandem plan", () => {
     assert.deepEqual(planCommand({ file: { path: "p.yaml", text: plain } }), {
       exitCode: 1,
       stdout: "",
-      stderr: "p.yaml: ModelServing/vl-chain: spec.rolloutStrategy.coordination is not set; tandem plan previews coordinated rollouts\n",
+      stderr:
+        "p.yaml: ModelServing/vl-chain: spec.rolloutStrategy.coordination is not set; tandem plan previews coordinated rollouts\n",
     });
   });
 });

@@ -51,25 +51,44 @@ export function planCommand(inputs: PlanInputs): CommandOutput {
   if (!loaded.ok) return fail(lines(loaded.lines));
   const ms = loaded.value;
   const coordination = ms.spec.rolloutStrategy.coordination;
-  if (coordination === undefined) return fail(`${inputs.file.path}: ModelServing/${ms.metadata.name}: spec.rolloutStrategy.coordination is not set; tandem plan previews coordinated rollouts\n`);
-  const after = inputs.to === undefined ? { ok: true as const, value: revisionData(ms) } : loadRevisionData(inputs.to.path, inputs.to.text);
+  if (coordination === undefined)
+    return fail(
+      `${inputs.file.path}: ModelServing/${ms.metadata.name}: spec.rolloutStrategy.coordination is not set; tandem plan previews coordinated rollouts\n`,
+    );
+  const after =
+    inputs.to === undefined
+      ? { ok: true as const, value: revisionData(ms) }
+      : loadRevisionData(inputs.to.path, inputs.to.text);
   const before = inputs.from === undefined ? undefined : loadRevisionData(inputs.from.path, inputs.from.text);
   if (!after.ok) return fail(lines(after.lines));
   if (before !== undefined && !before.ok) return fail(lines(before.lines));
   const listed = coordination.roles ?? [];
   const participants = ms.spec.template.roles.filter((role) => listed.length === 0 || listed.includes(role.name));
-  const moving = participants.filter((role) => before === undefined || !sameRoleSpec(before.value, after.value, role.name));
+  const moving = participants.filter(
+    (role) => before === undefined || !sameRoleSpec(before.value, after.value, role.name),
+  );
   const roles = moving.map((role): PreviewRole => {
     const budget = resolveRoleBudget(role);
     const protectedCount = Math.min(budget.partition, role.replicas);
-    return { role: role.name, eligible: role.replicas - protectedCount, protected: protectedCount, maxUnavailable: budget.maxUnavailable, maxSurge: budget.maxSurge };
+    return {
+      role: role.name,
+      eligible: role.replicas - protectedCount,
+      protected: protectedCount,
+      maxUnavailable: budget.maxUnavailable,
+      maxSurge: budget.maxSurge,
+    };
   });
   // A dependency that does not change already has all its new capacity: its edge gates nothing.
   const names = new Set(roles.map((role) => role.role));
   const dependsOn = new Map(
-    (coordination.dependencies ?? []).filter((dependency) => names.has(dependency.role)).map((dependency) => [dependency.role, dependency.dependsOn.filter((target) => names.has(target))]),
+    (coordination.dependencies ?? [])
+      .filter((dependency) => names.has(dependency.role))
+      .map((dependency) => [dependency.role, dependency.dependsOn.filter((target) => names.has(target))]),
   );
-  const preview = previewCoordinatedRollout(roles, { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn });
+  const preview = previewCoordinatedRollout(roles, {
+    maxSkewPercent: Number.parseInt(coordination.maxSkew, 10),
+    dependsOn,
+  });
   const table = renderPreview(ms, coordination.maxSkew, roles, dependsOn, preview);
   return { exitCode: preview.blocked === undefined ? 0 : 1, stdout: table, stderr: "" };
 }
@@ -79,10 +98,20 @@ function lines(items: readonly string[]): string {
 }
 
 /** A fixed-width table: one row per step, a `new`/`old` column pair per moving role. */
-export function renderPreview(ms: ModelServing, maxSkew: string, roles: readonly PreviewRole[], dependsOn: ReadonlyMap<string, readonly string[]>, preview: Preview): string {
-  const out: string[] = [`ModelServing/${ms.metadata.name}: coordinated rollout preview, per ServingGroup (${ms.spec.replicas} group(s)), maxSkew ${maxSkew}`];
+export function renderPreview(
+  ms: ModelServing,
+  maxSkew: string,
+  roles: readonly PreviewRole[],
+  dependsOn: ReadonlyMap<string, readonly string[]>,
+  preview: Preview,
+): string {
+  const out: string[] = [
+    `ModelServing/${ms.metadata.name}: coordinated rollout preview, per ServingGroup (${ms.spec.replicas} group(s)), maxSkew ${maxSkew}`,
+  ];
   if (roles.length === 0) return `${out[0] ?? ""}\nNo participating role changes: nothing to roll out.\n`;
-  out.push(`moving roles: ${roles.map((role) => `${role.role} (${role.eligible} eligible${role.protected > 0 ? `, ${role.protected} below partition` : ""})`).join(", ")}`);
+  out.push(
+    `moving roles: ${roles.map((role) => `${role.role} (${role.eligible} eligible${role.protected > 0 ? `, ${role.protected} below partition` : ""})`).join(", ")}`,
+  );
   const edges = [...dependsOn].flatMap(([role, targets]) => targets.map((target) => `${role} → ${target}`));
   if (edges.length > 0) out.push(`dependencies: ${edges.join(", ")}`);
   const width = Math.max(...roles.map((role) => Math.max(role.role.length, 9)));
@@ -90,9 +119,13 @@ export function renderPreview(ms: ModelServing, maxSkew: string, roles: readonly
   out.push(`${"step".padEnd(6)}${roles.map((role) => cell(role.role)).join("  ")}`);
   out.push(`${"".padEnd(6)}${roles.map(() => cell("new / old")).join("  ")}`);
   preview.steps.forEach((step, index) => {
-    out.push(`${String(index + 1).padEnd(6)}${roles.map((role) => cell(`${step.started[role.role] ?? 0} / ${step.old[role.role] ?? 0}`)).join("  ")}`);
+    out.push(
+      `${String(index + 1).padEnd(6)}${roles.map((role) => cell(`${step.started[role.role] ?? 0} / ${step.old[role.role] ?? 0}`)).join("  ")}`,
+    );
   });
-  out.push(preview.blocked === undefined ? `complete after ${preview.steps.length} step(s)` : `blocked: ${preview.blocked}`);
+  out.push(
+    preview.blocked === undefined ? `complete after ${preview.steps.length} step(s)` : `blocked: ${preview.blocked}`,
+  );
   return `${out.join("\n")}\n`;
 }
 
@@ -101,17 +134,30 @@ export function registerPlan(program: Command): void {
     .command("plan")
     .description("Print the step table of a coordinated rollout without running it.")
     .argument("<file>", "the ModelServing (runtime parameters and coordination)")
-    .option("--from <file>", "the spec before the change (ModelServing or `tandem revision` output); default: every role changes")
+    .option(
+      "--from <file>",
+      "the spec before the change (ModelServing or `tandem revision` output); default: every role changes",
+    )
     .option("--to <file>", "the spec after the change; default: FILE")
     .action(async (file: string, options: { from?: string; to?: string }) => {
       const paths = [file, options.from, options.to];
-      const read = await Promise.all(paths.map((path) => (path === undefined ? Promise.resolve(undefined) : readSource(path))));
-      const unreadable = read.flatMap((source) => (source !== undefined && typeof source.text !== "string" ? [`${source.path}: cannot read: ${source.text.error}\n`] : []));
+      const read = await Promise.all(
+        paths.map((path) => (path === undefined ? Promise.resolve(undefined) : readSource(path))),
+      );
+      const unreadable = read.flatMap((source) =>
+        source !== undefined && typeof source.text !== "string"
+          ? [`${source.path}: cannot read: ${source.text.error}\n`]
+          : [],
+      );
       if (unreadable.length > 0) {
         emit(fail(unreadable.join("")));
         return;
       }
-      const [main, from, to] = read as [{ path: string; text: string }, { path: string; text: string } | undefined, { path: string; text: string } | undefined];
+      const [main, from, to] = read as [
+        { path: string; text: string },
+        { path: string; text: string } | undefined,
+        { path: string; text: string } | undefined,
+      ];
       emit(planCommand({ file: main, from, to }));
     });
 }

@@ -46,7 +46,9 @@ export function revisionCommand(file: string, text: string): CommandOutput {
   const hash = revisionHash(data, ms.status?.collisionCount ?? 0);
   // Re-reading the canonical bytes lists data's keys in canonical (sorted) order.
   const canonicalData = JSON.parse(revisionBytes(data)) as unknown;
-  return succeed(`${JSON.stringify({ name: revisionName(ms.metadata.name, hash), hash, data: canonicalData }, null, 2)}\n`);
+  return succeed(
+    `${JSON.stringify({ name: revisionName(ms.metadata.name, hash), hash, data: canonicalData }, null, 2)}\n`,
+  );
 }
 
 function readText(file: string): string {

@@ -4,7 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { runTandem } from "../../test/cli-process.ts";
-import { BLOCKING, COMPLETING, REVISIONS, WAITING_STAGE, objectsAt, startFakeApiServer } from "../../test/fake-apiserver.ts";
+import {
+  BLOCKING,
+  COMPLETING,
+  REVISIONS,
+  WAITING_STAGE,
+  objectsAt,
+  startFakeApiServer,
+} from "../../test/fake-apiserver.ts";
 import type { FakeApiServer } from "../../test/fake-apiserver.ts";
 import type { Kind, KubeObject, ListOptions } from "../engine/ports.ts";
 import { matchesSelector, parseSelector } from "../engine/labels.ts";
@@ -30,8 +37,16 @@ function stagedClient(stages: readonly (object | typeof UNREACHABLE)[]): Rollout
         objects = objectsAt(stage) as KubeObject[];
         return Promise.resolve();
       },
-      get: <K extends Kind>(kind: K, namespace: string | undefined, name: string) => objects.find((object) => object.kind === kind && object.metadata.namespace === namespace && object.metadata.name === name) as KubeObject<K> | undefined,
-      list: <K extends Kind>(kind: K, options?: ListOptions) => objects.filter((object) => object.kind === kind && matchesSelector(parseSelector(options?.labelSelector ?? ""), object.metadata.labels)) as KubeObject<K>[],
+      get: <K extends Kind>(kind: K, namespace: string | undefined, name: string) =>
+        objects.find(
+          (object) => object.kind === kind && object.metadata.namespace === namespace && object.metadata.name === name,
+        ) as KubeObject<K> | undefined,
+      list: <K extends Kind>(kind: K, options?: ListOptions) =>
+        objects.filter(
+          (object) =>
+            object.kind === kind &&
+            matchesSelector(parseSelector(options?.labelSelector ?? ""), object.metadata.labels),
+        ) as KubeObject<K>[],
     },
     writer: new Proxy({}, { get: () => () => Promise.reject(new Error("read-only")) }) as RolloutClient["writer"],
   };
@@ -41,14 +56,32 @@ function stagedClient(stages: readonly (object | typeof UNREACHABLE)[]): Rollout
 function virtualClock(): WatchClock & { slept: number[] } {
   let nowMs = 0;
   const slept: number[] = [];
-  return { slept, nowMs: () => nowMs, sleep: (delayMs) => { slept.push(delayMs); nowMs += delayMs; return Promise.resolve(); } };
+  return {
+    slept,
+    nowMs: () => nowMs,
+    sleep: (delayMs) => {
+      slept.push(delayMs);
+      nowMs += delayMs;
+      return Promise.resolve();
+    },
+  };
 }
 
-async function watch(stages: readonly (object | typeof UNREACHABLE)[], options: { timeoutSeconds?: number; output?: "json" | "wide" } = {}) {
+async function watch(
+  stages: readonly (object | typeof UNREACHABLE)[],
+  options: { timeoutSeconds?: number; output?: "json" | "wide" } = {},
+) {
   const written: string[] = [];
   const warned: string[] = [];
   const clock = virtualClock();
-  const output = await statusCommand(stagedClient(stages), target, { watch: true, pollMs: 1_000, clock, write: (text) => written.push(text), warn: (text) => warned.push(text), ...options });
+  const output = await statusCommand(stagedClient(stages), target, {
+    watch: true,
+    pollMs: 1_000,
+    clock,
+    write: (text) => written.push(text),
+    warn: (text) => warned.push(text),
+    ...options,
+  });
   return { output, written, warned, slept: clock.slept };
 }
 
@@ -64,26 +97,42 @@ describe("tandem rollout status --watch (virtual time)", () => {
     const { output, written } = await watch(BLOCKING);
     assert.deepEqual(written, [WAITING], "the progress line does not change; the reason goes to stderr");
     assert.equal(output.exitCode, 1);
-    assert.equal(output.stderr, "tandem rollout: default/m is blocked: InPlaceIneligible: InPlaceUpdate cannot change the command of role server; change the spec (or roll back: tandem rollout undo m)\n");
+    assert.equal(
+      output.stderr,
+      "tandem rollout: default/m is blocked: InPlaceIneligible: InPlaceUpdate cannot change the command of role server; change the spec (or roll back: tandem rollout undo m)\n",
+    );
   });
 
   it("exits 1 after --timeout, saying so", async () => {
     const { output, written, slept } = await watch([WAITING_STAGE], { timeoutSeconds: 3 });
     assert.deepEqual(written, [WAITING]);
     assert.deepEqual(slept, [1_000, 1_000, 1_000]);
-    assert.deepEqual(output, { exitCode: 1, stdout: "", stderr: "tandem rollout: timed out after 3s waiting for the rollout of default/m (--timeout sets how long)\n" });
+    assert.deepEqual(output, {
+      exitCode: 1,
+      stdout: "",
+      stderr: "tandem rollout: timed out after 3s waiting for the rollout of default/m (--timeout sets how long)\n",
+    });
   });
 
   it("a failed read while watching is said on stderr and retried; the watch goes on", async () => {
     const { output, written, warned } = await watch([WAITING_STAGE, UNREACHABLE, UNREACHABLE, ...COMPLETING]);
     assert.deepEqual(written, [WAITING, "rollout of m complete\n"]);
-    assert.deepEqual(warned, Array.from({ length: 2 }, () => "reading from the cluster failed: connect ECONNREFUSED 10.0.0.1:6443; retrying\n"));
+    assert.deepEqual(
+      warned,
+      Array.from(
+        { length: 2 },
+        () => "reading from the cluster failed: connect ECONNREFUSED 10.0.0.1:6443; retrying\n",
+      ),
+    );
     assert.equal(output.exitCode, 0);
   });
 
   it("-o json writes one JSON object per change", async () => {
     const { written } = await watch(COMPLETING, { output: "json" });
-    assert.deepEqual(written.map((line) => (JSON.parse(line) as { complete: boolean }).complete), [false, true]);
+    assert.deepEqual(
+      written.map((line) => (JSON.parse(line) as { complete: boolean }).complete),
+      [false, true],
+    );
   });
 });
 
@@ -103,33 +152,73 @@ describe("tandem rollout against an API server (processes)", () => {
   });
 
   it("status --watch --context follows the rollout to the end, one line per change", async () => {
-    const result = await runTandem(["rollout", "status", "m", "--watch", "--kubeconfig", join(dir, "config"), "--context", "fake"]);
+    const result = await runTandem([
+      "rollout",
+      "status",
+      "m",
+      "--watch",
+      "--kubeconfig",
+      join(dir, "config"),
+      "--context",
+      "fake",
+    ]);
     assert.deepEqual(result, { code: 0, signal: null, stdout: `${WAITING}rollout of m complete\n`, stderr: "" });
   });
 
   it("status --watch exits 1 on a blocked rollout", async () => {
-    const result = await runTandem(["rollout", "status", "m", "-w", "--kubeconfig", join(dir, "blocking"), "--context", "fake"]);
+    const result = await runTandem([
+      "rollout",
+      "status",
+      "m",
+      "-w",
+      "--kubeconfig",
+      join(dir, "blocking"),
+      "--context",
+      "fake",
+    ]);
     assert.equal(result.code, 1);
     assert.equal(result.stdout, WAITING);
-    assert.match(result.stderr, /^tandem rollout: default\/m is blocked: InPlaceIneligible: .*tandem rollout undo m\)\n$/);
+    assert.match(
+      result.stderr,
+      /^tandem rollout: default\/m is blocked: InPlaceIneligible: .*tandem rollout undo m\)\n$/,
+    );
   });
 
   it("status -o json and history -o yaml|wide print the same state for machines and people", async () => {
     const kubeconfig = ["--kubeconfig", join(dir, "blocking"), "--context", "fake"];
     const status = await runTandem(["rollout", "status", "m", "-o", "json", ...kubeconfig]);
     assert.equal(status.code, 0, status.stderr);
-    assert.deepEqual((JSON.parse(status.stdout) as { updateRevision: unknown }).updateRevision, { name: NEW, revision: 2 });
+    assert.deepEqual((JSON.parse(status.stdout) as { updateRevision: unknown }).updateRevision, {
+      name: NEW,
+      revision: 2,
+    });
     const yaml = await runTandem(["rollout", "history", "m", "-o", "yaml", ...kubeconfig]);
     assert.match(yaml.stdout, /^namespace: default\nname: m\nrevisions:\n {2}- revision: 1\n/);
     const wide = await runTandem(["rollout", "history", "m", "-o", "wide", ...kubeconfig]);
     assert.deepEqual(wide.stdout.split("\n")[0]?.split(/\s+/), ["REVISION", "NAME", "HASH", "IMAGES"]);
     const bad = await runTandem(["rollout", "history", "m", "-o", "xml", ...kubeconfig]);
     assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /error: option '-o, --output <format>' argument 'xml' is invalid. Allowed choices are json, yaml, wide./);
+    assert.match(
+      bad.stderr,
+      /error: option '-o, --output <format>' argument 'xml' is invalid. Allowed choices are json, yaml, wide./,
+    );
   });
 
   it("--context names a context the kubeconfig lacks: the names it has, exit 1", async () => {
-    const result = await runTandem(["rollout", "history", "m", "--kubeconfig", join(dir, "config"), "--context", "prod"]);
-    assert.deepEqual(result, { code: 1, signal: null, stdout: "", stderr: `tandem rollout: --context: no context "prod" in ${join(dir, "config")} (it has fake, elsewhere)\n` });
+    const result = await runTandem([
+      "rollout",
+      "history",
+      "m",
+      "--kubeconfig",
+      join(dir, "config"),
+      "--context",
+      "prod",
+    ]);
+    assert.deepEqual(result, {
+      code: 1,
+      signal: null,
+      stdout: "",
+      stderr: `tandem rollout: --context: no context "prod" in ${join(dir, "config")} (it has fake, elsewhere)\n`,
+    });
   });
 });

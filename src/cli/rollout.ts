@@ -11,7 +11,14 @@ import type { Command } from "commander";
 import { stringify } from "yaml";
 import { quote } from "../api/problems.ts";
 import type { ClusterWriter } from "../engine/ports.ts";
-import { MAX_PENDING_LINES, rollback, rolloutHistory, rolloutStatus, setPaused, statusLines } from "../engine/rollout-commands.ts";
+import {
+  MAX_PENDING_LINES,
+  rollback,
+  rolloutHistory,
+  rolloutStatus,
+  setPaused,
+  statusLines,
+} from "../engine/rollout-commands.ts";
 import type { RolloutStatusReport, RolloutTarget } from "../engine/rollout-commands.ts";
 import { contextNamespace, loadKubeConfig } from "../kube/config.ts";
 import { ROLLOUT_PERMISSIONS } from "../kube/resources.ts";
@@ -37,7 +44,10 @@ export interface WatchClock {
   sleep(delayMs: number): Promise<void>;
 }
 
-const REAL_CLOCK: WatchClock = { nowMs: () => Date.now(), sleep: (delayMs) => new Promise((resolve) => setTimeout(resolve, delayMs)) };
+const REAL_CLOCK: WatchClock = {
+  nowMs: () => Date.now(),
+  sleep: (delayMs) => new Promise((resolve) => setTimeout(resolve, delayMs)),
+};
 
 export interface StatusOptions {
   /** Follow the rollout (polling every `pollMs`), one line per change, until it completes, is blocked or `timeoutSeconds` pass. */
@@ -61,7 +71,11 @@ export interface StatusOptions {
  * at the next poll (an API server restarting does not end the watch); a ModelServing gone or
  * invalid ends it.
  */
-export async function statusCommand(client: RolloutClient, target: RolloutTarget, options: StatusOptions = {}): Promise<CommandOutput> {
+export async function statusCommand(
+  client: RolloutClient,
+  target: RolloutTarget,
+  options: StatusOptions = {},
+): Promise<CommandOutput> {
   const first = await readStatus(client, target);
   if (!first.ok) return fail(`${first.message}\n`);
   if (options.watch !== true) return succeed(renderStatus(first.report, options.output));
@@ -70,23 +84,33 @@ export async function statusCommand(client: RolloutClient, target: RolloutTarget
   const timeoutSeconds = options.timeoutSeconds ?? 600;
   const deadlineMs = clock.nowMs() + timeoutSeconds * 1_000;
   let written = "";
-  for (let report = first.report; ; ) {
+  for (let report = first.report; ;) {
     const entry = watchEntry(report, options.output);
     if (entry !== written) write(entry);
     written = entry;
     if (report.complete) return succeed("");
-    if (report.blocked) return fail(`tandem rollout: ${target.namespace}/${target.name} is blocked: ${blockedReason(report)}; change the spec (or roll back: tandem rollout undo ${target.name})\n`);
-    if (clock.nowMs() >= deadlineMs) return fail(`tandem rollout: timed out after ${timeoutSeconds}s waiting for the rollout of ${target.namespace}/${target.name} (--timeout sets how long)\n`);
+    if (report.blocked)
+      return fail(
+        `tandem rollout: ${target.namespace}/${target.name} is blocked: ${blockedReason(report)}; change the spec (or roll back: tandem rollout undo ${target.name})\n`,
+      );
+    if (clock.nowMs() >= deadlineMs)
+      return fail(
+        `tandem rollout: timed out after ${timeoutSeconds}s waiting for the rollout of ${target.namespace}/${target.name} (--timeout sets how long)\n`,
+      );
     await clock.sleep(options.pollMs ?? 1_000);
     const next = await readStatus(client, target);
     if (next.ok) report = next.report;
-    else if (next.retry) (options.warn ?? ((text: string) => void process.stderr.write(text)))(`${next.message}; retrying\n`);
+    else if (next.retry)
+      (options.warn ?? ((text: string) => void process.stderr.write(text)))(`${next.message}; retrying\n`);
     else return fail(`${next.message}\n`);
   }
 }
 
 /** The state, or why it could not be read: `retry` when reading the cluster failed (not what it holds). */
-async function readStatus(client: RolloutClient, target: RolloutTarget): Promise<{ ok: true; report: RolloutStatusReport } | { ok: false; retry: boolean; message: string }> {
+async function readStatus(
+  client: RolloutClient,
+  target: RolloutTarget,
+): Promise<{ ok: true; report: RolloutStatusReport } | { ok: false; retry: boolean; message: string }> {
   const refreshed = await refresh(client);
   if (refreshed !== undefined) return { ok: false, retry: true, message: refreshed };
   const result = rolloutStatus(client.reader, target);
@@ -96,7 +120,9 @@ async function readStatus(client: RolloutClient, target: RolloutTarget): Promise
 function renderStatus(report: RolloutStatusReport, output: OutputFormat | undefined): string {
   if (output === "json") return `${JSON.stringify(report, null, 2)}\n`;
   if (output === "yaml") return stringify(report);
-  return statusLines(report, output === "wide" ? Infinity : MAX_PENDING_LINES).map((line) => `${line}\n`).join("");
+  return statusLines(report, output === "wide" ? Infinity : MAX_PENDING_LINES)
+    .map((line) => `${line}\n`)
+    .join("");
 }
 
 /** What `--watch` writes for one state: a progress line, a compact JSON object or a YAML document. */
@@ -109,10 +135,13 @@ function watchEntry(report: RolloutStatusReport, output: OutputFormat | undefine
 /** One line of progress, as `kubectl rollout status` prints: counts, then what it waits for (all of it when `wide`). */
 export function progressLine(report: RolloutStatusReport, wide = false): string {
   if (report.complete) return `rollout of ${report.name} complete`;
-  const roles = report.roles.map((role) => `${role.name} ${role.updated}/${role.replicas} updated, ${role.ready} ready`).join("; ");
+  const roles = report.roles
+    .map((role) => `${role.name} ${role.updated}/${role.replicas} updated, ${role.ready} ready`)
+    .join("; ");
   const counts = `${report.groups.updated} of ${report.groups.desired} groups updated, ${report.groups.ready} ready${roles === "" ? "" : ` (${roles})`}`;
   const waiting = wide ? report.waitingFor.join("; ") : (report.waitingFor[0] ?? "");
-  if (report.paused) return `rollout of ${report.name} paused (tandem rollout resume ${report.name} continues it): ${counts}`;
+  if (report.paused)
+    return `rollout of ${report.name} paused (tandem rollout resume ${report.name} continues it): ${counts}`;
   return `Waiting for rollout of ${report.name} to finish: ${counts}${waiting === "" ? "" : `: ${waiting}`}`;
 }
 
@@ -122,32 +151,68 @@ function blockedReason(report: RolloutStatusReport): string {
 }
 
 /** A table of revisions: number, name (and hash with `-o wide`), images per role, and which is update/current; or the entries as JSON or YAML. */
-export async function historyCommand(client: RolloutClient, target: RolloutTarget, output?: OutputFormat): Promise<CommandOutput> {
+export async function historyCommand(
+  client: RolloutClient,
+  target: RolloutTarget,
+  output?: OutputFormat,
+): Promise<CommandOutput> {
   const refreshed = await refresh(client);
   if (refreshed !== undefined) return fail(`${refreshed}\n`);
   const result = rolloutHistory(client.reader, target);
   if (!result.ok) return fail(`${result.message}\n`);
   const unreadable = result.unreadable.map((line) => `unreadable revision ${line}\n`).join("");
-  const document = { namespace: target.namespace, name: target.name, revisions: result.entries, unreadable: result.unreadable };
+  const document = {
+    namespace: target.namespace,
+    name: target.name,
+    revisions: result.entries,
+    unreadable: result.unreadable,
+  };
   if (output === "json") return succeed(`${JSON.stringify(document, null, 2)}\n`);
   if (output === "yaml") return succeed(stringify(document));
   const wide = output === "wide";
   const header = ["REVISION", "NAME", ...(wide ? ["HASH"] : []), "IMAGES", ""];
-  const rows = [header, ...result.entries.map((entry) => [String(entry.revision), entry.name, ...(wide ? [entry.hash] : []), entry.images, entry.marks])];
+  const rows = [
+    header,
+    ...result.entries.map((entry) => [
+      String(entry.revision),
+      entry.name,
+      ...(wide ? [entry.hash] : []),
+      entry.images,
+      entry.marks,
+    ]),
+  ];
   const widths = header.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? "").length)));
-  const text = rows.map((row) => row.map((cell, column) => (column < header.length - 1 ? cell.padEnd(widths[column] ?? 0) : cell)).join("  ").trimEnd()).join("\n");
+  const text = rows
+    .map((row) =>
+      row
+        .map((cell, column) => (column < header.length - 1 ? cell.padEnd(widths[column] ?? 0) : cell))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
   return { exitCode: 0, stdout: `${text}\n`, stderr: unreadable };
 }
 
 /** Rolls back to the previous revision, or `toRevision`; the controller carries it out. */
-export async function undoCommand(client: RolloutClient, target: RolloutTarget, toRevision: number | undefined): Promise<CommandOutput> {
+export async function undoCommand(
+  client: RolloutClient,
+  target: RolloutTarget,
+  toRevision: number | undefined,
+): Promise<CommandOutput> {
   const refreshed = await refresh(client);
   if (refreshed !== undefined) return fail(`${refreshed}\n`);
-  const result = await rollback({ reader: client.reader, writer: client.writer, refresh: () => client.reader.refresh() }, { ...target, toRevision });
+  const result = await rollback(
+    { reader: client.reader, writer: client.writer, refresh: () => client.reader.refresh() },
+    { ...target, toRevision },
+  );
   return result.ok ? succeed(`${result.message}\n`) : fail(`${result.message}\n`);
 }
 
-export async function pauseCommand(client: RolloutClient, target: RolloutTarget, paused: boolean): Promise<CommandOutput> {
+export async function pauseCommand(
+  client: RolloutClient,
+  target: RolloutTarget,
+  paused: boolean,
+): Promise<CommandOutput> {
   const result = await setPaused(client.writer, target, paused);
   return result.ok ? succeed(`${result.message}\n`) : fail(`${result.message}\n`);
 }
@@ -173,7 +238,10 @@ function connect(name: string, flags: ClusterFlags): { client: RolloutClient; ta
   const config = loadKubeConfig(flags.kubeconfig, flags.context);
   const namespace = flags.namespace ?? contextNamespace(config);
   const transport = new KubeTransport(clientNodeSend(config), { permissions: ROLLOUT_PERMISSIONS });
-  return { client: { reader: new SnapshotReader(transport, namespace, name), writer: new KubeWriter(transport) }, target: { namespace, name } };
+  return {
+    client: { reader: new SnapshotReader(transport, namespace, name), writer: new KubeWriter(transport) },
+    target: { namespace, name },
+  };
 }
 
 function withClusterFlags(command: Command): Command {
@@ -185,11 +253,17 @@ function withClusterFlags(command: Command): Command {
 }
 
 function outputOption(): Option {
-  return new Option("-o, --output <format>", "json, yaml, or wide (the text with nothing left out)").choices(OUTPUT_FORMATS);
+  return new Option("-o, --output <format>", "json, yaml, or wide (the text with nothing left out)").choices(
+    OUTPUT_FORMATS,
+  );
 }
 
 /** Runs `work` with a client for `name`; a kubeconfig problem becomes exit code 1. */
-async function run(name: string, flags: ClusterFlags, work: (client: RolloutClient, target: RolloutTarget) => Promise<CommandOutput>): Promise<void> {
+async function run(
+  name: string,
+  flags: ClusterFlags,
+  work: (client: RolloutClient, target: RolloutTarget) => Promise<CommandOutput>,
+): Promise<void> {
   let connected: ReturnType<typeof connect>;
   try {
     connected = connect(name, flags);
@@ -201,28 +275,48 @@ async function run(name: string, flags: ClusterFlags, work: (client: RolloutClie
 }
 
 export function registerRollout(program: Command): void {
-  const rollout = program.command("rollout").description("Inspect and steer the rollout of a ModelServing on a cluster.");
-  withClusterFlags(rollout.command("status").description("Show the rollout state; with --watch, one line per change until it completes (exit 1 if blocked or timed out)."))
+  const rollout = program
+    .command("rollout")
+    .description("Inspect and steer the rollout of a ModelServing on a cluster.");
+  withClusterFlags(
+    rollout
+      .command("status")
+      .description(
+        "Show the rollout state; with --watch, one line per change until it completes (exit 1 if blocked or timed out).",
+      ),
+  )
     .addOption(outputOption())
     .option("-w, --watch", "follow the rollout until it completes, is blocked, or --timeout passes")
     .option("--timeout <seconds>", "with --watch, give up after this long", "600")
     .action((name: string, flags: ClusterFlags & { watch?: boolean; timeout: string; output?: OutputFormat }) => {
       const timeoutSeconds = Number(flags.timeout);
-      if (flags.timeout.trim() === "" || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) throw new FlagError("--timeout", `must be a number of seconds, 0 or more, not ${quote(flags.timeout)}`);
-      return run(name, flags, (client, target) => statusCommand(client, target, { watch: flags.watch === true, timeoutSeconds, output: flags.output }));
+      if (flags.timeout.trim() === "" || !Number.isFinite(timeoutSeconds) || timeoutSeconds < 0)
+        throw new FlagError("--timeout", `must be a number of seconds, 0 or more, not ${quote(flags.timeout)}`);
+      return run(name, flags, (client, target) =>
+        statusCommand(client, target, { watch: flags.watch === true, timeoutSeconds, output: flags.output }),
+      );
     });
   withClusterFlags(rollout.command("history").description("List the revisions with their images."))
     .addOption(outputOption())
-    .action((name: string, flags: ClusterFlags & { output?: OutputFormat }) => run(name, flags, (client, target) => historyCommand(client, target, flags.output)));
-  withClusterFlags(rollout.command("undo").description("Roll back to the previous revision (or --to-revision); runtime fields are kept."))
+    .action((name: string, flags: ClusterFlags & { output?: OutputFormat }) =>
+      run(name, flags, (client, target) => historyCommand(client, target, flags.output)),
+    );
+  withClusterFlags(
+    rollout
+      .command("undo")
+      .description("Roll back to the previous revision (or --to-revision); runtime fields are kept."),
+  )
     .option("--to-revision <n>", "revision number to roll back to")
     .action((name: string, flags: ClusterFlags & { toRevision?: string }) => {
       const toRevision = flags.toRevision === undefined ? undefined : Number(flags.toRevision);
-      if (flags.toRevision !== undefined && !/^[1-9][0-9]{0,8}$/.test(flags.toRevision)) throw new FlagError("--to-revision", `must be a revision number (1 or more), not ${quote(flags.toRevision)}`);
+      if (flags.toRevision !== undefined && !/^[1-9][0-9]{0,8}$/.test(flags.toRevision))
+        throw new FlagError("--to-revision", `must be a revision number (1 or more), not ${quote(flags.toRevision)}`);
       return run(name, flags, (client, target) => undoCommand(client, target, toRevision));
     });
-  withClusterFlags(rollout.command("pause").description("Pause the rollout: no new updates start."))
-    .action((name: string, flags: ClusterFlags) => run(name, flags, (client, target) => pauseCommand(client, target, true)));
-  withClusterFlags(rollout.command("resume").description("Resume a paused rollout."))
-    .action((name: string, flags: ClusterFlags) => run(name, flags, (client, target) => pauseCommand(client, target, false)));
+  withClusterFlags(rollout.command("pause").description("Pause the rollout: no new updates start.")).action(
+    (name: string, flags: ClusterFlags) => run(name, flags, (client, target) => pauseCommand(client, target, true)),
+  );
+  withClusterFlags(rollout.command("resume").description("Resume a paused rollout.")).action(
+    (name: string, flags: ClusterFlags) => run(name, flags, (client, target) => pauseCommand(client, target, false)),
+  );
 }

@@ -9,16 +9,31 @@ import { ListenError, runRouter } from "../router/kube/run.ts";
 import { routerOptionsOf } from "./router.ts";
 import type { RouterFlags } from "./router.ts";
 
-const flags = (overrides: Partial<RouterFlags> = {}): RouterFlags => ({ listen: "127.0.0.1:8000", logLevel: "info", ...overrides });
+const flags = (overrides: Partial<RouterFlags> = {}): RouterFlags => ({
+  listen: "127.0.0.1:8000",
+  logLevel: "info",
+  ...overrides,
+});
 
 describe("tandem router flags", () => {
   it("the defaults: listen 127.0.0.1:8000, all namespaces, id from $POD_NAME, Lease in $POD_NAMESPACE, no debug headers", () => {
-    assert.deepEqual(routerOptionsOf(flags(), { POD_NAME: "router-0", POD_NAMESPACE: "tandem-system" }), { namespace: undefined, listen: "127.0.0.1:8000", metricsAddress: undefined, id: "router-0", leaseNamespace: "tandem-system", leaseDurationSeconds: undefined, debugHeaders: false });
+    assert.deepEqual(routerOptionsOf(flags(), { POD_NAME: "router-0", POD_NAMESPACE: "tandem-system" }), {
+      namespace: undefined,
+      listen: "127.0.0.1:8000",
+      metricsAddress: undefined,
+      id: "router-0",
+      leaseNamespace: "tandem-system",
+      leaseDurationSeconds: undefined,
+      debugHeaders: false,
+    });
     assert.equal(routerOptionsOf(flags({ id: "r1", debugHeaders: true, namespace: "serve" }), {}).id, "r1");
   });
 
   it("the Lease's namespace: --lease-namespace, else $POD_NAMESPACE, else the kubeconfig's; its duration from --lease-duration-seconds", () => {
-    assert.equal(routerOptionsOf(flags({ id: "r", leaseNamespace: "mine" }), { POD_NAMESPACE: "pods" }, "ctx").leaseNamespace, "mine");
+    assert.equal(
+      routerOptionsOf(flags({ id: "r", leaseNamespace: "mine" }), { POD_NAMESPACE: "pods" }, "ctx").leaseNamespace,
+      "mine",
+    );
     assert.equal(routerOptionsOf(flags({ id: "r" }), { POD_NAMESPACE: "pods" }, "ctx").leaseNamespace, "pods");
     assert.equal(routerOptionsOf(flags({ id: "r" }), {}, "ctx").leaseNamespace, "ctx");
     assert.equal(routerOptionsOf(flags({ id: "r", leaseDurationSeconds: "30" }), {}).leaseDurationSeconds, 30);
@@ -41,10 +56,25 @@ describe("tandem router flags", () => {
   }
 
   it("no kubeconfig, no ~/.kube/config and not in a cluster: no cluster is configured (no endless retries of localhost:8080)", () => {
-    assert.equal(defaultClusterConfigured({}, "/home/x", () => false), false);
-    assert.equal(defaultClusterConfigured({ KUBECONFIG: "/missing" }, "/home/x", (path) => path === "/home/x/.kube/config"), false, "$KUBECONFIG names the files to read");
-    assert.equal(defaultClusterConfigured({}, "/home/x", (path) => path === "/home/x/.kube/config"), true);
-    assert.equal(defaultClusterConfigured({ KUBERNETES_SERVICE_HOST: "10.96.0.1" }, "/home/x", (path) => path.endsWith("/serviceaccount/token")), true);
+    assert.equal(
+      defaultClusterConfigured({}, "/home/x", () => false),
+      false,
+    );
+    assert.equal(
+      defaultClusterConfigured({ KUBECONFIG: "/missing" }, "/home/x", (path) => path === "/home/x/.kube/config"),
+      false,
+      "$KUBECONFIG names the files to read",
+    );
+    assert.equal(
+      defaultClusterConfigured({}, "/home/x", (path) => path === "/home/x/.kube/config"),
+      true,
+    );
+    assert.equal(
+      defaultClusterConfigured({ KUBERNETES_SERVICE_HOST: "10.96.0.1" }, "/home/x", (path) =>
+        path.endsWith("/serviceaccount/token"),
+      ),
+      true,
+    );
   });
 
   it("an address in use is a ListenError naming the flag (--listen, or --metrics-addr), and nothing is left listening", async () => {
@@ -53,8 +83,20 @@ describe("tandem router flags", () => {
     const address = `127.0.0.1:${(taken.address() as AddressInfo).port}`;
     const { send } = fakeSend(() => jsonResponse(200, { items: [], metadata: { resourceVersion: "1" } }));
     try {
-      for (const [options, flag] of [[{ listen: address }, "--listen"], [{ listen: "127.0.0.1:0", metricsAddress: address }, "--metrics-addr"]] as const) {
-        const failure = await runRouter({ send, logger: silentLogger, id: "t", leaseNamespace: "default", ...options }).then(() => undefined, (error: unknown) => error);
+      for (const [options, flag] of [
+        [{ listen: address }, "--listen"],
+        [{ listen: "127.0.0.1:0", metricsAddress: address }, "--metrics-addr"],
+      ] as const) {
+        const failure = await runRouter({
+          send,
+          logger: silentLogger,
+          id: "t",
+          leaseNamespace: "default",
+          ...options,
+        }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
         assert.ok(failure instanceof ListenError, String(failure));
         assert.equal(failure.message, `cannot listen on ${address} (${flag})`);
         assert.equal((failure.cause as { code?: string }).code, "EADDRINUSE");

@@ -46,16 +46,26 @@ const MIN_LEASE_DURATION_SECONDS = 3;
  * The run options the flags say (without the cluster and logger); throws naming the flag.
  * `contextNamespace`: the kubeconfig's namespace, the Lease's last resort.
  */
-export function routerOptionsOf(flags: RouterFlags, env: NodeJS.ProcessEnv, contextNamespace = "default"): Omit<RouterRunOptions, "kubeConfig" | "send" | "logger"> {
+export function routerOptionsOf(
+  flags: RouterFlags,
+  env: NodeJS.ProcessEnv,
+  contextNamespace = "default",
+): Omit<RouterRunOptions, "kubeConfig" | "send" | "logger"> {
   parseAddress(flags.listen, "--listen");
   if (flags.metricsAddr !== undefined) parseAddress(flags.metricsAddr, "--metrics-addr");
-  if (flags.namespace !== undefined && !DNS_LABEL.test(flags.namespace)) throw new Error(`--namespace "${flags.namespace}" is not a namespace name (a DNS-1123 label)`);
+  if (flags.namespace !== undefined && !DNS_LABEL.test(flags.namespace))
+    throw new Error(`--namespace "${flags.namespace}" is not a namespace name (a DNS-1123 label)`);
   if (flags.id?.trim() === "") throw new Error("--id must not be empty");
   const id = flags.id ?? nonEmpty(env["POD_NAME"]) ?? hostname();
-  if (!DNS_LABEL.test(id)) throw new Error(`--id "${id}"${flags.id === undefined ? " (from $POD_NAME or the hostname)" : ""} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63): it names the router's Lease`);
+  if (!DNS_LABEL.test(id))
+    throw new Error(
+      `--id "${id}"${flags.id === undefined ? " (from $POD_NAME or the hostname)" : ""} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63): it names the router's Lease`,
+    );
   const leaseNamespace = flags.leaseNamespace ?? nonEmpty(env["POD_NAMESPACE"]) ?? contextNamespace;
-  if (!DNS_LABEL.test(leaseNamespace)) throw new Error(`--lease-namespace "${leaseNamespace}" is not a namespace name (a DNS-1123 label)`);
-  if (!LOG_LEVELS.includes(flags.logLevel)) throw new Error(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${flags.logLevel}"`);
+  if (!DNS_LABEL.test(leaseNamespace))
+    throw new Error(`--lease-namespace "${leaseNamespace}" is not a namespace name (a DNS-1123 label)`);
+  if (!LOG_LEVELS.includes(flags.logLevel))
+    throw new Error(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${flags.logLevel}"`);
   return {
     namespace: flags.namespace,
     listen: flags.listen,
@@ -74,7 +84,8 @@ function nonEmpty(value: string | undefined): string | undefined {
 function leaseDurationOf(flag: string | undefined): number | undefined {
   if (flag === undefined) return undefined;
   const seconds = Number(flag);
-  if (!Number.isSafeInteger(seconds) || seconds < MIN_LEASE_DURATION_SECONDS) throw new Error(`--lease-duration-seconds must be an integer ≥ ${MIN_LEASE_DURATION_SECONDS}, got "${flag}"`);
+  if (!Number.isSafeInteger(seconds) || seconds < MIN_LEASE_DURATION_SECONDS)
+    throw new Error(`--lease-duration-seconds must be an integer ≥ ${MIN_LEASE_DURATION_SECONDS}, got "${flag}"`);
   return seconds;
 }
 
@@ -88,7 +99,10 @@ async function runFromFlags(flags: RouterFlags): Promise<number> {
     process.stderr.write(`tandem router: ${errorText(error)}\n`);
     return 1;
   }
-  const logger = createLogger(flags.logLevel as LogLevelName, undefined, { component: "tandem-router", router: options.id });
+  const logger = createLogger(flags.logLevel as LogLevelName, undefined, {
+    component: "tandem-router",
+    router: options.id,
+  });
   let running: Awaited<ReturnType<typeof runRouter>>;
   try {
     running = await runRouter({ ...options, kubeConfig, logger });
@@ -97,10 +111,22 @@ async function runFromFlags(flags: RouterFlags): Promise<number> {
     process.stderr.write(`tandem router: ${text}\n`);
     return 1;
   }
-  logger.info({ listen: running.address, metricsAddress: running.metricsAddress ?? "", namespace: flags.namespace ?? "(all)", lease: `${options.leaseNamespace}/${options.id}` }, "router started");
+  logger.info(
+    {
+      listen: running.address,
+      metricsAddress: running.metricsAddress ?? "",
+      namespace: flags.namespace ?? "(all)",
+      lease: `${options.leaseNamespace}/${options.id}`,
+    },
+    "router started",
+  );
   const signal = await new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => { resolve("SIGTERM"); });
-    process.once("SIGINT", () => { resolve("SIGINT"); });
+    process.once("SIGTERM", () => {
+      resolve("SIGTERM");
+    });
+    process.once("SIGINT", () => {
+      resolve("SIGINT");
+    });
   });
   logger.info({ signal, deadlineMs: SHUTDOWN_DEADLINE_MS }, "stopping: not ready, finishing requests in flight");
   await running.shutdown(SHUTDOWN_DEADLINE_MS);
@@ -117,8 +143,14 @@ export function registerRouter(program: Command): void {
     .option("--namespace <namespace>", "serve the ModelRoutes of this namespace only (default: all namespaces)")
     .option("--listen <host:port>", "serve the OpenAI API (and /healthz, /readyz, /metrics) here", "127.0.0.1:8000")
     .option("--metrics-addr <host:port>", "also serve /metrics, /healthz and /readyz here")
-    .option("--id <id>", "this replica's identity, a DNS-1123 label: its Lease's name, its drain confirmations' key (default: $POD_NAME, else the hostname)")
-    .option("--lease-namespace <namespace>", "where this replica's Lease lives (default: $POD_NAMESPACE, else the kubeconfig's namespace)")
+    .option(
+      "--id <id>",
+      "this replica's identity, a DNS-1123 label: its Lease's name, its drain confirmations' key (default: $POD_NAME, else the hostname)",
+    )
+    .option(
+      "--lease-namespace <namespace>",
+      "where this replica's Lease lives (default: $POD_NAMESPACE, else the kubeconfig's namespace)",
+    )
     .option("--lease-duration-seconds <seconds>", "the Lease's leaseDurationSeconds; renewed every third of it", "15")
     .option("--debug-headers", "add x-tandem-endpoint/-prefill/-decode/-revision to answers")
     .option("--log-level <level>", "debug, info, warn or error", "info")

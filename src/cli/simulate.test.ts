@@ -13,8 +13,14 @@ describe("tandem simulate", () => {
     assert.equal(output.exitCode, 0, output.stdout);
     const lines = output.stdout.trimEnd().split("\n");
     assert.equal(lines[0], "scenario pod-deletion (seed 1)");
-    assert.match(lines[1] ?? "", /^options: nodes gpu×2 \(8 GPUs\); timing scheduleSeconds 1, pullSeconds 20, startSeconds 60, terminationSeconds 5, nodeMonitorGraceSeconds 40, podEvictionSeconds 300; /);
-    assert.match(lines[2] ?? "", /^ {2}\[ 0\] apply +0\.000s → +0\.000s {2}ok {4}created ModelServing default\/llama-pd$/);
+    assert.match(
+      lines[1] ?? "",
+      /^options: nodes gpu×2 \(8 GPUs\); timing scheduleSeconds 1, pullSeconds 20, startSeconds 60, terminationSeconds 5, nodeMonitorGraceSeconds 40, podEvictionSeconds 300; /,
+    );
+    assert.match(
+      lines[2] ?? "",
+      /^ {2}\[ 0\] apply +0\.000s → +0\.000s {2}ok {4}created ModelServing default\/llama-pd$/,
+    );
     assert.match(lines[6] ?? "", /^ {2}\[ 4\] wait +\d+\.\d{3}s → +\d+\.\d{3}s {2}ok {4}Available after/);
     assert.match(lines.at(-4) ?? "", /^events: InstanceCreated \d+$/, "the controller's Events by reason");
     assert.match(lines.at(-3) ?? "", /^invariants: all 10 held/);
@@ -31,7 +37,10 @@ describe("tandem simulate", () => {
   });
 
   it("exits 1 for a failed step and names it FAIL", async () => {
-    const failing = text.replace("deletePods: {selector: \"tandem.dev/role=decode\", count: 1}", "failNode: {name: gpu-7}");
+    const failing = text.replace(
+      'deletePods: {selector: "tandem.dev/role=decode", count: 1}',
+      "failNode: {name: gpu-7}",
+    );
     const { output } = await simulateText(FILE, failing);
     assert.equal(output.exitCode, 1);
     assert.match(output.stdout, / FAIL {2}no node gpu-7; nodes are gpu-0, gpu-1\n/);
@@ -40,11 +49,17 @@ describe("tandem simulate", () => {
   });
 
   it("exits 1 without running an invalid scenario or a bad seed", async () => {
-    const invalid = await simulateText(FILE, text.replaceAll("wait: {for: Available, timeoutSeconds: 600}", "wait: {for: Ready, timeoutSeconds: 600}"));
+    const invalid = await simulateText(
+      FILE,
+      text.replaceAll("wait: {for: Available, timeoutSeconds: 600}", "wait: {for: Ready, timeoutSeconds: 600}"),
+    );
     assert.equal(invalid.output.exitCode, 1);
     assert.equal(invalid.output.stdout, "");
     assert.equal(invalid.reportJson, undefined);
-    assert.equal(invalid.output.stderr, `${FILE}: steps[1].wait.for: must be one of "Available", "RolloutComplete", "Seconds"\n${FILE}: steps[4].wait.for: must be one of "Available", "RolloutComplete", "Seconds"\n`);
+    assert.equal(
+      invalid.output.stderr,
+      `${FILE}: steps[1].wait.for: must be one of "Available", "RolloutComplete", "Seconds"\n${FILE}: steps[4].wait.for: must be one of "Available", "RolloutComplete", "Seconds"\n`,
+    );
     const seed = await simulateText(FILE, text, { seed: "x" });
     assert.equal(seed.output.exitCode, 1);
     assert.equal(seed.output.stderr, '--seed: must be an integer from 0 to 4294967295, not "x"\n');

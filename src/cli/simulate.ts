@@ -36,7 +36,8 @@ export async function simulateText(file: string, text: string, options: Simulate
   const seed = parseSeed(options.seed);
   if (typeof seed === "string") return { output: fail(`--seed: ${seed}\n`) };
   const parsed = parseScenarioText(text);
-  if (!parsed.ok) return { output: fail(parsed.problems.map((found) => `${file}: ${found.path}: ${found.reason}\n`).join("")) };
+  if (!parsed.ok)
+    return { output: fail(parsed.problems.map((found) => `${file}: ${found.path}: ${found.reason}\n`).join("")) };
   const report = await runScenario(parsed.scenario, { seed });
   const reportJson = `${JSON.stringify(report, null, 2)}\n`;
   const exitCode = report.verdict === "pass" ? 0 : 1;
@@ -46,7 +47,8 @@ export async function simulateText(file: string, text: string, options: Simulate
 
 function parseSeed(value: string | undefined): number | undefined | string {
   if (value === undefined) return undefined;
-  if (!/^(0|[1-9][0-9]{0,9})$/.test(value) || Number(value) > 0xffffffff) return `must be an integer from 0 to 4294967295, not ${quote(value)}`;
+  if (!/^(0|[1-9][0-9]{0,9})$/.test(value) || Number(value) > 0xffffffff)
+    return `must be an integer from 0 to 4294967295, not ${quote(value)}`;
   return Number(value);
 }
 
@@ -55,19 +57,31 @@ export function humanReport(file: string, scenario: Scenario, report: Report): s
   const lines = [`scenario ${report.scenario} (seed ${report.seed})`, `options: ${derivedOptions(scenario)}`];
   for (const step of report.steps) {
     const span = `${step.startedAt.toFixed(3).padStart(10)}s → ${step.endedAt.toFixed(3).padStart(10)}s`;
-    lines.push(`  [${String(step.index).padStart(2)}] ${step.kind.padEnd(17)} ${span}  ${step.ok ? "ok  " : "FAIL"}  ${step.message}`);
+    lines.push(
+      `  [${String(step.index).padStart(2)}] ${step.kind.padEnd(17)} ${span}  ${step.ok ? "ok  " : "FAIL"}  ${step.message}`,
+    );
   }
   const skipped = scenario.steps.length - report.steps.length;
   if (skipped > 0) lines.push(`  ${skipped} later step(s) not run: the run stops at the first failed step`);
   lines.push(...eventLines(report.controllerEvents));
   const requests = report.metrics.requests;
   if (requests !== undefined) {
-    const roles = Object.entries(requests.byRole).map(([role, counts]) => `${role} ${counts.total}`).join(", ");
-    lines.push(`requests (every leg): ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed (${requests.incompatible} incompatible), ${requests.cut} cut; by role ${roles || "none"}`);
+    const roles = Object.entries(requests.byRole)
+      .map(([role, counts]) => `${role} ${counts.total}`)
+      .join(", ");
+    lines.push(
+      `requests (every leg): ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed (${requests.incompatible} incompatible), ${requests.cut} cut; by role ${roles || "none"}`,
+    );
   }
   const violated = report.invariants.filter((result) => result.violations > 0);
-  if (violated.length === 0) lines.push(`invariants: all ${report.invariants.length} held (${report.invariants.map((result) => result.name).join(", ")})`);
-  for (const result of violated) lines.push(`invariant ${result.name}: ${result.violations} violation(s), first at ${result.first?.t ?? "?"}s: ${result.first?.message ?? ""}`);
+  if (violated.length === 0)
+    lines.push(
+      `invariants: all ${report.invariants.length} held (${report.invariants.map((result) => result.name).join(", ")})`,
+    );
+  for (const result of violated)
+    lines.push(
+      `invariant ${result.name}: ${result.violations} violation(s), first at ${result.first?.t ?? "?"}s: ${result.first?.message ?? ""}`,
+    );
   lines.push(`verdict: ${report.verdict} after ${report.simulatedSeconds}s simulated`);
   lines.push(`replay: tandem simulate ${file} --seed ${report.seed}`);
   return lines.map((line) => `${line}\n`).join("");
@@ -78,9 +92,21 @@ function eventLines(events: Report["controllerEvents"]): string[] {
   const counts = new Map<string, number>();
   for (const event of events) counts.set(event.reason, (counts.get(event.reason) ?? 0) + event.count);
   const warnings = events.filter((event) => event.type === "Warning");
-  const shown = warnings.slice(0, MAX_WARNINGS_SHOWN).map((event) => `  Warning ${event.reason} at ${event.first}s${event.count > 1 ? ` (×${event.count}, last ${event.last}s)` : ""} ${event.object}: ${event.message}`);
-  const more = warnings.length > MAX_WARNINGS_SHOWN ? [`  and ${warnings.length - MAX_WARNINGS_SHOWN} more Warning(s): tandem simulate --json shows controllerEvents`] : [];
-  return [`events: ${[...counts].map(([reason, count]) => `${reason} ${count}`).join(", ") || "none"}`, ...shown, ...more];
+  const shown = warnings
+    .slice(0, MAX_WARNINGS_SHOWN)
+    .map(
+      (event) =>
+        `  Warning ${event.reason} at ${event.first}s${event.count > 1 ? ` (×${event.count}, last ${event.last}s)` : ""} ${event.object}: ${event.message}`,
+    );
+  const more =
+    warnings.length > MAX_WARNINGS_SHOWN
+      ? [`  and ${warnings.length - MAX_WARNINGS_SHOWN} more Warning(s): tandem simulate --json shows controllerEvents`]
+      : [];
+  return [
+    `events: ${[...counts].map(([reason, count]) => `${reason} ${count}`).join(", ") || "none"}`,
+    ...shown,
+    ...more,
+  ];
 }
 
 const MAX_WARNINGS_SHOWN = 5;
@@ -88,12 +114,21 @@ const MAX_WARNINGS_SHOWN = 5;
 /** The cluster the scenario runs on, with every default filled in. */
 function derivedOptions(scenario: Scenario): string {
   const { nodes, timing, images, router } = scenario.cluster;
-  const pools = (nodes ?? [{ name: "gpu", count: 4, gpus: 8 }]).map((pool) => `${pool.name}×${pool.count} (${pool.gpus} GPUs)`).join(", ");
+  const pools = (nodes ?? [{ name: "gpu", count: 4, gpus: 8 }])
+    .map((pool) => `${pool.name}×${pool.count} (${pool.gpus} GPUs)`)
+    .join(", ");
   const effective = { ...DEFAULT_TIMING, ...timing };
-  const timings = Object.entries(effective).map(([key, value]) => `${key} ${value}`).join(", ");
-  const imageList = Object.keys(images ?? {}).sort().join(", ");
+  const timings = Object.entries(effective)
+    .map(([key, value]) => `${key} ${value}`)
+    .join(", ");
+  const imageList = Object.keys(images ?? {})
+    .sort()
+    .join(", ");
   const replicas = router?.replicas ?? 1;
-  const traffic = router === undefined ? "no router" : `router ${router.requestsPerSecond} req/s × ${router.requestSeconds}s${replicas > 1 ? `, ${replicas} replicas` : ""}`;
+  const traffic =
+    router === undefined
+      ? "no router"
+      : `router ${router.requestsPerSecond} req/s × ${router.requestSeconds}s${replicas > 1 ? `, ${replicas} replicas` : ""}`;
   return `nodes ${pools}; timing ${timings}; jitter 10%; informer lag 100ms; images with overrides: ${imageList === "" ? "none" : imageList}; ${traffic}`;
 }
 
@@ -103,14 +138,20 @@ export async function writeReport(out: string, reportJson: string, output: Comma
     await writeFile(out, reportJson, "utf8");
     return output;
   } catch (error) {
-    return { exitCode: 1, stdout: output.stdout, stderr: `${output.stderr}--out: cannot write ${out}: ${writeErrorText(out, error)}\n` };
+    return {
+      exitCode: 1,
+      stdout: output.stdout,
+      stderr: `${output.stderr}--out: cannot write ${out}: ${writeErrorText(out, error)}\n`,
+    };
   }
 }
 
 export function registerSimulate(program: Command): void {
   program
     .command("simulate")
-    .description("Run a scenario in virtual time against the real controller; exit 1 if a step failed or an invariant was violated.")
+    .description(
+      "Run a scenario in virtual time against the real controller; exit 1 if a step failed or an invariant was violated.",
+    )
     .argument("<file>", "scenario YAML (DESIGN §6)")
     .option("--seed <n>", "seed of every random stream (overrides the scenario's)")
     .option("--json", "print the JSON report instead of the summary")
@@ -122,6 +163,10 @@ export function registerSimulate(program: Command): void {
         return;
       }
       const result = await simulateText(file, source.text, options);
-      emit(options.out === undefined || result.reportJson === undefined ? result.output : await writeReport(options.out, result.reportJson, result.output));
+      emit(
+        options.out === undefined || result.reportJson === undefined
+          ? result.output
+          : await writeReport(options.out, result.reportJson, result.output),
+      );
     });
 }

@@ -19,15 +19,24 @@ spec:
 
 describe("tandem validate", () => {
   it("accepts every shipped example", async () => {
-    const paths = readdirSync(EXAMPLES).filter((f) => f.endsWith(".yaml")).map((f) => join(EXAMPLES, f));
+    const paths = readdirSync(EXAMPLES)
+      .filter((f) => f.endsWith(".yaml"))
+      .map((f) => join(EXAMPLES, f));
     assert.ok(paths.length >= 6);
     const output = validateFiles(await Promise.all(paths.map(readSource)));
-    assert.equal(output.stdout.split("\n").filter((line) => !line.endsWith(": valid") && line !== "").length, 0, output.stdout);
+    assert.equal(
+      output.stdout.split("\n").filter((line) => !line.endsWith(": valid") && line !== "").length,
+      0,
+      output.stdout,
+    );
     assert.equal(output.exitCode, 0);
   });
 
   it("prints one line per problem as FILE: kind/name: path: reason and exits 1", () => {
-    const bad = valid.replace("metadata: {name: a}", "metadata: {name: b}").replace("name: server", "name: Server").replace('image: "vllm:v1"', 'image: ""');
+    const bad = valid
+      .replace("metadata: {name: a}", "metadata: {name: b}")
+      .replace("name: server", "name: Server")
+      .replace('image: "vllm:v1"', 'image: ""');
     const other = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skipped}\n";
     const output = validateFiles([{ path: "m.yaml", text: `${valid}---\n${other}---\n${bad}` }]);
     assert.equal(output.exitCode, 1);
@@ -56,9 +65,13 @@ describe("tandem validate", () => {
   });
 
   it("checks ModelRoutes beside ModelServings; a file of routes alone is fine", () => {
-    const route = "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: r}\nspec: {model: m, modelServing: a, engine: vllm, roles: {serve: server}}\n";
+    const route =
+      "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: r}\nspec: {model: m, modelServing: a, engine: vllm, roles: {serve: server}}\n";
     const bad = route.replace("name: r", "name: s").replace("{serve: server}", "{serve: server, decode: d}");
-    const output = validateFiles([{ path: "routes.yaml", text: route }, { path: "both.yaml", text: `${valid}---\n${bad}` }]);
+    const output = validateFiles([
+      { path: "routes.yaml", text: route },
+      { path: "both.yaml", text: `${valid}---\n${bad}` },
+    ]);
     assert.equal(
       output.stdout,
       [
@@ -72,13 +85,19 @@ describe("tandem validate", () => {
   });
 
   it("names a kind of Tandem's API group that is neither ModelServing nor ModelRoute", () => {
-    const output = validateFiles([{ path: "t.yaml", text: "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoutes\nmetadata: {name: r}\n" }]);
-    assert.equal(output.stdout, 't.yaml: ModelRoutes/r: kind: must be "ModelServing" or "ModelRoute" (it is "ModelRoutes")\n');
+    const output = validateFiles([
+      { path: "t.yaml", text: "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoutes\nmetadata: {name: r}\n" },
+    ]);
+    assert.equal(
+      output.stdout,
+      't.yaml: ModelRoutes/r: kind: must be "ModelServing" or "ModelRoute" (it is "ModelRoutes")\n',
+    );
     assert.equal(output.exitCode, 1);
   });
 
   it("commands that read one ModelServing skip the routes beside it", () => {
-    const route = "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: r}\nspec: {model: m, modelServing: a, engine: vllm, roles: {serve: server}}\n";
+    const route =
+      "apiVersion: tandem.dev/v1alpha1\nkind: ModelRoute\nmetadata: {name: r}\nspec: {model: m, modelServing: a, engine: vllm, roles: {serve: server}}\n";
     const loaded = loadModelServing("f.yaml", `${route}---\n${valid}`);
     assert.ok(loaded.ok);
     assert.equal(loaded.value.metadata.name, "a");
@@ -86,7 +105,9 @@ describe("tandem validate", () => {
   });
 
   it("validates a ModelServing written for another API group by kind", () => {
-    const output = validateFiles([{ path: "k.yaml", text: valid.replace("tandem.dev/v1alpha1", "workload.serving.volcano.sh/v1alpha1") }]);
+    const output = validateFiles([
+      { path: "k.yaml", text: valid.replace("tandem.dev/v1alpha1", "workload.serving.volcano.sh/v1alpha1") },
+    ]);
     assert.equal(output.stdout, 'k.yaml: ModelServing/a: apiVersion: must be "tandem.dev/v1alpha1"\n');
     assert.equal(output.exitCode, 1);
   });

@@ -27,7 +27,8 @@ export function validateFiles(files: readonly SourceFile[]): CommandOutput {
     }
     const manifests = readManifests(file.text);
     for (const error of manifests.errors) lines.push(`${file.path}: ${error}`);
-    if (manifests.errors.length === 0 && manifests.documents.length === 0) lines.push(`${file.path}: no ModelServing or ModelRoute found`);
+    if (manifests.errors.length === 0 && manifests.documents.length === 0)
+      lines.push(`${file.path}: no ModelServing or ModelRoute found`);
     failed ||= manifests.errors.length > 0 || manifests.documents.length === 0;
     for (const document of manifests.documents) {
       const result = parseManifest(document);
@@ -68,7 +69,13 @@ const EXCERPT_BYTES = 16;
 
 /** The first bytes, printable ASCII as is and the rest as `\xHH`, in quotes. */
 export function binaryExcerpt(bytes: Buffer): string {
-  const shown = [...bytes.subarray(0, EXCERPT_BYTES)].map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, "0")}`)).join("");
+  const shown = [...bytes.subarray(0, EXCERPT_BYTES)]
+    .map((byte) =>
+      byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c
+        ? String.fromCharCode(byte)
+        : `\\x${byte.toString(16).padStart(2, "0")}`,
+    )
+    .join("");
   return `"${shown}"${bytes.length > EXCERPT_BYTES ? `… (${bytes.length} bytes)` : ""}`;
 }
 

@@ -36,7 +36,14 @@ export type Action =
    * without it, as SetPodFinalizers does, and deletes only once that write is applied: a pod the
    * controller deletes never looks lost to someone else (docs/design/pod-tracking.md).
    */
-  | { readonly type: "DeletePod"; readonly name: string; readonly uid: string; readonly reason: DeleteReason; readonly gracePeriodSeconds?: number; readonly release?: PodFinalizers }
+  | {
+      readonly type: "DeletePod";
+      readonly name: string;
+      readonly uid: string;
+      readonly reason: DeleteReason;
+      readonly gracePeriodSeconds?: number;
+      readonly release?: PodFinalizers;
+    }
   /**
    * Set the pod's finalizers: without the recovery finalizer to release a lost pod the controller
    * has accounted for (or one of a ModelServing that is gone), with it to track a pod that lacks
@@ -47,24 +54,49 @@ export type Action =
    * Set (string) or remove (null) pod annotations and, when given, labels, in one write; UID
    * precondition as for deletion.
    */
-  | { readonly type: "AnnotatePod"; readonly name: string; readonly uid: string; readonly annotations: Readonly<Record<string, string | null>>; readonly labels?: Readonly<Record<string, string>> }
+  | {
+      readonly type: "AnnotatePod";
+      readonly name: string;
+      readonly uid: string;
+      readonly annotations: Readonly<Record<string, string | null>>;
+      readonly labels?: Readonly<Record<string, string>>;
+    }
   /**
    * In-place update (DESIGN §2.10): set the image of each named regular container (`images`:
    * container name → image) and the pod `annotations` in one write, so the progress record and the
    * patch land together. `resourceVersion` is the version the plan saw (the baseline containerIDs
    * in the annotations were read at it); a newer pod makes it a Conflict and a requeue.
    */
-  | { readonly type: "PatchPodImages"; readonly name: string; readonly uid: string; readonly resourceVersion: string; readonly images: Readonly<Record<string, string>>; readonly annotations: Readonly<Record<string, string | null>> }
+  | {
+      readonly type: "PatchPodImages";
+      readonly name: string;
+      readonly uid: string;
+      readonly resourceVersion: string;
+      readonly images: Readonly<Record<string, string>>;
+      readonly annotations: Readonly<Record<string, string | null>>;
+    }
   /**
    * Set one condition in the pod's status (the serving readiness gate), keeping the others;
    * `resourceVersion` is the version the plan saw, so a concurrent kubelet write causes a
    * Conflict and a requeue instead of a lost update.
    */
-  | { readonly type: "SetPodCondition"; readonly name: string; readonly uid: string; readonly resourceVersion: string; readonly condition: PodCondition }
+  | {
+      readonly type: "SetPodCondition";
+      readonly name: string;
+      readonly uid: string;
+      readonly resourceVersion: string;
+      readonly condition: PodCondition;
+    }
   | { readonly type: "CreateService"; readonly service: Service }
   | { readonly type: "DeleteService"; readonly name: string; readonly uid: string }
   /** A Kubernetes Event (reasons and types in `events.ts`; build it with `recordEvent`). */
-  | { readonly type: "RecordEvent"; readonly eventType: "Normal" | "Warning"; readonly reason: EventReason; readonly message: string; readonly pod?: string };
+  | {
+      readonly type: "RecordEvent";
+      readonly eventType: "Normal" | "Warning";
+      readonly reason: EventReason;
+      readonly message: string;
+      readonly pod?: string;
+    };
 
 /**
  * A pod's finalizers as they are to be: sent whole (a merge patch replaces lists) under the

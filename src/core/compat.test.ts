@@ -25,8 +25,14 @@ describe("compatibility with objects written by earlier releases", () => {
     const observed = load("v0.1.0-pd-partitioned.json");
     const { actions } = plan(observed, LATER);
     // Pods from before tracking get the finalizer, once (docs/design/pod-tracking.md); nothing rolls.
-    assert.deepEqual(actions.map((action) => (action.type === "SetPodFinalizers" ? [action.name, action.finalizers] : [action.type])), observed.pods.map((pod) => [pod.metadata.name, [FINALIZER_RECOVERY]]));
-    const tracked = observed.pods.map((pod) => ({ ...pod, metadata: { ...pod.metadata, finalizers: [FINALIZER_RECOVERY] } }));
+    assert.deepEqual(
+      actions.map((action) => (action.type === "SetPodFinalizers" ? [action.name, action.finalizers] : [action.type])),
+      observed.pods.map((pod) => [pod.metadata.name, [FINALIZER_RECOVERY]]),
+    );
+    const tracked = observed.pods.map((pod) => ({
+      ...pod,
+      metadata: { ...pod.metadata, finalizers: [FINALIZER_RECOVERY] },
+    }));
     assert.deepEqual(plan({ ...observed, pods: tracked }, LATER).actions, []);
   });
 });
@@ -46,6 +52,11 @@ describe("an unreadable revision", () => {
     const condition = write.status.conditions?.find((candidate) => candidate.type === "RevisionUnreadable");
     assert.equal(condition?.status, "True");
     // One line per unreadable revision, each unit named once however often the plan looked at it.
-    assert.match(condition.message ?? "", new RegExp(`^Paused what depends on an unreadable revision: revision ${current} is unreadable: data does not reproduce the recorded hash .* \\(pauses decode-0 of group 0, decode-0 of group 1, prefill-0 of group 0 and 5 more unit\\(s\\)\\)\\.$`));
+    assert.match(
+      condition.message ?? "",
+      new RegExp(
+        `^Paused what depends on an unreadable revision: revision ${current} is unreadable: data does not reproduce the recorded hash .* \\(pauses decode-0 of group 0, decode-0 of group 1, prefill-0 of group 0 and 5 more unit\\(s\\)\\)\\.$`,
+      ),
+    );
   });
 });

@@ -57,12 +57,19 @@ function progressOf(role: PreviewRole, state: RoleState): RoleProgress {
 }
 
 /** Simulates the rollout step by step, at most `maxSteps` steps. */
-export function previewCoordinatedRollout(roles: readonly PreviewRole[], config: CoordinationConfig, maxSteps = 1000): Preview {
+export function previewCoordinatedRollout(
+  roles: readonly PreviewRole[],
+  config: CoordinationConfig,
+  maxSteps = 1000,
+): Preview {
   const states = new Map(roles.map((role) => [role.role, { readyNew: 0, surgeReady: 0 }]));
   const steps: PreviewStep[] = [];
   for (let step = 0; step < maxSteps; step++) {
     if (roles.every((role) => states.get(role.role)?.readyNew === role.eligible)) return { steps, blocked: undefined };
-    const permits = startPermits(roles.map((role) => progressOf(role, states.get(role.role) ?? { readyNew: 0, surgeReady: 0 })), config);
+    const permits = startPermits(
+      roles.map((role) => progressOf(role, states.get(role.role) ?? { readyNew: 0, surgeReady: 0 })),
+      config,
+    );
     const started: Record<string, number> = {};
     for (const role of roles) {
       const state = states.get(role.role) ?? { readyNew: 0, surgeReady: 0 };
@@ -83,12 +90,18 @@ export function previewCoordinatedRollout(roles: readonly PreviewRole[], config:
       state.surgeReady = state.readyNew === role.eligible ? 0 : state.surgeReady + newSurge;
     }
     const after = roles.map((role) => progressOf(role, states.get(role.role) ?? { readyNew: 0, surgeReady: 0 }));
-    steps.push({ started, ready: Object.fromEntries(after.map((p) => [p.role, p.readyNew])), old: Object.fromEntries(after.map((p) => [p.role, p.oldServing])) });
+    steps.push({
+      started,
+      ready: Object.fromEntries(after.map((p) => [p.role, p.readyNew])),
+      old: Object.fromEntries(after.map((p) => [p.role, p.oldServing])),
+    });
     const progressed = steps.length < 2 || JSON.stringify(steps.at(-1)) !== JSON.stringify(steps.at(-2));
     if (!progressed) {
       // A wait's reason does not name its role (the controller prefixes group and role); a block's does.
       const waiting = [...permits].find(([, permit]) => permit.reason !== undefined);
-      const reason = [...permits.values()].find((permit) => permit.blocked)?.reason ?? (waiting === undefined ? undefined : `role ${waiting[0]}: ${waiting[1].reason}`);
+      const reason =
+        [...permits.values()].find((permit) => permit.blocked)?.reason ??
+        (waiting === undefined ? undefined : `role ${waiting[0]}: ${waiting[1].reason}`);
       return { steps: steps.slice(0, -1), blocked: reason ?? "no role can start: check maxUnavailable and maxSurge" };
     }
   }

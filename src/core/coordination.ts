@@ -137,7 +137,11 @@ function closure(role: string, config: CoordinationConfig): Set<string> {
 }
 
 /** Why `role` may not start yet because of its dependencies, or undefined when it may. */
-export function dependencyGate(role: RoleProgress, byName: ReadonlyMap<string, RoleProgress>, config: CoordinationConfig): string | undefined {
+export function dependencyGate(
+  role: RoleProgress,
+  byName: ReadonlyMap<string, RoleProgress>,
+  config: CoordinationConfig,
+): string | undefined {
   if (role.readyNew > 0 || (config.dependsOn.get(role.role) ?? []).length === 0) return undefined;
   const upstream = [...dependents(role.role, config)];
   const started = (name: string) => {
@@ -149,8 +153,13 @@ export function dependencyGate(role: RoleProgress, byName: ReadonlyMap<string, R
   const missing = [...closure(role.role, config)].filter((name) => (byName.get(name)?.newCapacity ?? 0) === 0);
   if (missing.length === 0) return undefined;
   // A dependency whose every instance is below its partition gets no new capacity until it is lowered.
-  const pinned = missing.filter((name) => byName.get(name)?.eligible === 0 && (byName.get(name)?.oldBelowPartition ?? 0) > 0);
-  const way = pinned.length === 0 ? "" : `; every instance of ${pinned.join(", ")} is below its partition: lower the partition of ${pinned.join(", ")}, or remove the dependency on it, to update ${role.role}`;
+  const pinned = missing.filter(
+    (name) => byName.get(name)?.eligible === 0 && (byName.get(name)?.oldBelowPartition ?? 0) > 0,
+  );
+  const way =
+    pinned.length === 0
+      ? ""
+      : `; every instance of ${pinned.join(", ")} is below its partition: lower the partition of ${pinned.join(", ")}, or remove the dependency on it, to update ${role.role}`;
   return `waiting for new Ready capacity in ${missing.join(", ")} (dependencies of ${role.role})${way}`;
 }
 
@@ -158,7 +167,11 @@ export function dependencyGate(role: RoleProgress, byName: ReadonlyMap<string, R
  * How many old instances of `role` may be retired now: while a role that depends on it still
  * serves old instances, one old instance stays.
  */
-function retireLimit(role: RoleProgress, byName: ReadonlyMap<string, RoleProgress>, config: CoordinationConfig): number | undefined {
+function retireLimit(
+  role: RoleProgress,
+  byName: ReadonlyMap<string, RoleProgress>,
+  config: CoordinationConfig,
+): number | undefined {
   const oldDependents = [...dependents(role.role, config)].filter((name) => (byName.get(name)?.oldServing ?? 0) > 0);
   return oldDependents.length > 0 ? Math.max(0, role.oldServing - 1) : undefined;
 }
@@ -169,7 +182,13 @@ function retireLimit(role: RoleProgress, byName: ReadonlyMap<string, RoleProgres
  * instead. A role of one instance is left to the `stuck` rule: its dependents cannot even start.
  */
 function heldShort(role: RoleProgress, byName: ReadonlyMap<string, RoleProgress>, config: CoordinationConfig): boolean {
-  return role.active && role.eligible >= 2 && role.maxSurge === 0 && role.oldBelowPartition === 0 && retireLimit(role, byName, config) !== undefined;
+  return (
+    role.active &&
+    role.eligible >= 2 &&
+    role.maxSurge === 0 &&
+    role.oldBelowPartition === 0 &&
+    retireLimit(role, byName, config) !== undefined
+  );
 }
 
 /** A deadlock of the skew bound against a kept old instance: `short` roles never get the starts they need. */
@@ -187,16 +206,27 @@ interface SkewDeadlock {
  * other role is at or above it). Returns the roles left short when no held role can be released,
  * or undefined when the rollout finishes or only waits for a partition.
  */
-function skewDeadlock(roles: readonly RoleProgress[], config: CoordinationConfig, maxSkewPercent: number): SkewDeadlock | undefined {
+function skewDeadlock(
+  roles: readonly RoleProgress[],
+  config: CoordinationConfig,
+  maxSkewPercent: number,
+): SkewDeadlock | undefined {
   const byName = new Map(roles.map((role) => [role.role, role]));
-  let held = roles.filter((role) => heldShort(role, byName, config)).map((role) => ({ ...role, readyNew: role.eligible - 1 }));
+  let held = roles
+    .filter((role) => heldShort(role, byName, config))
+    .map((role) => ({ ...role, readyNew: role.eligible - 1 }));
   while (held.length > 0) {
     const baseline = baselineRole(held);
     const isHeld = (name: string) => held.some((role) => role.role === name);
-    const short = roles.filter((role) => role.active && allowedStarts(role, baseline, maxSkewPercent) < role.eligible - (isHeld(role.role) ? 1 : 0));
-    const finishes = (name: string) => !isHeld(name) && !short.some((role) => role.role === name) && (byName.get(name)?.oldBelowPartition ?? 0) === 0;
+    const short = roles.filter(
+      (role) =>
+        role.active && allowedStarts(role, baseline, maxSkewPercent) < role.eligible - (isHeld(role.role) ? 1 : 0),
+    );
+    const finishes = (name: string) =>
+      !isHeld(name) && !short.some((role) => role.role === name) && (byName.get(name)?.oldBelowPartition ?? 0) === 0;
     const released = held.filter((role) => [...dependents(role.role, config)].every(finishes));
-    if (released.length === 0) return short.length > 0 && baseline !== undefined ? { held: baseline, short } : undefined;
+    if (released.length === 0)
+      return short.length > 0 && baseline !== undefined ? { held: baseline, short } : undefined;
     held = held.filter((role) => !released.includes(role));
   }
   return undefined;
@@ -204,12 +234,18 @@ function skewDeadlock(roles: readonly RoleProgress[], config: CoordinationConfig
 
 /** The smallest maxSkew (percent) above the configured one at which `skewDeadlock` finds none; 100 always does. */
 function sufficientSkew(roles: readonly RoleProgress[], config: CoordinationConfig): number {
-  for (let skew = config.maxSkewPercent + 1; skew < 100; skew++) if (skewDeadlock(roles, config, skew) === undefined) return skew;
+  for (let skew = config.maxSkewPercent + 1; skew < 100; skew++)
+    if (skewDeadlock(roles, config, skew) === undefined) return skew;
   return 100;
 }
 
 /** Why `role` is left short by `deadlock`, with every fix. */
-function deadlockReason(role: RoleProgress, deadlock: SkewDeadlock, roles: readonly RoleProgress[], config: CoordinationConfig): string {
+function deadlockReason(
+  role: RoleProgress,
+  deadlock: SkewDeadlock,
+  roles: readonly RoleProgress[],
+  config: CoordinationConfig,
+): string {
   const { held } = deadlock;
   const allowed = allowedStarts(role, held, config.maxSkewPercent);
   return `role ${role.role} may start only ${allowed} of its ${role.eligible} instance(s) while role ${held.role} keeps an old instance for the roles that depend on it (${held.role} reaches at most ${held.readyNew} of ${held.eligible} without surge; maxSkew ${config.maxSkewPercent}%), so neither finishes: set maxSurge on role ${held.role} (e.g. 1), raise maxSkew to at least ${sufficientSkew(roles, config)}%, or remove the dependency on role ${held.role}`;
@@ -219,7 +255,12 @@ function deadlockReason(role: RoleProgress, deadlock: SkewDeadlock, roles: reado
  * Why `role` keeps its last old instance until a partition is lowered, or undefined: it is down to
  * that instance, and a role that depends on it runs old instances below its partition.
  */
-function partitionHold(role: RoleProgress, limit: number | undefined, byName: ReadonlyMap<string, RoleProgress>, config: CoordinationConfig): string | undefined {
+function partitionHold(
+  role: RoleProgress,
+  limit: number | undefined,
+  byName: ReadonlyMap<string, RoleProgress>,
+  config: CoordinationConfig,
+): string | undefined {
   if (limit !== 0 || !role.active) return undefined;
   const pinning = [...dependents(role.role, config)].filter((name) => (byName.get(name)?.oldBelowPartition ?? 0) > 0);
   if (pinning.length === 0) return undefined;
@@ -238,15 +279,26 @@ export function startPermits(roles: readonly RoleProgress[], config: Coordinatio
     const skewQuota = Math.max(0, allowedStarts(role, baseline, config.maxSkewPercent) - started);
     const gate = dependencyGate(role, byName, config);
     const limit = retireLimit(role, byName, config);
-    const stuck = limit === 0 && role.maxSurge === 0 && role.newCapacity === 0 && role.active && role.eligible > role.readyNew;
+    const stuck =
+      limit === 0 && role.maxSurge === 0 && role.newCapacity === 0 && role.active && role.eligible > role.readyNew;
     const short = deadlock !== undefined && deadlock.short.includes(role);
     const reason = stuck
       ? `role ${role.role} must keep an old instance while roles that depend on it still run old ones, and has no room to build a new one beside it: set maxSurge on role ${role.role} (e.g. 1), or remove the dependency on it`
       : short
         ? deadlockReason(role, deadlock, roles, config)
-        : (partitionHold(role, limit, byName, config) ?? gate ?? (skewQuota === 0 && started < role.eligible ? `waiting for the least-progressed role ${baseline?.role ?? "?"} (maxSkew ${config.maxSkewPercent}%)` : undefined));
+        : (partitionHold(role, limit, byName, config) ??
+          gate ??
+          (skewQuota === 0 && started < role.eligible
+            ? `waiting for the least-progressed role ${baseline?.role ?? "?"} (maxSkew ${config.maxSkewPercent}%)`
+            : undefined));
     const fullProgress = role.eligible > 0 && role.readyNew >= role.eligible;
-    permits.set(role.role, { quota: gate === undefined ? skewQuota : 0, fullProgress, retireLimit: limit, reason, blocked: stuck || short });
+    permits.set(role.role, {
+      quota: gate === undefined ? skewQuota : 0,
+      fullProgress,
+      retireLimit: limit,
+      reason,
+      blocked: stuck || short,
+    });
   }
   return permits;
 }

@@ -102,7 +102,13 @@ export interface DrainProgress extends DrainStep {
  * Plans the next step of deleting `pods` (the pods of one unit) on purpose. Pods already being
  * deleted are left alone; `unitLabel` names the unit and why it goes, in events.
  */
-export function planDrainedDeletion(pods: readonly PodView[], policy: DrainPolicy, reason: DeleteReason, unitLabel: string, nowMs: number): DrainStep {
+export function planDrainedDeletion(
+  pods: readonly PodView[],
+  policy: DrainPolicy,
+  reason: DeleteReason,
+  unitLabel: string,
+  nowMs: number,
+): DrainStep {
   const live = pods.filter((view) => !view.facts.terminating);
   if (live.length === 0) return { actions: [], recheckAtMs: undefined, wait: undefined };
   const step = planDrain(live, policy, { unitLabel, next: "deleting" }, nowMs);
@@ -114,7 +120,10 @@ export function planDrainedDeletion(pods: readonly PodView[], policy: DrainPolic
 
 /** At most a few pod names, for an event message. */
 export function podList(views: readonly PodView[]): string {
-  return nameList(views.map((view) => view.pod.metadata.name), "pod(s)");
+  return nameList(
+    views.map((view) => view.pod.metadata.name),
+    "pod(s)",
+  );
 }
 
 /** At most a few names after `noun`, for a message. */
@@ -151,7 +160,8 @@ function entryWait(view: PodView, policy: DrainPolicy, nowMs: number): EntryWait
   const live = policy.routers.filter((router) => nowMs < router.liveUntilMs);
   const pending = live.filter((router) => !confirmed.includes(router.id));
   const awaited = pending.map((router) => router.id);
-  if (nowMs >= timeoutAtMs || (nowMs >= settledAtMs && pending.length === 0)) return { view, confirmed, awaited, timeoutAtMs, recheckAtMs: undefined };
+  if (nowMs >= timeoutAtMs || (nowMs >= settledAtMs && pending.length === 0))
+    return { view, confirmed, awaited, timeoutAtMs, recheckAtMs: undefined };
   // A router that stops renewing stops being waited for at its expiry: look again then. Every
   // recheck is in the future (a live router's expiry, a settle or timeout not reached): one in
   // the past would plan again at once, forever.
@@ -175,30 +185,66 @@ export function planDrain(
 ): DrainProgress {
   const actions: Action[] = [];
   const timeoutSeconds = policy.timeoutSeconds;
-  const started = timeoutSeconds > 0 && live.every((view) => view.facts.drainingSinceMs === undefined) && live.some((view) => view.id.index === 0 && view.facts.serving);
-  if (started) actions.push(recordEvent("DrainStarted", `Draining ${unit.unitLabel}: ${podList(live)} out of traffic; ${startedWait(policy, nowMs)} before ${unit.next}.`));
+  const started =
+    timeoutSeconds > 0 &&
+    live.every((view) => view.facts.drainingSinceMs === undefined) &&
+    live.some((view) => view.id.index === 0 && view.facts.serving);
+  if (started)
+    actions.push(
+      recordEvent(
+        "DrainStarted",
+        `Draining ${unit.unitLabel}: ${podList(live)} out of traffic; ${startedWait(policy, nowMs)} before ${unit.next}.`,
+      ),
+    );
   for (const view of live) {
     if (view.facts.drainingSinceMs !== undefined) continue;
     // The gate first: its write carries the resourceVersion the plan saw, which the annotation
     // write would change.
     if (view.facts.serving) actions.push(setServing(view, "False", DRAINING_REASON, nowMs));
-    actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: { ...staleConfirmations(view), ...extraAnnotations(view), [ANNOTATION_DRAINING]: rfc3339Millis(nowMs) } });
+    actions.push({
+      type: "AnnotatePod",
+      name: view.pod.metadata.name,
+      uid: view.uid,
+      annotations: {
+        ...staleConfirmations(view),
+        ...extraAnnotations(view),
+        [ANNOTATION_DRAINING]: rfc3339Millis(nowMs),
+      },
+    });
   }
   // Only entries that took traffic need the routers' confirmations: a pod whose gate never opened
   // has no request on it. The gate reason "Draining" (set above) remembers that it was serving.
-  const entries = live.filter((view) => view.id.index === 0 && (view.facts.serving || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON));
-  if (timeoutSeconds === 0 || entries.length === 0) return { actions, recheckAtMs: undefined, wait: undefined, drained: true };
+  const entries = live.filter(
+    (view) =>
+      view.id.index === 0 && (view.facts.serving || podCondition(view.pod, SERVING_GATE)?.reason === DRAINING_REASON),
+  );
+  if (timeoutSeconds === 0 || entries.length === 0)
+    return { actions, recheckAtMs: undefined, wait: undefined, drained: true };
   const waits = entries.map((view) => entryWait(view, policy, nowMs));
   const waiting = waits.filter((wait) => wait.recheckAtMs !== undefined);
-  if (waiting.length > 0) return { actions, recheckAtMs: Math.min(...waiting.map((wait) => wait.recheckAtMs ?? Infinity)), wait: drainWait(unit.unitLabel, waiting), drained: false };
+  if (waiting.length > 0)
+    return {
+      actions,
+      recheckAtMs: Math.min(...waiting.map((wait) => wait.recheckAtMs ?? Infinity)),
+      wait: drainWait(unit.unitLabel, waiting),
+      drained: false,
+    };
   const timedOut = waits.filter((wait) => wait.awaited.length > 0);
   if (timedOut.length === 0) {
     const confirmed = [...new Set(waits.flatMap((wait) => wait.confirmed))].sort();
-    const who = confirmed.length === 0 ? "no live router routes its namespace, and the settle after the mark is over" : `${nameList(confirmed, "router(s)")} confirmed ${podList(entries)}`;
+    const who =
+      confirmed.length === 0
+        ? "no live router routes its namespace, and the settle after the mark is over"
+        : `${nameList(confirmed, "router(s)")} confirmed ${podList(entries)}`;
     actions.push(recordEvent("DrainConfirmed", `Drained ${unit.unitLabel}: ${who}; ${unit.next}.`));
   } else {
     const missing = [...new Set(timedOut.flatMap((wait) => wait.awaited))].sort();
-    actions.push(recordEvent("DrainTimeout", `Drain of ${unit.unitLabel} timed out after ${timeoutSeconds}s: ${nameList(missing, "router(s)")} did not confirm ${podList(timedOut.map((wait) => wait.view))}; ${unit.next} anyway, requests still running on them are cut.`));
+    actions.push(
+      recordEvent(
+        "DrainTimeout",
+        `Drain of ${unit.unitLabel} timed out after ${timeoutSeconds}s: ${nameList(missing, "router(s)")} did not confirm ${podList(timedOut.map((wait) => wait.view))}; ${unit.next} anyway, requests still running on them are cut.`,
+      ),
+    );
   }
   return { actions, recheckAtMs: undefined, wait: undefined, drained: true };
 }
@@ -206,7 +252,8 @@ export function planDrain(
 /** What DrainStarted says the unit waits for. */
 function startedWait(policy: DrainPolicy, nowMs: number): string {
   const live = policy.routers.filter((router) => nowMs < router.liveUntilMs).map((router) => router.id);
-  if (live.length === 0) return `no live router routes its namespace: waiting ${Math.min(DRAIN_SETTLE_MS / 1000, policy.timeoutSeconds)}s`;
+  if (live.length === 0)
+    return `no live router routes its namespace: waiting ${Math.min(DRAIN_SETTLE_MS / 1000, policy.timeoutSeconds)}s`;
   return `waiting up to ${policy.timeoutSeconds}s for ${nameList(live, "router(s)")} to confirm`;
 }
 
@@ -237,13 +284,23 @@ export function cancelDrain(view: PodView, nowMs: number): readonly Action[] {
   // A pod without a mark (the common case) has nothing to undo.
   if (!view.facts.marked || view.facts.terminating) return NO_ACTIONS;
   const present = drainMarkKeys(view.pod);
-  const gate = view.facts.containersReady && !view.facts.serving ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
-  return [...gate, { type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])) }];
+  const gate =
+    view.facts.containersReady && !view.facts.serving ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
+  return [
+    ...gate,
+    {
+      type: "AnnotatePod",
+      name: view.pod.metadata.name,
+      uid: view.uid,
+      annotations: Object.fromEntries(present.map((key) => [key, null])),
+    },
+  ];
 }
 
 /** Opens the gate of a pod whose containers are ready and that is not draining. */
 export function openGate(view: PodView, nowMs: number): readonly Action[] {
   const { facts } = view;
-  if (facts.terminating || facts.drainingSinceMs !== undefined || facts.serving || !facts.containersReady) return NO_ACTIONS;
+  if (facts.terminating || facts.drainingSinceMs !== undefined || facts.serving || !facts.containersReady)
+    return NO_ACTIONS;
   return [setServing(view, "True", "ContainersReady", nowMs)];
 }

@@ -19,7 +19,17 @@ function manifest(spec: Record<string, unknown> = {}) {
     spec: {
       replicas: 2,
       drain: { timeoutSeconds: 60 },
-      template: { roles: [{ name: "decode", replicas: 1, workerReplicas: 1, entryTemplate: pod("vllm:v1"), workerTemplate: pod("vllm:v1") }] },
+      template: {
+        roles: [
+          {
+            name: "decode",
+            replicas: 1,
+            workerReplicas: 1,
+            entryTemplate: pod("vllm:v1"),
+            workerTemplate: pod("vllm:v1"),
+          },
+        ],
+      },
       ...spec,
     },
   };
@@ -34,7 +44,8 @@ function round(cluster: IdealCluster, nowMs: number, ack = true): readonly Actio
   if (ack) {
     for (const p of cluster.pods.values()) {
       const annotations = p.metadata.annotations ?? {};
-      if (annotations["tandem.dev/draining"] !== undefined && p.metadata.labels?.["tandem.dev/entry"] === "true") p.metadata.annotations = { ...annotations, "drained.tandem.dev/router-a": "true" };
+      if (annotations["tandem.dev/draining"] !== undefined && p.metadata.labels?.["tandem.dev/entry"] === "true")
+        p.metadata.annotations = { ...annotations, "drained.tandem.dev/router-a": "true" };
     }
   }
   const { actions } = plan(observe(cluster), nowMs);
@@ -74,8 +85,14 @@ function setImage(cluster: IdealCluster, image: string): void {
 
 describe("events: one per controller action, on transitions only", () => {
   it("every reason has one fixed type; DrainTimeout, InPlaceVerifyFailed and Recovering are Warnings", () => {
-    assert.deepEqual(Object.entries(EVENT_TYPES).filter(([, type]) => type === "Warning").map(([reason]) => reason), ["DrainTimeout", "InPlaceVerifyFailed", "Recovering"]);
-    for (const event of eventsOf(settle(idealCluster(manifest()), NOW))) assert.equal(event.eventType, EVENT_TYPES[event.reason]);
+    assert.deepEqual(
+      Object.entries(EVENT_TYPES)
+        .filter(([, type]) => type === "Warning")
+        .map(([reason]) => reason),
+      ["DrainTimeout", "InPlaceVerifyFailed", "Recovering"],
+    );
+    for (const event of eventsOf(settle(idealCluster(manifest()), NOW)))
+      assert.equal(event.eventType, EVENT_TYPES[event.reason]);
   });
 
   it("a new ModelServing: one InstanceCreated per instance (scale-up), no rollout event; a converged plan, none", () => {
@@ -84,10 +101,20 @@ describe("events: one per controller action, on transitions only", () => {
     const created = first.find((a) => a.type === "CreateRevision");
     assert.ok(created?.type === "CreateRevision");
     const revision = created.revision.metadata.name;
-    assert.deepEqual(eventsOf(first).map((e) => e.message), [`Creating decode-0 of group 0 at revision ${revision} (scale-up).`, `Creating decode-0 of group 1 at revision ${revision} (scale-up).`]);
+    assert.deepEqual(
+      eventsOf(first).map((e) => e.message),
+      [
+        `Creating decode-0 of group 0 at revision ${revision} (scale-up).`,
+        `Creating decode-0 of group 1 at revision ${revision} (scale-up).`,
+      ],
+    );
     apply(cluster, first);
     converge(cluster, NOW);
-    assert.deepEqual(plan(observe(cluster), NOW + 3_600_000).actions, [], "a restarted controller over a converged system: no write, no event");
+    assert.deepEqual(
+      plan(observe(cluster), NOW + 3_600_000).actions,
+      [],
+      "a restarted controller over a converged system: no write, no event",
+    );
   });
 
   it("scale-down with the router's confirmation: DrainStarted, then DrainConfirmed and InstanceDeleted once", () => {
@@ -96,12 +123,21 @@ describe("events: one per controller action, on transitions only", () => {
     bump(cluster);
     const start = round(cluster, NOW, false);
     assert.deepEqual(reasons(start), ["DrainStarted"]);
-    assert.match(eventsOf(start)[0]!.message, /^Draining group 1 \(scale-down\): pod\(s\) llm-1-decode-0-0, llm-1-decode-0-1 out of traffic; waiting up to 60s for router\(s\) router-a to confirm before deleting\.$/);
+    assert.match(
+      eventsOf(start)[0]!.message,
+      /^Draining group 1 \(scale-down\): pod\(s\) llm-1-decode-0-0, llm-1-decode-0-1 out of traffic; waiting up to 60s for router\(s\) router-a to confirm before deleting\.$/,
+    );
     assert.deepEqual(reasons(round(cluster, NOW + 1_000, false)), [], "waiting is no event");
     const done = round(cluster, NOW + 2_000);
     assert.deepEqual(reasons(done), ["DrainConfirmed", "InstanceDeleted"]);
-    assert.equal(eventsOf(done)[0]!.message, "Drained group 1 (scale-down): router(s) router-a confirmed pod(s) llm-1-decode-0-0; deleting.");
-    assert.match(eventsOf(done)[1]!.message, /^Deleting group 1 \(scale-down\): pod\(s\) llm-1-decode-0-0, llm-1-decode-0-1\.$/);
+    assert.equal(
+      eventsOf(done)[0]!.message,
+      "Drained group 1 (scale-down): router(s) router-a confirmed pod(s) llm-1-decode-0-0; deleting.",
+    );
+    assert.match(
+      eventsOf(done)[1]!.message,
+      /^Deleting group 1 \(scale-down\): pod\(s\) llm-1-decode-0-0, llm-1-decode-0-1\.$/,
+    );
     assert.deepEqual(reasons(settle(cluster, NOW + 3_000)), []);
   });
 
@@ -113,7 +149,10 @@ describe("events: one per controller action, on transitions only", () => {
     const late = round(cluster, NOW + 60_000, false);
     assert.deepEqual(reasons(late), ["DrainTimeout", "InstanceDeleted"]);
     assert.equal(eventsOf(late)[0]!.eventType, "Warning");
-    assert.match(eventsOf(late)[0]!.message, /^Drain of group 1 \(scale-down\) timed out after 60s: router\(s\) router-a did not confirm pod\(s\) llm-1-decode-0-0; deleting anyway/);
+    assert.match(
+      eventsOf(late)[0]!.message,
+      /^Drain of group 1 \(scale-down\) timed out after 60s: router\(s\) router-a did not confirm pod\(s\) llm-1-decode-0-0; deleting anyway/,
+    );
   });
 
   it("names the routers that did not confirm when the drain times out, not those that did", () => {
@@ -124,18 +163,27 @@ describe("events: one per controller action, on transitions only", () => {
     const entry = cluster.pods.get("llm-1-decode-0-0")!;
     entry.metadata.annotations = { ...entry.metadata.annotations, "drained.tandem.dev/router-b": "true" };
     assert.deepEqual(reasons(round(cluster, NOW + 30_000, false)), [], "router-a has not confirmed");
-    assert.match(eventsOf(round(cluster, NOW + 60_000, false))[0]!.message, /timed out after 60s: router\(s\) router-a did not confirm pod\(s\) llm-1-decode-0-0;/);
+    assert.match(
+      eventsOf(round(cluster, NOW + 60_000, false))[0]!.message,
+      /timed out after 60s: router\(s\) router-a did not confirm pod\(s\) llm-1-decode-0-0;/,
+    );
   });
 
   it("no live router: the settle is the whole wait, and DrainConfirmed says so", () => {
     const cluster = converged({}, []);
     cluster.modelServing.spec.replicas = 1;
     bump(cluster);
-    assert.match(eventsOf(round(cluster, NOW, false))[0]!.message, /out of traffic; no live router routes its namespace: waiting 2s before deleting\.$/);
+    assert.match(
+      eventsOf(round(cluster, NOW, false))[0]!.message,
+      /out of traffic; no live router routes its namespace: waiting 2s before deleting\.$/,
+    );
     assert.deepEqual(reasons(round(cluster, NOW + 1_999, false)), []);
     const done = round(cluster, NOW + 2_000, false);
     assert.deepEqual(reasons(done), ["DrainConfirmed", "InstanceDeleted"]);
-    assert.equal(eventsOf(done)[0]!.message, "Drained group 1 (scale-down): no live router routes its namespace, and the settle after the mark is over; deleting.");
+    assert.equal(
+      eventsOf(done)[0]!.message,
+      "Drained group 1 (scale-down): no live router routes its namespace, and the settle after the mark is over; deleting.",
+    );
   });
 
   it("no drain (timeoutSeconds 0): only InstanceDeleted", () => {
@@ -151,11 +199,31 @@ describe("events: one per controller action, on transitions only", () => {
     setImage(cluster, "vllm:v2");
     const events = eventsOf(settle(cluster, NOW));
     const to = cluster.modelServing.status.updateRevision;
-    assert.deepEqual(events.map((e) => e.reason), ["RolloutStarted", "DrainStarted", "DrainConfirmed", "InstanceDeleted", "InstanceCreated", "DrainStarted", "DrainConfirmed", "InstanceDeleted", "InstanceCreated", "RolloutCompleted"]);
+    assert.deepEqual(
+      events.map((e) => e.reason),
+      [
+        "RolloutStarted",
+        "DrainStarted",
+        "DrainConfirmed",
+        "InstanceDeleted",
+        "InstanceCreated",
+        "DrainStarted",
+        "DrainConfirmed",
+        "InstanceDeleted",
+        "InstanceCreated",
+        "RolloutCompleted",
+      ],
+    );
     assert.equal(events[0]!.message, `Rolling out revision ${to} (current revision ${from}).`);
     assert.match(events[3]!.message, new RegExp(`^Deleting decode-0 of group 1 \\(replacing ${from} with ${to}\\)`));
-    assert.equal(events[4]!.message, `Creating decode-0 of group 1 at revision ${to} (replacement for the rollout to ${to}).`);
-    assert.equal(events.at(-1)!.message, `Every unit runs revision ${to}; it is now the current revision (was ${from}).`);
+    assert.equal(
+      events[4]!.message,
+      `Creating decode-0 of group 1 at revision ${to} (replacement for the rollout to ${to}).`,
+    );
+    assert.equal(
+      events.at(-1)!.message,
+      `Every unit runs revision ${to}; it is now the current revision (was ${from}).`,
+    );
     assert.deepEqual(plan(observe(cluster), NOW + 3_600_000).actions, []);
   });
 
@@ -163,8 +231,16 @@ describe("events: one per controller action, on transitions only", () => {
     const cluster = converged({ rolloutStrategy: { rollingUpdateConfiguration: { maxSurge: 1, maxUnavailable: 0 } } });
     setImage(cluster, "vllm:v2");
     const messages = eventsOf(settle(cluster, NOW)).map((e) => `${e.reason}: ${e.message}`);
-    assert.ok(messages.some((m) => /^InstanceCreated: Creating decode-0 of group 2 at revision \S+ \(surge for the rollout to \S+\)\.$/.test(m)), messages.join("\n"));
-    assert.ok(messages.some((m) => /^InstanceDeleted: Deleting group 2 \(surge no longer needed\)/.test(m)), messages.join("\n"));
+    assert.ok(
+      messages.some((m) =>
+        /^InstanceCreated: Creating decode-0 of group 2 at revision \S+ \(surge for the rollout to \S+\)\.$/.test(m),
+      ),
+      messages.join("\n"),
+    );
+    assert.ok(
+      messages.some((m) => /^InstanceDeleted: Deleting group 2 \(surge no longer needed\)/.test(m)),
+      messages.join("\n"),
+    );
   });
 
   it("tandem rollout undo (the spec back to an older revision): RolledBack, not RolloutStarted", () => {
@@ -175,7 +251,10 @@ describe("events: one per controller action, on transitions only", () => {
     setImage(cluster, "vllm:v1");
     const events = eventsOf(settle(cluster, NOW + 100_000));
     assert.equal(events[0]!.reason, "RolledBack");
-    assert.match(events[0]!.message, new RegExp(`^Rolling back to the spec of revision ${first} \\(now number 3\\) from `));
+    assert.match(
+      events[0]!.message,
+      new RegExp(`^Rolling back to the spec of revision ${first} \\(now number 3\\) from `),
+    );
     assert.ok(!events.some((e) => e.reason === "RolloutStarted"));
     assert.equal(events.at(-1)!.reason, "RolloutCompleted");
   });
@@ -185,17 +264,29 @@ describe("events: one per controller action, on transitions only", () => {
     cluster.pods.delete("llm-1-decode-0-0");
     const actions = settle(cluster, NOW);
     const events = eventsOf(actions);
-    assert.deepEqual(events.map((e) => e.reason), ["Recovering", "InstanceCreated"]);
+    assert.deepEqual(
+      events.map((e) => e.reason),
+      ["Recovering", "InstanceCreated"],
+    );
     assert.equal(events[0]!.eventType, "Warning");
-    assert.equal(events[0]!.message, "recoveryPolicy RoleRecreate: decode-0 of group 1 failed (lost pod 0); rebuilding the instance; deleting pod(s) llm-1-decode-0-1.");
-    assert.match(events[1]!.message, /^Creating decode-0 of group 1 at revision \S+ \(its earlier pods are gone: lost, recovered, or replaced by a rollout back to this revision\)\.$/);
+    assert.equal(
+      events[0]!.message,
+      "recoveryPolicy RoleRecreate: decode-0 of group 1 failed (lost pod 0); rebuilding the instance; deleting pod(s) llm-1-decode-0-1.",
+    );
+    assert.match(
+      events[1]!.message,
+      /^Creating decode-0 of group 1 at revision \S+ \(its earlier pods are gone: lost, recovered, or replaced by a rollout back to this revision\)\.$/,
+    );
   });
 
   it("ServingGroupRecreate says so", () => {
     const cluster = converged({ recoveryPolicy: "ServingGroupRecreate" });
     // Deleted by someone else: the tracking finalizer keeps it, terminating (lost).
     cluster.pods.get("llm-0-decode-0-1")!.metadata.deletionTimestamp = "2026-11-30T00:59:00Z";
-    assert.match(eventsOf(round(cluster, NOW))[0]!.message, /^recoveryPolicy ServingGroupRecreate: group 0 failed \(decode-0: lost llm-0-decode-0-1\); rebuilding the group; deleting pod\(s\) llm-0-decode-0-0\.$/);
+    assert.match(
+      eventsOf(round(cluster, NOW))[0]!.message,
+      /^recoveryPolicy ServingGroupRecreate: group 0 failed \(decode-0: lost llm-0-decode-0-1\); rebuilding the group; deleting pod\(s\) llm-0-decode-0-0\.$/,
+    );
   });
 });
 
@@ -204,32 +295,78 @@ describe("events: in place", () => {
     const cluster = converged({ replicas: 1, rolloutStrategy: { type: "InPlaceUpdate" } });
     setImage(cluster, "vllm:v2");
     const good = eventsOf(settle(cluster, NOW));
-    assert.deepEqual(good.map((e) => e.reason), ["RolloutStarted", "DrainStarted", "DrainConfirmed", "InPlacePatched", "InPlaceUpdated", "RolloutCompleted"]);
-    assert.match(good[3]!.message, /^Patching decode-0 of group 0 in place to revision \S+: pod\(s\) llm-0-decode-0-0, llm-0-decode-0-1 \(vllm=vllm:v2\); verifying/);
-    assert.match(good[4]!.message, /^Updated decode-0 of group 0 in place to revision \S+: pod\(s\) llm-0-decode-0-0, llm-0-decode-0-1 verified on the new images; back in traffic\.$/);
+    assert.deepEqual(
+      good.map((e) => e.reason),
+      ["RolloutStarted", "DrainStarted", "DrainConfirmed", "InPlacePatched", "InPlaceUpdated", "RolloutCompleted"],
+    );
+    assert.match(
+      good[3]!.message,
+      /^Patching decode-0 of group 0 in place to revision \S+: pod\(s\) llm-0-decode-0-0, llm-0-decode-0-1 \(vllm=vllm:v2\); verifying/,
+    );
+    assert.match(
+      good[4]!.message,
+      /^Updated decode-0 of group 0 in place to revision \S+: pod\(s\) llm-0-decode-0-0, llm-0-decode-0-1 verified on the new images; back in traffic\.$/,
+    );
     cluster.badImages.add("vllm:bad");
     setImage(cluster, "vllm:bad");
     const bad = eventsOf(settle(cluster, NOW + 100_000));
-    assert.deepEqual(bad.map((e) => e.reason), ["RolloutStarted", "DrainStarted", "DrainConfirmed", "InPlacePatched", "InPlaceVerifyFailed", "InPlaceVerifyFailed"]);
-    assert.deepEqual(bad.slice(-2).map((e) => e.pod), ["llm-0-decode-0-0", "llm-0-decode-0-1"], "regarding each stalled pod");
+    assert.deepEqual(
+      bad.map((e) => e.reason),
+      [
+        "RolloutStarted",
+        "DrainStarted",
+        "DrainConfirmed",
+        "InPlacePatched",
+        "InPlaceVerifyFailed",
+        "InPlaceVerifyFailed",
+      ],
+    );
+    assert.deepEqual(
+      bad.slice(-2).map((e) => e.pod),
+      ["llm-0-decode-0-0", "llm-0-decode-0-1"],
+      "regarding each stalled pod",
+    );
     setImage(cluster, "vllm:v3");
     const fixed = eventsOf(settle(cluster, NOW + 200_000));
-    assert.deepEqual(fixed.map((e) => e.reason), ["RolloutStarted", "InPlaceTakeover", "InPlaceUpdated", "RolloutCompleted"]);
-    assert.match(fixed[1]!.message, /^Patching decode-0 of group 0 in place again, to revision \S+, taking over from the update to \S+ \(Stalled\): /);
+    assert.deepEqual(
+      fixed.map((e) => e.reason),
+      ["RolloutStarted", "InPlaceTakeover", "InPlaceUpdated", "RolloutCompleted"],
+    );
+    assert.match(
+      fixed[1]!.message,
+      /^Patching decode-0 of group 0 in place again, to revision \S+, taking over from the update to \S+ \(Stalled\): /,
+    );
   });
 });
 
 describe("events: rollout transitions from the stored status", () => {
   const progressing = (reason: string) => ({ type: "Progressing", status: "True" as const, reason, message: "" });
-  const status = (current: string, update: string, reason = "Reconciling"): ModelServingStatus => ({ currentRevision: current, updateRevision: update, conditions: [progressing(reason)] });
+  const status = (current: string, update: string, reason = "Reconciling"): ModelServingStatus => ({
+    currentRevision: current,
+    updateRevision: update,
+    conditions: [progressing(reason)],
+  });
   const none = { paused: false, rolledBack: undefined };
   const of = (actions: readonly Action[]) => reasons(actions);
 
   it("paused and resumed follow the Progressing condition's RolloutPaused reason, once each", () => {
-    assert.deepEqual(of(rolloutEvents(status("a", "b"), status("a", "b", "RolloutPaused"), { ...none, paused: true })), ["RolloutPaused"]);
-    assert.deepEqual(of(rolloutEvents(status("a", "b", "RolloutPaused"), status("a", "b", "RolloutPaused"), { ...none, paused: true })), [], "paused is a state: no event while it lasts");
+    assert.deepEqual(
+      of(rolloutEvents(status("a", "b"), status("a", "b", "RolloutPaused"), { ...none, paused: true })),
+      ["RolloutPaused"],
+    );
+    assert.deepEqual(
+      of(
+        rolloutEvents(status("a", "b", "RolloutPaused"), status("a", "b", "RolloutPaused"), { ...none, paused: true }),
+      ),
+      [],
+      "paused is a state: no event while it lasts",
+    );
     assert.deepEqual(of(rolloutEvents(status("a", "b", "RolloutPaused"), status("a", "b"), none)), ["RolloutResumed"]);
-    assert.deepEqual(of(rolloutEvents(status("a", "b", "RolloutPaused"), status("a", "b", "Converged"), { ...none, paused: true })), [], "still paused in the spec: not resumed");
+    assert.deepEqual(
+      of(rolloutEvents(status("a", "b", "RolloutPaused"), status("a", "b", "Converged"), { ...none, paused: true })),
+      [],
+      "still paused in the spec: not resumed",
+    );
   });
 
   it("started, superseded and completed follow the revisions; equal statuses give nothing", () => {
@@ -239,6 +376,9 @@ describe("events: rollout transitions from the stored status", () => {
     assert.deepEqual(of(superseded), ["RolloutStarted"]);
     assert.match(eventsOf(superseded)[0]!.message, /replaces the rollout to b, which had not completed/);
     assert.deepEqual(of(rolloutEvents(status("a", "b"), status("b", "b"), none)), ["RolloutCompleted"]);
-    assert.deepEqual(of(rolloutEvents(status("a", "b"), status("a", "a"), { paused: false, rolledBack: { name: "a", revision: 3 } })), ["RolledBack"]);
+    assert.deepEqual(
+      of(rolloutEvents(status("a", "b"), status("a", "a"), { paused: false, rolledBack: { name: "a", revision: 3 } })),
+      ["RolledBack"],
+    );
   });
 });

@@ -50,7 +50,13 @@ export type EventReason = keyof typeof EVENT_TYPES;
 
 /** The RecordEvent action of `reason` (its type from `EVENT_TYPES`), regarding `pod` or else the ModelServing. */
 export function recordEvent(reason: EventReason, message: string, pod?: string): Action {
-  return { type: "RecordEvent", eventType: EVENT_TYPES[reason], reason, message, ...(pod === undefined ? {} : { pod }) };
+  return {
+    type: "RecordEvent",
+    eventType: EVENT_TYPES[reason],
+    reason,
+    message,
+    ...(pod === undefined ? {} : { pod }),
+  };
 }
 
 /** The Progressing condition's reason while a rollout waits for `spec.rolloutStrategy.paused`. */
@@ -62,22 +68,54 @@ export const PAUSED_REASON = "RolloutPaused";
  * that is reported as RolledBack rather than as a new rollout. A status never written before (a
  * new ModelServing) starts no rollout.
  */
-export function rolloutEvents(before: ModelServingStatus, after: ModelServingStatus, spec: { readonly paused: boolean; readonly rolledBack: { readonly name: string; readonly revision: number } | undefined }): Action[] {
+export function rolloutEvents(
+  before: ModelServingStatus,
+  after: ModelServingStatus,
+  spec: {
+    readonly paused: boolean;
+    readonly rolledBack: { readonly name: string; readonly revision: number } | undefined;
+  },
+): Action[] {
   const { rolledBack } = spec;
   const events: Action[] = [];
   const { currentRevision: current, updateRevision: update } = after;
   if (rolledBack !== undefined) {
-    events.push(recordEvent("RolledBack", `Rolling back to the spec of revision ${rolledBack.name} (now number ${rolledBack.revision}) from ${before.updateRevision ?? "none"}; the rollout moves the units under the usual budgets.`));
+    events.push(
+      recordEvent(
+        "RolledBack",
+        `Rolling back to the spec of revision ${rolledBack.name} (now number ${rolledBack.revision}) from ${before.updateRevision ?? "none"}; the rollout moves the units under the usual budgets.`,
+      ),
+    );
   } else if (before.updateRevision !== undefined && update !== before.updateRevision && update !== current) {
-    const replaced = before.updateRevision === before.currentRevision ? "" : ` It replaces the rollout to ${before.updateRevision}, which had not completed.`;
-    events.push(recordEvent("RolloutStarted", `Rolling out revision ${update ?? "?"} (current revision ${current ?? "?"}).${replaced}`));
+    const replaced =
+      before.updateRevision === before.currentRevision
+        ? ""
+        : ` It replaces the rollout to ${before.updateRevision}, which had not completed.`;
+    events.push(
+      recordEvent(
+        "RolloutStarted",
+        `Rolling out revision ${update ?? "?"} (current revision ${current ?? "?"}).${replaced}`,
+      ),
+    );
   }
   const wasPaused = progressingReason(before) === PAUSED_REASON;
   const isPaused = progressingReason(after) === PAUSED_REASON;
-  if (!wasPaused && isPaused && spec.paused) events.push(recordEvent("RolloutPaused", `The rollout to ${update ?? "?"} is paused (spec.rolloutStrategy.paused); no further unit moves until it is resumed (tandem rollout resume).`));
-  if (wasPaused && !isPaused && !spec.paused) events.push(recordEvent("RolloutResumed", `The rollout to ${update ?? "?"} goes on.`));
+  if (!wasPaused && isPaused && spec.paused)
+    events.push(
+      recordEvent(
+        "RolloutPaused",
+        `The rollout to ${update ?? "?"} is paused (spec.rolloutStrategy.paused); no further unit moves until it is resumed (tandem rollout resume).`,
+      ),
+    );
+  if (wasPaused && !isPaused && !spec.paused)
+    events.push(recordEvent("RolloutResumed", `The rollout to ${update ?? "?"} goes on.`));
   if (before.currentRevision !== undefined && current !== before.currentRevision && current === update) {
-    events.push(recordEvent("RolloutCompleted", `Every unit runs revision ${current ?? "?"}; it is now the current revision (was ${before.currentRevision}).`));
+    events.push(
+      recordEvent(
+        "RolloutCompleted",
+        `Every unit runs revision ${current ?? "?"}; it is now the current revision (was ${before.currentRevision}).`,
+      ),
+    );
   }
   return events;
 }

@@ -205,9 +205,21 @@ export function instanceHealth(pods: InstancePods | undefined, expectedPods: num
   }
   const absent: number[] = [];
   // Usually every expected index has a pod: then none is searched for.
-  if (expectedPresent < expectedPods) for (let index = 0; index < expectedPods; index++) if (pods?.has(index) !== true) absent.push(index);
+  if (expectedPresent < expectedPods)
+    for (let index = 0; index < expectedPods; index++) if (pods?.has(index) !== true) absent.push(index);
   const complete = expectedLive === expectedPods;
-  return { live, terminating, lost, absent, extra, complete, ready: complete && allReady, draining, marked, unschedulable };
+  return {
+    live,
+    terminating,
+    lost,
+    absent,
+    extra,
+    complete,
+    ready: complete && allReady,
+    draining,
+    marked,
+    unschedulable,
+  };
 }
 
 /** `[0, 1, …, count − 1]` for an integer `count`; empty when `count` ≤ 0. */

@@ -20,14 +20,48 @@ describe("identity", () => {
   });
 
   it("parses identity from labels and name, and refuses anything inconsistent", () => {
-    assert.deepEqual(parsePodIdentity("llm", "llm-1-decode-2-0", labels("1", "decode", "decode-2", true)), { group: 1, role: "decode", instance: 2, index: 0 });
-    assert.deepEqual(parsePodIdentity("llm", "llm-1-decode-2-3", labels("1", "decode", "decode-2", false)), { group: 1, role: "decode", instance: 2, index: 3 });
-    assert.equal(parsePodIdentity("llm", "llm-1-decode-2-3", labels("1", "decode", "decode-2", true)), undefined, "entry label on a worker");
-    assert.equal(parsePodIdentity("llm", "llm-1-decode-2-0", labels("1", "decode", "decode-2", false)), undefined, "entry without its label");
-    assert.equal(parsePodIdentity("other", "llm-1-decode-2-0", labels("1", "decode", "decode-2", true)), undefined, "another ModelServing");
-    assert.equal(parsePodIdentity("llm", "llm-1-decode-2-0", labels("01", "decode", "decode-2", true)), undefined, "non-canonical ordinal");
-    assert.equal(parsePodIdentity("llm", "llm-1-decode-2-0", labels("1", "decode", "prefill-2", true)), undefined, "instance of another role");
-    assert.equal(parsePodIdentity("llm", "llm-2-decode-2-0", labels("1", "decode", "decode-2", true)), undefined, "name disagrees with labels");
+    assert.deepEqual(parsePodIdentity("llm", "llm-1-decode-2-0", labels("1", "decode", "decode-2", true)), {
+      group: 1,
+      role: "decode",
+      instance: 2,
+      index: 0,
+    });
+    assert.deepEqual(parsePodIdentity("llm", "llm-1-decode-2-3", labels("1", "decode", "decode-2", false)), {
+      group: 1,
+      role: "decode",
+      instance: 2,
+      index: 3,
+    });
+    assert.equal(
+      parsePodIdentity("llm", "llm-1-decode-2-3", labels("1", "decode", "decode-2", true)),
+      undefined,
+      "entry label on a worker",
+    );
+    assert.equal(
+      parsePodIdentity("llm", "llm-1-decode-2-0", labels("1", "decode", "decode-2", false)),
+      undefined,
+      "entry without its label",
+    );
+    assert.equal(
+      parsePodIdentity("other", "llm-1-decode-2-0", labels("1", "decode", "decode-2", true)),
+      undefined,
+      "another ModelServing",
+    );
+    assert.equal(
+      parsePodIdentity("llm", "llm-1-decode-2-0", labels("01", "decode", "decode-2", true)),
+      undefined,
+      "non-canonical ordinal",
+    );
+    assert.equal(
+      parsePodIdentity("llm", "llm-1-decode-2-0", labels("1", "decode", "prefill-2", true)),
+      undefined,
+      "instance of another role",
+    );
+    assert.equal(
+      parsePodIdentity("llm", "llm-2-decode-2-0", labels("1", "decode", "decode-2", true)),
+      undefined,
+      "name disagrees with labels",
+    );
     assert.equal(parsePodIdentity("llm", "llm-1-decode-2-x", labels("1", "decode", "decode-2", false)), undefined);
     assert.equal(parsePodIdentity("llm", "llm-1-decode-2-0", undefined), undefined);
   });

@@ -20,7 +20,14 @@ export type NamespacedOwner = Owner & { readonly namespace: string };
 
 /** The controller owner reference every object a ModelServing owns carries. */
 export function ownerReference(owner: Owner): OwnerReference {
-  return { apiVersion: API_GROUP_VERSION, kind: KIND, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_GROUP_VERSION,
+    kind: KIND,
+    name: owner.name,
+    uid: owner.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** Where a pod sits in its ModelServing. */
@@ -47,7 +54,13 @@ export function serviceName(modelServing: string, group: number, role: string, i
 }
 
 /** `<entry-pod>.<namespace>`, resolved by the instance's headless Service (DESIGN §1). */
-export function entryAddress(modelServing: string, namespace: string, group: number, role: string, instance: number): string {
+export function entryAddress(
+  modelServing: string,
+  namespace: string,
+  group: number,
+  role: string,
+  instance: number,
+): string {
   return `${serviceName(modelServing, group, role, instance)}.${namespace}`;
 }
 
@@ -61,7 +74,10 @@ function parseOrdinal(value: string | undefined): number | undefined {
 export type InstanceRef = Omit<PodIdentity, "index">;
 
 /** The instance an object's identity labels name for `modelServing`; undefined when any is missing or inconsistent. */
-function parseInstanceLabels(modelServing: string, labels: Readonly<Record<string, string>> | undefined): InstanceRef | undefined {
+function parseInstanceLabels(
+  modelServing: string,
+  labels: Readonly<Record<string, string>> | undefined,
+): InstanceRef | undefined {
   if (labels?.[LABEL_MODEL_SERVING] !== modelServing) return undefined;
   const group = parseOrdinal(labels[LABEL_GROUP]);
   const role = labels[LABEL_ROLE];
@@ -76,7 +92,11 @@ function parseInstanceLabels(modelServing: string, labels: Readonly<Record<strin
  * Reads a pod's identity from its labels and name; undefined when anything is missing or
  * inconsistent (such a pod is neither adopted nor deleted).
  */
-export function parsePodIdentity(modelServing: string, name: string, labels: Readonly<Record<string, string>> | undefined): PodIdentity | undefined {
+export function parsePodIdentity(
+  modelServing: string,
+  name: string,
+  labels: Readonly<Record<string, string>> | undefined,
+): PodIdentity | undefined {
   const at = parseInstanceLabels(modelServing, labels);
   if (at === undefined) return undefined;
   const prefix = podName(modelServing, { ...at, index: 0 }).slice(0, -1);
@@ -89,7 +109,11 @@ export function parsePodIdentity(modelServing: string, name: string, labels: Rea
  * The instance an instance Service serves: the one its labels name, when its name is the one that
  * instance's Service gets (`serviceName`); undefined otherwise.
  */
-export function parseServiceInstance(modelServing: string, name: string, labels: Readonly<Record<string, string>> | undefined): InstanceRef | undefined {
+export function parseServiceInstance(
+  modelServing: string,
+  name: string,
+  labels: Readonly<Record<string, string>> | undefined,
+): InstanceRef | undefined {
   const at = parseInstanceLabels(modelServing, labels);
   return at !== undefined && name === serviceName(modelServing, at.group, at.role, at.instance) ? at : undefined;
 }

@@ -12,7 +12,14 @@ import type { IdealCluster } from "../../test/ideal-cluster.ts";
 const NOW = Date.parse("2026-11-30T01:00:00Z");
 const DRAIN_SECONDS = 300;
 
-const template = (image: string, extra: Record<string, unknown> = {}) => ({ spec: { containers: [{ name: "vllm", image, ...extra }, { name: "sidecar", image: "proxy:v1" }] } });
+const template = (image: string, extra: Record<string, unknown> = {}) => ({
+  spec: {
+    containers: [
+      { name: "vllm", image, ...extra },
+      { name: "sidecar", image: "proxy:v1" },
+    ],
+  },
+});
 
 /** Three groups of prefill ×1 and decode ×1 with one worker, in place, one group at a time. */
 function manifest(spec: Record<string, unknown> = {}) {
@@ -27,7 +34,13 @@ function manifest(spec: Record<string, unknown> = {}) {
       template: {
         roles: [
           { name: "prefill", replicas: 1, entryTemplate: template("vllm:v1") },
-          { name: "decode", replicas: 1, workerReplicas: 1, entryTemplate: template("vllm:v1"), workerTemplate: template("vllm:v1") },
+          {
+            name: "decode",
+            replicas: 1,
+            workerReplicas: 1,
+            entryTemplate: template("vllm:v1"),
+            workerTemplate: template("vllm:v1"),
+          },
         ],
       },
       ...spec,
@@ -43,7 +56,15 @@ function setDecode(cluster: IdealCluster, image: string, extra: Record<string, u
 }
 
 /** Plans and applies `rounds` times (or until a plan is empty), one second apart; returns every action. */
-function run(cluster: IdealCluster, options: { rounds?: number; startMs?: number; each?: (actions: readonly Action[], round: number) => void; router?: boolean } = {}): Action[] {
+function run(
+  cluster: IdealCluster,
+  options: {
+    rounds?: number;
+    startMs?: number;
+    each?: (actions: readonly Action[], round: number) => void;
+    router?: boolean;
+  } = {},
+): Action[] {
   const all: Action[] = [];
   for (let round = 0; round < (options.rounds ?? 80); round++) {
     if (options.router !== false) ackDrains(cluster);
@@ -61,23 +82,35 @@ function run(cluster: IdealCluster, options: { rounds?: number; startMs?: number
 function ackDrains(cluster: IdealCluster): void {
   for (const pod of cluster.pods.values()) {
     const annotations = pod.metadata.annotations ?? {};
-    if (annotations["tandem.dev/draining"] !== undefined && annotations["drained.tandem.dev/router-a"] === undefined && pod.metadata.labels?.["tandem.dev/entry"] === "true") {
+    if (
+      annotations["tandem.dev/draining"] !== undefined &&
+      annotations["drained.tandem.dev/router-a"] === undefined &&
+      pod.metadata.labels?.["tandem.dev/entry"] === "true"
+    ) {
       pod.metadata.annotations = { ...annotations, "drained.tandem.dev/router-a": "true" };
     }
   }
 }
 
-const uids = (cluster: IdealCluster) => new Map([...cluster.pods.values()].map((pod) => [pod.metadata.name, pod.metadata.uid]));
-const serving = (pod: Pod) => pod.status?.conditions?.some((c) => c.type === "tandem.dev/serving" && c.status === "True") === true;
+const uids = (cluster: IdealCluster) =>
+  new Map([...cluster.pods.values()].map((pod) => [pod.metadata.name, pod.metadata.uid]));
+const serving = (pod: Pod) =>
+  pod.status?.conditions?.some((c) => c.type === "tandem.dev/serving" && c.status === "True") === true;
 const image = (pod: Pod, container = "vllm") => pod.spec.containers.find((c) => c.name === container)?.image;
-const restarts = (pod: Pod, container = "vllm") => pod.status?.containerStatuses?.find((c) => c.name === container)?.restartCount;
+const restarts = (pod: Pod, container = "vllm") =>
+  pod.status?.containerStatuses?.find((c) => c.name === container)?.restartCount;
 const groupOf = (name: string) => Number(name.split("-")[1]);
 
 /** A group is in flight when any of its pods is out of traffic or carries in-place progress. */
 function groupsInFlight(cluster: IdealCluster): number[] {
   const groups = new Set<number>();
   for (const pod of cluster.pods.values()) {
-    if (!serving(pod) || pod.metadata.annotations?.["tandem.dev/inplace"] !== undefined || pod.metadata.annotations?.["tandem.dev/draining"] !== undefined) groups.add(groupOf(pod.metadata.name));
+    if (
+      !serving(pod) ||
+      pod.metadata.annotations?.["tandem.dev/inplace"] !== undefined ||
+      pod.metadata.annotations?.["tandem.dev/draining"] !== undefined
+    )
+      groups.add(groupOf(pod.metadata.name));
   }
   return [...groups].sort();
 }
@@ -97,7 +130,9 @@ describe("InPlaceUpdate: eligibility", () => {
     changed.spec.template.roles[1]!.entryTemplate = template("vllm:v2", { args: ["--tp", "8"] });
     const to = parseModelServing(changed);
     assert.ok(from.ok && to.ok);
-    assert.deepEqual(inPlaceDifferences(revisionData(from.value), revisionData(to.value)), ["role decode entryTemplate: container vllm field args"]);
+    assert.deepEqual(inPlaceDifferences(revisionData(from.value), revisionData(to.value)), [
+      "role decode entryTemplate: container vllm field args",
+    ]);
     changed.spec.template.roles[1]!.entryTemplate = template("vllm:v2");
     const imagesOnly = parseModelServing(changed);
     assert.ok(imagesOnly.ok);
@@ -109,8 +144,18 @@ describe("InPlaceUpdate: eligibility", () => {
     const before = uids(cluster);
     setDecode(cluster, "vllm:v2", { args: ["--tp", "8"] });
     const actions = run(cluster, { rounds: 10 });
-    assert.deepEqual(actions.filter((a) => a.type !== "WriteStatus" && a.type !== "CreateRevision" && a.type !== "RecordEvent").map((a) => a.type), [], "no pod is drained, patched or deleted");
-    assert.deepEqual(actions.flatMap((a) => (a.type === "RecordEvent" ? [a.reason] : [])), ["RolloutStarted"], "the rollout starts, and goes no further");
+    assert.deepEqual(
+      actions
+        .filter((a) => a.type !== "WriteStatus" && a.type !== "CreateRevision" && a.type !== "RecordEvent")
+        .map((a) => a.type),
+      [],
+      "no pod is drained, patched or deleted",
+    );
+    assert.deepEqual(
+      actions.flatMap((a) => (a.type === "RecordEvent" ? [a.reason] : [])),
+      ["RolloutStarted"],
+      "the rollout starts, and goes no further",
+    );
     assert.deepEqual(uids(cluster), before);
     assert.ok([...cluster.pods.values()].every(serving));
     const status = cluster.modelServing.status;
@@ -118,11 +163,24 @@ describe("InPlaceUpdate: eligibility", () => {
     const blocked = status.conditions.find((c: any) => c.type === "RolloutBlocked");
     assert.equal(blocked.status, "True");
     assert.equal(blocked.reason, "InPlaceIneligible");
-    assert.match(blocked.message, /group\(s\) 0, 1, 2: revision llm-\w+ → llm-\w+ changes role decode entryTemplate: container vllm field args, role decode workerTemplate: container vllm field args/);
-    assert.match(blocked.message, /switch spec\.rolloutStrategy\.type to ServingGroupRollingUpdate or RoleRollingUpdate/);
+    assert.match(
+      blocked.message,
+      /group\(s\) 0, 1, 2: revision llm-\w+ → llm-\w+ changes role decode entryTemplate: container vllm field args, role decode workerTemplate: container vllm field args/,
+    );
+    assert.match(
+      blocked.message,
+      /switch spec\.rolloutStrategy\.type to ServingGroupRollingUpdate or RoleRollingUpdate/,
+    );
     const progressing = status.conditions.find((c: any) => c.type === "Progressing");
-    assert.deepEqual([progressing.status, progressing.reason], ["False", "RolloutBlocked"], "not Converged: the pods do not match the spec");
-    assert.match(progressing.message, /InPlaceUpdate cannot make this change \(condition RolloutBlocked, reason InPlaceIneligible/);
+    assert.deepEqual(
+      [progressing.status, progressing.reason],
+      ["False", "RolloutBlocked"],
+      "not Converged: the pods do not match the spec",
+    );
+    assert.match(
+      progressing.message,
+      /InPlaceUpdate cannot make this change \(condition RolloutBlocked, reason InPlaceIneligible/,
+    );
   });
 });
 
@@ -139,14 +197,22 @@ describe("InPlaceUpdate: the sequence", () => {
         for (const action of actions) {
           if (action.type === "SetPodCondition" && action.name === entry) steps.push(`gate ${action.condition.status}`);
           if (action.type === "PatchPodImages" && action.name === entry) {
-            assert.equal(pod.metadata.annotations?.["drained.tandem.dev/router-a"], "true", "patched only once the router confirmed the drain");
+            assert.equal(
+              pod.metadata.annotations?.["drained.tandem.dev/router-a"],
+              "true",
+              "patched only once the router confirmed the drain",
+            );
             assert.ok(!serving(pod));
             steps.push(`patch ${action.images["vllm"]}`);
           }
           if (action.type === "AnnotatePod" && action.name === entry && action.labels !== undefined) {
             const status = pod.status?.containerStatuses?.find((c) => c.name === "vllm");
             assert.equal(status?.image, "vllm:v2");
-            assert.notEqual(status.containerID, `ctr://${pod.metadata.uid}/vllm/0`, "a new container runs the new image");
+            assert.notEqual(
+              status.containerID,
+              `ctr://${pod.metadata.uid}/vllm/0`,
+              "a new container runs the new image",
+            );
             steps.push("finish");
           }
         }
@@ -173,17 +239,26 @@ describe("InPlaceUpdate: the sequence", () => {
     setDecode(cluster, "vllm:v2");
     run(cluster, {
       each: (actions) => {
-        const podWrites = actions.filter((a) => a.type === "SetPodCondition" || a.type === "AnnotatePod" || a.type === "PatchPodImages");
+        const podWrites = actions.filter(
+          (a) => a.type === "SetPodCondition" || a.type === "AnnotatePod" || a.type === "PatchPodImages",
+        );
         const barrier = actions.find((a) => a.type === "WriteStatus" && a.barrier);
         const status = barrier?.type === "WriteStatus" ? barrier.status : cluster.modelServing.status;
         // The record is the permit: durable (stored, or written as a barrier first) before a pod write.
         for (const action of podWrites) {
           assert.ok(barrier === undefined || actions.indexOf(barrier) < actions.indexOf(action));
-          assert.ok((status.units ?? []).some((r: any) => r.group === groupOf(action.name) && r.revision === status.updateRevision), `group ${groupOf(action.name)} touched without a record`);
+          assert.ok(
+            (status.units ?? []).some(
+              (r: any) => r.group === groupOf(action.name) && r.revision === status.updateRevision,
+            ),
+            `group ${groupOf(action.name)} touched without a record`,
+          );
         }
       },
     });
-    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2"));
+    assert.ok(
+      [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2"),
+    );
   });
 
   it("maxUnavailable 1: one group in flight at a time, checked after every plan", () => {
@@ -198,7 +273,9 @@ describe("InPlaceUpdate: the sequence", () => {
       inFlight.push(groupsInFlight(cluster).length);
     }
     assert.equal(Math.max(...inFlight), 1);
-    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2"));
+    assert.ok(
+      [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2"),
+    );
   });
 
   it("waits for the router's ack, or the drain timeout with a DrainTimeout event", () => {
@@ -217,7 +294,8 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
     cluster.modelServing.spec.rolloutStrategy = { type: "InPlaceUpdate", rollingUpdateConfiguration: { partition: 3 } };
     cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
   }
-  const decodeImages = (cluster: IdealCluster) => [0, 1, 2].map((group) => image(cluster.pods.get(`llm-${group}-decode-0-0`)!));
+  const decodeImages = (cluster: IdealCluster) =>
+    [0, 1, 2].map((group) => image(cluster.pods.get(`llm-${group}-decode-0-0`)!));
 
   it("while a group drains, the status names its pods as held out of service, not merely not Ready (fuzz-faults-crash-97 stalled so with the status saying only 'not Ready')", () => {
     const cluster = converged();
@@ -225,10 +303,16 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
     run(cluster, { rounds: 2, router: false });
     assert.deepEqual(groupsInFlight(cluster), [2]);
     const condition = (type: string) => cluster.modelServing.status.conditions.find((c: any) => c.type === type);
-    assert.match(condition("Available").message, /decode-0 of group 2: llm-2-decode-0-\d Running, draining \(out of service\)/);
+    assert.match(
+      condition("Available").message,
+      /decode-0 of group 2: llm-2-decode-0-\d Running, draining \(out of service\)/,
+    );
     // Progressing says what the drain waits for (DrainWaiting).
     assert.equal(condition("Progressing").reason, "DrainWaiting");
-    assert.match(condition("Progressing").message, /^A drain waits before the pods are disrupted: decode-0 of group 2: pod\(s\) llm-2-decode-0-0, awaiting router\(s\) router-a; timeout at [\dTZ:-]+\.$/);
+    assert.match(
+      condition("Progressing").message,
+      /^A drain waits before the pods are disrupted: decode-0 of group 2: pod\(s\) llm-2-decode-0-0, awaiting router\(s\) router-a; timeout at [\dTZ:-]+\.$/,
+    );
   });
 
   it("over a group still draining: nothing is patched, the drain and progress marks go and the gate opens (regression: it was patched)", () => {
@@ -239,7 +323,15 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
     run(cluster, { rounds: 2, router: false });
     assert.deepEqual(groupsInFlight(cluster), [2]);
     raisePartition(cluster);
-    run(cluster, { startMs: NOW + 2000, router: false, each: (actions) => assert.ok(!actions.some((action) => action.type === "PatchPodImages"), "nothing is patched below the partition") });
+    run(cluster, {
+      startMs: NOW + 2000,
+      router: false,
+      each: (actions) =>
+        assert.ok(
+          !actions.some((action) => action.type === "PatchPodImages"),
+          "nothing is patched below the partition",
+        ),
+    });
     assert.deepEqual(groupsInFlight(cluster), []);
     assert.deepEqual(decodeImages(cluster), ["vllm:v1", "vllm:v1", "vllm:v1"]);
     assert.ok([...cluster.pods.values()].every((pod) => pod.metadata.labels?.["tandem.dev/revision"] === v1));
@@ -265,7 +357,11 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
     const v1 = cluster.modelServing.status.currentRevision;
     setDecode(cluster, "vllm:v2");
     // Group 2 finishes v2 (its label then names v2, not the current v1); v3 comes before the rest.
-    const finished = (pod: Pod | undefined) => pod !== undefined && image(pod) === "vllm:v2" && pod.metadata.labels?.["tandem.dev/revision"] !== v1 && readProgress(pod) === undefined;
+    const finished = (pod: Pod | undefined) =>
+      pod !== undefined &&
+      image(pod) === "vllm:v2" &&
+      pod.metadata.labels?.["tandem.dev/revision"] !== v1 &&
+      readProgress(pod) === undefined;
     for (let round = 0; !finished(cluster.pods.get("llm-2-decode-0-0")); round++) {
       assert.ok(round < 20, "group 2 never finished v2");
       ackDrains(cluster);
@@ -275,7 +371,11 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
     cluster.badImages.add("vllm:v3"); // holds group 2 patched, not verified
     setDecode(cluster, "vllm:v3");
     run(cluster, { rounds: 6, startMs: NOW + 30_000 });
-    assert.ok(readProgress(cluster.pods.get("llm-2-decode-0-0")!)?.phase !== undefined && image(cluster.pods.get("llm-2-decode-0-0")!) === "vllm:v3", "group 2 is patched to v3");
+    assert.ok(
+      readProgress(cluster.pods.get("llm-2-decode-0-0")!)?.phase !== undefined &&
+        image(cluster.pods.get("llm-2-decode-0-0")!) === "vllm:v3",
+      "group 2 is patched to v3",
+    );
     cluster.modelServing.spec.rolloutStrategy = { type: "RoleRollingUpdate" };
     cluster.modelServing.spec.template.roles[1].partition = 1;
     cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
@@ -283,8 +383,13 @@ describe("InPlaceUpdate: a partition raised mid-update", () => {
       rounds: 20,
       startMs: NOW + 60_000,
       each: (actions) => {
-        const created = actions.flatMap((action) => (action.type === "CreatePod" && action.pod.metadata.name.startsWith("llm-2-decode-") ? [action.pod] : []));
-        assert.ok(created.every((pod) => pod.metadata.labels?.["tandem.dev/revision"] !== v2), "the patched instance is rebuilt at the label it still had");
+        const created = actions.flatMap((action) =>
+          action.type === "CreatePod" && action.pod.metadata.name.startsWith("llm-2-decode-") ? [action.pod] : [],
+        );
+        assert.ok(
+          created.every((pod) => pod.metadata.labels?.["tandem.dev/revision"] !== v2),
+          "the patched instance is rebuilt at the label it still had",
+        );
       },
     });
   });
@@ -322,7 +427,10 @@ describe("InPlaceUpdate: a restarted controller", () => {
     assert.equal(readProgress(entry)?.phase, "Stalled");
     assert.deepEqual(readProgress(entry)?.containerIDs, { vllm: `ctr://${entry.metadata.uid}/vllm/0` });
     const { actions } = plan(observe(cluster), NOW + 60_000);
-    assert.deepEqual(actions.filter((a) => a.type !== "WriteStatus"), []);
+    assert.deepEqual(
+      actions.filter((a) => a.type !== "WriteStatus"),
+      [],
+    );
   });
 });
 
@@ -336,17 +444,31 @@ describe("InPlaceUpdate: a bad image", () => {
     assert.ok(!actions.some((a) => a.type === "DeletePod" || a.type === "CreatePod"), "nothing is recreated");
     const warnings = actions.filter((a) => a.type === "RecordEvent" && a.reason === "InPlaceVerifyFailed");
     assert.equal(warnings.length, 2, "one warning per stalled pod (entry and worker), once");
-    assert.match((warnings[0] as { message: string }).message, /container vllm on vllm:bad: CrashLoopBackOff.*fix or revert the image/);
+    assert.match(
+      (warnings[0] as { message: string }).message,
+      /container vllm on vllm:bad: CrashLoopBackOff.*fix or revert the image/,
+    );
     assert.deepEqual(groupsInFlight(cluster), [2], "the bad group holds the only unit of budget");
-    const progressing = (cluster.modelServing.status as { conditions?: { type: string; message?: string }[] } | undefined)?.conditions?.find((condition) => condition.type === "Progressing");
-    assert.match(progressing?.message ?? "", /llm-2-decode-0-0 CrashLoopBackOff, 1 restart\(s\).*A pod keeps crashing \(CrashLoopBackOff\): fix its image or configuration, or roll back if an update brought it/);
-    assert.ok([...cluster.pods.values()].filter((p) => groupOf(p.metadata.name) < 2).every((p) => image(p) === "vllm:v1"));
+    const progressing = (
+      cluster.modelServing.status as { conditions?: { type: string; message?: string }[] } | undefined
+    )?.conditions?.find((condition) => condition.type === "Progressing");
+    assert.match(
+      progressing?.message ?? "",
+      /llm-2-decode-0-0 CrashLoopBackOff, 1 restart\(s\).*A pod keeps crashing \(CrashLoopBackOff\): fix its image or configuration, or roll back if an update brought it/,
+    );
+    assert.ok(
+      [...cluster.pods.values()].filter((p) => groupOf(p.metadata.name) < 2).every((p) => image(p) === "vllm:v1"),
+    );
     assert.deepEqual(uids(cluster), before);
     // The user fixes the image: the stuck group is patched again in place, then the others.
     setDecode(cluster, "vllm:v3");
     run(cluster, { startMs: NOW + 100_000 });
     assert.deepEqual(uids(cluster), before);
-    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v3" && serving(p)));
+    assert.ok(
+      [...cluster.pods.values()]
+        .filter((p) => p.metadata.name.includes("decode"))
+        .every((p) => image(p) === "vllm:v3" && serving(p)),
+    );
     assert.equal(restarts(cluster.pods.get("llm-2-decode-0-0")!), 2, "bad, then fixed");
     assert.equal(restarts(cluster.pods.get("llm-0-decode-0-0")!), 1);
     assert.equal(cluster.modelServing.status.currentRevision, cluster.modelServing.status.updateRevision);
@@ -362,7 +484,11 @@ describe("InPlaceUpdate: a bad image", () => {
     setDecode(cluster, "vllm:v1");
     run(cluster, { startMs: NOW + 100_000 });
     assert.deepEqual(uids(cluster), before);
-    assert.ok([...cluster.pods.values()].every((p) => image(p) === "vllm:v1" && serving(p) && p.metadata.labels?.["tandem.dev/revision"] === first));
+    assert.ok(
+      [...cluster.pods.values()].every(
+        (p) => image(p) === "vllm:v1" && serving(p) && p.metadata.labels?.["tandem.dev/revision"] === first,
+      ),
+    );
     assert.equal(restarts(cluster.pods.get("llm-2-decode-0-0")!), 2, "bad, then back");
     assert.equal(restarts(cluster.pods.get("llm-1-decode-0-0")!), 0, "the other groups were never touched");
     assert.equal(cluster.modelServing.status.units, undefined);
@@ -379,7 +505,11 @@ describe("InPlaceUpdate: a bad image", () => {
     const actions = run(cluster, { startMs: NOW + 100_000 });
     assert.ok(actions.some((a) => a.type === "DeletePod" && a.name === "llm-2-decode-0-0" && a.reason === "Update"));
     assert.notEqual(cluster.pods.get("llm-2-decode-0-0")!.metadata.uid, stuck);
-    assert.ok([...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).every((p) => image(p) === "vllm:v2" && readProgress(p) === undefined));
+    assert.ok(
+      [...cluster.pods.values()]
+        .filter((p) => p.metadata.name.includes("decode"))
+        .every((p) => image(p) === "vllm:v2" && readProgress(p) === undefined),
+    );
   });
 
   it("records left by a rolling strategy are not carried out in place when the change is more than images", () => {
@@ -387,7 +517,10 @@ describe("InPlaceUpdate: a bad image", () => {
     setDecode(cluster, "vllm:v2", { args: ["--tp", "8"] });
     cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate" };
     const first = plan(observe(cluster), NOW);
-    apply(cluster, first.actions.filter((a) => a.type === "CreateRevision" || a.type === "WriteStatus"));
+    apply(
+      cluster,
+      first.actions.filter((a) => a.type === "CreateRevision" || a.type === "WriteStatus"),
+    );
     assert.ok((cluster.modelServing.status.units ?? []).length > 0, "the rolling strategy recorded a permit");
     cluster.modelServing.spec.rolloutStrategy = { type: "InPlaceUpdate" };
     const before = uids(cluster);
@@ -404,14 +537,21 @@ describe("InPlaceUpdate: a bad image", () => {
     cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate" };
     // No router ack: the replacement's drain stays open.
     run(cluster, { rounds: 3, router: false });
-    const draining = [...cluster.pods.values()].filter((pod) => pod.metadata.annotations?.["tandem.dev/draining"] !== undefined);
+    const draining = [...cluster.pods.values()].filter(
+      (pod) => pod.metadata.annotations?.["tandem.dev/draining"] !== undefined,
+    );
     assert.ok(draining.length > 0, "the rolling strategy began a drain");
     cluster.modelServing.spec.rolloutStrategy = { type: "InPlaceUpdate" };
     const before = uids(cluster);
     const actions = run(cluster, { rounds: 5, startMs: NOW + 3000, router: false });
     assert.ok(!actions.some((a) => a.type === "DeletePod" || a.type === "PatchPodImages"));
     assert.deepEqual(uids(cluster), before);
-    assert.ok([...cluster.pods.values()].every((pod) => serving(pod) && pod.metadata.annotations?.["tandem.dev/draining"] === undefined), "every pod serves, no drain mark left");
+    assert.ok(
+      [...cluster.pods.values()].every(
+        (pod) => serving(pod) && pod.metadata.annotations?.["tandem.dev/draining"] === undefined,
+      ),
+      "every pod serves, no drain mark left",
+    );
     const blocked = cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked");
     assert.equal(blocked?.reason, "InPlaceIneligible");
   });
@@ -424,21 +564,39 @@ describe("InPlaceUpdate: a bad image", () => {
     const prefill = cluster.pods.get("llm-2-prefill-0-0")!;
     prefill.status = { ...prefill.status, phase: "Failed" };
     const recovery = run(cluster, { rounds: 6 });
-    assert.ok(recovery.some((a) => a.type === "DeletePod" && a.name === "llm-2-prefill-0-0" && a.reason === "Recovery"));
+    assert.ok(
+      recovery.some((a) => a.type === "DeletePod" && a.name === "llm-2-prefill-0-0" && a.reason === "Recovery"),
+    );
     const rebuilt = cluster.pods.get("llm-2-prefill-0-0")!;
     assert.notEqual(rebuilt.metadata.uid, prefill.metadata.uid);
-    assert.equal(rebuilt.metadata.labels?.["tandem.dev/revision"], cluster.modelServing.status.updateRevision, "rebuilt at the group's recorded revision");
-    assert.ok(cluster.pods.get("llm-2-decode-0-0") !== undefined && readProgress(cluster.pods.get("llm-2-decode-0-0")!)?.phase === "Stalled", "the bad-image pods are left as they are");
+    assert.equal(
+      rebuilt.metadata.labels?.["tandem.dev/revision"],
+      cluster.modelServing.status.updateRevision,
+      "rebuilt at the group's recorded revision",
+    );
+    assert.ok(
+      cluster.pods.get("llm-2-decode-0-0") !== undefined &&
+        readProgress(cluster.pods.get("llm-2-decode-0-0")!)?.phase === "Stalled",
+      "the bad-image pods are left as they are",
+    );
   });
 });
 
 describe("in-place progress annotation", () => {
   it("round-trips, and an unreadable one counts as absent", () => {
     const progress = { from: "m-a", to: "m-b", phase: "Patched" as const, containerIDs: { vllm: "ctr://1" } };
-    const pod = { metadata: { name: "p", annotations: { "tandem.dev/inplace": formatProgress(progress) } } } as unknown as Pod;
+    const pod = {
+      metadata: { name: "p", annotations: { "tandem.dev/inplace": formatProgress(progress) } },
+    } as unknown as Pod;
     assert.deepEqual(readProgress(pod), progress);
-    assert.equal(formatProgress(progress), '{"from":"m-a","to":"m-b","phase":"Patched","containerIDs":{"vllm":"ctr://1"}}');
-    assert.equal(readProgress({ metadata: { name: "p", annotations: { "tandem.dev/inplace": "{" } } } as unknown as Pod), undefined);
+    assert.equal(
+      formatProgress(progress),
+      '{"from":"m-a","to":"m-b","phase":"Patched","containerIDs":{"vllm":"ctr://1"}}',
+    );
+    assert.equal(
+      readProgress({ metadata: { name: "p", annotations: { "tandem.dev/inplace": "{" } } } as unknown as Pod),
+      undefined,
+    );
   });
 
   it("is stripped from templates by the revision projection (reserved prefix)", () => {

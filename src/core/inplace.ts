@@ -58,7 +58,15 @@ export interface Ineligible {
 }
 
 /** Container states that mean the new image does not run: the update is stalled. */
-const STALLED_REASONS: ReadonlySet<string> = new Set(["CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerError", "CreateContainerConfigError", "RunContainerError"]);
+const STALLED_REASONS: ReadonlySet<string> = new Set([
+  "CrashLoopBackOff",
+  "ErrImagePull",
+  "ImagePullBackOff",
+  "InvalidImageName",
+  "CreateContainerError",
+  "CreateContainerConfigError",
+  "RunContainerError",
+]);
 
 export function readProgress(pod: Pod): InPlaceProgress | undefined {
   const raw = pod.metadata.annotations?.[ANNOTATION_IN_PLACE];
@@ -66,9 +74,19 @@ export function readProgress(pod: Pod): InPlaceProgress | undefined {
   try {
     const value = JSON.parse(raw) as { from?: unknown; to?: unknown; phase?: unknown; containerIDs?: unknown } | null;
     const phase = value?.phase;
-    if (typeof value?.from !== "string" || typeof value.to !== "string" || (phase !== "Draining" && phase !== "Patched" && phase !== "Stalled")) return undefined;
-    const ids = typeof value.containerIDs === "object" && value.containerIDs !== null ? (value.containerIDs as Record<string, unknown>) : {};
-    const containerIDs = Object.fromEntries(Object.entries(ids).filter((entry): entry is [string, string] => typeof entry[1] === "string"));
+    if (
+      typeof value?.from !== "string" ||
+      typeof value.to !== "string" ||
+      (phase !== "Draining" && phase !== "Patched" && phase !== "Stalled")
+    )
+      return undefined;
+    const ids =
+      typeof value.containerIDs === "object" && value.containerIDs !== null
+        ? (value.containerIDs as Record<string, unknown>)
+        : {};
+    const containerIDs = Object.fromEntries(
+      Object.entries(ids).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+    );
     return { from: value.from, to: value.to, phase, containerIDs };
   } catch {
     // Someone else's edit; treated as absent, so the pod is drained (again) and re-baselined.
@@ -78,7 +96,12 @@ export function readProgress(pod: Pod): InPlaceProgress | undefined {
 
 /** Fixed key order, so equal progress gives equal annotations. */
 export function formatProgress(progress: InPlaceProgress): string {
-  return JSON.stringify({ from: progress.from, to: progress.to, phase: progress.phase, containerIDs: progress.containerIDs });
+  return JSON.stringify({
+    from: progress.from,
+    to: progress.to,
+    phase: progress.phase,
+    containerIDs: progress.containerIDs,
+  });
 }
 
 /**
@@ -107,18 +130,27 @@ export function inPlaceDifferences(from: RevisionData, to: RevisionData): string
   return differences;
 }
 
-function templateDifferences(where: string, a: RevisionPodTemplate | undefined, b: RevisionPodTemplate | undefined): string[] {
+function templateDifferences(
+  where: string,
+  a: RevisionPodTemplate | undefined,
+  b: RevisionPodTemplate | undefined,
+): string[] {
   if (a === undefined || b === undefined) return a === b ? [] : [`${where} ${a === undefined ? "added" : "removed"}`];
   const { containers: left, ...leftSpec } = a.spec;
   const { containers: right, ...rightSpec } = b.spec;
-  const differences = [...keyDifferences(a.metadata ?? {}, b.metadata ?? {}).map((key) => `${where}: metadata.${key}`), ...keyDifferences(leftSpec, rightSpec).map((key) => `${where}: spec.${key}`)];
+  const differences = [
+    ...keyDifferences(a.metadata ?? {}, b.metadata ?? {}).map((key) => `${where}: metadata.${key}`),
+    ...keyDifferences(leftSpec, rightSpec).map((key) => `${where}: spec.${key}`),
+  ];
   const leftNames = left.map((container) => container.name);
   const rightNames = right.map((container) => container.name);
-  if (leftNames.join(",") !== rightNames.join(",")) return [...differences, `${where}: containers [${leftNames.join(", ")}] → [${rightNames.join(", ")}]`];
+  if (leftNames.join(",") !== rightNames.join(","))
+    return [...differences, `${where}: containers [${leftNames.join(", ")}] → [${rightNames.join(", ")}]`];
   left.forEach((container, index) => {
     const { image: _left, ...leftRest } = container; // eslint-disable-line @typescript-eslint/no-unused-vars -- images may differ
     const { image: _right, ...rightRest } = right[index] ?? container; // eslint-disable-line @typescript-eslint/no-unused-vars -- images may differ
-    for (const key of keyDifferences(leftRest, rightRest)) differences.push(`${where}: container ${container.name} field ${key}`);
+    for (const key of keyDifferences(leftRest, rightRest))
+      differences.push(`${where}: container ${container.name} field ${key}`);
   });
   return differences;
 }
@@ -127,17 +159,27 @@ function templateDifferences(where: string, a: RevisionPodTemplate | undefined, 
 function keyDifferences(a: object, b: object): string[] {
   const left = a as Record<string, JsonValue>;
   const right = b as Record<string, JsonValue>;
-  return [...new Set([...Object.keys(left), ...Object.keys(right)])].sort().filter((key) => !sameCanonicalJson(left[key] ?? null, right[key] ?? null));
+  return [...new Set([...Object.keys(left), ...Object.keys(right)])]
+    .sort()
+    .filter((key) => !sameCanonicalJson(left[key] ?? null, right[key] ?? null));
 }
 
 /**
  * The live pods of `group` that cannot move in place to `to`, one entry per revision they are at.
  * Pods at an unreadable revision are left out (`lookup` reports them, nothing is guessed).
  */
-export function groupIneligibility(model: Model, lookup: (name: string) => Revision | undefined, group: number, to: Revision): Ineligible[] {
+export function groupIneligibility(
+  model: Model,
+  lookup: (name: string) => Revision | undefined,
+  group: number,
+  to: Revision,
+): Ineligible[] {
   const froms = new Set<string>();
   for (const instances of model.tree.get(group)?.values() ?? []) {
-    for (const pods of instances.values()) for (const view of pods.values()) if (!view.facts.terminating && view.revision !== undefined && view.revision !== to.name) froms.add(view.revision);
+    for (const pods of instances.values())
+      for (const view of pods.values())
+        if (!view.facts.terminating && view.revision !== undefined && view.revision !== to.name)
+          froms.add(view.revision);
   }
   return [...froms].sort().flatMap((name) => {
     const from = lookup(name);
@@ -151,7 +193,10 @@ export function ineligibleCondition(refused: readonly Ineligible[]): { reason: s
   const byChange = new Map<string, number[]>();
   for (const entry of refused) {
     const key = `revision ${entry.from} → ${entry.to} changes ${entry.differences.slice(0, 3).join(", ")}${entry.differences.length > 3 ? ` and ${entry.differences.length - 3} more` : ""}`;
-    byChange.set(key, [...new Set([...(byChange.get(key) ?? []), entry.group])].sort((x, y) => x - y));
+    byChange.set(
+      key,
+      [...new Set([...(byChange.get(key) ?? []), entry.group])].sort((x, y) => x - y),
+    );
   }
   const items = [...byChange].map(([change, groups]) => `group(s) ${groups.join(", ")}: ${change}`);
   return {
@@ -169,7 +214,9 @@ export function ineligibleCondition(refused: readonly Ineligible[]): { reason: s
 export function isInPlaceRestart(pod: Pod): boolean {
   const progress = readProgress(pod);
   if (progress === undefined || progress.phase === "Draining" || pod.status?.phase === "Failed") return false;
-  return (pod.status?.containerStatuses ?? []).every((status) => status.ready || Object.hasOwn(progress.containerIDs, status.name));
+  return (pod.status?.containerStatuses ?? []).every(
+    (status) => status.ready || Object.hasOwn(progress.containerIDs, status.name),
+  );
 }
 
 /** Docker Hub's implicit registry, repository and tag, so `vllm` and `docker.io/library/vllm:latest` match. */
@@ -189,7 +236,8 @@ interface PodMove {
 }
 
 /** Verification of a patched pod. */
-type Verdict = { readonly kind: "none" | "verified" | "pending" } | { readonly kind: "stalled"; readonly detail: string };
+type Verdict =
+  { readonly kind: "none" | "verified" | "pending" } | { readonly kind: "stalled"; readonly detail: string };
 
 /** What one plan does for one instance moving in place. */
 export interface InPlaceStep extends DrainStep {
@@ -207,7 +255,11 @@ export interface InPlaceInput {
  * from `target`'s (an equal revision under another name, e.g. re-hashed by a newer controller, is
  * no change: its pods are left alone, as the rolling strategies leave them).
  */
-export function movesInPlace(live: readonly PodView[], target: Revision, lookup: (name: string) => Revision | undefined): boolean {
+export function movesInPlace(
+  live: readonly PodView[],
+  target: Revision,
+  lookup: (name: string) => Revision | undefined,
+): boolean {
   return live.some((view) => {
     if (view.pod.metadata.annotations?.[ANNOTATION_IN_PLACE] !== undefined) return true;
     if (view.revision === undefined || view.revision === target.name) return false;
@@ -217,23 +269,39 @@ export function movesInPlace(live: readonly PodView[], target: Revision, lookup:
 }
 
 /** Plans the next in-place step of the instance whose live pods are `live` (see the module comment). */
-export function planInPlace(input: InPlaceInput, at: { group: number; role: string; instance: number }, live: readonly PodView[], target: Revision): InPlaceStep {
+export function planInPlace(
+  input: InPlaceInput,
+  at: { group: number; role: string; instance: number },
+  live: readonly PodView[],
+  target: Revision,
+): InPlaceStep {
   const froms = [...new Set(live.map((view) => view.revision ?? target.name))].sort();
   const resolved = froms.map((name) => ({ name, revision: input.lookup(name) }));
-  if (resolved.some((entry) => entry.revision === undefined)) return { actions: [], recheckAtMs: undefined, wait: undefined, ineligible: [] };
+  if (resolved.some((entry) => entry.revision === undefined))
+    return { actions: [], recheckAtMs: undefined, wait: undefined, ineligible: [] };
   const ineligible = resolved.flatMap(({ name, revision }) => {
     const differences = revision === undefined ? [] : inPlaceDifferences(revision.data, target.data);
     return differences.length === 0 ? [] : [{ group: at.group, from: name, to: target.name, differences }];
   });
   if (ineligible.length > 0) return { actions: [], recheckAtMs: undefined, wait: undefined, ineligible };
   const moves = live.map((view) => podMove(view, target));
-  const verdicts = moves.map((move) => (Object.keys(move.changes).length > 0 ? { kind: "pending" as const } : verify(move)));
+  const verdicts = moves.map((move) =>
+    Object.keys(move.changes).length > 0 ? { kind: "pending" as const } : verify(move),
+  );
   const label = `${instanceId(at.role, at.instance)} of group ${at.group}`;
-  if (verdicts.every((verdict) => verdict.kind === "none" || verdict.kind === "verified")) return { actions: finish(moves, target, at.role, input.nowMs, label), recheckAtMs: undefined, wait: undefined, ineligible: [] };
+  if (verdicts.every((verdict) => verdict.kind === "none" || verdict.kind === "verified"))
+    return {
+      actions: finish(moves, target, at.role, input.nowMs, label),
+      recheckAtMs: undefined,
+      wait: undefined,
+      ineligible: [],
+    };
   const patching = planPatches(input, label, moves, target);
   const stalls = moves.flatMap((move, index) => {
     const verdict = verdicts[index];
-    return verdict?.kind === "stalled" && move.progress?.phase === "Patched" ? markStalled(move, verdict.detail, label) : [];
+    return verdict?.kind === "stalled" && move.progress?.phase === "Patched"
+      ? markStalled(move, verdict.detail, label)
+      : [];
   });
   return { ...patching, actions: [...patching.actions, ...stalls], ineligible: [] };
 }
@@ -242,10 +310,12 @@ function podMove(view: PodView, target: Revision): PodMove {
   const role = target.data.roles.find((candidate) => candidate.name === view.id.role);
   const template = view.id.index === 0 ? role?.entryTemplate : role?.workerTemplate;
   const wanted = new Map((template?.spec.containers ?? []).map((container) => [container.name, container.image]));
-  const changes = Object.fromEntries(view.pod.spec.containers.flatMap((container) => {
-    const image = wanted.get(container.name);
-    return image === undefined || image === container.image ? [] : [[container.name, image]];
-  }));
+  const changes = Object.fromEntries(
+    view.pod.spec.containers.flatMap((container) => {
+      const image = wanted.get(container.name);
+      return image === undefined || image === container.image ? [] : [[container.name, image]];
+    }),
+  );
   return { view, from: view.revision ?? target.name, progress: readProgress(view.pod), changes };
 }
 
@@ -261,7 +331,8 @@ function verify(move: PodMove): Verdict {
     const onImage = status !== undefined && normalizedImage(status.image) === normalizedImage(image);
     const stalled = onImage ? stalledReason(status) : undefined;
     if (stalled !== undefined) return { kind: "stalled", detail: `container ${name} on ${image}: ${stalled}` };
-    const restarted = status?.containerID !== undefined && status.containerID !== "" && status.containerID !== baselineId;
+    const restarted =
+      status?.containerID !== undefined && status.containerID !== "" && status.containerID !== baselineId;
     verified &&= onImage && restarted && status.ready;
   }
   return { kind: verified ? "verified" : "pending" };
@@ -269,9 +340,12 @@ function verify(move: PodMove): Verdict {
 
 function stalledReason(status: ContainerStatus): string | undefined {
   const waiting = status.state?.waiting?.reason;
-  if (waiting !== undefined && STALLED_REASONS.has(waiting)) return waiting + (status.state?.waiting?.message === undefined ? "" : ` (${status.state.waiting.message})`);
+  if (waiting !== undefined && STALLED_REASONS.has(waiting))
+    return waiting + (status.state?.waiting?.message === undefined ? "" : ` (${status.state.waiting.message})`);
   const terminated = status.state?.terminated;
-  return terminated === undefined ? undefined : `terminated with exit code ${terminated.exitCode}${terminated.reason === undefined ? "" : ` (${terminated.reason})`}`;
+  return terminated === undefined
+    ? undefined
+    : `terminated with exit code ${terminated.exitCode}${terminated.reason === undefined ? "" : ` (${terminated.reason})`}`;
 }
 
 /**
@@ -283,8 +357,21 @@ function planPatches(input: InPlaceInput, label: string, moves: readonly PodMove
   const unpatched = moves.filter((move) => Object.keys(move.changes).length > 0);
   if (unpatched.length === 0) return { actions: [], recheckAtMs: undefined, wait: undefined };
   const progressOf = new Map(moves.map((move) => [move.view.uid, move]));
-  const drainingMark = (view: PodView) => ({ [ANNOTATION_IN_PLACE]: formatProgress({ from: progressOf.get(view.uid)?.from ?? target.name, to: target.name, phase: "Draining", containerIDs: {} }) });
-  const drain = planDrain(moves.map((move) => move.view), input.model.drain, { unitLabel: label, next: "updating images" }, input.nowMs, drainingMark);
+  const drainingMark = (view: PodView) => ({
+    [ANNOTATION_IN_PLACE]: formatProgress({
+      from: progressOf.get(view.uid)?.from ?? target.name,
+      to: target.name,
+      phase: "Draining",
+      containerIDs: {},
+    }),
+  });
+  const drain = planDrain(
+    moves.map((move) => move.view),
+    input.model.drain,
+    { unitLabel: label, next: "updating images" },
+    input.nowMs,
+    drainingMark,
+  );
   // A pod patched before (the target changed since) was drained then: no second DrainTimeout.
   const repatch = moves.some((move) => move.progress !== undefined && move.progress.phase !== "Draining");
   const actions = drain.actions.filter((action) => !(repatch && action.type === "RecordEvent"));
@@ -297,19 +384,47 @@ function planPatches(input: InPlaceInput, label: string, moves: readonly PodMove
 
 /** InPlacePatched, or InPlaceTakeover when a pod was patched toward another revision before. */
 function patchEvent(label: string, moves: readonly PodMove[], target: Revision): Action {
-  const images = [...new Set(moves.flatMap((move) => Object.entries(move.changes).map(([name, image]) => `${name}=${image}`)))].sort().join(", ");
+  const images = [
+    ...new Set(moves.flatMap((move) => Object.entries(move.changes).map(([name, image]) => `${name}=${image}`))),
+  ]
+    .sort()
+    .join(", ");
   const what = `${podList(moves.map((move) => move.view))} (${images})`;
-  const earlier = [...new Set(moves.flatMap((move) => (move.progress !== undefined && move.progress.phase !== "Draining" && move.progress.to !== target.name ? [`${move.progress.to} (${move.progress.phase})`] : [])))].sort();
-  if (earlier.length > 0) return recordEvent("InPlaceTakeover", `Patching ${label} in place again, to revision ${target.name}, taking over from the update to ${earlier.join(", ")}: ${what}.`);
-  return recordEvent("InPlacePatched", `Patching ${label} in place to revision ${target.name}: ${what}; verifying that the new images run.`);
+  const earlier = [
+    ...new Set(
+      moves.flatMap((move) =>
+        move.progress !== undefined && move.progress.phase !== "Draining" && move.progress.to !== target.name
+          ? [`${move.progress.to} (${move.progress.phase})`]
+          : [],
+      ),
+    ),
+  ].sort();
+  if (earlier.length > 0)
+    return recordEvent(
+      "InPlaceTakeover",
+      `Patching ${label} in place again, to revision ${target.name}, taking over from the update to ${earlier.join(", ")}: ${what}.`,
+    );
+  return recordEvent(
+    "InPlacePatched",
+    `Patching ${label} in place to revision ${target.name}: ${what}; verifying that the new images run.`,
+  );
 }
 
 function patch(move: PodMove, target: Revision): Action {
   const { pod } = move.view;
   const statuses = pod.status?.containerStatuses ?? [];
-  const containerIDs = Object.fromEntries(Object.keys(move.changes).map((name) => [name, statuses.find((status) => status.name === name)?.containerID ?? ""]));
+  const containerIDs = Object.fromEntries(
+    Object.keys(move.changes).map((name) => [name, statuses.find((status) => status.name === name)?.containerID ?? ""]),
+  );
   const progress: InPlaceProgress = { from: move.from, to: target.name, phase: "Patched", containerIDs };
-  return { type: "PatchPodImages", name: pod.metadata.name, uid: move.view.uid, resourceVersion: pod.metadata.resourceVersion ?? "", images: move.changes, annotations: { [ANNOTATION_IN_PLACE]: formatProgress(progress) } };
+  return {
+    type: "PatchPodImages",
+    name: pod.metadata.name,
+    uid: move.view.uid,
+    resourceVersion: pod.metadata.resourceVersion ?? "",
+    images: move.changes,
+    annotations: { [ANNOTATION_IN_PLACE]: formatProgress(progress) },
+  };
 }
 
 function markStalled(move: PodMove, detail: string, label: string): Action[] {
@@ -317,7 +432,12 @@ function markStalled(move: PodMove, detail: string, label: string): Action[] {
   const progress = move.progress;
   if (progress === undefined) return [];
   return [
-    { type: "AnnotatePod", name: pod.metadata.name, uid: move.view.uid, annotations: { [ANNOTATION_IN_PLACE]: formatProgress({ ...progress, phase: "Stalled" }) } },
+    {
+      type: "AnnotatePod",
+      name: pod.metadata.name,
+      uid: move.view.uid,
+      annotations: { [ANNOTATION_IN_PLACE]: formatProgress({ ...progress, phase: "Stalled" }) },
+    },
     recordEvent(
       "InPlaceVerifyFailed",
       `${label}: ${pod.metadata.name} does not run revision ${progress.to}: ${detail}. The group stays out of traffic and holds the update budget; it is not recreated. ` +
@@ -339,15 +459,33 @@ function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs
   for (const { view } of moves) {
     const { pod } = view;
     // The gate first: its write is conditional on the resourceVersion the mark write changes.
-    if (!view.facts.serving && view.facts.containersReady) gates.push(setServing(view, "True", "InPlaceUpdated", nowMs));
+    if (!view.facts.serving && view.facts.containersReady)
+      gates.push(setServing(view, "True", "InPlaceUpdated", nowMs));
     const present = drainMarkKeys(pod);
     const labelsNow = pod.metadata.labels ?? {};
-    const relabel = labelsNow[LABEL_REVISION] !== target.name || (hash !== undefined && labelsNow[LABEL_ROLE_HASH] !== hash);
+    const relabel =
+      labelsNow[LABEL_REVISION] !== target.name || (hash !== undefined && labelsNow[LABEL_ROLE_HASH] !== hash);
     if (present.length === 0 && !relabel) continue;
-    const labels = relabel ? { labels: { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) } } : {};
-    marks.push({ type: "AnnotatePod", name: pod.metadata.name, uid: view.uid, annotations: Object.fromEntries(present.map((key) => [key, null])), ...labels });
+    const labels = relabel
+      ? { labels: { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) } }
+      : {};
+    marks.push({
+      type: "AnnotatePod",
+      name: pod.metadata.name,
+      uid: view.uid,
+      annotations: Object.fromEntries(present.map((key) => [key, null])),
+      ...labels,
+    });
   }
   const verified = moves.filter((move) => move.progress !== undefined && move.progress.phase !== "Draining");
-  const event = verified.length > 0 && marks.length > 0 ? [recordEvent("InPlaceUpdated", `Updated ${label} in place to revision ${target.name}: ${podList(verified.map((move) => move.view))} verified on the new images; back in traffic.`)] : [];
+  const event =
+    verified.length > 0 && marks.length > 0
+      ? [
+          recordEvent(
+            "InPlaceUpdated",
+            `Updated ${label} in place to revision ${target.name}: ${podList(verified.map((move) => move.view))} verified on the new images; back in traffic.`,
+          ),
+        ]
+      : [];
   return [...event, ...gates, ...marks];
 }

@@ -30,7 +30,12 @@ export interface Layout {
 
 /** The layout the spec asks for with no rollout decision: no surge, the stored records. */
 export function baseLayout(model: Model, revisions: Revisions): Layout {
-  return { groups: model.ms.spec.replicas, instances: (_group, role) => role.replicas, units: model.ms.status?.units ?? [], currentName: revisions.currentName };
+  return {
+    groups: model.ms.spec.replicas,
+    instances: (_group, role) => role.replicas,
+    units: model.ms.status?.units ?? [],
+    currentName: revisions.currentName,
+  };
 }
 
 export interface InstanceState {
@@ -195,7 +200,8 @@ function computeState(
   const targetCandidate = lookup(recorded.name ?? currentName);
   if (targetCandidate === undefined) return undefined;
   // A role that the current revision lacks (added since) starts at the update revision.
-  const target = recorded.name === undefined && expectedPods(targetCandidate, role) === 0 ? revisions.update : targetCandidate;
+  const target =
+    recorded.name === undefined && expectedPods(targetCandidate, role) === 0 ? revisions.update : targetCandidate;
   let liveView: PodView | undefined;
   for (const view of pods?.values() ?? []) {
     if (!view.facts.terminating && view.revision !== undefined) {
@@ -212,14 +218,37 @@ function computeState(
   // group record (a permit) moves them, within the budgets. A record of the instance's own was a
   // RoleRollingUpdate's, which compares role specs: pods that run its role spec under an older
   // label (a surge instance re-recorded at a newer update that left its role alone) are at it.
-  const runs = running !== undefined && (recorded.name === undefined || recorded.own) && running.name !== target.name && sameRoleSpec(running.data, target.data, role) ? target : running;
+  const runs =
+    running !== undefined &&
+    (recorded.name === undefined || recorded.own) &&
+    running.name !== target.name &&
+    sameRoleSpec(running.data, target.data, role)
+      ? target
+      : running;
   const replacing = runs !== undefined && !sameSpec(model, runs, target, role);
   const atUpdate = !replacing && sameSpec(model, runs ?? target, revisions.update, role);
-  return { group, role, instance, pods, target, running, health, replacing, available: health.ready && !health.draining && !replacing, targetsUpdate: sameSpec(model, target, revisions.update, role), atUpdate };
+  return {
+    group,
+    role,
+    instance,
+    pods,
+    target,
+    running,
+    health,
+    replacing,
+    available: health.ready && !health.draining && !replacing,
+    targetsUpdate: sameSpec(model, target, revisions.update, role),
+    atUpdate,
+  };
 }
 
 /** Every desired instance of `group` under `layout`, in spec role order then ordinal. */
-export function desiredInstanceStates(states: InstanceStates, layout: Layout, resolve: Resolve, group: number): InstanceState[] {
+export function desiredInstanceStates(
+  states: InstanceStates,
+  layout: Layout,
+  resolve: Resolve,
+  group: number,
+): InstanceState[] {
   const desired: InstanceState[] = [];
   const records = { recorded: recordsOf(states, layout.units), currentName: layout.currentName };
   const roles = getOrCreate(states.memo, group, () => new Map<string, Map<number, MemoizedState[]>>());
@@ -241,5 +270,7 @@ export function desiredInstanceStates(states: InstanceStates, layout: Layout, re
  */
 function sameSpec(model: Model, a: Revision, b: Revision, role: string): boolean {
   if (a.name === b.name) return true;
-  return model.ms.spec.rolloutStrategy.type === "RoleRollingUpdate" ? sameRoleSpec(a.data, b.data, role) : sameRevisionData(a.data, b.data);
+  return model.ms.spec.rolloutStrategy.type === "RoleRollingUpdate"
+    ? sameRoleSpec(a.data, b.data, role)
+    : sameRevisionData(a.data, b.data);
 }

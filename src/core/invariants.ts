@@ -15,7 +15,17 @@
 import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role, UnitRecord } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
-import { ANNOTATION_DRAINING, ANNOTATION_IN_PLACE, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
+import {
+  ANNOTATION_DRAINING,
+  ANNOTATION_IN_PLACE,
+  LABEL_ENTRY,
+  LABEL_GROUP,
+  LABEL_INSTANCE,
+  LABEL_MODEL_SERVING,
+  LABEL_REVISION,
+  LABEL_ROLE_HASH,
+  SERVING_GATE,
+} from "../api/wellknown.ts";
 import { DRAIN_SETTLE_MS, DRAIN_WAITING_REASON, DRAINING_REASON } from "./drain.ts";
 import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./health.ts";
 import { drainConfirmations } from "../api/router-lease.ts";
@@ -27,7 +37,18 @@ import type { Revision } from "./pods.ts";
 import { roleHash } from "./role-hash.ts";
 
 /** The invariants the simulator checks, by name (the report's `invariants[].name`). */
-export const INVARIANT_NAMES = ["noDuplicatePods", "podsMatchTheirRevision", "groupBudget", "roleBudget", "partitionHolds", "surgeBound", "drainHonoured", "pauseHolds", "settledWithinBound", "convergedMatchesPods"] as const;
+export const INVARIANT_NAMES = [
+  "noDuplicatePods",
+  "podsMatchTheirRevision",
+  "groupBudget",
+  "roleBudget",
+  "partitionHolds",
+  "surgeBound",
+  "drainHonoured",
+  "pauseHolds",
+  "settledWithinBound",
+  "convergedMatchesPods",
+] as const;
 export type InvariantName = (typeof INVARIANT_NAMES)[number];
 
 /** Decoded revisions by name (what `decodeControllerRevision` gives), for one ModelServing. */
@@ -50,7 +71,12 @@ export function placedPods(ms: ModelServing, pods: readonly Pod[]): PlacedPod[] 
  */
 export function placePod(ms: ModelServing, pod: Pod): PlacedPod | undefined {
   if (pod.metadata.labels?.[LABEL_MODEL_SERVING] !== ms.metadata.name) return undefined;
-  if (!(pod.metadata.ownerReferences ?? []).some((reference) => reference.controller === true && reference.uid === ms.metadata.uid)) return undefined;
+  if (
+    !(pod.metadata.ownerReferences ?? []).some(
+      (reference) => reference.controller === true && reference.uid === ms.metadata.uid,
+    )
+  )
+    return undefined;
   const id = parsePodIdentity(ms.metadata.name, pod.metadata.name, pod.metadata.labels);
   return id === undefined ? undefined : { pod, id };
 }
@@ -107,14 +133,20 @@ export function claimedIdentity(pod: Pod): string | undefined {
  * the spec already is the target's and the label follows at the finish. A pod whose revision is
  * unknown is a violation.
  */
-export function podsMatchTheirRevision(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): string[] {
+export function podsMatchTheirRevision(
+  ms: ModelServing,
+  placed: readonly PlacedPod[],
+  revisions: RevisionsByName,
+): string[] {
   return placed.flatMap((entry) => revisionMismatch(ms, entry, revisions) ?? []);
 }
 
 /** The name of the revision a pod's spec must be built from (see `podsMatchTheirRevision`). */
 export function specRevisionName(pod: Pod): string {
   const progress = readProgress(pod);
-  return progress !== undefined && progress.phase !== "Draining" ? progress.to : (pod.metadata.labels?.[LABEL_REVISION] ?? "");
+  return progress !== undefined && progress.phase !== "Draining"
+    ? progress.to
+    : (pod.metadata.labels?.[LABEL_REVISION] ?? "");
 }
 
 /**
@@ -122,13 +154,18 @@ export function specRevisionName(pod: Pod): string {
  * spec is what `revisions[specRevisionName(pod)]` builds for it. A function of `ms`'s name,
  * namespace and uid, that revision, the pod's identity and its spec only.
  */
-export function revisionMismatch(ms: ModelServing, { pod, id }: PlacedPod, revisions: RevisionsByName): string | undefined {
+export function revisionMismatch(
+  ms: ModelServing,
+  { pod, id }: PlacedPod,
+  revisions: RevisionsByName,
+): string | undefined {
   const name = specRevisionName(pod);
   const revision = revisions.get(name);
   if (revision === undefined) return `pod ${pod.metadata.name} names revision "${name}", which does not exist`;
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
   const built = buildPod(owner, revision, id);
-  if (built === undefined || !sameWhenSerialized(built.spec, comparedSpec(pod))) return `pod ${pod.metadata.name}: spec differs from what revision ${name} builds`;
+  if (built === undefined || !sameWhenSerialized(built.spec, comparedSpec(pod)))
+    return `pod ${pod.metadata.name}: spec differs from what revision ${name} builds`;
   return undefined;
 }
 
@@ -153,13 +190,18 @@ function sameWhenSerialized(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    for (let index = 0; index < a.length; index++) if (!sameWhenSerialized(inArray(a[index]), inArray(b[index]))) return false;
+    for (let index = 0; index < a.length; index++)
+      if (!sameWhenSerialized(inArray(a[index]), inArray(b[index]))) return false;
     return true;
   }
   if (isObject(a) && isObject(b)) {
     if (keptKeyCount(a) !== keptKeyCount(b)) return false;
     for (const key of Object.keys(a)) {
-      if (keptInObject(a[key]) && !(Object.hasOwn(b, key) && keptInObject(b[key]) && sameWhenSerialized(a[key], b[key]))) return false;
+      if (
+        keptInObject(a[key]) &&
+        !(Object.hasOwn(b, key) && keptInObject(b[key]) && sameWhenSerialized(a[key], b[key]))
+      )
+        return false;
     }
     return true;
   }
@@ -214,14 +256,23 @@ export function podsByInstance(placed: readonly PlacedPod[]): Map<string, Placed
  * Workers each pod of `role` should have under `revisions[name]`; the spec's role when the
  * revision is unknown.
  */
-function expectedPodCount(revisions: RevisionsByName, revisionName: string | undefined, role: Role | undefined, roleName: string): number {
+function expectedPodCount(
+  revisions: RevisionsByName,
+  revisionName: string | undefined,
+  role: Role | undefined,
+  roleName: string,
+): number {
   const revision = revisionName === undefined ? undefined : revisions.get(revisionName);
   const versioned = revision?.data.roles.find((candidate) => candidate.name === roleName);
   return 1 + (versioned?.workerReplicas ?? role?.workerReplicas ?? 0);
 }
 
 /** Every expected pod of the instance is live, Ready and not draining. */
-export function instanceAvailable(pods: readonly PlacedPod[] | undefined, role: Role | undefined, revisions: RevisionsByName): boolean {
+export function instanceAvailable(
+  pods: readonly PlacedPod[] | undefined,
+  role: Role | undefined,
+  revisions: RevisionsByName,
+): boolean {
   const live = (pods ?? []).filter((entry) => isLive(entry.pod));
   if (live.length === 0) return false;
   const roleName = live[0]?.id.role ?? "";
@@ -251,12 +302,22 @@ export function ofCountKey(key: string): { group: number; role: string } {
  * Counts available instances per group and role in one pass over the instances; with `within`,
  * only the instances inside those limits (`withinSurgeLimits`).
  */
-export function availableCounts(ms: ModelServing, byUnit: ReadonlyMap<string, readonly PlacedPod[]>, revisions: RevisionsByName, within?: SurgeLimits): AvailableCounts {
+export function availableCounts(
+  ms: ModelServing,
+  byUnit: ReadonlyMap<string, readonly PlacedPod[]>,
+  revisions: RevisionsByName,
+  within?: SurgeLimits,
+): AvailableCounts {
   const roles = new Map(ms.spec.template.roles.map((role) => [role.name, role]));
   const counts = new Map<string, number>();
   for (const pods of byUnit.values()) {
     const id = pods[0]?.id;
-    if (id === undefined || (within !== undefined && !withinSurgeLimits(within, id)) || !instanceAvailable(pods, roles.get(id.role), revisions)) continue;
+    if (
+      id === undefined ||
+      (within !== undefined && !withinSurgeLimits(within, id)) ||
+      !instanceAvailable(pods, roles.get(id.role), revisions)
+    )
+      continue;
     const key = countKey(id.group, id.role);
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
@@ -297,7 +358,9 @@ export const NOTHING_UNDER_WAY: UnderWay = { groups: new Set(), roleFloors: new 
  * key of each role with desired instances, so only a spec without one needs the keys read.
  */
 function missingGroups(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>): number[] {
-  const withCapacity = ms.spec.template.roles.some((role) => role.replicas >= 1) ? undefined : new Set(groupsWithCapacity(counts));
+  const withCapacity = ms.spec.template.roles.some((role) => role.replicas >= 1)
+    ? undefined
+    : new Set(groupsWithCapacity(counts));
   const counted = (group: number) => groupAvailable(ms, group, counts) && (withCapacity?.has(group) ?? true);
   return [...judged].filter((group) => group < ms.spec.replicas && !counted(group)).sort((a, b) => a - b);
 }
@@ -311,7 +374,11 @@ function roleFloors(ms: ModelServing): Map<string, number> {
  * What the budgets of `ms` would count as disrupted now, over the judged groups and role pairs:
  * recorded when those budgets change (see `UnderWay`).
  */
-export function disruptionsUnderWay(ms: ModelServing, counts: AvailableCounts, judged: { readonly groups: ReadonlySet<number>; readonly roles: ReadonlySet<string> }): UnderWay {
+export function disruptionsUnderWay(
+  ms: ModelServing,
+  counts: AvailableCounts,
+  judged: { readonly groups: ReadonlySet<number>; readonly roles: ReadonlySet<string> },
+): UnderWay {
   const floors = roleFloors(ms);
   const belowFloor = new Map<string, number>();
   for (const key of judged.roles) {
@@ -352,7 +419,12 @@ export function stillUnderWay(ms: ModelServing, counts: AvailableCounts, underWa
  * created) count as unavailable. Groups still `underWay` since the budget changed raise the limit
  * to their number, no further.
  */
-export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<number>, underWay: UnderWay = NOTHING_UNDER_WAY): string[] {
+export function groupBudget(
+  ms: ModelServing,
+  counts: AvailableCounts,
+  judged: ReadonlySet<number>,
+  underWay: UnderWay = NOTHING_UNDER_WAY,
+): string[] {
   const budget = resolveGroupBudget(ms.spec);
   const missing = missingGroups(ms, counts, judged);
   const limit = Math.max(budget.maxUnavailable, missing.filter((group) => underWay.groups.has(group)).length);
@@ -362,7 +434,9 @@ export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: R
   const unavailable = Math.min(missing.length, ms.spec.replicas - Math.min(ms.spec.replicas, available));
   if (unavailable <= limit) return [];
   const tolerated = limit > budget.maxUnavailable ? ` (${limit} already under way when the budget changed)` : "";
-  return [`${ms.metadata.name}: ${unavailable} ServingGroup(s) unavailable (groups ${missing.join(", ")}) with maxUnavailable ${budget.maxUnavailable}${tolerated}`];
+  return [
+    `${ms.metadata.name}: ${unavailable} ServingGroup(s) unavailable (groups ${missing.join(", ")}) with maxUnavailable ${budget.maxUnavailable}${tolerated}`,
+  ];
 }
 
 /**
@@ -371,7 +445,12 @@ export function groupBudget(ms: ModelServing, counts: AvailableCounts, judged: R
  * reached their desired available count) are judged. A pair still `underWay` since the budget
  * changed keeps at least the most instances it has had available since.
  */
-export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: ReadonlySet<string>, underWay: UnderWay = NOTHING_UNDER_WAY): string[] {
+export function roleBudget(
+  ms: ModelServing,
+  counts: AvailableCounts,
+  judged: ReadonlySet<string>,
+  underWay: UnderWay = NOTHING_UNDER_WAY,
+): string[] {
   const violations: string[] = [];
   if (judged.size === 0) return violations;
   // Each role's floor once, not per group.
@@ -383,9 +462,14 @@ export function roleBudget(ms: ModelServing, counts: AvailableCounts, judged: Re
       const available = counts.get(key) ?? 0;
       const since = underWay.roleFloors.get(key);
       if (since !== undefined && since < floor) {
-        if (available < since) violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than the ${since} available since the budget changed (floor ${floor})`);
+        if (available < since)
+          violations.push(
+            `${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than the ${since} available since the budget changed (floor ${floor})`,
+          );
       } else if (available < floor) {
-        violations.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than ${floor} (replicas ${role.replicas} − maxUnavailable)`);
+        violations.push(
+          `${ms.metadata.name}: group ${group} role ${role.name}: ${available} available instance(s), fewer than ${floor} (replicas ${role.replicas} − maxUnavailable)`,
+        );
       }
     }
   }
@@ -419,8 +503,14 @@ export interface SurgeLimits {
 
 /** The limits `surgeBound` holds `ms`'s pods to, from its spec's replicas and surge budgets. */
 export function surgeLimits(ms: ModelServing): SurgeLimits {
-  const instanceLimits = new Map(ms.spec.template.roles.map((role) => [role.name, role.replicas + resolveRoleBudget(role).maxSurge]));
-  return { name: ms.metadata.name, groupLimit: ms.spec.replicas + resolveGroupBudget(ms.spec).maxSurge, instanceLimits };
+  const instanceLimits = new Map(
+    ms.spec.template.roles.map((role) => [role.name, role.replicas + resolveRoleBudget(role).maxSurge]),
+  );
+  return {
+    name: ms.metadata.name,
+    groupLimit: ms.spec.replicas + resolveGroupBudget(ms.spec).maxSurge,
+    instanceLimits,
+  };
 }
 
 /**
@@ -428,7 +518,10 @@ export function surgeLimits(ms: ModelServing): SurgeLimits {
  * keep. An instance beyond them (above a role's new count after a scale-down, say) is scaled down
  * whatever it serves.
  */
-export function withinSurgeLimits(limits: SurgeLimits, { group, role, instance }: { group: number; role: string; instance: number }): boolean {
+export function withinSurgeLimits(
+  limits: SurgeLimits,
+  { group, role, instance }: { group: number; role: string; instance: number },
+): boolean {
   const limit = limits.instanceLimits.get(role);
   return group < limits.groupLimit && limit !== undefined && instance < limit;
 }
@@ -437,9 +530,12 @@ export function withinSurgeLimits(limits: SurgeLimits, { group, role, instance }
 export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): string | undefined {
   if (!isLive(pod) || isDraining(pod)) return undefined;
   const limit = limits.instanceLimits.get(id.role);
-  if (id.group >= limits.groupLimit) return `${limits.name}: group ${id.group} exists beyond replicas + maxSurge = ${limits.groupLimit}`;
-  if (limit === undefined) return `${limits.name}: group ${id.group} has pods of role ${id.role}, which the spec does not have`;
-  if (id.instance >= limit) return `${limits.name}: ${instanceId(id.role, id.instance)} of group ${id.group} exists beyond replicas + maxSurge = ${limit}`;
+  if (id.group >= limits.groupLimit)
+    return `${limits.name}: group ${id.group} exists beyond replicas + maxSurge = ${limits.groupLimit}`;
+  if (limit === undefined)
+    return `${limits.name}: group ${id.group} has pods of role ${id.role}, which the spec does not have`;
+  if (id.instance >= limit)
+    return `${limits.name}: ${instanceId(id.role, id.instance)} of group ${id.group} exists beyond replicas + maxSurge = ${limit}`;
   return undefined;
 }
 
@@ -464,11 +560,20 @@ export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): str
  * from a skipped drain. Faults (pods deleted by others, nodes lost) are not the controller's: the
  * checker does not judge writes in a fault window.
  */
-export function drainViolation(before: Pod, after: Pod | undefined, drain: { readonly timeoutSeconds: number; readonly mustConfirm: readonly string[] }, nowMs: number): string | undefined {
+export function drainViolation(
+  before: Pod,
+  after: Pod | undefined,
+  drain: { readonly timeoutSeconds: number; readonly mustConfirm: readonly string[] },
+  nowMs: number,
+): string | undefined {
   if (isTerminating(before) || !disrupts(before, after)) return undefined;
   const markedAtMs = drainingSinceMs(before);
   if (markedAtMs === undefined || before.metadata.labels?.[LABEL_ENTRY] !== "true") return undefined;
-  if (podCondition(before, SERVING_GATE)?.reason !== DRAINING_REASON || podCondition(before, "ContainersReady")?.status !== "True") return undefined;
+  if (
+    podCondition(before, SERVING_GATE)?.reason !== DRAINING_REASON ||
+    podCondition(before, "ContainersReady")?.status !== "True"
+  )
+    return undefined;
   const deadlineMs = markedAtMs + drain.timeoutSeconds * 1000;
   if (nowMs >= deadlineMs) return undefined;
   const confirmed = drainConfirmations(before.metadata.annotations);
@@ -476,7 +581,9 @@ export function drainViolation(before: Pod, after: Pod | undefined, drain: { rea
   const settled = nowMs >= markedAtMs + DRAIN_SETTLE_MS;
   if (settled && missing.length === 0) return undefined;
   const what = after === undefined || isTerminating(after) ? "deleted" : "restarted in place";
-  const why = settled ? `router(s) ${missing.join(", ")} had not confirmed` : `${(nowMs - markedAtMs) / 1000}s after the mark, within the ${DRAIN_SETTLE_MS / 1000}s settle`;
+  const why = settled
+    ? `router(s) ${missing.join(", ")} had not confirmed`
+    : `${(nowMs - markedAtMs) / 1000}s after the mark, within the ${DRAIN_SETTLE_MS / 1000}s settle`;
   return `${before.metadata.name} ${what} ${(deadlineMs - nowMs) / 1000}s before its drain timed out (marked ${before.metadata.annotations?.[ANNOTATION_DRAINING] ?? ""}, drain.timeoutSeconds ${drain.timeoutSeconds}): ${why}`;
 }
 
@@ -484,7 +591,9 @@ export function drainViolation(before: Pod, after: Pod | undefined, drain: { rea
 function disrupts(before: Pod, after: Pod | undefined): boolean {
   if (after === undefined || isTerminating(after)) return true;
   const images = new Map(before.spec.containers.map((container) => [container.name, container.image]));
-  return after.spec.containers.some((container) => images.has(container.name) && images.get(container.name) !== container.image);
+  return after.spec.containers.some(
+    (container) => images.has(container.name) && images.get(container.name) !== container.image,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -518,8 +627,11 @@ export interface PartitionedUnit {
  * by `unitKey`; instances whose live pods disagree are listed in `mixed` (a violation of
  * partitionHolds by itself).
  */
-export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName): { units: Map<string, PartitionedUnit>; mixed: string[] } {
-
+export function partitionedUnits(
+  ms: ModelServing,
+  placed: readonly PlacedPod[],
+  revisions: RevisionsByName,
+): { units: Map<string, PartitionedUnit>; mixed: string[] } {
   const units = new Map<string, PartitionedUnit>();
   const mixed: string[] = [];
   for (const entry of placed) {
@@ -529,8 +641,10 @@ export function partitionedUnits(ms: ModelServing, placed: readonly PlacedPod[],
     const hash = runningRoleHash(pod, id.role, revisions);
     const settled = podSettled(pod);
     const known = units.get(key);
-    if (known !== undefined && known.hash !== hash) mixed.push(`${ms.metadata.name} ${key}: pods of role hashes ${known.hash} and ${hash}`);
-    else if (known === undefined || (known.settled && !settled)) units.set(key, { group: id.group, role: id.role, instance: id.instance, hash, settled });
+    if (known !== undefined && known.hash !== hash)
+      mixed.push(`${ms.metadata.name} ${key}: pods of role hashes ${known.hash} and ${hash}`);
+    else if (known === undefined || (known.settled && !settled))
+      units.set(key, { group: id.group, role: id.role, instance: id.instance, hash, settled });
   }
   return { units, mixed };
 }
@@ -547,7 +661,13 @@ export function pausedPods(placed: readonly PlacedPod[], revisions: RevisionsByN
   const pods = new Map<string, PartitionedUnit>();
   for (const { pod, id } of placed) {
     if (!isLive(pod)) continue;
-    pods.set(`${unitKey(id.group, id.role, id.instance)}#${id.index}`, { group: id.group, role: id.role, instance: id.instance, hash: runningRoleHash(pod, id.role, revisions), settled: podSettled(pod) });
+    pods.set(`${unitKey(id.group, id.role, id.instance)}#${id.index}`, {
+      group: id.group,
+      role: id.role,
+      instance: id.instance,
+      hash: runningRoleHash(pod, id.role, revisions),
+      settled: podSettled(pod),
+    });
   }
   return pods;
 }
@@ -583,7 +703,12 @@ function runningRoleHash(pod: Pod, role: string, revisions: RevisionsByName): st
  */
 export function settledClaim(ms: ModelServing): "Converged" | "settled" | undefined {
   const progressing = ms.status?.conditions?.find((condition) => condition.type === "Progressing");
-  if (progressing?.status !== "False" || progressing.observedGeneration !== ms.metadata.generation || ms.status?.observedGeneration !== ms.metadata.generation) return undefined;
+  if (
+    progressing?.status !== "False" ||
+    progressing.observedGeneration !== ms.metadata.generation ||
+    ms.status?.observedGeneration !== ms.metadata.generation
+  )
+    return undefined;
   return progressing.reason === "Converged" ? "Converged" : "settled";
 }
 
@@ -594,12 +719,28 @@ export function settledClaim(ms: ModelServing): "Converged" | "settled" | undefi
  * its group's record). Nothing is held while the update revision is the current one. Returns what
  * would move.
  */
-export function pauseBroken(paused: boolean, stored: { readonly units?: readonly UnitRecord[]; readonly currentRevision?: string }, planned: { readonly units: readonly UnitRecord[]; readonly update: string }): string[] {
+export function pauseBroken(
+  paused: boolean,
+  stored: { readonly units?: readonly UnitRecord[]; readonly currentRevision?: string },
+  planned: { readonly units: readonly UnitRecord[]; readonly update: string },
+): string[] {
   const { update } = planned;
   if (!paused || stored.currentRevision === undefined || stored.currentRevision === update) return [];
-  const atUpdate = new Set((stored.units ?? []).filter((record) => record.revision === update).map((record) => `${record.group}/${record.role ?? ""}/${record.instance ?? ""}`));
-  const moved = planned.units.filter((record) => record.revision === update && !atUpdate.has(`${record.group}/${record.role ?? ""}/${record.instance ?? ""}`) && !atUpdate.has(`${record.group}//`));
-  return moved.map((record) => `${record.role === undefined ? `group ${record.group}` : `${instanceId(record.role, record.instance ?? 0)} of group ${record.group}`} would be recorded at the update revision ${update} while the rollout is paused`);
+  const atUpdate = new Set(
+    (stored.units ?? [])
+      .filter((record) => record.revision === update)
+      .map((record) => `${record.group}/${record.role ?? ""}/${record.instance ?? ""}`),
+  );
+  const moved = planned.units.filter(
+    (record) =>
+      record.revision === update &&
+      !atUpdate.has(`${record.group}/${record.role ?? ""}/${record.instance ?? ""}`) &&
+      !atUpdate.has(`${record.group}//`),
+  );
+  return moved.map(
+    (record) =>
+      `${record.role === undefined ? `group ${record.group}` : `${instanceId(record.role, record.instance ?? 0)} of group ${record.group}`} would be recorded at the update revision ${update} while the rollout is paused`,
+  );
 }
 
 /** The pod counts in `partitionedUnits`: it is live and its instance is below a partition. */
@@ -613,7 +754,9 @@ export function inPartition(ms: ModelServing, { pod, id }: PlacedPod): boolean {
 const MAX_REASONS = 5;
 
 function limited(reasons: string[]): string[] {
-  return reasons.length <= MAX_REASONS ? reasons : [...reasons.slice(0, MAX_REASONS), `and ${reasons.length - MAX_REASONS} more`];
+  return reasons.length <= MAX_REASONS
+    ? reasons
+    : [...reasons.slice(0, MAX_REASONS), `and ${reasons.length - MAX_REASONS} more`];
 }
 
 /** All `reasons` found, `limited`; or, when the caller set a `limit`, exactly the ones found (no count of the rest). */
@@ -625,7 +768,12 @@ function limitedTo(reasons: string[], limit: number): string[] {
  * Why the ModelServing is not Available: the stored condition Available is not True for the
  * current generation, or (observed truth) some desired group lacks available instances.
  */
-export function availablePending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName, limit?: number): string[] {
+export function availablePending(
+  ms: ModelServing,
+  placed: readonly PlacedPod[],
+  revisions: RevisionsByName,
+  limit?: number,
+): string[] {
   return availablePendingFor(ms, availableCounts(ms, podsByInstance(placed), revisions), limit);
 }
 
@@ -633,16 +781,32 @@ export function availablePending(ms: ModelServing, placed: readonly PlacedPod[],
  * `availablePending` from the available instance counts (`availableCounts`) of `ms`'s pods. With
  * `limit`, the first `limit` reasons only, found without looking further.
  */
-export function availablePendingFor(ms: ModelServing, counts: AvailableCounts, limit = Number.POSITIVE_INFINITY): string[] {
+export function availablePendingFor(
+  ms: ModelServing,
+  counts: AvailableCounts,
+  limit = Number.POSITIVE_INFINITY,
+): string[] {
   const reasons: string[] = [];
   const condition = ms.status?.conditions?.find((candidate) => candidate.type === "Available");
   const generation = ms.metadata.generation ?? 0;
-  if (condition?.status !== "True") reasons.push(`${ms.metadata.name}: condition Available is ${condition?.status ?? "absent"}${condition?.message === undefined ? "" : ` (${condition.message})`}`);
-  else if (condition.observedGeneration !== undefined && condition.observedGeneration !== generation) reasons.push(`${ms.metadata.name}: condition Available is for generation ${condition.observedGeneration}, not ${generation}`);
+  if (condition?.status !== "True")
+    reasons.push(
+      `${ms.metadata.name}: condition Available is ${condition?.status ?? "absent"}${condition?.message === undefined ? "" : ` (${condition.message})`}`,
+    );
+  else if (condition.observedGeneration !== undefined && condition.observedGeneration !== generation)
+    reasons.push(
+      `${ms.metadata.name}: condition Available is for generation ${condition.observedGeneration}, not ${generation}`,
+    );
   for (let group = 0; group < ms.spec.replicas && reasons.length < limit; group++) {
     for (const role of ms.spec.template.roles) {
       const available = counts.get(countKey(group, role.name)) ?? 0;
-      if (available < role.replicas && reasons.push(`${ms.metadata.name}: group ${group} role ${role.name}: ${available} of ${role.replicas} instance(s) available`) >= limit) break;
+      if (
+        available < role.replicas &&
+        reasons.push(
+          `${ms.metadata.name}: group ${group} role ${role.name}: ${available} of ${role.replicas} instance(s) available`,
+        ) >= limit
+      )
+        break;
     }
   }
   return limitedTo(reasons, limit);
@@ -656,12 +820,28 @@ export function availablePendingFor(ms: ModelServing, counts: AvailableCounts, l
  * revision labels); under the group strategies the revision label must be the update revision.
  * Role partitions apply under RoleRollingUpdate only, as in the core's rollout.
  */
-export function rolloutPending(ms: ModelServing, placed: readonly PlacedPod[], revisions: RevisionsByName, limit?: number): string[] {
+export function rolloutPending(
+  ms: ModelServing,
+  placed: readonly PlacedPod[],
+  revisions: RevisionsByName,
+  limit?: number,
+): string[] {
   const byUnit = podsByInstance(placed);
-  return rolloutPendingFrom(ms, revisions, {
-    surgeAndDrain: (limit) => placed.flatMap((entry) => surgeOrDrainReason(ms, entry) ?? []).slice(0, limit),
-    instanceReason: (where, update) => instanceRolloutReason(ms, where, byUnit.get(unitKey(where.group, where.role.name, where.instance)) ?? [], update),
-  }, limit);
+  return rolloutPendingFrom(
+    ms,
+    revisions,
+    {
+      surgeAndDrain: (limit) => placed.flatMap((entry) => surgeOrDrainReason(ms, entry) ?? []).slice(0, limit),
+      instanceReason: (where, update) =>
+        instanceRolloutReason(
+          ms,
+          where,
+          byUnit.get(unitKey(where.group, where.role.name, where.instance)) ?? [],
+          update,
+        ),
+    },
+    limit,
+  );
 }
 
 /** An instance of the spec: group, role and ordinal. */
@@ -692,12 +872,21 @@ export interface RolloutEvidence {
  * `rolloutPending` with the pods read through `evidence`. With `limit`, the first `limit` reasons
  * only: no instance is looked at once that many are found (whether any is left is the same).
  */
-export function rolloutPendingFrom(ms: ModelServing, revisions: RevisionsByName, evidence: RolloutEvidence, limit = Number.POSITIVE_INFINITY): string[] {
+export function rolloutPendingFrom(
+  ms: ModelServing,
+  revisions: RevisionsByName,
+  evidence: RolloutEvidence,
+  limit = Number.POSITIVE_INFINITY,
+): string[] {
   const status = ms.status ?? {};
   const generation = ms.metadata.generation ?? 0;
-  if (status.observedGeneration !== generation) return [`${ms.metadata.name}: status.observedGeneration ${status.observedGeneration ?? "absent"} is not generation ${generation}`];
+  if (status.observedGeneration !== generation)
+    return [
+      `${ms.metadata.name}: status.observedGeneration ${status.observedGeneration ?? "absent"} is not generation ${generation}`,
+    ];
   const update = status.updateRevision === undefined ? undefined : revisions.get(status.updateRevision);
-  if (update === undefined) return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
+  if (update === undefined)
+    return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
   const reasons = [...evidence.surgeAndDrain(limit)];
   if (reasons.length < limit) reasons.push(...unitsPending(ms, update, evidence, limit - reasons.length));
   // The pods are done; the status must say so too, or a report's final status would not agree.
@@ -715,18 +904,33 @@ function statusPending(ms: ModelServing): string[] {
   const status = ms.status ?? {};
   const progressing = status.conditions?.find((condition) => condition.type === "Progressing");
   const name = ms.metadata.name;
-  const held = ms.spec.rolloutStrategy.paused || resolveGroupBudget(ms.spec).partition > 0 || (ms.spec.rolloutStrategy.type === "RoleRollingUpdate" && ms.spec.template.roles.some((role) => resolveRoleBudget(role).partition > 0));
-  if (!held && status.currentRevision !== status.updateRevision) return [`${name}: status.currentRevision ${status.currentRevision ?? "(none)"} is not the update revision ${status.updateRevision ?? "(none)"} yet`];
-  if (progressing === undefined || progressing.observedGeneration !== ms.metadata.generation) return [`${name}: condition Progressing is not computed for generation ${ms.metadata.generation ?? 0} yet`];
+  const held =
+    ms.spec.rolloutStrategy.paused ||
+    resolveGroupBudget(ms.spec).partition > 0 ||
+    (ms.spec.rolloutStrategy.type === "RoleRollingUpdate" &&
+      ms.spec.template.roles.some((role) => resolveRoleBudget(role).partition > 0));
+  if (!held && status.currentRevision !== status.updateRevision)
+    return [
+      `${name}: status.currentRevision ${status.currentRevision ?? "(none)"} is not the update revision ${status.updateRevision ?? "(none)"} yet`,
+    ];
+  if (progressing === undefined || progressing.observedGeneration !== ms.metadata.generation)
+    return [`${name}: condition Progressing is not computed for generation ${ms.metadata.generation ?? 0} yet`];
   // A drain that waits is work under way too (it said Reconciling before it had its own reason).
-  const claimsWork = held ? progressing.reason === "Reconciling" || progressing.reason === DRAIN_WAITING_REASON : progressing.status !== "False";
-  return claimsWork ? [`${name}: condition Progressing still says ${progressing.reason ?? progressing.status}: ${progressing.message ?? ""}`] : [];
+  const claimsWork = held
+    ? progressing.reason === "Reconciling" || progressing.reason === DRAIN_WAITING_REASON
+    : progressing.status !== "False";
+  return claimsWork
+    ? [
+        `${name}: condition Progressing still says ${progressing.reason ?? progressing.status}: ${progressing.message ?? ""}`,
+      ]
+    : [];
 }
 
 /** Why one placed pod keeps the rollout from completing: it is a surge or extra pod, or it is draining. */
 export function surgeOrDrainReason(ms: ModelServing, { pod, id }: PlacedPod): string | undefined {
   const role = ms.spec.template.roles.find((candidate) => candidate.name === id.role);
-  if (id.group >= ms.spec.replicas || role === undefined || id.instance >= role.replicas) return `${ms.metadata.name}: surge or extra pod ${pod.metadata.name} is still there`;
+  if (id.group >= ms.spec.replicas || role === undefined || id.instance >= role.replicas)
+    return `${ms.metadata.name}: surge or extra pod ${pod.metadata.name} is still there`;
   if (isDraining(pod)) return `${ms.metadata.name}: pod ${pod.metadata.name} is draining`;
   return undefined;
 }
@@ -740,7 +944,11 @@ function unitsPending(ms: ModelServing, update: Revision, evidence: RolloutEvide
   const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
   // Per role once: its first ordinal judged, and its hash (computed at its first use, never for
   // a role no group reaches).
-  const roles = ms.spec.template.roles.map((role) => ({ role, from: byRole ? resolveRoleBudget(role).partition : 0, update: undefined as UpdateOfRole | undefined }));
+  const roles = ms.spec.template.roles.map((role) => ({
+    role,
+    from: byRole ? resolveRoleBudget(role).partition : 0,
+    update: undefined as UpdateOfRole | undefined,
+  }));
   for (let group = resolveGroupBudget(ms.spec).partition; group < ms.spec.replicas; group++) {
     for (const each of roles) {
       const { role, from } = each;
@@ -758,12 +966,23 @@ function unitsPending(ms: ModelServing, update: Revision, evidence: RolloutEvide
  * Why one desired instance keeps the rollout from completing: a pod of it does not run the update
  * revision, or it is not available under it. `pods` are the instance's placed pods in stored order.
  */
-export function instanceRolloutReason(ms: ModelServing, { group, role, instance }: InstanceOf, pods: readonly PlacedPod[], update: UpdateOfRole): string | undefined {
+export function instanceRolloutReason(
+  ms: ModelServing,
+  { group, role, instance }: InstanceOf,
+  pods: readonly PlacedPod[],
+  update: UpdateOfRole,
+): string | undefined {
   const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
   const { revision, hash } = update;
   const label = (): string => `${ms.metadata.name}: ${instanceId(role.name, instance)} of group ${group}`;
-  const outdated = pods.find((entry) => (byRole ? entry.pod.metadata.labels?.[LABEL_ROLE_HASH] !== hash : entry.pod.metadata.labels?.[LABEL_REVISION] !== revision.name));
-  if (outdated !== undefined) return `${label()}: pod ${outdated.pod.metadata.name} runs revision ${outdated.pod.metadata.labels?.[LABEL_REVISION] ?? "?"}, not ${revision.name}`;
-  if (!instanceAvailable(pods, role, new Map([[revision.name, revision]]))) return `${label()}: not available (${pods.length === 0 ? "no pods" : "pods missing, not Ready or draining"})`;
+  const outdated = pods.find((entry) =>
+    byRole
+      ? entry.pod.metadata.labels?.[LABEL_ROLE_HASH] !== hash
+      : entry.pod.metadata.labels?.[LABEL_REVISION] !== revision.name,
+  );
+  if (outdated !== undefined)
+    return `${label()}: pod ${outdated.pod.metadata.name} runs revision ${outdated.pod.metadata.labels?.[LABEL_REVISION] ?? "?"}, not ${revision.name}`;
+  if (!instanceAvailable(pods, role, new Map([[revision.name, revision]])))
+    return `${label()}: not available (${pods.length === 0 ? "no pods" : "pods missing, not Ready or draining"})`;
   return undefined;
 }

@@ -72,12 +72,26 @@ export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: num
   const { model, revisions } = states;
   const resolve = resolver(revisions, work.unreadable);
   // Only ServingGroupRecreate asks which roles the rollout changes (`movedByRollout`).
-  const changedRoles = model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? rolloutChangedRoles(model, revisions, layout) : NO_ROLES;
+  const changedRoles =
+    model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? rolloutChangedRoles(model, revisions, layout) : NO_ROLES;
   const currentLookup = changedRoles.size > 0 ? revisions.lookup(layout.currentName) : undefined;
-  const context = { model, nowMs, work, resolve, changedRoles, current: currentLookup?.ok === true ? currentLookup.revision : undefined, currentName: layout.currentName };
+  const context = {
+    model,
+    nowMs,
+    work,
+    resolve,
+    changedRoles,
+    current: currentLookup?.ok === true ? currentLookup.revision : undefined,
+    currentName: layout.currentName,
+  };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
-    if (group >= layout.groups) scaleDown(context, [...roles.values()].flatMap((instances) => [...instances.values()]), `group ${group}`);
+    if (group >= layout.groups)
+      scaleDown(
+        context,
+        [...roles.values()].flatMap((instances) => [...instances.values()]),
+        `group ${group}`,
+      );
   }
   const desired: InstanceState[] = [];
   for (const group of range(layout.groups)) {
@@ -85,7 +99,9 @@ export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: num
     const groupStates = desiredInstanceStates(states, layout, resolve, group);
     planGroup(context, group, groupStates);
     desired.push(...groupStates);
-    for (const state of groupStates) if (expectedPods(state.target, state.role) > 1) desiredServices.add(instanceServiceName(model, state.group, state.role, state.instance, state.pods));
+    for (const state of groupStates)
+      if (expectedPods(state.target, state.role) > 1)
+        desiredServices.add(instanceServiceName(model, state.group, state.role, state.instance, state.pods));
   }
   deleteUnneededServices(context, desiredServices);
   return desired;
@@ -105,7 +121,10 @@ function deleteUnneededServices(context: Context, desired: ReadonlySet<string>):
     if (desired.has(name)) continue;
     const uid = service.metadata.uid;
     if (uid === undefined) continue;
-    const hasPods = instance === undefined ? (namesWithPods ??= serviceNamesWithPods(model)).has(name) : model.tree.get(instance.group)?.get(instance.role)?.has(instance.instance) === true;
+    const hasPods =
+      instance === undefined
+        ? (namesWithPods ??= serviceNamesWithPods(model)).has(name)
+        : model.tree.get(instance.group)?.get(instance.role)?.has(instance.instance) === true;
     if (!hasPods) work.actions.push({ type: "DeleteService", name, uid });
   }
 }
@@ -114,7 +133,8 @@ function deleteUnneededServices(context: Context, desired: ReadonlySet<string>):
 function serviceNamesWithPods(model: Model): Set<string> {
   const names = new Set<string>();
   for (const [group, roles] of model.tree) {
-    for (const [role, instances] of roles) for (const [instance, pods] of instances) names.add(instanceServiceName(model, group, role, instance, pods));
+    for (const [role, instances] of roles)
+      for (const [instance, pods] of instances) names.add(instanceServiceName(model, group, role, instance, pods));
   }
   return names;
 }
@@ -124,16 +144,31 @@ function serviceNamesWithPods(model: Model): Set<string> {
  * only when its name is the one its identity gives, so the two are equal), else built; reusing
  * the pod's name spares building the same string on every plan.
  */
-function instanceServiceName(model: Model, group: number, role: string, instance: number, pods: InstancePods | undefined): string {
+function instanceServiceName(
+  model: Model,
+  group: number,
+  role: string,
+  instance: number,
+  pods: InstancePods | undefined,
+): string {
   return pods?.get(0)?.pod.metadata.name ?? serviceName(model.owner.name, group, role, instance);
 }
 
 /** Deletes units no longer desired, drained; their lost pods need no recovery and are released. */
 function scaleDown(context: Context, units: readonly InstancePods[], label: string): void {
   const pods = units.flatMap((pods) => [...pods.values()]);
-  const step = planDrainedDeletion(pods, context.model.drain, "ScaleDown", `${label} (${scaleDownCause(context, pods)})`, context.nowMs);
+  const step = planDrainedDeletion(
+    pods,
+    context.model.drain,
+    "ScaleDown",
+    `${label} (${scaleDownCause(context, pods)})`,
+    context.nowMs,
+  );
   addDrainStep(context.work, step);
-  releasePods(pods.filter((view) => view.facts.lost), context.work.actions);
+  releasePods(
+    pods.filter((view) => view.facts.lost),
+    context.work.actions,
+  );
 }
 
 /**
@@ -143,8 +178,12 @@ function scaleDown(context: Context, units: readonly InstancePods[], label: stri
  * docs/design/events.md, Known limits).
  */
 function scaleDownCause(context: Context, pods: readonly PodView[]): string {
-  const rolling = context.model.ms.status?.updateRevision !== undefined && context.model.ms.status.updateRevision !== context.currentName;
-  return rolling && pods.some((view) => view.revision !== undefined && view.revision !== context.currentName) ? "surge no longer needed" : "scale-down";
+  const rolling =
+    context.model.ms.status?.updateRevision !== undefined &&
+    context.model.ms.status.updateRevision !== context.currentName;
+  return rolling && pods.some((view) => view.revision !== undefined && view.revision !== context.currentName)
+    ? "surge no longer needed"
+    : "scale-down";
 }
 
 /** Scales down, highest ordinal first, the instances of `group` the layout no longer wants. */
@@ -155,7 +194,8 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];
     for (const entry of instances) if (entry[0] >= wanted) unwanted.push(entry);
-    for (const [instance, pods] of unwanted.reverse()) scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
+    for (const [instance, pods] of unwanted.reverse())
+      scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
   }
 }
 
@@ -169,9 +209,14 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
  * every group instead of the rollout stalling.
  */
 function planGroup(context: Context, group: number, states: readonly InstanceState[]): void {
-  const broken = context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate" ? states.filter((state) => hasFailed(context, state) && !movedByRollout(context, state)) : [];
+  const broken =
+    context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate"
+      ? states.filter((state) => hasFailed(context, state) && !movedByRollout(context, state))
+      : [];
   if (broken.length > 0) {
-    const why = broken.map((state) => `${instanceId(state.role, state.instance)}: ${describeFailure(context, state)}`).join("; ");
+    const why = broken
+      .map((state) => `${instanceId(state.role, state.instance)}: ${describeFailure(context, state)}`)
+      .join("; ");
     const live = states.flatMap((state) => state.health.live);
     deleteForRecovery(context, live, `group ${group} failed (${why}); rebuilding the group`);
     // Lost pods keep the group broken until none of its pods lives: then the rebuild cannot be
@@ -196,9 +241,12 @@ function movedByRollout(context: Context, state: InstanceState): boolean {
   if (!context.changedRoles.has(state.role)) return false;
   // An instance whose pods are all lost ran what their label names.
   const lostLabel = state.running === undefined ? state.health.lost[0]?.revision : undefined;
-  const runs = state.running ?? (lostLabel === undefined ? undefined : context.resolve(lostLabel, instanceLabel(state)));
+  const runs =
+    state.running ?? (lostLabel === undefined ? undefined : context.resolve(lostLabel, instanceLabel(state)));
   if (runs === undefined) return false;
-  return state.atUpdate || (context.current !== undefined && !sameRoleSpec(runs.data, context.current.data, state.role));
+  return (
+    state.atUpdate || (context.current !== undefined && !sameRoleSpec(runs.data, context.current.data, state.role))
+  );
 }
 
 /**
@@ -208,7 +256,11 @@ function movedByRollout(context: Context, state: InstanceState): boolean {
  * strategies or when no rollout is in progress; an unreadable revision adds none (its units are
  * recovered as the policy says, nothing guessed).
  */
-function rolloutChangedRoles(model: Model, revisions: InstanceStates["revisions"], layout: Layout): ReadonlySet<string> {
+function rolloutChangedRoles(
+  model: Model,
+  revisions: InstanceStates["revisions"],
+  layout: Layout,
+): ReadonlySet<string> {
   const { update } = revisions;
   if (model.ms.spec.rolloutStrategy.type !== "RoleRollingUpdate") return NO_ROLES;
   const from = new Set([layout.currentName, ...layout.units.map((record) => record.revision)]);
@@ -217,7 +269,8 @@ function rolloutChangedRoles(model: Model, revisions: InstanceStates["revisions"
   for (const name of from) {
     const found = revisions.lookup(name);
     if (!found.ok) continue;
-    for (const role of model.ms.spec.template.roles) if (!sameRoleSpec(found.revision.data, update.data, role.name)) changed.add(role.name);
+    for (const role of model.ms.spec.template.roles)
+      if (!sameRoleSpec(found.revision.data, update.data, role.name)) changed.add(role.name);
   }
   return changed.size === 0 ? NO_ROLES : changed;
 }
@@ -276,20 +329,33 @@ function planInstance(context: Context, state: InstanceState): void {
   // Images patched in place by an update the user switched away from: the user asked for pods to
   // be replaced, so they are.
   // Only a marked pod can carry in-place progress (most instances have none: nothing to parse).
-  const abandoned = !inPlace && health.marked && health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
+  const abandoned =
+    !inPlace &&
+    health.marked &&
+    health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
   releaseStrays(context, state);
   if ((state.replacing && !inPlace) || abandoned) {
     // The replacement rebuilds the instance anyway: a loss needs nothing more.
     releaseLost(context, state);
-    const why = abandoned && !state.replacing ? "in-place update abandoned" : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
-    addDrainStep(work, planDrainedDeletion(health.live, model.drain, "Update", `${instanceLabel(state)} (${why})`, nowMs));
+    const why =
+      abandoned && !state.replacing
+        ? "in-place update abandoned"
+        : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
+    addDrainStep(
+      work,
+      planDrainedDeletion(health.live, model.drain, "Update", `${instanceLabel(state)} (${why})`, nowMs),
+    );
     return;
   }
   for (const view of health.extra) work.actions.push(deletePod(view, "Orphan"));
   if (isBroken(context, state)) {
     const policy = model.ms.spec.recoveryPolicy;
     const victims = policy === "None" ? failedPods(context, health.live) : health.live;
-    deleteForRecovery(context, victims, `${instanceLabel(state)} failed (${describeFailure(context, state)}); ${policy === "None" ? "replacing the failed pods" : "rebuilding the instance"}`);
+    deleteForRecovery(
+      context,
+      victims,
+      `${instanceLabel(state)} failed (${describeFailure(context, state)}); ${policy === "None" ? "replacing the failed pods" : "rebuilding the instance"}`,
+    );
     // Under None a lost pod is its own unit, refilled once its object goes; else the instance is,
     // and the rebuild cannot be undone once none of its pods lives.
     if (policy === "None" || health.live.length === 0) releaseLost(context, state);
@@ -306,7 +372,11 @@ function planInstance(context: Context, state: InstanceState): void {
     // not come (a replacement under the strategy before, an in-place move not patched yet) is
     // undone below, or its pods would stay out of service for good (fuzz-faults-crash-97). A pod
     // already patched keeps its progress mark: it tells what the pod runs.
-    if (step.ineligible.length === 0 || !health.live.every((view) => (readProgress(view.pod)?.phase ?? "Draining") === "Draining")) return;
+    if (
+      step.ineligible.length === 0 ||
+      !health.live.every((view) => (readProgress(view.pod)?.phase ?? "Draining") === "Draining")
+    )
+      return;
   }
   for (const view of health.live) {
     const cancel = cancelDrain(view, nowMs);
@@ -332,19 +402,35 @@ function planInstance(context: Context, state: InstanceState): void {
  */
 function relabelUnchanged(context: Context, state: InstanceState): void {
   const { running, target } = state;
-  if (running === undefined || state.replacing || context.model.ms.spec.rolloutStrategy.type !== "ServingGroupRollingUpdate") return;
+  if (
+    running === undefined ||
+    state.replacing ||
+    context.model.ms.spec.rolloutStrategy.type !== "ServingGroupRollingUpdate"
+  )
+    return;
   let labels: Record<string, string> | undefined;
   for (const view of state.health.live) {
     if (view.revision === undefined || view.revision === target.name) continue;
     const own = view.revision === running.name ? running : context.resolve(view.revision, instanceLabel(state));
     // An equal revision under another name (re-hashed by a newer controller) is left alone, as
     // ever; a pod whose role spec differs is not relabelled (only a replacement can move it).
-    if (own === undefined || sameRevisionData(own.data, target.data) || !sameRoleSpec(own.data, target.data, state.role)) continue;
+    if (
+      own === undefined ||
+      sameRevisionData(own.data, target.data) ||
+      !sameRoleSpec(own.data, target.data, state.role)
+    )
+      continue;
     if (labels === undefined) {
       const hash = roleHash(target.data, state.role);
       labels = { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) };
     }
-    context.work.actions.push({ type: "AnnotatePod", name: view.pod.metadata.name, uid: view.uid, annotations: {}, labels });
+    context.work.actions.push({
+      type: "AnnotatePod",
+      name: view.pod.metadata.name,
+      uid: view.uid,
+      annotations: {},
+      labels,
+    });
   }
 }
 
@@ -359,7 +445,12 @@ function isInPlace(context: Context): boolean {
 
 function deleteForRecovery(context: Context, victims: readonly PodView[], message: string): void {
   if (victims.length === 0) return;
-  context.work.actions.push(recordEvent("Recovering", `recoveryPolicy ${context.model.ms.spec.recoveryPolicy}: ${message}; deleting ${podList(victims)}.`));
+  context.work.actions.push(
+    recordEvent(
+      "Recovering",
+      `recoveryPolicy ${context.model.ms.spec.recoveryPolicy}: ${message}; deleting ${podList(victims)}.`,
+    ),
+  );
   // Dead or broken pods serve nothing: no drain (DESIGN §3.4).
   for (const view of victims) context.work.actions.push(deletePod(view, "Recovery"));
 }
@@ -373,12 +464,21 @@ function releaseLost(context: Context, state: InstanceState): void {
 function releaseStrays(context: Context, state: InstanceState): void {
   const { health } = state;
   // Usually nothing terminates: no search.
-  if (health.terminating.length > health.lost.length) releasePods(health.terminating.filter((view) => view.facts.lost && !health.lost.includes(view)), context.work.actions);
+  if (health.terminating.length > health.lost.length)
+    releasePods(
+      health.terminating.filter((view) => view.facts.lost && !health.lost.includes(view)),
+      context.work.actions,
+    );
 }
 
 function describeFailure(context: Context, state: InstanceState): string {
-  const failed = failedPods(context, state.health.live).map((view) => `${view.pod.metadata.name} ${view.pod.status?.phase === "Failed" ? "failed" : "keeps restarting"}`);
-  const gone = [...state.health.terminating.map((view) => view.pod.metadata.name), ...state.health.absent.map((index) => `pod ${index}`)];
+  const failed = failedPods(context, state.health.live).map(
+    (view) => `${view.pod.metadata.name} ${view.pod.status?.phase === "Failed" ? "failed" : "keeps restarting"}`,
+  );
+  const gone = [
+    ...state.health.terminating.map((view) => view.pod.metadata.name),
+    ...state.health.absent.map((index) => `pod ${index}`),
+  ];
   return [...failed, ...(gone.length > 0 ? [`lost ${gone.join(", ")}`] : [])].join(", ");
 }
 
@@ -391,16 +491,33 @@ function createAbsent(context: Context, state: InstanceState): void {
   // An instance whose every pod is going (replaced, or rebuilt by recovery) is created whole once
   // they are gone: pods created beside terminating ones would start while the others are missing,
   // which is a broken instance, rebuilt again, and so on.
-  if (state.health.absent.length === 0 || (state.health.live.length === 0 && state.health.terminating.length > 0)) return;
+  if (state.health.absent.length === 0 || (state.health.live.length === 0 && state.health.terminating.length > 0))
+    return;
   const revision = state.running ?? state.target;
   if (state.health.live.length === 0 && state.health.terminating.length === 0) {
-    work.actions.push(recordEvent("InstanceCreated", `Creating ${instanceLabel(state)} at revision ${revision.name} (${creationCause(context, state)}).`));
+    work.actions.push(
+      recordEvent(
+        "InstanceCreated",
+        `Creating ${instanceLabel(state)} at revision ${revision.name} (${creationCause(context, state)}).`,
+      ),
+    );
   }
-  if (expectedPods(revision, state.role) > 1 && !model.services.has(serviceName(model.owner.name, state.group, state.role, state.instance))) {
-    work.actions.push({ type: "CreateService", service: buildService(model.owner, state.group, state.role, state.instance) });
+  if (
+    expectedPods(revision, state.role) > 1 &&
+    !model.services.has(serviceName(model.owner.name, state.group, state.role, state.instance))
+  ) {
+    work.actions.push({
+      type: "CreateService",
+      service: buildService(model.owner, state.group, state.role, state.instance),
+    });
   }
   for (const index of state.health.absent) {
-    const pod = buildPod(model.owner, revision, { group: state.group, role: state.role, instance: state.instance, index });
+    const pod = buildPod(model.owner, revision, {
+      group: state.group,
+      role: state.role,
+      instance: state.instance,
+      index,
+    });
     if (pod !== undefined) work.actions.push({ type: "CreatePod", pod });
   }
 }
@@ -415,7 +532,8 @@ function createAbsent(context: Context, state: InstanceState): void {
  */
 function creationCause(context: Context, state: InstanceState): string {
   const { model } = context;
-  if (state.group >= model.ms.spec.replicas || state.instance >= (model.roles.get(state.role)?.replicas ?? 0)) return `surge for the rollout to ${state.target.name}`;
+  if (state.group >= model.ms.spec.replicas || state.instance >= (model.roles.get(state.role)?.replicas ?? 0))
+    return `surge for the rollout to ${state.target.name}`;
   if (model.ms.status?.observedGeneration !== model.generation) return "scale-up";
   if (state.target.name !== context.currentName) return `replacement for the rollout to ${state.target.name}`;
   return "its earlier pods are gone: lost, recovered, or replaced by a rollout back to this revision";

@@ -51,7 +51,8 @@ export type GroupPods = ReadonlyMap<string, ReadonlyMap<number, InstancePods>>;
 /** The pod maps of every instance of a group (`roles`), or of `roles` of every group. */
 export function instancePodsOf(groups: Iterable<GroupPods>): InstancePods[] {
   const all: InstancePods[] = [];
-  for (const roles of groups) for (const instances of roles.values()) for (const pods of instances.values()) all.push(pods);
+  for (const roles of groups)
+    for (const instances of roles.values()) for (const pods of instances.values()) all.push(pods);
   return all;
 }
 
@@ -95,7 +96,8 @@ export type ModelResult =
 /** Builds the model, or explains why the ModelServing cannot be acted on. */
 export function buildModel(observed: Observed): ModelResult {
   const spec = onFrozen(specMemo, observed.modelServing, readSpec);
-  if (!spec.ok) return { ok: false, problems: spec.problems, raw: { generation: rawGeneration(observed.modelServing) } };
+  if (!spec.ok)
+    return { ok: false, problems: spec.problems, raw: { generation: rawGeneration(observed.modelServing) } };
   const { ms, data, roles } = spec;
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
   const decoded = observed.revisions.map((object) => onFrozen(decodedMemo, object, decodeControllerRevision));
@@ -112,7 +114,22 @@ export function buildModel(observed: Observed): ModelResult {
   }
   return {
     ok: true,
-    model: { ms, owner, generation: ms.metadata.generation ?? 0, roles, data, revisions, unreadable, decoded, ...buildTree(owner, observed.pods), services, drain: { timeoutSeconds: ms.spec.drain.timeoutSeconds, routers: routersCovering(observed.routers, owner.namespace) } },
+    model: {
+      ms,
+      owner,
+      generation: ms.metadata.generation ?? 0,
+      roles,
+      data,
+      revisions,
+      unreadable,
+      decoded,
+      ...buildTree(owner, observed.pods),
+      services,
+      drain: {
+        timeoutSeconds: ms.spec.drain.timeoutSeconds,
+        routers: routersCovering(observed.routers, owner.namespace),
+      },
+    },
   };
 }
 
@@ -123,7 +140,8 @@ export function buildModel(observed: Observed): ModelResult {
 function routersCovering(routers: readonly ObservedRouter[], namespace: string): DrainPolicy["routers"] {
   const liveUntil = new Map<string, number>();
   for (const router of routers) {
-    if (scopeCovers(router.scope, namespace)) liveUntil.set(router.id, Math.max(liveUntil.get(router.id) ?? -Infinity, router.liveUntilMs));
+    if (scopeCovers(router.scope, namespace))
+      liveUntil.set(router.id, Math.max(liveUntil.get(router.id) ?? -Infinity, router.liveUntilMs));
   }
   return [...liveUntil].sort(([a], [b]) => compareStrings(a, b)).map(([id, liveUntilMs]) => ({ id, liveUntilMs }));
 }
@@ -143,7 +161,14 @@ const decodedMemo = new WeakMap<object, DecodeResult>();
 const dataMemo = new WeakMap<object, RevisionData>();
 
 /** A stored ModelServing parsed, with its roles by name and revision data; or why it does not parse. */
-type Spec = { readonly ok: true; readonly ms: ModelServing; readonly roles: ReadonlyMap<string, Role>; readonly data: RevisionData } | { readonly ok: false; readonly problems: readonly Problem[] };
+type Spec =
+  | {
+      readonly ok: true;
+      readonly ms: ModelServing;
+      readonly roles: ReadonlyMap<string, Role>;
+      readonly data: RevisionData;
+    }
+  | { readonly ok: false; readonly problems: readonly Problem[] };
 
 function readSpec(stored: unknown): Spec {
   const parsed = parseModelServing(stored);
@@ -158,8 +183,13 @@ function rawGeneration(value: unknown): number {
   return parsed.success ? (parsed.data.generation ?? 0) : 0;
 }
 
-function ownedBy(object: { metadata: { ownerReferences?: { uid: string; controller?: boolean }[] } }, uid: string): boolean {
-  return (object.metadata.ownerReferences ?? []).some((reference) => reference.controller === true && reference.uid === uid);
+function ownedBy(
+  object: { metadata: { ownerReferences?: { uid: string; controller?: boolean }[] } },
+  uid: string,
+): boolean {
+  return (object.metadata.ownerReferences ?? []).some(
+    (reference) => reference.controller === true && reference.uid === uid,
+  );
 }
 
 /**
@@ -177,7 +207,13 @@ function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): { tree: UnitTr
     if (view.revision !== undefined) podRevisionNames.add(view.revision);
   }
   // Stable, so of two pods with one identity the later one still wins, as a plain insert would.
-  views.sort((a, b) => a.id.group - b.id.group || compareStrings(a.id.role, b.id.role) || a.id.instance - b.id.instance || a.id.index - b.id.index);
+  views.sort(
+    (a, b) =>
+      a.id.group - b.id.group ||
+      compareStrings(a.id.role, b.id.role) ||
+      a.id.instance - b.id.instance ||
+      a.id.index - b.id.index,
+  );
   // Inserting in key order makes every map iterate in ascending key order.
   const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
   for (const view of views) {
@@ -204,7 +240,12 @@ const podViewMemo = new WeakMap<Pod, OwnedRead<PodView | undefined>>();
 const serviceViewMemo = new WeakMap<Service, OwnedRead<ServiceView | undefined>>();
 
 /** `read(owner, object)`, remembered per frozen object for the owner it was read for. */
-function readForOwner<T extends object, V>(memo: WeakMap<T, OwnedRead<V>>, owner: NamespacedOwner, object: T, read: (owner: NamespacedOwner, object: T) => V): V {
+function readForOwner<T extends object, V>(
+  memo: WeakMap<T, OwnedRead<V>>,
+  owner: NamespacedOwner,
+  object: T,
+  read: (owner: NamespacedOwner, object: T) => V,
+): V {
   const cached = memo.get(object);
   if (cached !== undefined && cached.ownerName === owner.name && cached.ownerUid === owner.uid) return cached.value;
   const value = read(owner, object);
@@ -217,7 +258,9 @@ function readPodView(owner: NamespacedOwner, pod: Pod): PodView | undefined {
   const uid = pod.metadata.uid;
   if (uid === undefined || !ownedBy(pod, owner.uid)) return undefined;
   const id = parsePodIdentity(owner.name, pod.metadata.name, pod.metadata.labels);
-  return id === undefined ? undefined : { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION], facts: podFacts(pod) };
+  return id === undefined
+    ? undefined
+    : { pod, id, uid, revision: pod.metadata.labels?.[LABEL_REVISION], facts: podFacts(pod) };
 }
 
 /** The Service's view when `owner` controls it; undefined otherwise. */

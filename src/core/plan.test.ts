@@ -31,7 +31,8 @@ function manifest(spec: Record<string, any> = {}) {
 }
 
 const types = (actions: readonly Action[]) => actions.map((action) => action.type);
-const createdPods = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "CreatePod" ? [a.pod.metadata.name] : []));
+const createdPods = (actions: readonly Action[]) =>
+  actions.flatMap((a) => (a.type === "CreatePod" ? [a.pod.metadata.name] : []));
 const deletedPods = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "DeletePod" ? [a.name] : []));
 const podNames = (cluster: ReturnType<typeof idealCluster>) => [...cluster.pods.keys()].sort();
 
@@ -40,10 +41,14 @@ describe("plan: creation", () => {
     const cluster = idealCluster(manifest());
     const { actions } = plan(observe(cluster), NOW);
     assert.equal(actions[0]?.type, "CreateRevision");
-    assert.deepEqual(
-      createdPods(actions),
-      ["llm-0-prefill-0-0", "llm-0-decode-0-0", "llm-0-decode-0-1", "llm-1-prefill-0-0", "llm-1-decode-0-0", "llm-1-decode-0-1"],
-    );
+    assert.deepEqual(createdPods(actions), [
+      "llm-0-prefill-0-0",
+      "llm-0-decode-0-0",
+      "llm-0-decode-0-1",
+      "llm-1-prefill-0-0",
+      "llm-1-decode-0-0",
+      "llm-1-decode-0-1",
+    ]);
     assert.deepEqual(
       actions.flatMap((a) => (a.type === "CreateService" ? [a.service.metadata.name] : [])),
       ["llm-0-decode-0-0", "llm-1-decode-0-0"],
@@ -68,11 +73,17 @@ describe("plan: creation", () => {
       { name: "prefill", replicas: 2, ready: 2, updated: 2 },
       { name: "decode", replicas: 2, ready: 2, updated: 2 },
     ]);
-    assert.equal(status.labelSelector, "tandem.dev/modelserving=llm,tandem.dev/entry=true,tandem.dev/instance=prefill-0");
-    assert.deepEqual(status.conditions.map((c: any) => [c.type, c.status, c.reason]), [
-      ["Available", "True", "AllGroupsReady"],
-      ["Progressing", "False", "Converged"],
-    ]);
+    assert.equal(
+      status.labelSelector,
+      "tandem.dev/modelserving=llm,tandem.dev/entry=true,tandem.dev/instance=prefill-0",
+    );
+    assert.deepEqual(
+      status.conditions.map((c: any) => [c.type, c.status, c.reason]),
+      [
+        ["Available", "True", "AllGroupsReady"],
+        ["Progressing", "False", "Converged"],
+      ],
+    );
   });
 });
 
@@ -101,7 +112,8 @@ describe("plan: scaling", () => {
     apply(cluster, drainStarts.actions);
     const draining = plan(observe(cluster), NOW + 1_000);
     assert.equal(deletedPods(draining.actions).length, 0);
-    for (const { actions } of [drainStarts, draining]) assert.ok(!types(actions).includes("DeleteService"), "deleted the Service of an instance that still has pods");
+    for (const { actions } of [drainStarts, draining])
+      assert.ok(!types(actions).includes("DeleteService"), "deleted the Service of an instance that still has pods");
     converge(cluster, NOW + 60_000);
     assert.deepEqual([...cluster.services.keys()].sort(), ["llm-0-decode-0-0", "llm-0-decode-1-0"]);
   });
@@ -125,11 +137,26 @@ describe("plan: scaling", () => {
     cluster.modelServing.spec.replicas = 1;
     const first = plan(observe(cluster), NOW);
     assert.ok(!types(first.actions).includes("DeletePod"));
-    assert.ok(first.actions.some((a) => a.type === "SetPodCondition" && a.name === "llm-1-prefill-0-0" && a.condition.status === "False"));
-    assert.ok(first.actions.some((a) => a.type === "AnnotatePod" && a.name === "llm-1-prefill-0-0" && a.annotations["tandem.dev/draining"] === "2026-11-30T01:00:00.000Z"));
+    assert.ok(
+      first.actions.some(
+        (a) => a.type === "SetPodCondition" && a.name === "llm-1-prefill-0-0" && a.condition.status === "False",
+      ),
+    );
+    assert.ok(
+      first.actions.some(
+        (a) =>
+          a.type === "AnnotatePod" &&
+          a.name === "llm-1-prefill-0-0" &&
+          a.annotations["tandem.dev/draining"] === "2026-11-30T01:00:00.000Z",
+      ),
+    );
     assert.equal(first.requeueAfterMs, 2_000, "the settle ends first");
     apply(cluster, first.actions);
-    assert.equal(plan(observe(cluster), NOW + 2_000).requeueAfterMs, 58_000, "then the timeout, router-a not having confirmed");
+    assert.equal(
+      plan(observe(cluster), NOW + 2_000).requeueAfterMs,
+      58_000,
+      "then the timeout, router-a not having confirmed",
+    );
     // The router confirms decode's entry but not prefill's: still waiting.
     cluster.pods.get("llm-1-decode-0-0")!.metadata.annotations!["drained.tandem.dev/router-a"] = "true";
     assert.ok(!types(plan(observe(cluster), NOW + 30_000).actions).includes("DeletePod"));
@@ -140,7 +167,10 @@ describe("plan: scaling", () => {
 
   it("while a drain waits, Progressing says DrainWaiting: the pods, the routers awaited, the timeout (not 'surge or extra pod')", () => {
     const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
-    cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }, { id: "router-b", scope: { all: false, namespaces: ["other"] }, liveUntilMs: Infinity }];
+    cluster.routers = [
+      { id: "router-a", scope: { all: true }, liveUntilMs: Infinity },
+      { id: "router-b", scope: { all: false, namespaces: ["other"] }, liveUntilMs: Infinity },
+    ];
     converge(cluster, NOW);
     cluster.modelServing.spec.replicas = 1;
     apply(cluster, plan(observe(cluster), NOW).actions);
@@ -152,10 +182,21 @@ describe("plan: scaling", () => {
     const waiting = progressing();
     assert.equal(waiting.reason, "DrainWaiting");
     assert.equal(waiting.status, "True");
-    assert.equal(waiting.message, "A drain waits before the pods are disrupted: group 1 (scale-down): pod(s) llm-1-decode-0-0, llm-1-prefill-0-0, awaiting router(s) router-a; timeout at 2026-11-30T01:01:00Z.");
-    assert.deepEqual(plan(observe(cluster), NOW + 4_000).actions, [], "computed from observation: the same again, nothing to write");
+    assert.equal(
+      waiting.message,
+      "A drain waits before the pods are disrupted: group 1 (scale-down): pod(s) llm-1-decode-0-0, llm-1-prefill-0-0, awaiting router(s) router-a; timeout at 2026-11-30T01:01:00Z.",
+    );
+    assert.deepEqual(
+      plan(observe(cluster), NOW + 4_000).actions,
+      [],
+      "computed from observation: the same again, nothing to write",
+    );
     cluster.routers = [];
-    assert.equal(deletedPods(plan(observe(cluster), NOW + 3_000).actions).length, 3, "router-a gone: the settle is over, the group goes");
+    assert.equal(
+      deletedPods(plan(observe(cluster), NOW + 3_000).actions).length,
+      3,
+      "router-a gone: the settle is over, the group goes",
+    );
   });
 
   it("looks again at the next deadline of an entry still draining, never at one already past (regression: a plan every instant)", () => {
@@ -197,7 +238,10 @@ describe("plan: recovery", () => {
     const { actions } = plan(observe(cluster), NOW);
     apply(cluster, actions);
     converge(cluster, NOW);
-    const changed = [...cluster.pods].filter(([name, p]) => before.get(name) !== p.metadata.uid).map(([name]) => name).sort();
+    const changed = [...cluster.pods]
+      .filter(([name, p]) => before.get(name) !== p.metadata.uid)
+      .map(([name]) => name)
+      .sort();
     return { actions, changed };
   }
 
@@ -208,22 +252,43 @@ describe("plan: recovery", () => {
   });
 
   it("ServingGroupRecreate rebuilds the whole group and nothing else", () => {
-    assert.deepEqual(failEntry("ServingGroupRecreate").changed, ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
+    assert.deepEqual(failEntry("ServingGroupRecreate").changed, [
+      "llm-1-decode-0-0",
+      "llm-1-decode-0-1",
+      "llm-1-prefill-0-0",
+    ]);
   });
 
   /** ServingGroupRecreate under RoleRollingUpdate: decode moved to an image that crashes in group 1 (the first the rollout moves), its pods crashing. */
   function decodeCrashingInGroup1() {
-    const cluster = idealCluster(manifest({ recoveryPolicy: "ServingGroupRecreate", rolloutStrategy: { type: "RoleRollingUpdate" } }));
+    const cluster = idealCluster(
+      manifest({ recoveryPolicy: "ServingGroupRecreate", rolloutStrategy: { type: "RoleRollingUpdate" } }),
+    );
     converge(cluster, NOW);
     const decode = cluster.modelServing.spec.template.roles[1];
-    cluster.modelServing.spec.template.roles[1] = { ...decode, entryTemplate: pod("vllm:bad"), workerTemplate: pod("vllm:bad") };
-    for (let round = 0; round < 10 && ![...cluster.pods.values()].some((p) => p.spec.containers[0]?.image === "vllm:bad"); round++) apply(cluster, plan(observe(cluster), NOW).actions);
+    cluster.modelServing.spec.template.roles[1] = {
+      ...decode,
+      entryTemplate: pod("vllm:bad"),
+      workerTemplate: pod("vllm:bad"),
+    };
+    for (
+      let round = 0;
+      round < 10 && ![...cluster.pods.values()].some((p) => p.spec.containers[0]?.image === "vllm:bad");
+      round++
+    )
+      apply(cluster, plan(observe(cluster), NOW).actions);
     const moved = [...cluster.pods.values()].filter((p) => p.spec.containers[0]?.image === "vllm:bad");
-    assert.deepEqual(moved.map((p) => p.metadata.name), ["llm-1-decode-0-0", "llm-1-decode-0-1"], "one group's decode moved first (group maxUnavailable 1)");
+    assert.deepEqual(
+      moved.map((p) => p.metadata.name),
+      ["llm-1-decode-0-0", "llm-1-decode-0-1"],
+      "one group's decode moved first (group maxUnavailable 1)",
+    );
     for (const crashing of moved) {
       crashing.status!.containerStatuses![0]!.restartCount = 1;
       crashing.status!.containerStatuses![0]!.ready = false;
-      crashing.status!.conditions = crashing.status!.conditions!.map((c) => (c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c));
+      crashing.status!.conditions = crashing.status!.conditions!.map((c) =>
+        c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c,
+      );
     }
     return { cluster, decode };
   }
@@ -235,7 +300,9 @@ describe("plan: recovery", () => {
     assert.deepEqual(deletedPods(recovery), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
     apply(cluster, recovery);
     apply(cluster, plan(observe(cluster), NOW).actions);
-    const rebuilt = ["llm-1-decode-0-0", "llm-1-decode-0-1"].map((name) => cluster.pods.get(name)?.spec.containers[0]?.image);
+    const rebuilt = ["llm-1-decode-0-0", "llm-1-decode-0-1"].map(
+      (name) => cluster.pods.get(name)?.spec.containers[0]?.image,
+    );
     assert.deepEqual(rebuilt, ["vllm:bad", "vllm:bad"], "rebuilt at its record, the update revision");
     assert.equal(cluster.pods.get("llm-1-prefill-0-0")!.metadata.uid, prefillUid, "prefill kept");
   });
@@ -256,11 +323,15 @@ describe("plan: recovery", () => {
   });
 
   it("a crash-looping pod fails only after restartGracePeriodSeconds, measured from the pod", () => {
-    const cluster = idealCluster(manifest({ template: { ...manifest().spec.template, restartGracePeriodSeconds: 30 } }));
+    const cluster = idealCluster(
+      manifest({ template: { ...manifest().spec.template, restartGracePeriodSeconds: 30 } }),
+    );
     converge(cluster, NOW);
     const crashing = cluster.pods.get("llm-0-prefill-0-0")!;
     crashing.status!.containerStatuses![0]!.restartCount = 2;
-    crashing.status!.conditions = crashing.status!.conditions!.map((c) => (c.type === "ContainersReady" ? { ...c, status: "False", lastTransitionTime: "2026-11-30T01:00:00Z" } : c));
+    crashing.status!.conditions = crashing.status!.conditions!.map((c) =>
+      c.type === "ContainersReady" ? { ...c, status: "False", lastTransitionTime: "2026-11-30T01:00:00Z" } : c,
+    );
     const early = plan(observe(cluster), NOW + 10_000);
     assert.ok(!types(early.actions).includes("DeletePod"));
     assert.equal(early.requeueAfterMs, 20_000);
@@ -277,8 +348,13 @@ describe("plan: recovery", () => {
     const waiting = plan(observe(cluster), NOW).actions;
     assert.deepEqual(createdPods(waiting), []);
     const written = waiting.find((a) => a.type === "WriteStatus");
-    const progressing = written?.type === "WriteStatus" ? written.status.conditions?.find((c) => c.type === "Progressing") : undefined;
-    assert.deepEqual([progressing?.status, progressing?.reason, progressing?.message], ["True", "WaitingForPods", "Waiting for pods: decode-0 of group 1: old pods still terminating."], "not Converged");
+    const progressing =
+      written?.type === "WriteStatus" ? written.status.conditions?.find((c) => c.type === "Progressing") : undefined;
+    assert.deepEqual(
+      [progressing?.status, progressing?.reason, progressing?.message],
+      ["True", "WaitingForPods", "Waiting for pods: decode-0 of group 1: old pods still terminating."],
+      "not Converged",
+    );
     cluster.pods.delete("llm-1-decode-0-0");
     assert.deepEqual(createdPods(plan(observe(cluster), NOW).actions), ["llm-1-decode-0-0", "llm-1-decode-0-1"]);
   });
@@ -295,7 +371,12 @@ describe("plan: recovery", () => {
     for (const index of [0, 1]) {
       const desired = cluster.pods.get(`llm-1-decode-0-${index}`)!;
       const extra = structuredClone(desired);
-      extra.metadata = { ...extra.metadata, name: `llm-1-decode-1-${index}`, uid: `uid-decode-1-${index}`, labels: { ...extra.metadata.labels, "tandem.dev/instance": "decode-1" } };
+      extra.metadata = {
+        ...extra.metadata,
+        name: `llm-1-decode-1-${index}`,
+        uid: `uid-decode-1-${index}`,
+        labels: { ...extra.metadata.labels, "tandem.dev/instance": "decode-1" },
+      };
       cluster.pods.set(extra.metadata.name, extra);
       for (const terminating of [desired, extra]) terminating.metadata.deletionTimestamp = "2026-11-30T01:00:00Z";
     }
@@ -311,7 +392,10 @@ describe("plan: recovery", () => {
     const cluster = idealCluster(manifest());
     const first = plan(observe(cluster), NOW);
     // The controller stopped after creating only the decode entry of group 0.
-    apply(cluster, first.actions.filter((a) => a.type !== "CreatePod" || a.pod.metadata.name === "llm-0-decode-0-0"));
+    apply(
+      cluster,
+      first.actions.filter((a) => a.type !== "CreatePod" || a.pod.metadata.name === "llm-0-decode-0-0"),
+    );
     const entry = cluster.pods.get("llm-0-decode-0-0")!;
     entry.status = { phase: "Pending", conditions: [] };
     const next = plan(observe(cluster), NOW);
@@ -334,15 +418,23 @@ describe("plan: invalid input", () => {
 
   it("reports a pod template nested 20,000 deep (as read from the cluster: parsed JSON, deep-frozen) as invalid instead of overflowing the stack", () => {
     const depth = 20_000;
-    const stored = manifest() as { spec: { template: { roles: { entryTemplate: { spec: Record<string, unknown> } }[] } } };
+    const stored = manifest() as {
+      spec: { template: { roles: { entryTemplate: { spec: Record<string, unknown> } }[] } };
+    };
     const entry = stored.spec.template.roles[0]?.entryTemplate.spec ?? {};
     entry["extra"] = JSON.parse(`${'{"x":'.repeat(depth)}1${"}".repeat(depth)}`);
-    const { actions } = plan({ modelServing: deepFreeze(stored), pods: [], services: [], revisions: [], routers: [] }, NOW);
+    const { actions } = plan(
+      { modelServing: deepFreeze(stored), pods: [], services: [], revisions: [], routers: [] },
+      NOW,
+    );
     assert.deepEqual(types(actions), ["WriteStatus"]);
     const write = actions[0];
     assert.ok(write?.type === "WriteStatus");
     const condition = write.status.conditions?.[0];
     assert.equal(condition?.reason, "InvalidSpec");
-    assert.match(condition.message ?? "", /spec\.template\.roles\[0\]\.entryTemplate\.spec\.extra(\.x){93}: nests objects and lists more than 100 levels deep/);
+    assert.match(
+      condition.message ?? "",
+      /spec\.template\.roles\[0\]\.entryTemplate\.spec\.extra(\.x){93}: nests objects and lists more than 100 levels deep/,
+    );
   });
 });

@@ -31,23 +31,45 @@ import { rolloutEvents } from "./events.ts";
 export function plan(observed: Observed, nowMs: number): Plan {
   // Being deleted, a ModelServing gets no new pods (garbage collection removes them again) and
   // its pods' deletion must not wait for a recovery: they are only released.
-  if (isDeleting(observed.modelServing)) return { actions: releaseUnplaced(observed.pods, () => false), requeueAfterMs: undefined };
+  if (isDeleting(observed.modelServing))
+    return { actions: releaseUnplaced(observed.pods, () => false), requeueAfterMs: undefined };
   const built = buildModel(observed);
   if (!built.ok) {
-    const message = built.problems.slice(0, 5).map((problem) => `${problem.path}: ${problem.reason}`).join("; ");
-    return blockedPlan(observed, built.raw.generation, { reason: "InvalidSpec", message: `The spec is invalid; nothing is changed until it is fixed: ${message}.` }, nowMs);
+    const message = built.problems
+      .slice(0, 5)
+      .map((problem) => `${problem.path}: ${problem.reason}`)
+      .join("; ");
+    return blockedPlan(
+      observed,
+      built.raw.generation,
+      { reason: "InvalidSpec", message: `The spec is invalid; nothing is changed until it is fixed: ${message}.` },
+      nowMs,
+    );
   }
   const model = built.model;
   const revisions = planRevisions(model);
-  if (!revisions.ok) return blockedPlan(observed, model.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
+  if (!revisions.ok)
+    return blockedPlan(observed, model.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
   const work = newWork();
   work.actions.push(...revisions.revisions.actions);
   const states = instanceStates(model, revisions.revisions);
   const rollout = planRollout(states, baseLayout(model, revisions.revisions), work.unreadable);
   const layout = rollout.layout;
   // The runtime assert of pauseHolds: a plan that would move a unit while paused is a bug, refused.
-  const moved = pauseBroken(model.ms.spec.rolloutStrategy.paused, model.ms.status ?? {}, { units: layout.units, update: revisions.revisions.update.name });
-  if (moved.length > 0) return blockedPlan(observed, model.generation, { reason: "InvariantViolated", message: `Refusing to act on a plan that breaks pauseHolds, a controller bug (please report it): ${moved.slice(0, 3).join("; ")}` }, nowMs);
+  const moved = pauseBroken(model.ms.spec.rolloutStrategy.paused, model.ms.status ?? {}, {
+    units: layout.units,
+    update: revisions.revisions.update.name,
+  });
+  if (moved.length > 0)
+    return blockedPlan(
+      observed,
+      model.generation,
+      {
+        reason: "InvariantViolated",
+        message: `Refusing to act on a plan that breaks pauseHolds, a controller bug (please report it): ${moved.slice(0, 3).join("; ")}`,
+      },
+      nowMs,
+    );
   // New unit records are durable before any pod that depends on them is created or deleted.
   let written: ModelServingStatus = model.ms.status ?? {};
   if (rollout.recordsChanged) {
@@ -60,9 +82,19 @@ export function plan(observed: Observed, nowMs: number): Plan {
   work.actions.push(...releaseUnplaced(observed.pods, (pod) => isPlaced(model, pod)));
   const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
   if (!sameStatus(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
-  work.actions.splice(eventsAt, 0, ...rolloutEvents(model.ms.status ?? {}, status, { paused: model.ms.spec.rolloutStrategy.paused, rolledBack: advancedRevision(revisions.revisions) }));
+  work.actions.splice(
+    eventsAt,
+    0,
+    ...rolloutEvents(model.ms.status ?? {}, status, {
+      paused: model.ms.spec.rolloutStrategy.paused,
+      rolledBack: advancedRevision(revisions.revisions),
+    }),
+  );
   work.actions.push(...collectRevisions(model, revisions.revisions, layout, work));
-  return { actions: work.actions, requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs) };
+  return {
+    actions: work.actions,
+    requeueAfterMs: work.recheckAtMs === undefined ? undefined : Math.max(0, work.recheckAtMs - nowMs),
+  };
 }
 
 /** The revision this plan advances to the newest number (a rollback to an equal older spec), if any. */
@@ -98,23 +130,46 @@ function recordsStatus(stored: ModelServingStatus, revisions: Revisions, layout:
 /** Deletes the revisions GC may collect: not live after this plan, beyond the history limit. */
 function collectRevisions(model: Model, revisions: Revisions, layout: Layout, work: Work): Action[] {
   const podRevisionNames = new Set(model.podRevisionNames);
-  for (const action of work.actions) if (action.type === "CreatePod") podRevisionNames.add(action.pod.metadata.labels?.[LABEL_REVISION] ?? "");
+  for (const action of work.actions)
+    if (action.type === "CreatePod") podRevisionNames.add(action.pod.metadata.labels?.[LABEL_REVISION] ?? "");
   const live = liveRevisionNames({
     currentRevision: layout.currentName,
     updateRevision: revisions.update.name,
     podRevisionNames,
     unitRecordRevisionNames: [...(model.ms.status?.units ?? []), ...layout.units].map((record) => record.revision),
   });
-  const summaries = model.decoded.flatMap((result) => (result.ok ? [{ name: result.revision.name, revision: result.revision.revision }] : result.name !== undefined && result.revision !== undefined ? [{ name: result.name, revision: result.revision }] : []));
-  return planHistoryGc(summaries, live, model.ms.spec.revisionHistoryLimit).map((name): Action => ({ type: "DeleteRevision", name }));
+  const summaries = model.decoded.flatMap((result) =>
+    result.ok
+      ? [{ name: result.revision.name, revision: result.revision.revision }]
+      : result.name !== undefined && result.revision !== undefined
+        ? [{ name: result.name, revision: result.revision }]
+        : [],
+  );
+  return planHistoryGc(summaries, live, model.ms.spec.revisionHistoryLimit).map((name): Action => ({
+    type: "DeleteRevision",
+    name,
+  }));
 }
 
 /** A plan that only reports why nothing can be done (the stored status is otherwise kept). */
-function blockedPlan(observed: Observed, generation: number, blocked: { reason: string; message: string }, nowMs: number): Plan {
+function blockedPlan(
+  observed: Observed,
+  generation: number,
+  blocked: { reason: string; message: string },
+  nowMs: number,
+): Plan {
   const stored = storedStatus(observed.modelServing);
-  const conditions: Condition[] = settleConditions(stored.conditions ?? [], [{ type: "RolloutBlocked", status: "True", ...blocked }], generation, nowMs);
+  const conditions: Condition[] = settleConditions(
+    stored.conditions ?? [],
+    [{ type: "RolloutBlocked", status: "True", ...blocked }],
+    generation,
+    nowMs,
+  );
   const status: ModelServingStatus = { ...stored, observedGeneration: generation, conditions };
-  return { actions: sameStatus(status, stored) ? [] : [{ type: "WriteStatus", status, barrier: false }], requeueAfterMs: undefined };
+  return {
+    actions: sameStatus(status, stored) ? [] : [{ type: "WriteStatus", status, barrier: false }],
+    requeueAfterMs: undefined,
+  };
 }
 
 function storedStatus(modelServing: unknown): ModelServingStatus {

@@ -14,12 +14,24 @@ function revision() {
       schedulerName: "volcano",
       template: {
         roles: [
-          { name: "prefill", entryTemplate: { metadata: { labels: { app: "p" } }, spec: { containers: [{ name: "vllm", image: "vllm:v1", env: [{ name: "HF_HOME", value: "/m" }] }] } } },
+          {
+            name: "prefill",
+            entryTemplate: {
+              metadata: { labels: { app: "p" } },
+              spec: { containers: [{ name: "vllm", image: "vllm:v1", env: [{ name: "HF_HOME", value: "/m" }] }] },
+            },
+          },
           {
             name: "decode",
             workerReplicas: 2,
             entryTemplate: { spec: { containers: [{ name: "vllm", image: "vllm:v1" }] } },
-            workerTemplate: { metadata: { annotations: { note: "w" } }, spec: { initContainers: [{ name: "fetch", image: "busybox" }], containers: [{ name: "vllm", image: "vllm:v1-worker" }] } },
+            workerTemplate: {
+              metadata: { annotations: { note: "w" } },
+              spec: {
+                initContainers: [{ name: "fetch", image: "busybox" }],
+                containers: [{ name: "vllm", image: "vllm:v1-worker" }],
+              },
+            },
           },
         ],
       },
@@ -46,7 +58,16 @@ describe("buildPod", () => {
       "tandem.dev/role-hash": roleHash(rev.data, "decode"),
     });
     assert.deepEqual(pod.metadata.annotations, { note: "w" });
-    assert.deepEqual(pod.metadata.ownerReferences, [{ apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", name: "llm", uid: "u-1", controller: true, blockOwnerDeletion: true }]);
+    assert.deepEqual(pod.metadata.ownerReferences, [
+      {
+        apiVersion: "tandem.dev/v1alpha1",
+        kind: "ModelServing",
+        name: "llm",
+        uid: "u-1",
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
     const env = [
       { name: "GROUP_SIZE", value: "3" },
       { name: "ENTRY_ADDRESS", value: "llm-1-decode-0-0.ns" },
@@ -91,13 +112,33 @@ describe("buildService", () => {
       metadata: {
         name: "llm-1-decode-0-0",
         namespace: "ns",
-        labels: { "tandem.dev/modelserving": "llm", "tandem.dev/group": "1", "tandem.dev/role": "decode", "tandem.dev/instance": "decode-0" },
-        ownerReferences: [{ apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", name: "llm", uid: "u-1", controller: true, blockOwnerDeletion: true }],
+        labels: {
+          "tandem.dev/modelserving": "llm",
+          "tandem.dev/group": "1",
+          "tandem.dev/role": "decode",
+          "tandem.dev/instance": "decode-0",
+        },
+        ownerReferences: [
+          {
+            apiVersion: "tandem.dev/v1alpha1",
+            kind: "ModelServing",
+            name: "llm",
+            uid: "u-1",
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
       spec: {
         clusterIP: "None",
         publishNotReadyAddresses: true,
-        selector: { "tandem.dev/modelserving": "llm", "tandem.dev/group": "1", "tandem.dev/role": "decode", "tandem.dev/instance": "decode-0", "tandem.dev/entry": "true" },
+        selector: {
+          "tandem.dev/modelserving": "llm",
+          "tandem.dev/group": "1",
+          "tandem.dev/role": "decode",
+          "tandem.dev/instance": "decode-0",
+          "tandem.dev/entry": "true",
+        },
       },
     });
   });

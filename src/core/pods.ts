@@ -5,7 +5,17 @@
  */
 import type { Container } from "../api/schema.ts";
 import type { Pod, Service } from "../api/kube.ts";
-import { FINALIZER_RECOVERY, LABEL_ENTRY, LABEL_GROUP, LABEL_INSTANCE, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
+import {
+  FINALIZER_RECOVERY,
+  LABEL_ENTRY,
+  LABEL_GROUP,
+  LABEL_INSTANCE,
+  LABEL_MODEL_SERVING,
+  LABEL_REVISION,
+  LABEL_ROLE,
+  LABEL_ROLE_HASH,
+  SERVING_GATE,
+} from "../api/wellknown.ts";
 import { entryAddress, instanceId, ownerReference, podName, serviceName } from "./identity.ts";
 import type { NamespacedOwner, PodIdentity } from "./identity.ts";
 import type { RevisionData, RevisionPodTemplate } from "./revision/format.ts";
@@ -18,7 +28,10 @@ export interface Revision {
 }
 
 /** Labels every object of one instance carries; the Service selects the entry pod with them. */
-function instanceLabels(owner: NamespacedOwner, id: Pick<PodIdentity, "group" | "role" | "instance">): Record<string, string> {
+function instanceLabels(
+  owner: NamespacedOwner,
+  id: Pick<PodIdentity, "group" | "role" | "instance">,
+): Record<string, string> {
   return {
     [LABEL_MODEL_SERVING]: owner.name,
     [LABEL_GROUP]: String(id.group),
@@ -65,12 +78,17 @@ export function buildPod(owner: NamespacedOwner, revision: Revision, id: PodIden
   };
 }
 
-function buildPodSpec(template: RevisionPodTemplate, schedulerName: string, env: readonly { name: string; value: string }[]): Pod["spec"] {
+function buildPodSpec(
+  template: RevisionPodTemplate,
+  schedulerName: string,
+  env: readonly { name: string; value: string }[],
+): Pod["spec"] {
   // A shallow copy, not a deep one: every part set below is built new, and the parts left as they
   // are (resources, volumes, …) are shared with the revision data, which nothing writes to.
   const spec = { ...template.spec } as Pod["spec"];
   spec.containers = spec.containers.map((container) => withEnv(container, env));
-  if (spec.initContainers !== undefined) spec.initContainers = spec.initContainers.map((container) => withEnv(container, env));
+  if (spec.initContainers !== undefined)
+    spec.initContainers = spec.initContainers.map((container) => withEnv(container, env));
   spec.schedulerName = schedulerName;
   const gates = (spec.readinessGates ?? []).filter((gate) => gate.conditionType !== SERVING_GATE);
   spec.readinessGates = [...gates, { conditionType: SERVING_GATE }];
@@ -94,7 +112,12 @@ export function buildService(owner: NamespacedOwner, group: number, role: string
   return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name: serviceName(owner.name, group, role, instance), namespace: owner.namespace, labels, ownerReferences: [ownerReference(owner)] },
+    metadata: {
+      name: serviceName(owner.name, group, role, instance),
+      namespace: owner.namespace,
+      labels,
+      ownerReferences: [ownerReference(owner)],
+    },
     spec: { clusterIP: "None", publishNotReadyAddresses: true, selector: { ...labels, [LABEL_ENTRY]: "true" } },
   };
 }

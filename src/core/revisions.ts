@@ -8,7 +8,8 @@ import type { Model } from "./model.ts";
 import type { Revision } from "./pods.ts";
 import { planRevisionRecord } from "./revision/record.ts";
 
-export type RevisionLookup = { readonly ok: true; readonly revision: Revision } | { readonly ok: false; readonly reason: string };
+export type RevisionLookup =
+  { readonly ok: true; readonly revision: Revision } | { readonly ok: false; readonly reason: string };
 
 export interface Revisions {
   readonly update: Revision;
@@ -21,12 +22,18 @@ export interface Revisions {
   lookup(name: string): RevisionLookup;
 }
 
-export type RevisionsResult = { readonly ok: true; readonly revisions: Revisions } | { readonly ok: false; readonly reason: string };
+export type RevisionsResult =
+  { readonly ok: true; readonly revisions: Revisions } | { readonly ok: false; readonly reason: string };
 
 /** Plans the update revision's record and resolves the current revision's name. */
 export function planRevisions(model: Model): RevisionsResult {
   const { data } = model;
-  const record = planRevisionRecord({ owner: model.owner, existing: model.decoded, data, collisionCount: model.ms.status?.collisionCount ?? 0 });
+  const record = planRevisionRecord({
+    owner: model.owner,
+    existing: model.decoded,
+    data,
+    collisionCount: model.ms.status?.collisionCount ?? 0,
+  });
   if (record.kind === "blocked") return { ok: false, reason: record.reason };
   const actions: Action[] =
     record.kind === "create"
@@ -47,7 +54,14 @@ export function planRevisions(model: Model): RevisionsResult {
   };
   return {
     ok: true,
-    revisions: { update, updateNumber: record.revision, currentName: model.ms.status?.currentRevision ?? update.name, collisionCount: record.collisionCount, actions, lookup },
+    revisions: {
+      update,
+      updateNumber: record.revision,
+      currentName: model.ms.status?.currentRevision ?? update.name,
+      collisionCount: record.collisionCount,
+      actions,
+      lookup,
+    },
   };
 }
 

@@ -37,7 +37,12 @@ describe("role views", () => {
 
   it("compares normalized data, so un-normalized stored data still matches", () => {
     const stored = data("p:1", "d:1");
-    const withNoise = { ...stored, roles: [...stored.roles].reverse().map((role) => ({ ...role, entryTemplate: { ...role.entryTemplate, metadata: { labels: {} } } })) };
+    const withNoise = {
+      ...stored,
+      roles: [...stored.roles]
+        .reverse()
+        .map((role) => ({ ...role, entryTemplate: { ...role.entryTemplate, metadata: { labels: {} } } })),
+    };
     assert.ok(sameRoleSpec(stored, withNoise, "prefill"));
     assert.equal(roleHash(data("p:1", "d:1"), "encode"), undefined);
     assert.ok(sameRoleSpec(stored, stored, "encode"));

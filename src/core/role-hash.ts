@@ -39,7 +39,10 @@ function roleViewBytes(data: RevisionData, role: string): string | undefined {
   const normalized = normalizedData(data);
   const spec = normalized.roles.find((candidate) => candidate.name === role);
   const plugins = (normalized.plugins ?? []).filter((plugin) => appliesTo(plugin, role));
-  const bytes = spec === undefined ? undefined : canonicalJson({ schedulerName: normalized.schedulerName, plugins, role: spec } as unknown as JsonValue);
+  const bytes =
+    spec === undefined
+      ? undefined
+      : canonicalJson({ schedulerName: normalized.schedulerName, plugins, role: spec } as unknown as JsonValue);
   views.set(role, bytes);
   return bytes;
 }
@@ -52,7 +55,10 @@ export function roleHash(data: RevisionData, role: string): string | undefined {
   const hashes = onFrozen(hashMemo, data, () => new Map<string, string | undefined>());
   if (hashes.has(role)) return hashes.get(role);
   const bytes = roleViewBytes(data, role);
-  const hash = bytes === undefined ? undefined : createHash("sha256").update(bytes, "utf8").digest("hex").slice(0, ROLE_HASH_LENGTH);
+  const hash =
+    bytes === undefined
+      ? undefined
+      : createHash("sha256").update(bytes, "utf8").digest("hex").slice(0, ROLE_HASH_LENGTH);
   hashes.set(role, hash);
   return hash;
 }

@@ -14,17 +14,31 @@ const NOW = Date.parse("2026-11-30T01:00:00Z");
 const pod = (image: string) => ({ spec: { containers: [{ name: "vllm", image }] } });
 
 function manifest(spec: Record<string, any>, roles: Record<string, any>[]) {
-  return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "llm" }, spec: { drain: { timeoutSeconds: 0 }, ...spec, template: { roles } } };
+  return {
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "llm" },
+    spec: { drain: { timeoutSeconds: 0 }, ...spec, template: { roles } },
+  };
 }
 
 function pdManifest(spec: Record<string, any> = {}, decode: Record<string, any> = {}) {
   return manifest({ replicas: 3, ...spec }, [
     { name: "prefill", replicas: 2, entryTemplate: pod("vllm:v1") },
-    { name: "decode", replicas: 2, workerReplicas: 1, entryTemplate: pod("vllm:v1"), workerTemplate: pod("vllm:v1"), ...decode },
+    {
+      name: "decode",
+      replicas: 2,
+      workerReplicas: 1,
+      entryTemplate: pod("vllm:v1"),
+      workerTemplate: pod("vllm:v1"),
+      ...decode,
+    },
   ]);
 }
 
-const isReady = (p: Pod) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true && p.metadata.annotations?.["tandem.dev/draining"] === undefined;
+const isReady = (p: Pod) =>
+  p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true &&
+  p.metadata.annotations?.["tandem.dev/draining"] === undefined;
 
 /** Available instances of `role` in `group`: every pod present, Ready and not draining. */
 function available(cluster: IdealCluster, group: number, role: string): number {
@@ -40,7 +54,10 @@ function available(cluster: IdealCluster, group: number, role: string): number {
 }
 
 function images(cluster: IdealCluster, prefix: string): string[] {
-  return [...cluster.pods.values()].filter((p) => p.metadata.name.startsWith(prefix)).map((p) => `${p.metadata.name}=${p.spec.containers[0]?.image ?? ""}`).sort();
+  return [...cluster.pods.values()]
+    .filter((p) => p.metadata.name.startsWith(prefix))
+    .map((p) => `${p.metadata.name}=${p.spec.containers[0]?.image ?? ""}`)
+    .sort();
 }
 
 /** What `tandem rollout undo` does: the revision's versioned fields into the parsed spec. */
@@ -88,7 +105,9 @@ function setDecodeImage(cluster: IdealCluster, image: string): void {
 
 /** A RoleRollingUpdate of prefill only (to vllm:v2), run to its end: the decode pods keep their older label. */
 function afterPrefillOnlyRoleUpdate(): IdealCluster {
-  const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+  const cluster = idealCluster(
+    pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }),
+  );
   run(cluster);
   cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
   cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
@@ -98,27 +117,58 @@ function afterPrefillOnlyRoleUpdate(): IdealCluster {
 
 /** RoleRollingUpdate of decode (1 instance, maxSurge 1) until at least two groups serve decode only through their v2 surge instance. */
 function carriedBySurgeInTwoGroups(): IdealCluster {
-  const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
+  const cluster = idealCluster(
+    pdManifest(
+      {
+        replicas: 3,
+        rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } },
+      },
+      { replicas: 1, maxUnavailable: 1, maxSurge: 1 },
+    ),
+  );
   run(cluster);
   setDecodeImage(cluster, "vllm:v2");
-  planUntil(cluster, () => [0, 1, 2].filter((group) => carriedBySurge(cluster, group)).length >= 2, "two groups served through their v2 surge instance alone at once");
+  planUntil(
+    cluster,
+    () => [0, 1, 2].filter((group) => carriedBySurge(cluster, group)).length >= 2,
+    "two groups served through their v2 surge instance alone at once",
+  );
   return cluster;
 }
 
 /** Groups with a role below its desired count of available instances (replicas 2 prefill, `decode` decode). */
-const disruptedGroups = (cluster: IdealCluster, decode = 2) => [0, 1, 2].filter((group) => available(cluster, group, "prefill") < 2 || available(cluster, group, "decode") < decode);
+const disruptedGroups = (cluster: IdealCluster, decode = 2) =>
+  [0, 1, 2].filter((group) => available(cluster, group, "prefill") < 2 || available(cluster, group, "decode") < decode);
 
 describe("RoleRollingUpdate", () => {
   it("updates only decode, never touches prefill, and keeps each group's decode budget", () => {
-    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 3 } } }, { maxUnavailable: 1 }));
+    const cluster = idealCluster(
+      pdManifest(
+        { rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 3 } } },
+        { maxUnavailable: 1 },
+      ),
+    );
     run(cluster);
-    const prefillUids = [...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid);
+    const prefillUids = [...cluster.pods.values()]
+      .filter((p) => p.metadata.name.includes("prefill"))
+      .map((p) => p.metadata.uid);
     setDecodeImage(cluster, "vllm:v2");
     run(cluster, () => {
-      for (const group of [0, 1, 2]) assert.ok(available(cluster, group, "decode") >= 1, `group ${group} lost more than maxUnavailable decode instances`);
+      for (const group of [0, 1, 2])
+        assert.ok(
+          available(cluster, group, "decode") >= 1,
+          `group ${group} lost more than maxUnavailable decode instances`,
+        );
     });
-    assert.deepEqual([...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid), prefillUids);
-    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v2")));
+    assert.deepEqual(
+      [...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid),
+      prefillUids,
+    );
+    assert.ok(
+      images(cluster, "llm-")
+        .filter((i) => i.includes("decode"))
+        .every((i) => i.endsWith("vllm:v2")),
+    );
     const status = cluster.modelServing.status;
     assert.equal(status.currentRevision, status.updateRevision, "the update revision is promoted once complete");
     assert.equal(status.units, undefined, "no record is left once everything is current");
@@ -129,20 +179,29 @@ describe("RoleRollingUpdate", () => {
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     run(cluster, () => {
-      const disrupted = [0, 1, 2].filter((group) => available(cluster, group, "decode") < 2 || available(cluster, group, "prefill") < 2);
+      const disrupted = [0, 1, 2].filter(
+        (group) => available(cluster, group, "decode") < 2 || available(cluster, group, "prefill") < 2,
+      );
       assert.ok(disrupted.length <= 1, `groups disrupted at once: ${disrupted.join(",")}`);
     });
-    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v2")));
+    assert.ok(
+      images(cluster, "llm-")
+        .filter((i) => i.includes("decode"))
+        .every((i) => i.endsWith("vllm:v2")),
+    );
   });
 
   it("maxSurge 1, maxUnavailable 0: decode capacity never drops, and surge instances are gone at the end", () => {
-    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate" } }, { maxUnavailable: 0, maxSurge: 1 }));
+    const cluster = idealCluster(
+      pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate" } }, { maxUnavailable: 0, maxSurge: 1 }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     let sawSurge = false;
     run(cluster, () => {
       sawSurge ||= cluster.pods.has("llm-0-decode-2-0");
-      for (const group of [0, 1, 2]) assert.ok(available(cluster, group, "decode") >= 2, `group ${group} decode capacity dropped`);
+      for (const group of [0, 1, 2])
+        assert.ok(available(cluster, group, "decode") >= 2, `group ${group} decode capacity dropped`);
     });
     assert.ok(sawSurge);
     assert.ok(![...cluster.pods.keys()].some((name) => name.includes("decode-2")));
@@ -154,38 +213,69 @@ describe("RoleRollingUpdate", () => {
    * plan that a decode instance serves.
    */
   function updateAgainWhen(reached: (cluster: IdealCluster) => boolean, what: string): void {
-    const cluster = idealCluster(pdManifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
+    const cluster = idealCluster(
+      pdManifest(
+        { replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } },
+        { replicas: 1, maxUnavailable: 0, maxSurge: 1 },
+      ),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     planUntil(cluster, () => reached(cluster), what);
     setDecodeImage(cluster, "vllm:v3");
-    run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "decode capacity dropped below replicas − maxUnavailable"));
+    run(cluster, () =>
+      assert.ok(available(cluster, 0, "decode") >= 1, "decode capacity dropped below replicas − maxUnavailable"),
+    );
     assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3", "llm-0-decode-0-1=vllm:v3"]);
   }
 
   it("a new update while Ready surge instances run the last one: they are not counted as capacity (regression: every decode instance of a group went at once)", () => {
-    updateAgainWhen((cluster) => available(cluster, 0, "decode") === 2, "the v2 surge instance serves beside the v1 one");
+    updateAgainWhen(
+      (cluster) => available(cluster, 0, "decode") === 2,
+      "the v2 surge instance serves beside the v1 one",
+    );
   });
 
   it("a new update while the role's only serving instance is a surge one of the last update: it is held at its revision until the desired one serves", () => {
-    const rebuilding = (cluster: IdealCluster) => cluster.pods.get("llm-0-decode-0-0")?.spec.containers[0]?.image === "vllm:v2" && available(cluster, 0, "decode") === 1;
+    const rebuilding = (cluster: IdealCluster) =>
+      cluster.pods.get("llm-0-decode-0-0")?.spec.containers[0]?.image === "vllm:v2" &&
+      available(cluster, 0, "decode") === 1;
     updateAgainWhen(rebuilding, "the desired instance is rebuilt at v2 and only the v2 surge instance serves");
   });
   it("a new update while groups serve only through surge instances of the last one: they are held, so no more groups go down than the group budget allows", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
+    const cluster = idealCluster(
+      pdManifest(
+        {
+          replicas: 3,
+          rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } },
+        },
+        { replicas: 1, maxUnavailable: 1, maxSurge: 1 },
+      ),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    planUntil(cluster, () => [0, 1, 2].filter((group) => carriedBySurge(cluster, group)).length >= 2, "two groups served through their v2 surge instance alone at once");
+    planUntil(
+      cluster,
+      () => [0, 1, 2].filter((group) => carriedBySurge(cluster, group)).length >= 2,
+      "two groups served through their v2 surge instance alone at once",
+    );
     setDecodeImage(cluster, "vllm:v3");
-    run(cluster, () => assert.ok([0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1, "more groups went down than the group budget allows"));
+    run(cluster, () =>
+      assert.ok(
+        [0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1,
+        "more groups went down than the group budget allows",
+      ),
+    );
     assert.deepEqual(images(cluster, "llm-2-decode"), ["llm-2-decode-0-0=vllm:v3", "llm-2-decode-0-1=vllm:v3"]);
   });
 
   it("a held surge instance goes when the desired one it stands in for waits for its capacity and the group budget allows (no deadlock)", () => {
-    const cluster = idealCluster(manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
-      { name: "prefill", replicas: 1, entryTemplate: pod("vllm:v1") },
-      { name: "decode", replicas: 1, maxUnavailable: 1, maxSurge: 1, entryTemplate: pod("vllm:v1") },
-    ]));
+    const cluster = idealCluster(
+      manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
+        { name: "prefill", replicas: 1, entryTemplate: pod("vllm:v1") },
+        { name: "decode", replicas: 1, maxUnavailable: 1, maxSurge: 1, entryTemplate: pod("vllm:v1") },
+      ]),
+    );
     run(cluster);
     const setImage = (image: string) => {
       cluster.modelServing.spec.template.roles[1].entryTemplate = pod(image);
@@ -198,7 +288,21 @@ describe("RoleRollingUpdate", () => {
     const starve = () => {
       if (!cluster.pods.has("llm-0-decode-1-0")) return;
       const desired = cluster.pods.get("llm-0-decode-0-0");
-      if (desired !== undefined && !isReady(desired)) cluster.pods.set(desired.metadata.name, { ...desired, status: { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", lastTransitionTime: "2026-11-30T00:00:00Z" }] } });
+      if (desired !== undefined && !isReady(desired))
+        cluster.pods.set(desired.metadata.name, {
+          ...desired,
+          status: {
+            phase: "Pending",
+            conditions: [
+              {
+                type: "PodScheduled",
+                status: "False",
+                reason: "Unschedulable",
+                lastTransitionTime: "2026-11-30T00:00:00Z",
+              },
+            ],
+          },
+        });
     };
     for (let round = 0; cluster.pods.has("llm-0-decode-1-0"); round++) {
       assert.ok(round < 10, "the held surge instance never went: the desired instance waits for it forever");
@@ -206,86 +310,212 @@ describe("RoleRollingUpdate", () => {
       apply(cluster, plan(observe(cluster), NOW + (100 + round) * 1000).actions);
     }
     // With the capacity back (a pod the test starved is placed now), the rollout completes.
-    for (const [name, found] of cluster.pods) if (found.status?.phase === "Pending") cluster.pods.set(name, readyPod(found, false));
+    for (const [name, found] of cluster.pods)
+      if (found.status?.phase === "Pending") cluster.pods.set(name, readyPod(found, false));
     run(cluster);
     assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v3"]);
   });
 
   it("the last replacement waits for capacity while a serving surge instance carries the floor: the surge stays and the rollout says why and how to unblock it (fuzz-208)", () => {
-    const cluster = idealCluster(manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [{ name: "prefill", replicas: 1, maxUnavailable: 0, maxSurge: 1, entryTemplate: pod("vllm:v1") }]));
+    const cluster = idealCluster(
+      manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
+        { name: "prefill", replicas: 1, maxUnavailable: 0, maxSurge: 1, entryTemplate: pod("vllm:v1") },
+      ]),
+    );
     run(cluster);
     cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
     cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
     // The capacity the old desired pod frees goes elsewhere (another pending pod in a full cluster).
-    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" }] };
+    const unschedulable = {
+      phase: "Pending" as const,
+      conditions: [
+        { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
+      ],
+    };
     for (let round = 0; round < 10; round++) {
       apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
       const desired = cluster.pods.get("llm-0-prefill-0-0");
       if (desired?.spec.containers[0]?.image === "vllm:v2" && !isReady(desired)) desired.status = unschedulable;
     }
-    assert.deepEqual(images(cluster, "llm-0-prefill"), ["llm-0-prefill-0-0=vllm:v2", "llm-0-prefill-1-0=vllm:v2"], "the serving surge instance stays: it carries the floor");
+    assert.deepEqual(
+      images(cluster, "llm-0-prefill"),
+      ["llm-0-prefill-0-0=vllm:v2", "llm-0-prefill-1-0=vllm:v2"],
+      "the serving surge instance stays: it carries the floor",
+    );
     const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
     assert.equal(progressing.reason, "RolloutWaiting");
     assert.match(progressing.message, /group 0 role prefill: .*surge.*add capacity or raise maxUnavailable/);
   });
 
   it("a group partition raised over groups that serve only through their surge instances: those stay until the desired ones serve", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 3, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }, { replicas: 1, maxUnavailable: 1, maxSurge: 1 }));
+    const cluster = idealCluster(
+      pdManifest(
+        {
+          replicas: 3,
+          rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } },
+        },
+        { replicas: 1, maxUnavailable: 1, maxSurge: 1 },
+      ),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    planUntil(cluster, () => carriedBySurge(cluster, 0) && carriedBySurge(cluster, 1), "groups 0 and 1 served through their v2 surge instance alone at once");
+    planUntil(
+      cluster,
+      () => carriedBySurge(cluster, 0) && carriedBySurge(cluster, 1),
+      "groups 0 and 1 served through their v2 surge instance alone at once",
+    );
     cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = { maxUnavailable: 1, partition: 2 };
-    run(cluster, () => assert.ok([0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1, "more groups went down than the group budget allows"));
-    for (const group of [0, 1]) assert.equal(cluster.pods.has(`llm-${group}-decode-1-0`), false, `group ${group}: the surge instance is gone once the desired one serves`);
+    run(cluster, () =>
+      assert.ok(
+        [0, 1, 2].filter((group) => available(cluster, group, "decode") < 1).length <= 1,
+        "more groups went down than the group budget allows",
+      ),
+    );
+    for (const group of [0, 1])
+      assert.equal(
+        cluster.pods.has(`llm-${group}-decode-1-0`),
+        false,
+        `group ${group}: the surge instance is gone once the desired one serves`,
+      );
   });
 
   it("a group partition raised over a group whose only serving instance is a held surge one: the surge instance stays until the desired one serves", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { type: "RoleRollingUpdate" } }, { replicas: 1, maxUnavailable: 0, maxSurge: 1 }));
+    const cluster = idealCluster(
+      pdManifest(
+        { replicas: 2, rolloutStrategy: { type: "RoleRollingUpdate" } },
+        { replicas: 1, maxUnavailable: 0, maxSurge: 1 },
+      ),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     planUntil(cluster, () => carriedBySurge(cluster, 0), "group 0 served through its v2 surge instance alone");
     setDecodeImage(cluster, "vllm:v3");
     cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = { partition: 1 };
     run(cluster, () => assert.ok(available(cluster, 0, "decode") >= 1, "group 0's last serving decode instance went"));
-    assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=vllm:v2", "llm-0-decode-0-1=vllm:v2"], "below the partition: rebuilt at its recorded revision, the surge instance gone");
+    assert.deepEqual(
+      images(cluster, "llm-0-decode"),
+      ["llm-0-decode-0-0=vllm:v2", "llm-0-decode-0-1=vllm:v2"],
+      "below the partition: rebuilt at its recorded revision, the surge instance gone",
+    );
   });
 
   it("a role's maxSurge removed while groups serve only through its surge instances: those stay beyond the new bound until the desired ones serve (regression: dropped in every group at once)", () => {
     const cluster = carriedBySurgeInTwoGroups();
     delete cluster.modelServing.spec.template.roles[1].maxSurge;
     cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
-    run(cluster, () => assert.ok(disruptedGroups(cluster, 1).length <= 1, `groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`));
-    assert.deepEqual(images(cluster, "llm-1-decode"), ["llm-1-decode-0-0=vllm:v2", "llm-1-decode-0-1=vllm:v2"], "the surge instance is gone at the end");
+    run(cluster, () =>
+      assert.ok(
+        disruptedGroups(cluster, 1).length <= 1,
+        `groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`,
+      ),
+    );
+    assert.deepEqual(
+      images(cluster, "llm-1-decode"),
+      ["llm-1-decode-0-0=vllm:v2", "llm-1-decode-0-1=vllm:v2"],
+      "the surge instance is gone at the end",
+    );
   });
 });
 
 describe("surge", () => {
   it("surgeCount: up to maxSurge while units are unfinished; existing surge kept as far as the floor needs it; starved, only that", () => {
     // One role of 3 with floor 2 and one surge instance Ready; each row changes some inputs.
-    const base: SurgeInputs = { paused: false, existing: 1, atUpdate: 1, maxSurge: 1, outdated: 1, unfinished: 1, availableBase: 2, floor: 2, starved: false, availableSurge: [0], firstStarvedSurge: undefined };
+    const base: SurgeInputs = {
+      paused: false,
+      existing: 1,
+      atUpdate: 1,
+      maxSurge: 1,
+      outdated: 1,
+      unfinished: 1,
+      availableBase: 2,
+      floor: 2,
+      starved: false,
+      availableSurge: [0],
+      firstStarvedSurge: undefined,
+    };
     const table: [Partial<SurgeInputs>, number, string][] = [
       [{}, 1, "an unfinished unit"],
       [{ unfinished: 0, outdated: 0 }, 0, "all updated and available: surge goes"],
-      [{ unfinished: 0, outdated: 0, availableBase: 1 }, 1, "nothing eligible unfinished, desired below the floor (below a partition): kept"],
+      [
+        { unfinished: 0, outdated: 0, availableBase: 1 },
+        1,
+        "nothing eligible unfinished, desired below the floor (below a partition): kept",
+      ],
       [{ unfinished: 0, availableBase: 1, existing: 0 }, 0, "never a new surge instance for the floor alone"],
-      [{ starved: true }, 0, "starved with the floor met: freed for the replacement, also while old units wait for permits — for budget (fuzz-4145), for the coordinator (fuzz-coordinated-69) — or the surge unit is placed in part too (fuzz-faults-53)"],
+      [
+        { starved: true },
+        0,
+        "starved with the floor met: freed for the replacement, also while old units wait for permits — for budget (fuzz-4145), for the coordinator (fuzz-coordinated-69) — or the surge unit is placed in part too (fuzz-faults-53)",
+      ],
       [{ starved: true, availableBase: 1 }, 1, "starved below the floor: kept"],
-      [{ starved: true, availableBase: 1, availableSurge: [] }, 0, "starved below the floor, the surge unit still starting: freed, it carries nothing (fuzz-12: it would take the replacements' capacity for good)"],
-      [{ starved: true, availableBase: 0, existing: 2, maxSurge: 2, availableSurge: [1] }, 2, "starved below the floor: kept up to the one that serves"],
+      [
+        { starved: true, availableBase: 1, availableSurge: [] },
+        0,
+        "starved below the floor, the surge unit still starting: freed, it carries nothing (fuzz-12: it would take the replacements' capacity for good)",
+      ],
+      [
+        { starved: true, availableBase: 0, existing: 2, maxSurge: 2, availableSurge: [1] },
+        2,
+        "starved below the floor: kept up to the one that serves",
+      ],
       [{ availableBase: 1, availableSurge: [] }, 1, "not starved: a surge unit still starting stays"],
-      [{ unfinished: 0, outdated: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [0, 1] }, 2, "floor surge beyond a maxSurge lowered mid-rollout: kept"],
-      [{ availableBase: 0, maxSurge: 0, availableSurge: [] }, 0, "below the floor, a unit beyond the bound that does not serve (a group above a lowered replicas, its roles scaled up): it carries nothing and goes (fuzz-390)"],
-      [{ unfinished: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [1] }, 2, "below the floor: kept up to the one that serves"],
-      [{ starved: true, availableBase: 1, maxSurge: 0 }, 1, "starved below the floor, maxSurge lowered: the serving surge unit kept"],
-      [{ starved: true, existing: 0, maxSurge: 2, unfinished: 2 }, 0, "a replacement starved: no new surge unit to take its capacity (a surge freed for it was re-created at once: fuzz-coordinated-163)"],
-      [{ maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [], firstStarvedSurge: 0 }, 1, "the first surge unit waits for capacity: none beyond it (two each placed in part would both wait for good: fuzz-faults-53 with router traffic)"],
-      [{ maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [0], firstStarvedSurge: 1 }, 2, "the second waits while the first serves: it stays, alone in waiting"],
-      [{ maxSurge: 2, unfinished: 3, existing: 2, availableBase: 0, availableSurge: [1], firstStarvedSurge: 0 }, 2, "below the floor, a serving surge unit beyond the waiting one still carries the floor"],
+      [
+        { unfinished: 0, outdated: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [0, 1] },
+        2,
+        "floor surge beyond a maxSurge lowered mid-rollout: kept",
+      ],
+      [
+        { availableBase: 0, maxSurge: 0, availableSurge: [] },
+        0,
+        "below the floor, a unit beyond the bound that does not serve (a group above a lowered replicas, its roles scaled up): it carries nothing and goes (fuzz-390)",
+      ],
+      [
+        { unfinished: 0, availableBase: 0, existing: 2, maxSurge: 0, availableSurge: [1] },
+        2,
+        "below the floor: kept up to the one that serves",
+      ],
+      [
+        { starved: true, availableBase: 1, maxSurge: 0 },
+        1,
+        "starved below the floor, maxSurge lowered: the serving surge unit kept",
+      ],
+      [
+        { starved: true, existing: 0, maxSurge: 2, unfinished: 2 },
+        0,
+        "a replacement starved: no new surge unit to take its capacity (a surge freed for it was re-created at once: fuzz-coordinated-163)",
+      ],
+      [
+        { maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [], firstStarvedSurge: 0 },
+        1,
+        "the first surge unit waits for capacity: none beyond it (two each placed in part would both wait for good: fuzz-faults-53 with router traffic)",
+      ],
+      [
+        { maxSurge: 2, unfinished: 3, existing: 2, availableSurge: [0], firstStarvedSurge: 1 },
+        2,
+        "the second waits while the first serves: it stays, alone in waiting",
+      ],
+      [
+        { maxSurge: 2, unfinished: 3, existing: 2, availableBase: 0, availableSurge: [1], firstStarvedSurge: 0 },
+        2,
+        "below the floor, a serving surge unit beyond the waiting one still carries the floor",
+      ],
       [{ paused: true, unfinished: 3, existing: 0, atUpdate: 0 }, 0, "paused: none added"],
       [{ paused: true }, 1, "paused: the rollout's own surge stays"],
-      [{ paused: true, atUpdate: 0 }, 0, "paused: a unit left above a lowered replicas at another revision is no surge: scaled down, never moved to the update revision"],
-      [{ paused: true, atUpdate: 0, availableBase: 1 }, 1, "paused: such a unit that carries the floor stays (at its record)"],
-      [{ paused: true, existing: 2, atUpdate: 2, maxSurge: 2, unfinished: 1 }, 1, "paused: never more than a running rollout keeps"],
+      [
+        { paused: true, atUpdate: 0 },
+        0,
+        "paused: a unit left above a lowered replicas at another revision is no surge: scaled down, never moved to the update revision",
+      ],
+      [
+        { paused: true, atUpdate: 0, availableBase: 1 },
+        1,
+        "paused: such a unit that carries the floor stays (at its record)",
+      ],
+      [
+        { paused: true, existing: 2, atUpdate: 2, maxSurge: 2, unfinished: 1 },
+        1,
+        "paused: never more than a running rollout keeps",
+      ],
       [{ outdated: 0, existing: 0, unfinished: 2 }, 0, "creation or scale-up: never"],
       [{ maxSurge: 2, unfinished: 3 }, 2, "at most maxSurge"],
     ];
@@ -293,12 +523,23 @@ describe("surge", () => {
   });
 
   it("never surges while creating from zero or scaling up (regression: the bench's decode surged at creation)", () => {
-    for (const strategy of [{ type: "RoleRollingUpdate" }, { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } }]) {
-      const cluster = idealCluster(pdManifest({ rolloutStrategy: strategy }, strategy.type === "RoleRollingUpdate" ? { maxUnavailable: 0, maxSurge: 1 } : {}));
+    for (const strategy of [
+      { type: "RoleRollingUpdate" },
+      { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } },
+    ]) {
+      const cluster = idealCluster(
+        pdManifest(
+          { rolloutStrategy: strategy },
+          strategy.type === "RoleRollingUpdate" ? { maxUnavailable: 0, maxSurge: 1 } : {},
+        ),
+      );
       // Pods stay unready for a few rounds, as a real start would.
       for (let round = 0; round < 5; round++) {
         const { actions } = plan(observe(cluster), NOW + round * 1000);
-        assert.ok(!actions.some((a) => a.type === "CreatePod" && (/-decode-2-|^llm-3-/.test(a.pod.metadata.name))), "a surge unit was created without a rollout");
+        assert.ok(
+          !actions.some((a) => a.type === "CreatePod" && /-decode-2-|^llm-3-/.test(a.pod.metadata.name)),
+          "a surge unit was created without a rollout",
+        );
         apply(cluster, actions);
         for (const p of cluster.pods.values()) p.status = { phase: "Pending", conditions: [] };
       }
@@ -311,17 +552,28 @@ describe("ServingGroupRollingUpdate", () => {
     const cluster = idealCluster(pdManifest({ replicas: 4 }));
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    const prefillBefore = new Set([...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid));
+    const prefillBefore = new Set(
+      [...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid),
+    );
     run(cluster, () => {
-      const disrupted = [0, 1, 2, 3].filter((group) => available(cluster, group, "decode") < 2 || available(cluster, group, "prefill") < 2);
+      const disrupted = [0, 1, 2, 3].filter(
+        (group) => available(cluster, group, "decode") < 2 || available(cluster, group, "prefill") < 2,
+      );
       assert.ok(disrupted.length <= 1, `groups disrupted at once: ${disrupted.join(",")}`);
     });
-    const prefillAfter = [...cluster.pods.values()].filter((p) => p.metadata.name.includes("prefill")).map((p) => p.metadata.uid);
-    assert.ok(prefillAfter.every((uid) => !prefillBefore.has(uid)), "a group switches as a whole: prefill is rebuilt too");
+    const prefillAfter = [...cluster.pods.values()]
+      .filter((p) => p.metadata.name.includes("prefill"))
+      .map((p) => p.metadata.uid);
+    assert.ok(
+      prefillAfter.every((uid) => !prefillBefore.has(uid)),
+      "a group switches as a whole: prefill is rebuilt too",
+    );
   });
 
   it("with maxSurge 1 and maxUnavailable 0, waits without deleting anything when the surge group never becomes Ready", () => {
-    const cluster = idealCluster(pdManifest({ rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({ rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     const before = new Set([...cluster.pods.values()].map((p) => p.metadata.uid));
@@ -330,7 +582,19 @@ describe("ServingGroupRollingUpdate", () => {
       assert.ok(!actions.some((a) => a.type === "DeletePod"), "nothing is deleted while the surge group is not Ready");
       apply(cluster, actions);
       // No free GPU: the surge group's pods stay Pending.
-      for (const p of cluster.pods.values()) if (p.metadata.name.startsWith("llm-3-")) p.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/4 nodes have 8 free nvidia.com/gpu" }] };
+      for (const p of cluster.pods.values())
+        if (p.metadata.name.startsWith("llm-3-"))
+          p.status = {
+            phase: "Pending",
+            conditions: [
+              {
+                type: "PodScheduled",
+                status: "False",
+                reason: "Unschedulable",
+                message: "0/4 nodes have 8 free nvidia.com/gpu",
+              },
+            ],
+          };
     }
     assert.ok([...before].every((uid) => [...cluster.pods.values()].some((p) => p.metadata.uid === uid)));
     const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
@@ -339,29 +603,46 @@ describe("ServingGroupRollingUpdate", () => {
   });
 
   it("a new update while the surge group of the last one stands in for groups being replaced: it is held at its revision, so no more groups go down than the group budget allows", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 4, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({ replicas: 4, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 1 } } }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    const groupAvailable = (group: number) => available(cluster, group, "prefill") === 2 && available(cluster, group, "decode") === 2;
+    const groupAvailable = (group: number) =>
+      available(cluster, group, "prefill") === 2 && available(cluster, group, "decode") === 2;
     const down = () => [0, 1, 2, 3].filter((group) => !groupAvailable(group));
-    planUntil(cluster, () => groupAvailable(4) && down().length === 2, "two groups replaced while the v2 surge group serves");
+    planUntil(
+      cluster,
+      () => groupAvailable(4) && down().length === 2,
+      "two groups replaced while the v2 surge group serves",
+    );
     setDecodeImage(cluster, "vllm:v3");
     run(cluster, () => {
       const capacity = [0, 1, 2, 3, 4].filter(groupAvailable).length;
-      assert.ok(capacity >= 3, `${capacity} groups available (surge included), fewer than replicas − maxUnavailable = 3`);
+      assert.ok(
+        capacity >= 3,
+        `${capacity} groups available (surge included), fewer than replicas − maxUnavailable = 3`,
+      );
     });
     assert.ok(images(cluster, "llm-").every((i) => i.endsWith("vllm:v3") || i.includes("prefill")));
     assert.equal(cluster.pods.has("llm-4-decode-0-0"), false, "the surge group is gone at the end");
   });
 
   it("every replacement waits for capacity below the floor while the surge group still starts: the surge group is freed, it carries nothing (fuzz-12: else, once Ready, it kept the GPUs for good)", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({ replicas: 2, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 1 } } }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     // Both groups lose a pod (faults): both are then replaced at v2, at no budget.
     cluster.pods.delete("llm-0-decode-0-1");
     cluster.pods.delete("llm-1-decode-0-1");
-    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/3 nodes are available" }] };
+    const unschedulable = {
+      phase: "Pending" as const,
+      conditions: [
+        { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/3 nodes are available" },
+      ],
+    };
     let sawSurge = false;
     for (let round = 0; !sawSurge || cluster.pods.has("llm-2-prefill-0-0"); round++) {
       assert.ok(round < 10, "the surge group, still starting, kept the capacity every replacement waits for");
@@ -369,50 +650,90 @@ describe("ServingGroupRollingUpdate", () => {
       sawSurge ||= cluster.pods.has("llm-2-prefill-0-0");
       // The surge group's pods are placed but not started yet; the replacements cannot be placed.
       for (const p of cluster.pods.values()) {
-        if (p.metadata.name.startsWith("llm-2-")) p.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True" }] };
-        else if (p.metadata.labels?.["tandem.dev/revision"] === cluster.modelServing.status.updateRevision) p.status = unschedulable;
+        if (p.metadata.name.startsWith("llm-2-"))
+          p.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True" }] };
+        else if (p.metadata.labels?.["tandem.dev/revision"] === cluster.modelServing.status.updateRevision)
+          p.status = unschedulable;
       }
     }
   });
 
   it("the last replacement group waits for capacity while the serving surge group carries the floor: the surge group stays and the rollout says why and how to unblock it", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 1, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({ replicas: 1, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" }] };
+    const unschedulable = {
+      phase: "Pending" as const,
+      conditions: [
+        { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
+      ],
+    };
     for (let round = 0; round < 15; round++) {
       apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
       // Group 0's rebuilt pods cannot be placed: the capacity went elsewhere.
-      for (const p of cluster.pods.values()) if (p.metadata.name.startsWith("llm-0-") && p.metadata.labels?.["tandem.dev/revision"] === cluster.modelServing.status.updateRevision && !isReady(p)) p.status = unschedulable;
+      for (const p of cluster.pods.values())
+        if (
+          p.metadata.name.startsWith("llm-0-") &&
+          p.metadata.labels?.["tandem.dev/revision"] === cluster.modelServing.status.updateRevision &&
+          !isReady(p)
+        )
+          p.status = unschedulable;
     }
-    assert.ok(cluster.pods.has("llm-1-decode-0-0") && isReady(cluster.pods.get("llm-1-decode-0-0") as Pod), "the serving surge group stays: it carries the floor");
+    assert.ok(
+      cluster.pods.has("llm-1-decode-0-0") && isReady(cluster.pods.get("llm-1-decode-0-0") as Pod),
+      "the serving surge group stays: it carries the floor",
+    );
     assert.ok(!isReady(cluster.pods.get("llm-0-decode-0-0") as Pod), "group 0 was rebuilt and waits for capacity");
     const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
     assert.equal(progressing.reason, "RolloutWaiting");
-    assert.match(progressing.message, /0 of 1 desired ServingGroup\(s\) available .*surge ServingGroup\(s\).*add capacity or raise maxUnavailable/);
+    assert.match(
+      progressing.message,
+      /0 of 1 desired ServingGroup\(s\) available .*surge ServingGroup\(s\).*add capacity or raise maxUnavailable/,
+    );
   });
 
   it("a new update while a surge group of the last one stands in for a desired group being rebuilt: it is held at its revision until the desired group serves (fuzz-32)", () => {
-    const cluster = idealCluster(pdManifest({ replicas: 2, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({ replicas: 2, rolloutStrategy: { rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } } }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
-    const rebuilt = () => [...cluster.pods.values()].filter((p) => p.metadata.name.startsWith("llm-1-") && p.spec.containers[0]?.image === "vllm:v2");
+    const rebuilt = () =>
+      [...cluster.pods.values()].filter(
+        (p) => p.metadata.name.startsWith("llm-1-") && p.spec.containers[0]?.image === "vllm:v2",
+      );
     planUntil(cluster, () => rebuilt().length > 0, "group 1 rebuilt at v2 beside the v2 surge group");
     // Group 1's v2 pods are still starting: only group 0 (v1) and the surge group 2 (v2) serve.
     for (const p of rebuilt()) p.status = { phase: "Pending", conditions: [] };
     setDecodeImage(cluster, "vllm:v3");
     run(cluster, () => {
-      const serving = [0, 1, 2].filter((group) => available(cluster, group, "decode") === 2 && available(cluster, group, "prefill") === 2);
-      assert.ok(serving.length >= 2, `groups serving: ${serving.join(",")}; replicas 2 with maxUnavailable 0 must keep two`);
+      const serving = [0, 1, 2].filter(
+        (group) => available(cluster, group, "decode") === 2 && available(cluster, group, "prefill") === 2,
+      );
+      assert.ok(
+        serving.length >= 2,
+        `groups serving: ${serving.join(",")}; replicas 2 with maxUnavailable 0 must keep two`,
+      );
     });
-    assert.ok(images(cluster, "llm-").filter((entry) => entry.includes("decode")).every((entry) => entry.endsWith("=vllm:v3")), "every desired group at v3");
+    assert.ok(
+      images(cluster, "llm-")
+        .filter((entry) => entry.includes("decode"))
+        .every((entry) => entry.endsWith("=vllm:v3")),
+      "every desired group at v3",
+    );
     assert.ok(![...cluster.pods.keys()].some((name) => name.startsWith("llm-2-")), "the surge group is gone");
   });
 });
 
 describe("strategy switched mid-rollout", () => {
   /** Starts v2 under `from`, plans once (records written), then switches to `to` with `change` and runs to the end. */
-  function switchMidRollout(from: Record<string, any>, to: Record<string, any>, change: (cluster: IdealCluster) => void): IdealCluster {
+  function switchMidRollout(
+    from: Record<string, any>,
+    to: Record<string, any>,
+    change: (cluster: IdealCluster) => void,
+  ): IdealCluster {
     const cluster = idealCluster(pdManifest({ rolloutStrategy: from }));
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
@@ -431,29 +752,59 @@ describe("strategy switched mid-rollout", () => {
     const cluster = switchMidRollout({ type: "ServingGroupRollingUpdate" }, { type: "RoleRollingUpdate" }, (c) => {
       c.modelServing.spec.template.roles[1].workerReplicas = 2;
     });
-    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).length === 3 * 2 * 3, "every decode instance has its entry and 2 workers");
+    assert.ok(
+      images(cluster, "llm-").filter((i) => i.includes("decode")).length === 3 * 2 * 3,
+      "every decode instance has its entry and 2 workers",
+    );
   });
 
   it("instance records of RoleRollingUpdate do not shadow a ServingGroupRollingUpdate group permit (regression: the rollout never finished)", () => {
-    const cluster = switchMidRollout({ type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } }, { type: "ServingGroupRollingUpdate" }, (c) => setDecodeImage(c, "vllm:v3"));
-    assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v3")));
+    const cluster = switchMidRollout(
+      { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } },
+      { type: "ServingGroupRollingUpdate" },
+      (c) => setDecodeImage(c, "vllm:v3"),
+    );
+    assert.ok(
+      images(cluster, "llm-")
+        .filter((i) => i.includes("decode"))
+        .every((i) => i.endsWith("vllm:v3")),
+    );
   });
 
   it("after a RoleRollingUpdate that changed prefill only, a switch to a group strategy leaves the decode pods (older label, same role spec) alone until a permit moves them (regression: every group's decode was replaced at once)", () => {
     for (const type of ["ServingGroupRollingUpdate", "InPlaceUpdate"]) {
-      const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+      const cluster = idealCluster(
+        pdManifest({
+          rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } },
+        }),
+      );
       run(cluster);
       cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
       cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
       run(cluster);
-      const decodeUids = () => [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode")).map((p) => p.metadata.uid).sort();
+      const decodeUids = () =>
+        [...cluster.pods.values()]
+          .filter((p) => p.metadata.name.includes("decode"))
+          .map((p) => p.metadata.uid)
+          .sort();
       const before = decodeUids();
       cluster.modelServing.spec.rolloutStrategy = { type, rollingUpdateConfiguration: { maxUnavailable: 1 } };
-      run(cluster, () => assert.deepEqual(disruptedGroups(cluster), [], `${type}: a group was disrupted by the switch alone`));
+      run(cluster, () =>
+        assert.deepEqual(disruptedGroups(cluster), [], `${type}: a group was disrupted by the switch alone`),
+      );
       assert.deepEqual(decodeUids(), before, `${type}: decode pods were replaced without a change`);
       setDecodeImage(cluster, "vllm:v3");
-      run(cluster, () => assert.ok(disruptedGroups(cluster).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster).join(",")}`));
-      assert.ok(images(cluster, "llm-").filter((i) => i.includes("decode")).every((i) => i.endsWith("vllm:v3")));
+      run(cluster, () =>
+        assert.ok(
+          disruptedGroups(cluster).length <= 1,
+          `${type}: groups disrupted at once: ${disruptedGroups(cluster).join(",")}`,
+        ),
+      );
+      assert.ok(
+        images(cluster, "llm-")
+          .filter((i) => i.includes("decode"))
+          .every((i) => i.endsWith("vllm:v3")),
+      );
     }
   });
 
@@ -462,65 +813,144 @@ describe("strategy switched mid-rollout", () => {
     const current = cluster.modelServing.status.currentRevision;
     assert.equal(current, cluster.modelServing.status.updateRevision, "the prefill-only update is promoted");
     const decode = () => [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode"));
-    const uids = decode().map((p) => p.metadata.uid).sort();
-    assert.ok(decode().every((p) => p.metadata.labels?.["tandem.dev/revision"] !== current), "RoleRollingUpdate leaves the decode pods at their older label");
-    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    const uids = decode()
+      .map((p) => p.metadata.uid)
+      .sort();
+    assert.ok(
+      decode().every((p) => p.metadata.labels?.["tandem.dev/revision"] !== current),
+      "RoleRollingUpdate leaves the decode pods at their older label",
+    );
+    cluster.modelServing.spec.rolloutStrategy = {
+      type: "ServingGroupRollingUpdate",
+      rollingUpdateConfiguration: { maxUnavailable: 1 },
+    };
     cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
     run(cluster, () => assert.deepEqual(disruptedGroups(cluster), []));
-    assert.deepEqual(decode().map((p) => p.metadata.uid).sort(), uids, "decode pods were replaced");
+    assert.deepEqual(
+      decode()
+        .map((p) => p.metadata.uid)
+        .sort(),
+      uids,
+      "decode pods were replaced",
+    );
     assert.deepEqual([...new Set(decode().map((p) => p.metadata.labels?.["tandem.dev/revision"]))], [current]);
   });
 
   it("a relabel whose write failed for a worker while its entry's went through is retried (fuzz-faults-coordinated-crash-gang-920: the entry's label made the instance look done, so the worker kept its older label and the rollout never completed)", () => {
     const cluster = afterPrefillOnlyRoleUpdate();
     const current = cluster.modelServing.status.currentRevision;
-    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    cluster.modelServing.spec.rolloutStrategy = {
+      type: "ServingGroupRollingUpdate",
+      rollingUpdateConfiguration: { maxUnavailable: 1 },
+    };
     cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
     const lost = "llm-0-decode-0-1";
     const first = plan(observe(cluster), NOW).actions;
-    assert.ok(first.some((action) => action.type === "AnnotatePod" && action.name === lost), "the worker is relabelled with its entry");
-    apply(cluster, first.filter((action) => !(action.type === "AnnotatePod" && action.name === lost)));
-    assert.equal(cluster.pods.get("llm-0-decode-0-0")?.metadata.labels?.["tandem.dev/revision"], current, "the entry's relabel went through");
+    assert.ok(
+      first.some((action) => action.type === "AnnotatePod" && action.name === lost),
+      "the worker is relabelled with its entry",
+    );
+    apply(
+      cluster,
+      first.filter((action) => !(action.type === "AnnotatePod" && action.name === lost)),
+    );
+    assert.equal(
+      cluster.pods.get("llm-0-decode-0-0")?.metadata.labels?.["tandem.dev/revision"],
+      current,
+      "the entry's relabel went through",
+    );
     run(cluster);
     const decode = [...cluster.pods.values()].filter((p) => p.metadata.name.includes("decode"));
     assert.deepEqual([...new Set(decode.map((p) => p.metadata.labels?.["tandem.dev/revision"]))], [current]);
   });
 
   it("an update back to the current revision while a group strategy holds a group at another one, switched to RoleRollingUpdate, still moves that group (fuzz-faults-coordinated-crash-gang-925: the permits and surge instance at the current revision were dropped as redundant, so the group record kept every instance at the old revision and the rollout said Converged)", () => {
-    const cluster = idealCluster(pdManifest({ rolloutStrategy: { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({
+        rolloutStrategy: { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } },
+      }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     run(cluster);
     const current = cluster.modelServing.status.currentRevision;
     setDecodeImage(cluster, "vllm:v1");
-    const movedBack = () => (cluster.modelServing.status.units ?? []).some((unit: any) => unit.role === undefined && unit.revision !== current && images(cluster, `llm-${unit.group}-decode`).every((image) => image.endsWith("vllm:v1")));
+    const movedBack = () =>
+      (cluster.modelServing.status.units ?? []).some(
+        (unit: any) =>
+          unit.role === undefined &&
+          unit.revision !== current &&
+          images(cluster, `llm-${unit.group}-decode`).every((image) => image.endsWith("vllm:v1")),
+      );
     planUntil(cluster, movedBack, "a group rebuilt at the rolled-back revision");
     setDecodeImage(cluster, "vllm:v2");
-    cluster.modelServing.spec.rolloutStrategy = { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    cluster.modelServing.spec.rolloutStrategy = {
+      type: "RoleRollingUpdate",
+      rollingUpdateConfiguration: { maxUnavailable: 1 },
+    };
     cluster.modelServing.spec.template.roles[1].maxSurge = 1;
     run(cluster);
-    assert.ok(images(cluster, "llm-").filter((image) => image.includes("decode")).every((image) => image.endsWith("vllm:v2")), images(cluster, "llm-").join(" "));
+    assert.ok(
+      images(cluster, "llm-")
+        .filter((image) => image.includes("decode"))
+        .every((image) => image.endsWith("vllm:v2")),
+      images(cluster, "llm-").join(" "),
+    );
     assert.equal(cluster.modelServing.status.currentRevision, current);
-    assert.deepEqual(cluster.modelServing.status.units ?? [], [], "no record is left once every unit runs the current revision");
+    assert.deepEqual(
+      cluster.modelServing.status.units ?? [],
+      [],
+      "no record is left once every unit runs the current revision",
+    );
   });
 
   it("under ServingGroupRecreate, an instance such an update back to the current revision moved is rebuilt alone when it fails: the rest of its group stays, below the role partition too (review of fuzz-925's fix)", () => {
-    const cluster = idealCluster(pdManifest({ recoveryPolicy: "ServingGroupRecreate", rolloutStrategy: { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({
+        recoveryPolicy: "ServingGroupRecreate",
+        rolloutStrategy: { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } },
+      }),
+    );
     run(cluster);
     setDecodeImage(cluster, "vllm:v2");
     run(cluster);
     const current = cluster.modelServing.status.currentRevision;
     setDecodeImage(cluster, "vllm:v1");
-    planUntil(cluster, () => (cluster.modelServing.status.units ?? []).some((unit: any) => unit.role === undefined && unit.group === 2 && unit.revision !== current) && images(cluster, "llm-2-decode").length === 4 && images(cluster, "llm-2-decode").every((image) => image.endsWith("vllm:v1")), "group 2 rebuilt at the rolled-back revision");
+    planUntil(
+      cluster,
+      () =>
+        (cluster.modelServing.status.units ?? []).some(
+          (unit: any) => unit.role === undefined && unit.group === 2 && unit.revision !== current,
+        ) &&
+        images(cluster, "llm-2-decode").length === 4 &&
+        images(cluster, "llm-2-decode").every((image) => image.endsWith("vllm:v1")),
+      "group 2 rebuilt at the rolled-back revision",
+    );
     setDecodeImage(cluster, "vllm:v2");
-    cluster.modelServing.spec.rolloutStrategy = { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1 } };
+    cluster.modelServing.spec.rolloutStrategy = {
+      type: "RoleRollingUpdate",
+      rollingUpdateConfiguration: { maxUnavailable: 1 },
+    };
     cluster.modelServing.spec.template.roles[1].partition = 1;
     run(cluster);
-    assert.ok(images(cluster, "llm-2-decode-1").every((image) => image.endsWith("vllm:v2")), "decode-1 of group 2 moved back to the current revision");
-    const kept = [...cluster.pods.values()].filter((p) => p.metadata.name.startsWith("llm-2-") && !p.metadata.name.startsWith("llm-2-decode-1")).map((p) => p.metadata.uid).sort();
+    assert.ok(
+      images(cluster, "llm-2-decode-1").every((image) => image.endsWith("vllm:v2")),
+      "decode-1 of group 2 moved back to the current revision",
+    );
+    const kept = [...cluster.pods.values()]
+      .filter((p) => p.metadata.name.startsWith("llm-2-") && !p.metadata.name.startsWith("llm-2-decode-1"))
+      .map((p) => p.metadata.uid)
+      .sort();
     cluster.pods.delete("llm-2-decode-1-1");
     run(cluster);
-    assert.deepEqual([...cluster.pods.values()].filter((p) => p.metadata.name.startsWith("llm-2-") && !p.metadata.name.startsWith("llm-2-decode-1")).map((p) => p.metadata.uid).sort(), kept, "prefill and decode-0 (below the partition) were rebuilt");
+    assert.deepEqual(
+      [...cluster.pods.values()]
+        .filter((p) => p.metadata.name.startsWith("llm-2-") && !p.metadata.name.startsWith("llm-2-decode-1"))
+        .map((p) => p.metadata.uid)
+        .sort(),
+      kept,
+      "prefill and decode-0 (below the partition) were rebuilt",
+    );
   });
 
   it("a switch to a group strategy while groups serve only through role surge instances: those stay until the desired ones serve, and the group rollout keeps its budget (regression: dropped in every group at once)", () => {
@@ -531,8 +961,17 @@ describe("strategy switched mid-rollout", () => {
       delete cluster.modelServing.spec.template.roles[1].maxSurge;
       delete cluster.modelServing.spec.template.roles[1].maxUnavailable;
       cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
-      run(cluster, () => assert.ok(disruptedGroups(cluster, 1).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`));
-      assert.deepEqual(images(cluster, "llm-1-decode"), ["llm-1-decode-0-0=vllm:v2", "llm-1-decode-0-1=vllm:v2"], `${type}: the surge instance is gone at the end`);
+      run(cluster, () =>
+        assert.ok(
+          disruptedGroups(cluster, 1).length <= 1,
+          `${type}: groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`,
+        ),
+      );
+      assert.deepEqual(
+        images(cluster, "llm-1-decode"),
+        ["llm-1-decode-0-0=vllm:v2", "llm-1-decode-0-1=vllm:v2"],
+        `${type}: the surge instance is gone at the end`,
+      );
     }
   });
 
@@ -544,14 +983,31 @@ describe("strategy switched mid-rollout", () => {
       cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
       apply(cluster, plan(observe(cluster), NOW + 20_000).actions);
       const update = cluster.modelServing.status.updateRevision;
-      const reRecorded = (cluster.modelServing.status.units ?? []).filter((unit: any) => unit.role === "decode" && unit.instance === 1 && unit.revision === update).map((unit: any) => unit.group);
-      assert.ok(reRecorded.some((group: number) => carriedBySurge(cluster, group) && cluster.pods.get(`llm-${group}-decode-1-0`)?.metadata.labels?.["tandem.dev/revision"] !== update), `${type}: no serving surge instance re-recorded under an older label`);
+      const reRecorded = (cluster.modelServing.status.units ?? [])
+        .filter((unit: any) => unit.role === "decode" && unit.instance === 1 && unit.revision === update)
+        .map((unit: any) => unit.group);
+      assert.ok(
+        reRecorded.some(
+          (group: number) =>
+            carriedBySurge(cluster, group) &&
+            cluster.pods.get(`llm-${group}-decode-1-0`)?.metadata.labels?.["tandem.dev/revision"] !== update,
+        ),
+        `${type}: no serving surge instance re-recorded under an older label`,
+      );
       cluster.modelServing.spec.rolloutStrategy = { type, rollingUpdateConfiguration: { maxUnavailable: 1 } };
       delete cluster.modelServing.spec.template.roles[1].maxSurge;
       delete cluster.modelServing.spec.template.roles[1].maxUnavailable;
       cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
-      run(cluster, () => assert.ok(disruptedGroups(cluster, 1).length <= 1, `${type}: groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`));
-      assert.ok(images(cluster, "llm-").every((i) => i.endsWith(i.includes("prefill") ? "vllm:v3" : "vllm:v2")), `${type}: ${images(cluster, "llm-").join(" ")}`);
+      run(cluster, () =>
+        assert.ok(
+          disruptedGroups(cluster, 1).length <= 1,
+          `${type}: groups disrupted at once: ${disruptedGroups(cluster, 1).join(",")}`,
+        ),
+      );
+      assert.ok(
+        images(cluster, "llm-").every((i) => i.endsWith(i.includes("prefill") ? "vllm:v3" : "vllm:v2")),
+        `${type}: ${images(cluster, "llm-").join(" ")}`,
+      );
     }
   });
 });
@@ -563,7 +1019,8 @@ describe("partition", () => {
     const v1 = cluster.modelServing.status.currentRevision;
     setDecodeImage(cluster, "vllm:v2");
     run(cluster);
-    const labels = () => [0, 1, 2].map((g) => cluster.pods.get(`llm-${g}-decode-0-0`)?.metadata.labels?.["tandem.dev/revision"]);
+    const labels = () =>
+      [0, 1, 2].map((g) => cluster.pods.get(`llm-${g}-decode-0-0`)?.metadata.labels?.["tandem.dev/revision"]);
     const v2 = cluster.modelServing.status.updateRevision;
     assert.deepEqual(labels(), [v1, v1, v2]);
     // Every pod of group 1 is lost; the plan is stateless, so this is also a controller restart.
@@ -573,7 +1030,9 @@ describe("partition", () => {
   });
 
   it("a v1 → v2 → v3 chain: units still on v1 recover at v1 and GC keeps v1", () => {
-    const cluster = idealCluster(pdManifest({ revisionHistoryLimit: 0, rolloutStrategy: { rollingUpdateConfiguration: { partition: 1 } } }));
+    const cluster = idealCluster(
+      pdManifest({ revisionHistoryLimit: 0, rolloutStrategy: { rollingUpdateConfiguration: { partition: 1 } } }),
+    );
     run(cluster);
     const v1 = cluster.modelServing.status.currentRevision;
     setDecodeImage(cluster, "vllm:v2");
@@ -590,9 +1049,14 @@ describe("partition", () => {
 
 describe("partition raised mid-rollout (StatefulSet semantics: read at every pass)", () => {
   const DRAIN = { timeoutSeconds: 60 };
-  const uids = (cluster: IdealCluster) => [...cluster.pods.values()].map((p) => `${p.metadata.name}=${p.metadata.uid ?? ""}`).sort();
-  const draining = (cluster: IdealCluster) => [...cluster.pods.values()].filter((p) => p.metadata.annotations?.["tandem.dev/draining"] !== undefined).map((p) => p.metadata.name);
-  const revisionOf = (cluster: IdealCluster, name: string) => cluster.pods.get(name)?.metadata.labels?.["tandem.dev/revision"];
+  const uids = (cluster: IdealCluster) =>
+    [...cluster.pods.values()].map((p) => `${p.metadata.name}=${p.metadata.uid ?? ""}`).sort();
+  const draining = (cluster: IdealCluster) =>
+    [...cluster.pods.values()]
+      .filter((p) => p.metadata.annotations?.["tandem.dev/draining"] !== undefined)
+      .map((p) => p.metadata.name);
+  const revisionOf = (cluster: IdealCluster, name: string) =>
+    cluster.pods.get(name)?.metadata.labels?.["tandem.dev/revision"];
 
   /** Plans and applies once at `atMs`: the update's first permits are recorded and their drains begin. */
   function startUpdate(cluster: IdealCluster, atMs: number): void {
@@ -611,7 +1075,9 @@ describe("partition raised mid-rollout (StatefulSet semantics: read at every pas
     const v1 = cluster.modelServing.status.currentRevision;
     const before = uids(cluster);
     startUpdate(cluster, NOW);
-    assert.deepEqual(cluster.modelServing.status.units, [{ group: 2, revision: cluster.modelServing.status.updateRevision }]);
+    assert.deepEqual(cluster.modelServing.status.units, [
+      { group: 2, revision: cluster.modelServing.status.updateRevision },
+    ]);
     assert.ok(draining(cluster).length > 0 && draining(cluster).every((name) => name.startsWith("llm-2-")));
     raise(cluster, (spec) => (spec.rolloutStrategy = { rollingUpdateConfiguration: { partition: 3 } }));
     // Within the drain timeout: nothing has been deleted yet.
@@ -619,7 +1085,11 @@ describe("partition raised mid-rollout (StatefulSet semantics: read at every pas
     assert.deepEqual(draining(cluster), []);
     assert.equal(cluster.modelServing.status.units, undefined, "the withdrawn permit leaves no record");
     assert.ok([0, 1, 2].every((group) => revisionOf(cluster, `llm-${group}-decode-0-0`) === v1));
-    assert.ok([0, 1, 2].every((group) => available(cluster, group, "decode") === 2 && available(cluster, group, "prefill") === 2));
+    assert.ok(
+      [0, 1, 2].every(
+        (group) => available(cluster, group, "decode") === 2 && available(cluster, group, "prefill") === 2,
+      ),
+    );
   });
 
   it("over a group some of whose instances are already deleted: the group goes back whole, those rebuilt at the revision the others run", () => {
@@ -649,20 +1119,41 @@ describe("partition raised mid-rollout (StatefulSet semantics: read at every pas
   });
 
   it("RoleRollingUpdate, over an instance being drained: it keeps its pods; instances above the role partition still move", () => {
-    const cluster = idealCluster(pdManifest({ drain: DRAIN, rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 3 } } }, { maxUnavailable: 2 }));
+    const cluster = idealCluster(
+      pdManifest(
+        {
+          drain: DRAIN,
+          rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 3 } },
+        },
+        { maxUnavailable: 2 },
+      ),
+    );
     run(cluster);
     const v1 = cluster.modelServing.status.currentRevision;
     const keeps = uids(cluster).filter((entry) => entry.includes("decode-0-"));
     startUpdate(cluster, NOW);
-    assert.ok(draining(cluster).some((name) => name.includes("decode-0-")), "decode-0 is being drained");
+    assert.ok(
+      draining(cluster).some((name) => name.includes("decode-0-")),
+      "decode-0 is being drained",
+    );
     raise(cluster, (spec) => (spec.template.roles[1].partition = 1));
     // Past the drain timeout of the decode-1 instances, which still move.
     for (let second = 1; second <= 90; second++) {
       apply(cluster, plan(observe(cluster), NOW + second * 1000).actions);
-      assert.deepEqual(uids(cluster).filter((entry) => entry.includes("decode-0-")), keeps, "no decode-0 pod is deleted");
+      assert.deepEqual(
+        uids(cluster).filter((entry) => entry.includes("decode-0-")),
+        keeps,
+        "no decode-0 pod is deleted",
+      );
     }
     const v2 = cluster.modelServing.status.updateRevision;
-    assert.ok([0, 1, 2].every((group) => revisionOf(cluster, `llm-${group}-decode-0-0`) === v1 && revisionOf(cluster, `llm-${group}-decode-1-0`) === v2));
+    assert.ok(
+      [0, 1, 2].every(
+        (group) =>
+          revisionOf(cluster, `llm-${group}-decode-0-0`) === v1 &&
+          revisionOf(cluster, `llm-${group}-decode-1-0`) === v2,
+      ),
+    );
     assert.deepEqual(draining(cluster), []);
   });
 });
@@ -700,9 +1191,25 @@ describe("rollback", () => {
 });
 
 describe("coordinated RoleRollingUpdate (in the planner)", () => {
-  function chainManifest(maxSkew: string, roles: { name: string; replicas: number; maxUnavailable?: number | string; maxSurge?: number; partition?: number }[], dependencies?: { role: string; dependsOn: string[] }[]) {
+  function chainManifest(
+    maxSkew: string,
+    roles: {
+      name: string;
+      replicas: number;
+      maxUnavailable?: number | string;
+      maxSurge?: number;
+      partition?: number;
+    }[],
+    dependencies?: { role: string; dependsOn: string[] }[],
+  ) {
     return manifest(
-      { replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate", coordination: { maxSkew, ...(dependencies ? { dependencies } : {}) } } },
+      {
+        replicas: 1,
+        rolloutStrategy: {
+          type: "RoleRollingUpdate",
+          coordination: { maxSkew, ...(dependencies ? { dependencies } : {}) },
+        },
+      },
       roles.map((role) => ({ entryTemplate: pod("img:v1"), ...role })),
     );
   }
@@ -713,32 +1220,57 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
   }
 
   it("the seed's example: from zero at 10%, roles of 100, 50 and 10 get 10, 5 and 1 start permits", () => {
-    const cluster = idealCluster(chainManifest("10%", [
-      { name: "a", replicas: 100, maxUnavailable: "100%" },
-      { name: "b", replicas: 50, maxUnavailable: "100%" },
-      { name: "c", replicas: 10, maxUnavailable: "100%" },
-    ]));
+    const cluster = idealCluster(
+      chainManifest("10%", [
+        { name: "a", replicas: 100, maxUnavailable: "100%" },
+        { name: "b", replicas: 50, maxUnavailable: "100%" },
+        { name: "c", replicas: 10, maxUnavailable: "100%" },
+      ]),
+    );
     run(cluster);
     update(cluster);
     apply(cluster, plan(observe(cluster), NOW).actions);
     const units: { role: string }[] = cluster.modelServing.status.units;
-    assert.deepEqual(["a", "b", "c"].map((role) => units.filter((unit) => unit.role === role).length), [10, 5, 1]);
+    assert.deepEqual(
+      ["a", "b", "c"].map((role) => units.filter((unit) => unit.role === role).length),
+      [10, 5, 1],
+    );
     run(cluster);
     assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
   });
 
   it("a chain a → b → c where c has one instance: c builds its new instance beside the old one (surge) and goes last", () => {
-    const cluster = idealCluster(chainManifest("50%", [
-      { name: "a", replicas: 4 },
-      { name: "b", replicas: 2 },
-      { name: "c", replicas: 1, maxSurge: 1 },
-    ], [{ role: "a", dependsOn: ["b"] }, { role: "b", dependsOn: ["c"] }]));
+    const cluster = idealCluster(
+      chainManifest(
+        "50%",
+        [
+          { name: "a", replicas: 4 },
+          { name: "b", replicas: 2 },
+          { name: "c", replicas: 1, maxSurge: 1 },
+        ],
+        [
+          { role: "a", dependsOn: ["b"] },
+          { role: "b", dependsOn: ["c"] },
+        ],
+      ),
+    );
     run(cluster);
     update(cluster);
-    const oldServing = (role: string) => [...cluster.pods.values()].filter((p) => p.metadata.labels?.["tandem.dev/role"] === role && p.spec.containers[0]?.image === "img:v1").length;
-    const newReady = (role: string) => [...cluster.pods.values()].filter((p) => p.metadata.labels?.["tandem.dev/role"] === role && p.spec.containers[0]?.image === "img:v2" && isReady(p)).length;
+    const oldServing = (role: string) =>
+      [...cluster.pods.values()].filter(
+        (p) => p.metadata.labels?.["tandem.dev/role"] === role && p.spec.containers[0]?.image === "img:v1",
+      ).length;
+    const newReady = (role: string) =>
+      [...cluster.pods.values()].filter(
+        (p) =>
+          p.metadata.labels?.["tandem.dev/role"] === role && p.spec.containers[0]?.image === "img:v2" && isReady(p),
+      ).length;
     run(cluster, () => {
-      if (oldServing("a") < 4) assert.ok(newReady("b") > 0 && newReady("c") > 0, "a started before its whole dependency path had new Ready capacity");
+      if (oldServing("a") < 4)
+        assert.ok(
+          newReady("b") > 0 && newReady("c") > 0,
+          "a started before its whole dependency path had new Ready capacity",
+        );
       if (oldServing("a") > 0) assert.ok(oldServing("b") >= 1, "the last old b went while old a remained");
       if (oldServing("b") > 0) assert.ok(oldServing("c") >= 1, "the last old c went while old b remained");
     });
@@ -747,11 +1279,21 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
   });
 
   it("a serving surge instance yields to a starved replacement when maxSkew withholds the old instance's permit, and is not wanted back while it starves (fuzz-coordinated-69)", () => {
-    const cluster = idealCluster(chainManifest("25%", [{ name: "prefill", replicas: 1 }, { name: "decode", replicas: 2, maxUnavailable: 1, maxSurge: 1 }]));
+    const cluster = idealCluster(
+      chainManifest("25%", [
+        { name: "prefill", replicas: 1 },
+        { name: "decode", replicas: 2, maxUnavailable: 1, maxSurge: 1 },
+      ]),
+    );
     run(cluster);
     update(cluster);
     // A full cluster: a replacement at the new image cannot be placed while the surge pod lives.
-    const unschedulable = { phase: "Pending" as const, conditions: [{ type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" }] };
+    const unschedulable = {
+      phase: "Pending" as const,
+      conditions: [
+        { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
+      ],
+    };
     const starve = () => {
       for (const instance of [0, 1]) {
         const desired = cluster.pods.get(`llm-0-decode-${instance}-0`);
@@ -765,16 +1307,33 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
       surgeSeen ||= cluster.pods.has("llm-0-decode-2-0");
     }
     assert.ok(surgeSeen, "the rollout started with a surge instance");
-    assert.ok(!cluster.pods.has("llm-0-decode-2-0"), "the serving surge instance kept the capacity the starved replacement needs while the old one waited for maxSkew");
-    assert.deepEqual(images(cluster, "llm-0-decode-0"), ["llm-0-decode-0-0=img:v1"], "the old instance serves on: the role's floor");
+    assert.ok(
+      !cluster.pods.has("llm-0-decode-2-0"),
+      "the serving surge instance kept the capacity the starved replacement needs while the old one waited for maxSkew",
+    );
+    assert.deepEqual(
+      images(cluster, "llm-0-decode-0"),
+      ["llm-0-decode-0-0=img:v1"],
+      "the old instance serves on: the role's floor",
+    );
     // With the capacity back, the rollout completes.
-    for (const [name, found] of cluster.pods) if (found.status?.phase === "Pending") cluster.pods.set(name, readyPod(found, false));
+    for (const [name, found] of cluster.pods)
+      if (found.status?.phase === "Pending") cluster.pods.set(name, readyPod(found, false));
     run(cluster);
     assert.deepEqual(images(cluster, "llm-0-decode"), ["llm-0-decode-0-0=img:v2", "llm-0-decode-1-0=img:v2"]);
   });
 
   it("without surge, the chain waits with RolloutBlocked naming the role and the fix (once, however many groups say it), and never breaks the order", () => {
-    const cluster = idealCluster({ ...chainManifest("50%", [{ name: "a", replicas: 2 }, { name: "c", replicas: 1 }], [{ role: "a", dependsOn: ["c"] }]) });
+    const cluster = idealCluster({
+      ...chainManifest(
+        "50%",
+        [
+          { name: "a", replicas: 2 },
+          { name: "c", replicas: 1 },
+        ],
+        [{ role: "a", dependsOn: ["c"] }],
+      ),
+    });
     cluster.modelServing.spec.replicas = 3;
     run(cluster);
     update(cluster);
@@ -787,34 +1346,84 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
   });
 
   it("decode (2) keeps one old instance for prefill, capping it at 1/2, which leaves prefill (3) at 10% short: RolloutBlocked with the smallest maxSkew, which then finishes", () => {
-    const cluster = idealCluster(chainManifest("10%", [{ name: "prefill", replicas: 3, maxUnavailable: 1 }, { name: "decode", replicas: 2 }], [{ role: "prefill", dependsOn: ["decode"] }]));
+    const cluster = idealCluster(
+      chainManifest(
+        "10%",
+        [
+          { name: "prefill", replicas: 3, maxUnavailable: 1 },
+          { name: "decode", replicas: 2 },
+        ],
+        [{ role: "prefill", dependsOn: ["decode"] }],
+      ),
+    );
     run(cluster);
     update(cluster);
     run(cluster);
     const conditions = (type: string) => cluster.modelServing.status.conditions.find((c: any) => c.type === type);
     assert.equal(conditions("RolloutBlocked")?.status, "True");
-    assert.match(conditions("RolloutBlocked").message, /role prefill may start only 2 of its 3 .* role decode keeps an old instance .* set maxSurge on role decode \(e\.g\. 1\), raise maxSkew to at least 17%, or remove the dependency on role decode/);
-    assert.deepEqual([conditions("Progressing")?.status, conditions("Progressing")?.reason], ["False", "RolloutBlocked"], "not Converged");
-    assert.deepEqual(images(cluster, "llm-0-"), ["llm-0-decode-0-0=img:v1", "llm-0-decode-1-0=img:v2", "llm-0-prefill-0-0=img:v1", "llm-0-prefill-1-0=img:v2", "llm-0-prefill-2-0=img:v2"]);
+    assert.match(
+      conditions("RolloutBlocked").message,
+      /role prefill may start only 2 of its 3 .* role decode keeps an old instance .* set maxSurge on role decode \(e\.g\. 1\), raise maxSkew to at least 17%, or remove the dependency on role decode/,
+    );
+    assert.deepEqual(
+      [conditions("Progressing")?.status, conditions("Progressing")?.reason],
+      ["False", "RolloutBlocked"],
+      "not Converged",
+    );
+    assert.deepEqual(images(cluster, "llm-0-"), [
+      "llm-0-decode-0-0=img:v1",
+      "llm-0-decode-1-0=img:v2",
+      "llm-0-prefill-0-0=img:v1",
+      "llm-0-prefill-1-0=img:v2",
+      "llm-0-prefill-2-0=img:v2",
+    ]);
     cluster.modelServing.spec.rolloutStrategy.coordination.maxSkew = "17%";
     run(cluster);
     assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
-    assert.equal(cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked"), undefined);
+    assert.equal(
+      cluster.modelServing.status.conditions.find((c: any) => c.type === "RolloutBlocked"),
+      undefined,
+    );
   });
 
   it("prefill-0 below prefill's partition keeps decode's last old instance and its surge: Progressing says so until the partition is lowered", () => {
-    const cluster = idealCluster(chainManifest("100%", [{ name: "prefill", replicas: 3, partition: 1 }, { name: "decode", replicas: 1, maxSurge: 1 }], [{ role: "prefill", dependsOn: ["decode"] }]));
+    const cluster = idealCluster(
+      chainManifest(
+        "100%",
+        [
+          { name: "prefill", replicas: 3, partition: 1 },
+          { name: "decode", replicas: 1, maxSurge: 1 },
+        ],
+        [{ role: "prefill", dependsOn: ["decode"] }],
+      ),
+    );
     run(cluster);
     update(cluster);
     run(cluster);
-    assert.deepEqual(images(cluster, "llm-0-"), ["llm-0-decode-0-0=img:v1", "llm-0-decode-1-0=img:v2", "llm-0-prefill-0-0=img:v1", "llm-0-prefill-1-0=img:v2", "llm-0-prefill-2-0=img:v2"]);
+    assert.deepEqual(images(cluster, "llm-0-"), [
+      "llm-0-decode-0-0=img:v1",
+      "llm-0-decode-1-0=img:v2",
+      "llm-0-prefill-0-0=img:v1",
+      "llm-0-prefill-1-0=img:v2",
+      "llm-0-prefill-2-0=img:v2",
+    ]);
     const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
-    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "RolloutWaiting"], "not Converged: the surge instance and decode-0 wait for the partition");
-    assert.match(progressing.message, /group 0 role decode: keeps its last old instance \(and any surge instance beside it\) while role\(s\) prefill that depend on it run old instances below their partition: lower the partition of prefill/);
+    assert.deepEqual(
+      [progressing?.status, progressing?.reason],
+      ["True", "RolloutWaiting"],
+      "not Converged: the surge instance and decode-0 wait for the partition",
+    );
+    assert.match(
+      progressing.message,
+      /group 0 role decode: keeps its last old instance \(and any surge instance beside it\) while role\(s\) prefill that depend on it run old instances below their partition: lower the partition of prefill/,
+    );
     cluster.modelServing.spec.template.roles[0].partition = 0;
     run(cluster);
     assert.ok([...cluster.pods.values()].every((p) => p.spec.containers[0]?.image === "img:v2"));
     assert.ok(!cluster.pods.has("llm-0-decode-1-0"), "the surge instance is gone");
-    assert.equal(cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing")?.reason, "Converged");
+    assert.equal(
+      cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing")?.reason,
+      "Converged",
+    );
   });
 });

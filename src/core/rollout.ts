@@ -69,11 +69,22 @@ function recordKey(record: { group: number; role?: string | undefined; instance?
 /** Decides the layout for this plan from the stored one. */
 export function planRollout(states: InstanceStates, base: Layout, unreadable: UnreadableUses): RolloutDecision {
   const { model, revisions } = states;
-  const scratch: Scratch = { model, revisions, states, records: new Map(base.units.map((record) => [recordKey(record), record])), waiting: [], blocked: [], ineligible: [], unreadable, held: new Set() };
+  const scratch: Scratch = {
+    model,
+    revisions,
+    states,
+    records: new Map(base.units.map((record) => [recordKey(record), record])),
+    waiting: [],
+    blocked: [],
+    ineligible: [],
+    unreadable,
+    held: new Set(),
+  };
   const strategy = model.ms.spec.rolloutStrategy;
   withdrawPermitsBelowPartition(scratch, base);
   lapseServingPermits(scratch, base);
-  const surge = strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
+  const surge =
+    strategy.type === "RoleRollingUpdate" ? planRoleRollout(scratch, base) : planGroupRollout(scratch, base);
   const promoted = promote(scratch, base, surge);
   const currentName = promoted ? revisions.update.name : base.currentName;
   // Promotion drops every record in the same write (docs/design/rollout.md): a record left from
@@ -89,7 +100,10 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
  * record, skipping records kept as they are: most plans change none.
  */
 function sameRecords(a: readonly UnitRecord[], b: readonly UnitRecord[]): boolean {
-  return a.length === b.length && a.every((record, index) => record === b[index] || JSON.stringify(record) === JSON.stringify(b[index]));
+  return (
+    a.length === b.length &&
+    a.every((record, index) => record === b[index] || JSON.stringify(record) === JSON.stringify(b[index]))
+  );
 }
 
 /**
@@ -115,7 +129,9 @@ function withdrawPermitsBelowPartition(scratch: Scratch, base: Layout): void {
   for (const group of range(rolePartitions ? spec.replicas : groupPartition)) {
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
     if (!byRole) withdrawGroupPermit(scratch, group, states);
-    else for (const state of states) if (group < groupPartition || belowRolePartition(scratch, state)) withdrawInstancePermit(scratch, state);
+    else
+      for (const state of states)
+        if (group < groupPartition || belowRolePartition(scratch, state)) withdrawInstancePermit(scratch, state);
   }
 }
 
@@ -136,11 +152,14 @@ function lapseServingPermits(scratch: Scratch, base: Layout): void {
   const byRole = spec.rolloutStrategy.type === "RoleRollingUpdate";
   const resolve = resolver(scratch.revisions, scratch.unreadable);
   const layout = layoutWith(scratch, base, { groups: spec.replicas, instances: (_group, role) => role.replicas });
-  const groups = new Set([...scratch.records.values()].map((record) => record.group).filter((group) => group < spec.replicas));
+  const groups = new Set(
+    [...scratch.records.values()].map((record) => record.group).filter((group) => group < spec.replicas),
+  );
   for (const group of groups) {
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
     if (!byRole) {
-      if (states.some((state) => state.replacing) && states.every(servesUnmoved)) withdrawGroupPermit(scratch, group, states);
+      if (states.some((state) => state.replacing) && states.every(servesUnmoved))
+        withdrawGroupPermit(scratch, group, states);
       continue;
     }
     for (const state of states) if (state.replacing && servesUnmoved(state)) withdrawInstancePermit(scratch, state);
@@ -164,7 +183,12 @@ function belowRolePartition(scratch: Scratch, state: InstanceState): boolean {
  */
 function withdrawInstancePermit(scratch: Scratch, state: InstanceState): void {
   if (!state.replacing || state.running === undefined || patchedInPlace(state)) return;
-  scratch.records.set(recordKey(state), { group: state.group, role: state.role, instance: state.instance, revision: state.running.name });
+  scratch.records.set(recordKey(state), {
+    group: state.group,
+    role: state.role,
+    instance: state.instance,
+    revision: state.running.name,
+  });
 }
 
 /** The group strategies: the group goes back to the revision its live pods run, if it may. */
@@ -182,13 +206,22 @@ function withdrawGroupPermit(scratch: Scratch, group: number, states: readonly I
   // An instance already at the group's record: the group has moved in part. In place, one whose
   // role spec did not change was only relabelled, and is relabelled back as freely.
   const inPlace = scratch.model.ms.spec.rolloutStrategy.type === "InPlaceUpdate";
-  if (atRecord.some((state) => !inPlace || state.running === undefined || !sameRoleSpec(state.running.data, revision.data, state.role))) return;
+  if (
+    atRecord.some(
+      (state) =>
+        !inPlace || state.running === undefined || !sameRoleSpec(state.running.data, revision.data, state.role),
+    )
+  )
+    return;
   permit(scratch, { group, revision: revision.name });
 }
 
 /** A live pod of the instance has had its images patched in place (progress past `Draining`). */
 function patchedInPlace(state: InstanceState): boolean {
-  return state.health.marked && state.health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
+  return (
+    state.health.marked &&
+    state.health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining")
+  );
 }
 
 interface Surge {
@@ -210,9 +243,16 @@ function layoutWith(scratch: Scratch, base: Layout, surge: Surge): Layout {
 function permit(scratch: Scratch, record: UnitRecord): void {
   const key = recordKey(record);
   const existing = scratch.records.get(key);
-  if (existing === undefined || existing.revision !== record.revision || existing.role !== record.role || existing.instance !== record.instance) scratch.records.set(key, record);
+  if (
+    existing === undefined ||
+    existing.revision !== record.revision ||
+    existing.role !== record.role ||
+    existing.instance !== record.instance
+  )
+    scratch.records.set(key, record);
   if (record.role !== undefined) return;
-  for (const [other, kept] of scratch.records) if (kept.group === record.group && kept.role !== undefined) scratch.records.delete(other);
+  for (const [other, kept] of scratch.records)
+    if (kept.group === record.group && kept.role !== undefined) scratch.records.delete(other);
 }
 
 /**
@@ -239,17 +279,49 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   const existingSurge = Math.max(0, ...[...model.tree.keys()].map((group) => group + 1 - replicas));
   const unpermitted = outdated.filter((group) => statesOf(probe, group).some((state) => !state.targetsUpdate)).length;
   const availableBase = range(replicas).filter((group) => groupAvailable(statesOf(probe, group), roles)).length;
-  const starved = eligible.some((group) => statesOf(probe, group).some((state) => state.targetsUpdate && isStarved(state)));
-  const availableSurge = range(existingSurge).filter((group) => groupAvailable(statesOf(probe, replicas + group), roles));
+  const starved = eligible.some((group) =>
+    statesOf(probe, group).some((state) => state.targetsUpdate && isStarved(state)),
+  );
+  const availableSurge = range(existingSurge).filter((group) =>
+    groupAvailable(statesOf(probe, replicas + group), roles),
+  );
   const firstStarvedSurge = range(existingSurge).find((group) => statesOf(probe, replicas + group).some(isStarved));
-  const atUpdate = 1 + (range(existingSurge).findLast((group) => statesOf(probe, replicas + group).every((state) => state.targetsUpdate)) ?? -1);
-  const surgeGroups = surgeCount({ paused, existing: existingSurge, atUpdate, maxSurge: budget.maxSurge, outdated: outdated.length, unfinished, availableBase, floor: replicas - budget.maxUnavailable, starved, availableSurge, firstStarvedSurge });
+  const atUpdate =
+    1 +
+    (range(existingSurge).findLast((group) =>
+      statesOf(probe, replicas + group).every((state) => state.targetsUpdate),
+    ) ?? -1);
+  const surgeGroups = surgeCount({
+    paused,
+    existing: existingSurge,
+    atUpdate,
+    maxSurge: budget.maxSurge,
+    outdated: outdated.length,
+    unfinished,
+    availableBase,
+    floor: replicas - budget.maxUnavailable,
+    starved,
+    availableSurge,
+    firstStarvedSurge,
+  });
   // Below the floor, desired groups below a partition raised mid-rollout may starve too: any desired group counts.
-  const floorStarved = !paused && unpermitted === 0 && surgeGroups > 0 && availableBase < replicas - budget.maxUnavailable && range(replicas).some((group) => statesOf(probe, group).some(isStarved));
-  if (floorStarved) scratch.waiting.push(starvedMessage(availableBase, replicas, budget, "ServingGroup(s)", surgeGroups));
-  const held = holdSurgeGroups((group) => statesOf(probe, group), roles, { from: replicas, to: replicas + surgeGroups, short: replicas - budget.maxUnavailable - availableBase });
+  const floorStarved =
+    !paused &&
+    unpermitted === 0 &&
+    surgeGroups > 0 &&
+    availableBase < replicas - budget.maxUnavailable &&
+    range(replicas).some((group) => statesOf(probe, group).some(isStarved));
+  if (floorStarved)
+    scratch.waiting.push(starvedMessage(availableBase, replicas, budget, "ServingGroup(s)", surgeGroups));
+  const held = holdSurgeGroups((group) => statesOf(probe, group), roles, {
+    from: replicas,
+    to: replicas + surgeGroups,
+    short: replicas - budget.maxUnavailable - availableBase,
+  });
   // Paused, nothing moves: surge units kept stay at their records.
-  if (!paused) for (const group of range(surgeGroups)) if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
+  if (!paused)
+    for (const group of range(surgeGroups))
+      if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
   if (!paused && outdated.length > 0) permitOutdatedGroups(scratch, base, outdated, replicas + surgeGroups);
   return { groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) };
 }
@@ -266,20 +338,34 @@ function permitOutdatedGroups(scratch: Scratch, base: Layout, outdated: readonly
   const resolve = resolver(revisions, scratch.unreadable);
   const roles = model.ms.spec.template.roles;
   // Role surge instances a RoleRollingUpdate left count as the capacity they are (`roleSurgeKept`).
-  const layout = layoutWith(scratch, base, { groups, instances: (group, role) => role.replicas + (group < replicas ? existingRoleSurge(model, group, role) : 0) });
-  const available = range(groups).filter((group) => groupAvailable(desiredInstanceStates(scratch.states, layout, resolve, group), roles));
+  const layout = layoutWith(scratch, base, {
+    groups,
+    instances: (group, role) => role.replicas + (group < replicas ? existingRoleSurge(model, group, role) : 0),
+  });
+  const available = range(groups).filter((group) =>
+    groupAvailable(desiredInstanceStates(scratch.states, layout, resolve, group), roles),
+  );
   let spare = available.length - (replicas - budget.maxUnavailable);
   // Unavailable outdated groups first (moving them costs nothing), then from the highest ordinal.
-  const order = movable(scratch, outdated, resolve).sort((a, b) => Number(available.includes(a)) - Number(available.includes(b)) || b - a);
+  const order = movable(scratch, outdated, resolve).sort(
+    (a, b) => Number(available.includes(a)) - Number(available.includes(b)) || b - a,
+  );
   for (const group of order) {
     const free = !available.includes(group);
     if (!free && spare <= 0) break;
     permit(scratch, { group, revision: revisions.update.name });
     if (!free) spare -= 1;
   }
-  if (spare <= 0 && order.some((group) => available.includes(group) && scratch.records.get(`${group}`)?.revision !== revisions.update.name)) {
+  if (
+    spare <= 0 &&
+    order.some(
+      (group) => available.includes(group) && scratch.records.get(`${group}`)?.revision !== revisions.update.name,
+    )
+  ) {
     const unavailable = range(groups).filter((group) => !available.includes(group));
-    scratch.waiting.push(`${waitingMessage(available.length, replicas, budget, "ServingGroup(s)")}${unschedulableNote(model, unavailable)}`);
+    scratch.waiting.push(
+      `${waitingMessage(available.length, replicas, budget, "ServingGroup(s)")}${unschedulableNote(model, unavailable)}`,
+    );
   }
 }
 
@@ -291,12 +377,20 @@ function permitOutdatedGroups(scratch: Scratch, base: Layout, outdated: readonly
  * group is moved as a whole, its disruption budgeted, and keeps none. They keep their records
  * (nothing re-records them), so they serve as they are until the desired instances are back.
  */
-function roleSurgeKept(scratch: Scratch, base: Layout, resolve: ReturnType<typeof resolver>): (group: number, role: Role) => number {
+function roleSurgeKept(
+  scratch: Scratch,
+  base: Layout,
+  resolve: ReturnType<typeof resolver>,
+): (group: number, role: Role) => number {
   const { model, revisions } = scratch;
   const kept = new Map<number, Map<string, number>>();
-  const layout = layoutWith(scratch, base, { groups: model.ms.spec.replicas, instances: (group, role) => role.replicas + existingRoleSurge(model, group, role) });
+  const layout = layoutWith(scratch, base, {
+    groups: model.ms.spec.replicas,
+    instances: (group, role) => role.replicas + existingRoleSurge(model, group, role),
+  });
   for (const [group, roles] of model.tree) {
-    if (group >= model.ms.spec.replicas || scratch.records.get(`${group}`)?.revision === revisions.update.name) continue;
+    if (group >= model.ms.spec.replicas || scratch.records.get(`${group}`)?.revision === revisions.update.name)
+      continue;
     if (!model.ms.spec.template.roles.some((role) => hasOrdinalFrom(roles.get(role.name), role.replicas))) continue;
     keepSurgeBelowPartition(scratch, group, desiredInstanceStates(scratch.states, layout, resolve, group), kept);
   }
@@ -312,7 +406,11 @@ function roleSurgeKept(scratch: Scratch, base: Layout, resolve: ReturnType<typeo
  * group budget counts surge capacity: it would take one group more down than it allows. Held, it
  * serves until enough desired groups are back; then it is replaced or scaled down.
  */
-function holdSurgeGroups(statesOf: (group: number) => InstanceState[], roles: readonly Role[], surge: { from: number; to: number; short: number }): Set<number> {
+function holdSurgeGroups(
+  statesOf: (group: number) => InstanceState[],
+  roles: readonly Role[],
+  surge: { from: number; to: number; short: number },
+): Set<number> {
   const held = new Set<number>();
   let short = surge.short;
   for (let group = surge.from; group < surge.to && short > 0; group++) {
@@ -399,7 +497,10 @@ function surgeWhileRunning(inputs: SurgeInputs, forFloor: number): number {
   // No surge unit beyond one that waits for capacity: without gang placement, two surge units can
   // each hold part of what they need and neither start (fuzz-faults-53 with router traffic: room
   // for one surge group, maxSurge 2). The first one waits alone; the rest come once it is placed.
-  const beyondStarved = inputs.firstStarvedSurge === undefined ? Number.POSITIVE_INFINITY : Math.max(inputs.firstStarvedSurge + 1, forFloor);
+  const beyondStarved =
+    inputs.firstStarvedSurge === undefined
+      ? Number.POSITIVE_INFINITY
+      : Math.max(inputs.firstStarvedSurge + 1, forFloor);
   if (!inputs.starved) return Math.min(Math.max(Math.min(inputs.maxSurge, inputs.unfinished), forFloor), beyondStarved);
   // Starved: a surge unit still starting would keep the capacity the replacements wait for as long
   // as they wait, below the floor (a deadlock); only the floor's surge stays.
@@ -439,7 +540,13 @@ function waitingMessage(available: number, desired: number, budget: ResolvedBudg
  * larger maxUnavailable ends the wait. Without it the condition only listed the pending pods, as
  * if the wait would end by itself.
  */
-function starvedMessage(availableBase: number, desired: number, budget: ResolvedBudget, unit: string, surge: number): string {
+function starvedMessage(
+  availableBase: number,
+  desired: number,
+  budget: ResolvedBudget,
+  unit: string,
+  surge: number,
+): string {
   return `${availableBase} of ${desired} desired ${unit} available with maxUnavailable ${budget.maxUnavailable}: the rest wait for capacity while ${surge} surge ${unit} carry the floor, and scaling those down would break the budget; add capacity or raise maxUnavailable`;
 }
 
@@ -470,13 +577,17 @@ function unschedulableNote(model: Model, groups: readonly number[], role?: strin
   const starved: number[] = [];
   for (const group of groups) {
     const roles = model.tree.get(group);
-    const instances = roles === undefined ? [] : role === undefined ? instancePodsOf([roles]) : [...(roles.get(role)?.values() ?? [])];
+    const instances =
+      roles === undefined ? [] : role === undefined ? instancePodsOf([roles]) : [...(roles.get(role)?.values() ?? [])];
     let inGroup = 0;
-    for (const instance of instances) for (const view of instance.values()) if (view.facts.unschedulable && !view.facts.terminating) inGroup += 1;
+    for (const instance of instances)
+      for (const view of instance.values()) if (view.facts.unschedulable && !view.facts.terminating) inGroup += 1;
     if (inGroup > 0) starved.push(group);
     pods += inGroup;
   }
-  return pods === 0 ? "" : `; ${pods} pod(s) of group(s) ${starved.join(", ")} cannot be scheduled: add capacity for them`;
+  return pods === 0
+    ? ""
+    : `; ${pods} pod(s) of group(s) ${starved.join(", ")} cannot be scheduled: add capacity for them`;
 }
 
 /** RoleRollingUpdate: instances of changed roles, role budgets within each group, group disruption budget. */
@@ -487,21 +598,34 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   const resolve = resolver(revisions, scratch.unreadable);
   // group → role → surge instances; asked for every role of every group by each later pass.
   const surgeByGroup = new Map<number, Map<string, number>>();
-  const surge: Surge = { groups: spec.replicas, instances: (group, role) => role.replicas + (surgeByGroup.get(group)?.get(role.name) ?? 0) };
+  const surge: Surge = {
+    groups: spec.replicas,
+    instances: (group, role) => role.replicas + (surgeByGroup.get(group)?.get(role.name) ?? 0),
+  };
   // States of every instance that may exist, surge ordinals included, so Ready surge capacity counts:
   // those beyond a maxSurge lowered mid-rollout too, which may carry capacity the budgets need.
-  const stored = layoutWith(scratch, base, { groups: spec.replicas, instances: (group, role) => role.replicas + Math.max(resolveRoleBudget(role).maxSurge, existingRoleSurge(model, group, role)) });
+  const stored = layoutWith(scratch, base, {
+    groups: spec.replicas,
+    instances: (group, role) =>
+      role.replicas + Math.max(resolveRoleBudget(role).maxSurge, existingRoleSurge(model, group, role)),
+  });
   holdSurge(scratch, stored, resolve);
   // Paused, nothing moves: surge instances are what their records say.
   const probe = spec.rolloutStrategy.paused ? stored : surgeAtUpdate(scratch, stored);
   const before = range(spec.replicas).map((group) => desiredInstanceStates(scratch.states, probe, resolve, group));
   // GPUs are one pool: a replacement waiting for capacity in one group is starved by surge in any.
-  const starvedAnywhere = before.some((states) => states.some((state) => state.targetsUpdate && isStarved(state) && state.instance < (model.roles.get(state.role)?.replicas ?? 0)));
+  const starvedAnywhere = before.some((states) =>
+    states.some(
+      (state) =>
+        state.targetsUpdate && isStarved(state) && state.instance < (model.roles.get(state.role)?.replicas ?? 0),
+    ),
+  );
   // The groups that take the group budget: unavailable before this plan, or disrupted by it.
   const disrupted = range(spec.replicas).filter((group) => !groupAvailable(before[group] ?? [], spec.template.roles));
   // Role → the groups where the group budget stopped it, said once per role after the last group.
   const budgetStopped = new Map<string, number[]>();
-  const groupBudgetWait = (group: number, role: string) => getOrCreate(budgetStopped, role, (): number[] => []).push(group);
+  const groupBudgetWait = (group: number, role: string) =>
+    getOrCreate(budgetStopped, role, (): number[] => []).push(group);
   for (const group of range(spec.replicas).reverse()) {
     if (group < groupBudget.partition) {
       keepSurgeBelowPartition(scratch, group, before[group] ?? [], surgeByGroup);
@@ -512,9 +636,16 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
     let groupDisrupted = !groupAvailable(states, spec.template.roles);
     for (const role of spec.template.roles) {
       // A group already disrupted (before or by an earlier role in this plan) costs no more budget.
-      const limits = { paused: spec.rolloutStrategy.paused, mayDisrupt: () => groupDisrupted || disrupted.length < groupBudget.maxUnavailable, groupBudgetWait, permit: permits.get(role.name), starvedAnywhere };
+      const limits = {
+        paused: spec.rolloutStrategy.paused,
+        mayDisrupt: () => groupDisrupted || disrupted.length < groupBudget.maxUnavailable,
+        groupBudgetWait,
+        permit: permits.get(role.name),
+        starvedAnywhere,
+      };
       const result = planRoleInGroup(scratch, group, role, states, limits);
-      if (result.surge > 0) getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, result.surge);
+      if (result.surge > 0)
+        getOrCreate(surgeByGroup, group, () => new Map<string, number>()).set(role.name, result.surge);
       if (result.disruptedGroup && !groupDisrupted) {
         groupDisrupted = true;
         disrupted.push(group);
@@ -524,7 +655,9 @@ function planRoleRollout(scratch: Scratch, base: Layout): Surge {
   if (budgetStopped.size > 0) {
     const why = groupBudgetMessage(model, disrupted, groupBudget.maxUnavailable);
     // First: Progressing lists only the first few waits, and this one names what to do.
-    const lines = [...budgetStopped].map(([role, groups]) => `group(s) ${groups.sort((a, b) => a - b).join(", ")} role ${role}: ${why}`);
+    const lines = [...budgetStopped].map(
+      ([role, groups]) => `group(s) ${groups.sort((a, b) => a - b).join(", ")} role ${role}: ${why}`,
+    );
     scratch.waiting.unshift(...lines);
   }
   return surge;
@@ -570,7 +703,9 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
   const release = new SurgeRelease(scratch, layout, resolve);
   for (const [group, roles] of model.tree) {
     if (group >= model.ms.spec.replicas) continue;
-    const surgeRoles = model.ms.spec.template.roles.filter((role) => hasOrdinalFrom(roles.get(role.name), role.replicas));
+    const surgeRoles = model.ms.spec.template.roles.filter((role) =>
+      hasOrdinalFrom(roles.get(role.name), role.replicas),
+    );
     if (surgeRoles.length === 0) continue;
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
     const serving = groupAvailable(states, model.ms.spec.template.roles);
@@ -614,7 +749,9 @@ class SurgeRelease {
     const { model } = this.#scratch;
     this.#left ??= resolveGroupBudget(model.ms.spec).maxUnavailable - this.#unavailableNow();
     if (this.#left <= 0) {
-      this.#scratch.waiting.push(`group ${group} role ${role.name}: surge instances serve while desired ones wait for capacity they may hold; letting them go would disrupt the group beyond the group maxUnavailable`);
+      this.#scratch.waiting.push(
+        `group ${group} role ${role.name}: surge instances serve while desired ones wait for capacity they may hold; letting them go would disrupt the group beyond the group maxUnavailable`,
+      );
       return false;
     }
     this.#left -= 1;
@@ -626,7 +763,9 @@ class SurgeRelease {
   #unavailableNow(): number {
     const { model, states } = this.#scratch;
     const roles = model.ms.spec.template.roles;
-    return range(model.ms.spec.replicas).filter((group) => !groupAvailable(desiredInstanceStates(states, this.#layout, this.#resolve, group), roles)).length;
+    return range(model.ms.spec.replicas).filter(
+      (group) => !groupAvailable(desiredInstanceStates(states, this.#layout, this.#resolve, group), roles),
+    ).length;
   }
 }
 
@@ -638,14 +777,23 @@ class SurgeRelease {
  * mid-update). They go once the desired instances are back; any other surge instance there is
  * scaled down. `states` are the group's, surge ordinals included.
  */
-function keepSurgeBelowPartition(scratch: Scratch, group: number, states: readonly InstanceState[], surgeByGroup: Map<number, Map<string, number>>): void {
+function keepSurgeBelowPartition(
+  scratch: Scratch,
+  group: number,
+  states: readonly InstanceState[],
+  surgeByGroup: Map<number, Map<string, number>>,
+): void {
   const roles = scratch.model.ms.spec.template.roles;
   const serving = groupAvailable(states, roles);
   for (const role of roles) {
     const mine = states.filter((state) => state.role === role.name);
-    let missing = (serving ? role.replicas : roleFloor(role)) - mine.filter((state) => state.instance < role.replicas && state.available).length;
+    let missing =
+      (serving ? role.replicas : roleFloor(role)) -
+      mine.filter((state) => state.instance < role.replicas && state.available).length;
     let standingIn = 0;
-    for (const state of mine.filter((candidate) => candidate.instance >= role.replicas && candidate.available).sort((a, b) => a.instance - b.instance)) {
+    for (const state of mine
+      .filter((candidate) => candidate.instance >= role.replicas && candidate.available)
+      .sort((a, b) => a.instance - b.instance)) {
       if (missing <= 0) break;
       standingIn = state.instance + 1 - role.replicas;
       missing -= 1;
@@ -667,7 +815,8 @@ function hasOrdinalFrom(instances: ReadonlyMap<number, unknown> | undefined, fro
  */
 function existingRoleSurge(model: Model, group: number, role: Role): number {
   let existing = 0;
-  for (const instance of model.tree.get(group)?.get(role.name)?.keys() ?? []) existing = Math.max(existing, instance + 1 - role.replicas);
+  for (const instance of model.tree.get(group)?.get(role.name)?.keys() ?? [])
+    existing = Math.max(existing, instance + 1 - role.replicas);
   return existing;
 }
 
@@ -698,20 +847,27 @@ function coordinationPermits(scratch: Scratch, states: readonly InstanceState[])
       role: role.name,
       eligible: eligible.length,
       // New Ready capacity, surge included, up to the eligible count (surplus is not progress).
-      readyNew: Math.min(eligible.length, mine.filter((state) => state.instance >= partition && newReady(state)).length),
+      readyNew: Math.min(
+        eligible.length,
+        mine.filter((state) => state.instance >= partition && newReady(state)).length,
+      ),
       inFlight: eligible.filter((state) => state.targetsUpdate && !newReady(state)).length,
       newCapacity: mine.filter(newReady).length,
       oldServing: mine.filter((state) => state.available && !state.atUpdate).length,
-      oldBelowPartition: mine.filter((state) => state.instance < partition && state.available && !state.atUpdate).length,
+      oldBelowPartition: mine.filter((state) => state.instance < partition && state.available && !state.atUpdate)
+        .length,
       active: eligible.some((state) => !state.atUpdate),
       maxSurge: resolveRoleBudget(role).maxSurge,
     };
   });
-  const dependsOn = new Map((coordination.dependencies ?? []).map((dependency) => [dependency.role, dependency.dependsOn]));
+  const dependsOn = new Map(
+    (coordination.dependencies ?? []).map((dependency) => [dependency.role, dependency.dependsOn]),
+  );
   const permits = startPermits(progress, { maxSkewPercent: Number.parseInt(coordination.maxSkew, 10), dependsOn });
   for (const [role, permit] of permits) {
     if (permit.blocked && permit.reason !== undefined) scratch.blocked.push(permit.reason);
-    else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true) scratch.waiting.push(`group ${states[0]?.group ?? "?"} role ${role}: ${permit.reason}`);
+    else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true)
+      scratch.waiting.push(`group ${states[0]?.group ?? "?"} role ${role}: ${permit.reason}`);
   }
   return permits;
 }
@@ -734,7 +890,13 @@ interface RoleLimits {
  * permits for failed instances and new surge instances too). Returns the surge count and whether
  * this step newly disrupted the group.
  */
-function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupStates: readonly InstanceState[], limits: RoleLimits): { surge: number; disruptedGroup: boolean } {
+function planRoleInGroup(
+  scratch: Scratch,
+  group: number,
+  role: Role,
+  groupStates: readonly InstanceState[],
+  limits: RoleLimits,
+): { surge: number; disruptedGroup: boolean } {
   const { revisions } = scratch;
   const budget = resolveRoleBudget(role);
   const states = groupStates.filter((state) => state.role === role.name);
@@ -746,7 +908,12 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
     quota -= granted;
     return granted;
   };
-  const planned = planRoleSurge(scratch, group, role, states, eligible, { paused: limits.paused, grant, mayDisrupt: limits.mayDisrupt, starvedAnywhere: limits.starvedAnywhere });
+  const planned = planRoleSurge(scratch, group, role, states, eligible, {
+    paused: limits.paused,
+    grant,
+    mayDisrupt: limits.mayDisrupt,
+    starvedAnywhere: limits.starvedAnywhere,
+  });
   const { surge } = planned;
   if (limits.paused) return { surge, disruptedGroup: planned.disruptedGroup };
   // Surge instances scaled down now are no capacity to retire against.
@@ -767,7 +934,10 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
       const belowDesired = available - 1 < role.replicas;
       const groupOk = !belowDesired || disruptedGroup || limits.mayDisrupt();
       if (available - 1 < roleFloor(role) || !groupOk) {
-        if (available - 1 < roleFloor(role)) scratch.waiting.push(`group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}${unschedulableNote(scratch.model, [group], role.name)}`);
+        if (available - 1 < roleFloor(role))
+          scratch.waiting.push(
+            `group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}${unschedulableNote(scratch.model, [group], role.name)}`,
+          );
         else limits.groupBudgetWait(group, role.name);
         break;
       }
@@ -790,7 +960,14 @@ function planRoleInGroup(scratch: Scratch, group: number, role: Role, groupState
  * scheduled: budgets hold at every instant). Returns the surge count and whether scaling down
  * disrupted the group.
  */
-function planRoleSurge(scratch: Scratch, group: number, role: Role, states: readonly InstanceState[], eligible: readonly InstanceState[], limits: SurgeLimits): { surge: number; disruptedGroup: boolean } {
+function planRoleSurge(
+  scratch: Scratch,
+  group: number,
+  role: Role,
+  states: readonly InstanceState[],
+  eligible: readonly InstanceState[],
+  limits: SurgeLimits,
+): { surge: number; disruptedGroup: boolean } {
   const { model, revisions } = scratch;
   const maxSurge = resolveRoleBudget(role).maxSurge;
   const existing = existingRoleSurge(model, group, role);
@@ -800,23 +977,41 @@ function planRoleSurge(scratch: Scratch, group: number, role: Role, states: read
   // A held instance stays however few are wanted: it carries the role's floor.
   const held = heldSurgeCount(scratch, group, role);
   // Any group's starved replacement counts: the surge of this one may hold its GPUs.
-  let wanted = surgeCount({ ...counts, paused: limits.paused, existing, maxSurge, floor, starved: limits.starvedAnywhere });
-  if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0) scratch.waiting.push(`group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`);
+  let wanted = surgeCount({
+    ...counts,
+    paused: limits.paused,
+    existing,
+    maxSurge,
+    floor,
+    starved: limits.starvedAnywhere,
+  });
+  if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0)
+    scratch.waiting.push(
+      `group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`,
+    );
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
     if (limits.mayDisrupt()) disruptedGroup = true;
     else {
       // As few as keep the role at its desired count: never more than exist, where `states` stop.
       while (wanted < existing && takesBelowDesired(role, states, wanted)) wanted += 1;
-      scratch.waiting.push(`group ${group} role ${role.name}: keeping ${wanted} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`);
+      scratch.waiting.push(
+        `group ${group} role ${role.name}: keeping ${wanted} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`,
+      );
     }
   }
   const surge = Math.max(wanted <= existing ? wanted : existing + limits.grant(wanted - existing), held);
   // Paused, nothing moves: surge instances kept stay at their records.
-  if (!limits.paused) for (const instance of range(surge)) {
-    const record: UnitRecord = { group, role: role.name, instance: role.replicas + instance, revision: revisions.update.name };
-    if (!scratch.held.has(recordKey(record))) permit(scratch, record);
-  }
+  if (!limits.paused)
+    for (const instance of range(surge)) {
+      const record: UnitRecord = {
+        group,
+        role: role.name,
+        instance: role.replicas + instance,
+        revision: revisions.update.name,
+      };
+      if (!scratch.held.has(recordKey(record))) permit(scratch, record);
+    }
   return { surge, disruptedGroup };
 }
 
@@ -851,7 +1046,16 @@ function roleSurgeCounts(role: Role, states: readonly InstanceState[], eligible:
       else firstStarvedSurge ??= state.instance - role.replicas;
     }
   }
-  return { unfinished, unpermitted, outdated, availableBase, availableSurge, starvedDesired, firstStarvedSurge, atUpdate };
+  return {
+    unfinished,
+    unpermitted,
+    outdated,
+    availableBase,
+    availableSurge,
+    starvedDesired,
+    firstStarvedSurge,
+    atUpdate,
+  };
 }
 
 interface SurgeLimits extends Pick<RoleLimits, "paused" | "mayDisrupt" | "starvedAnywhere"> {
@@ -875,19 +1079,30 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   // With the update current, records left at other revisions still have units to move (an
   // update back to the current revision mid-rollout); once every unit runs it, they go.
   if (base.currentName === revisions.update.name && base.units.length === 0) return false;
-  const noSurge = [...model.tree].every(([group, roles]) => group < model.ms.spec.replicas && [...roles].every(([role, instances]) => {
-    const spec = model.roles.get(role);
-    return [...instances.keys()].every((instance) => spec !== undefined && instance < spec.replicas);
-  }));
+  const noSurge = [...model.tree].every(
+    ([group, roles]) =>
+      group < model.ms.spec.replicas &&
+      [...roles].every(([role, instances]) => {
+        const spec = model.roles.get(role);
+        return [...instances.keys()].every((instance) => spec !== undefined && instance < spec.replicas);
+      }),
+  );
   if (!noSurge || surge.groups > model.ms.spec.replicas) return false;
-  const layout = layoutWith(scratch, base, { groups: model.ms.spec.replicas, instances: (_group, role) => role.replicas });
+  const layout = layoutWith(scratch, base, {
+    groups: model.ms.spec.replicas,
+    instances: (_group, role) => role.replicas,
+  });
   const unreadable: UnreadableUses = new Map();
   const resolve = resolver(revisions, unreadable);
   const expected = model.ms.spec.template.roles.reduce((sum, role) => sum + role.replicas, 0);
   // Every desired instance must be seen (none hidden behind an unreadable revision) and current.
   return range(model.ms.spec.replicas).every((group) => {
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
-    return unreadable.size === 0 && states.length === expected && states.every((state) => state.running !== undefined && state.health.ready && state.atUpdate);
+    return (
+      unreadable.size === 0 &&
+      states.length === expected &&
+      states.every((state) => state.running !== undefined && state.health.ready && state.atUpdate)
+    );
   });
 }
 
@@ -909,22 +1124,30 @@ function compact(scratch: Scratch, currentName: string, surge: Surge): UnitRecor
   const { model } = scratch;
   const lives = (record: UnitRecord): boolean => {
     const role = record.role === undefined ? undefined : model.roles.get(record.role);
-    const desired = record.group < surge.groups && (record.role === undefined || (role !== undefined && (record.instance ?? 0) < surge.instances(record.group, role)));
+    const desired =
+      record.group < surge.groups &&
+      (record.role === undefined ||
+        (role !== undefined && (record.instance ?? 0) < surge.instances(record.group, role)));
     return desired || hasPodNotDeleted(model, record);
   };
   const groupRecorded = new Set<number>();
-  for (const record of scratch.records.values()) if (record.role === undefined && record.revision !== currentName && lives(record)) groupRecorded.add(record.group);
+  for (const record of scratch.records.values())
+    if (record.role === undefined && record.revision !== currentName && lives(record)) groupRecorded.add(record.group);
   const kept = [...scratch.records.values()].filter((record) => {
     if (record.role === undefined) return groupRecorded.has(record.group);
     return (record.revision !== currentName || groupRecorded.has(record.group)) && lives(record);
   });
-  return kept.sort((a, b) => a.group - b.group || compareStrings(a.role ?? "", b.role ?? "") || (a.instance ?? -1) - (b.instance ?? -1));
+  return kept.sort(
+    (a, b) =>
+      a.group - b.group || compareStrings(a.role ?? "", b.role ?? "") || (a.instance ?? -1) - (b.instance ?? -1),
+  );
 }
 
 /** Some pod of the record's unit (its group, or its role instance) is not being deleted. */
 function hasPodNotDeleted(model: Model, record: UnitRecord): boolean {
   const roles = model.tree.get(record.group);
   if (roles === undefined) return false;
-  const instances = record.role === undefined ? instancePodsOf([roles]) : [roles.get(record.role)?.get(record.instance ?? 0)];
+  const instances =
+    record.role === undefined ? instancePodsOf([roles]) : [roles.get(record.role)?.get(record.instance ?? 0)];
   return somePod(instances, (view) => !view.facts.terminating);
 }

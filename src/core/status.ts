@@ -49,7 +49,11 @@ export function computeStatus(
   revisions: Revisions,
   layout: Layout,
   desired: readonly InstanceState[],
-  rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[]; readonly ineligible: readonly Ineligible[] },
+  rollout: {
+    readonly waiting: readonly string[];
+    readonly blocked: readonly string[];
+    readonly ineligible: readonly Ineligible[];
+  },
   work: Work,
   nowMs: number,
 ): ModelServingStatus {
@@ -58,13 +62,38 @@ export function computeStatus(
   const readyGroups = verdicts.filter((verdict) => verdict.ready).length;
   const ineligible = [...rollout.ineligible, ...work.ineligible];
   // A refused in-place change blocks the rollout as much as a coordination dead end does.
-  const blocked = ineligible.length === 0 ? rollout.blocked : [...rollout.blocked, "InPlaceUpdate cannot make this change (condition RolloutBlocked, reason InPlaceIneligible, says how to apply it)"];
-  const progressing = progressingCondition(work, { waiting: rollout.waiting, blocked }, desired, () => hasTerminatingPod(model));
-  const conditions: ConditionState[] = [availableCondition(model, desired, readyGroups), progressing.reason === "Converged" ? (pausedCondition(model, revisions, desired) ?? progressing) : progressing];
+  const blocked =
+    ineligible.length === 0
+      ? rollout.blocked
+      : [
+          ...rollout.blocked,
+          "InPlaceUpdate cannot make this change (condition RolloutBlocked, reason InPlaceIneligible, says how to apply it)",
+        ];
+  const progressing = progressingCondition(work, { waiting: rollout.waiting, blocked }, desired, () =>
+    hasTerminatingPod(model),
+  );
+  const conditions: ConditionState[] = [
+    availableCondition(model, desired, readyGroups),
+    progressing.reason === "Converged" ? (pausedCondition(model, revisions, desired) ?? progressing) : progressing,
+  ];
   // Each group's coordinator gives its own reasons, often the same ones: each is said once.
-  if (rollout.blocked.length > 0) conditions.push(listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", [...new Set(rollout.blocked)]));
-  if (ineligible.length > 0) conditions.push({ type: "RolloutBlocked", status: "True", ...ineligibleCondition(ineligible) });
-  if (work.unreadable.size > 0) conditions.push(listCondition("RevisionUnreadable", "RevisionUnreadable", "Paused what depends on an unreadable revision", unreadableLines(work.unreadable)));
+  if (rollout.blocked.length > 0)
+    conditions.push(
+      listCondition("RolloutBlocked", "DependencyNeedsSurge", "The coordinated rollout cannot proceed", [
+        ...new Set(rollout.blocked),
+      ]),
+    );
+  if (ineligible.length > 0)
+    conditions.push({ type: "RolloutBlocked", status: "True", ...ineligibleCondition(ineligible) });
+  if (work.unreadable.size > 0)
+    conditions.push(
+      listCondition(
+        "RevisionUnreadable",
+        "RevisionUnreadable",
+        "Paused what depends on an unreadable revision",
+        unreadableLines(work.unreadable),
+      ),
+    );
   const firstRole = ms.spec.template.roles[0]?.name ?? "";
   return {
     observedGeneration: model.generation,
@@ -93,7 +122,10 @@ function hasTerminatingPod(model: Model): boolean {
 }
 
 /** Instance counts of one role among the desired instances. */
-function roleStatus(role: string, desired: readonly InstanceState[]): { name: string; replicas: number; ready: number; updated: number } {
+function roleStatus(
+  role: string,
+  desired: readonly InstanceState[],
+): { name: string; replicas: number; ready: number; updated: number } {
   let replicas = 0;
   let ready = 0;
   let updated = 0;
@@ -128,17 +160,37 @@ function groupVerdicts(model: Model, desired: readonly InstanceState[]): GroupVe
       if (state.health.ready) readyByRole.set(state.role, (readyByRole.get(state.role) ?? 0) + 1);
       if (state.health.draining) disrupted = true;
     }
-    return { ready: roles.every((role) => (readyByRole.get(role.name) ?? 0) >= role.replicas), updated: updated && base === baseCount, disrupted };
+    return {
+      ready: roles.every((role) => (readyByRole.get(role.name) ?? 0) >= role.replicas),
+      updated: updated && base === baseCount,
+      disrupted,
+    };
   });
 }
 
 function availableCondition(model: Model, desired: readonly InstanceState[], readyGroups: number): ConditionState {
   const wanted = model.ms.spec.replicas;
-  if (readyGroups >= wanted) return { type: "Available", status: "True", reason: "AllGroupsReady", message: `All ${wanted} ServingGroup(s) are Ready.` };
+  if (readyGroups >= wanted)
+    return {
+      type: "Available",
+      status: "True",
+      reason: "AllGroupsReady",
+      message: `All ${wanted} ServingGroup(s) are Ready.`,
+    };
   const waiting = desired.filter((instance) => !instance.health.ready);
-  const listed = waiting.slice(0, MAX_LISTED).map((instance) => `${instanceId(instance.role, instance.instance)} of group ${instance.group}: ${whyNotReady(instance)}`);
+  const listed = waiting
+    .slice(0, MAX_LISTED)
+    .map(
+      (instance) =>
+        `${instanceId(instance.role, instance.instance)} of group ${instance.group}: ${whyNotReady(instance)}`,
+    );
   const more = waiting.length > MAX_LISTED ? `; and ${waiting.length - MAX_LISTED} more instance(s)` : "";
-  return { type: "Available", status: "False", reason: "GroupsNotReady", message: `${readyGroups} of ${wanted} ServingGroup(s) are Ready. Waiting for ${listed.join("; ")}${more}.` };
+  return {
+    type: "Available",
+    status: "False",
+    reason: "GroupsNotReady",
+    message: `${readyGroups} of ${wanted} ServingGroup(s) are Ready. Waiting for ${listed.join("; ")}${more}.`,
+  };
 }
 
 /** The most telling reason an instance is not Ready, from its pods' status. */
@@ -152,13 +204,15 @@ function whyNotReady(instance: InstanceState): string {
 
 function podState(view: PodView): string {
   const scheduled = podCondition(view.pod, "PodScheduled");
-  if (scheduled?.status === "False") return `Pending (${scheduled.reason ?? "Unscheduled"}${scheduled.message !== undefined ? `: ${scheduled.message}` : ""})`;
+  if (scheduled?.status === "False")
+    return `Pending (${scheduled.reason ?? "Unscheduled"}${scheduled.message !== undefined ? `: ${scheduled.message}` : ""})`;
   const statuses = view.pod.status?.containerStatuses ?? [];
   const waiting = statuses.find((status) => status.state?.waiting !== undefined)?.state?.waiting?.reason;
   // Ready containers behind the serving gate a drain closed: the controller holds it out of
   // service, which "not Ready" alone would hide (fuzz-faults-crash-97 stalled so, unexplained).
   const heldOut = view.facts.containersReady && view.facts.drainingSinceMs !== undefined;
-  const state = waiting ?? `${view.pod.status?.phase ?? "Pending"}, ${heldOut ? "draining (out of service)" : "not Ready"}`;
+  const state =
+    waiting ?? `${view.pod.status?.phase ?? "Pending"}, ${heldOut ? "draining (out of service)" : "not Ready"}`;
   // Between two crashes a pod reads Running: its restarts say it is crash-looping.
   const restarts = statuses.reduce((sum, status) => sum + status.restartCount, 0);
   return restarts > 0 ? `${state}, ${restarts} restart(s)` : state;
@@ -173,11 +227,15 @@ function podState(view: PodView): string {
  */
 function crashHint(desired: readonly InstanceState[]): string {
   const crashing = desired.some((state) => !state.health.ready && state.health.live.some(crashLooping));
-  return crashing ? " A pod keeps crashing (CrashLoopBackOff): fix its image or configuration, or roll back if an update brought it (tandem rollout undo)." : "";
+  return crashing
+    ? " A pod keeps crashing (CrashLoopBackOff): fix its image or configuration, or roll back if an update brought it (tandem rollout undo)."
+    : "";
 }
 
 function crashLooping(view: PodView): boolean {
-  return (view.pod.status?.containerStatuses ?? []).some((status) => status.state?.waiting?.reason === "CrashLoopBackOff");
+  return (view.pod.status?.containerStatuses ?? []).some(
+    (status) => status.state?.waiting?.reason === "CrashLoopBackOff",
+  );
 }
 
 /** How each kind of action reads in the Progressing message. */
@@ -194,7 +252,12 @@ const ACTION_PHRASES: Readonly<Partial<Record<Action["type"], string>>> = {
   DeleteService: "deleting Service(s)",
 };
 
-function progressingCondition(work: Work, rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] }, desired: readonly InstanceState[], terminating: () => boolean): ConditionState {
+function progressingCondition(
+  work: Work,
+  rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] },
+  desired: readonly InstanceState[],
+  terminating: () => boolean,
+): ConditionState {
   const rolloutWaiting = rollout.waiting;
   const counts = new Map<string, number>();
   for (const action of work.actions) {
@@ -205,25 +268,54 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
   if (counts.size === 0 && work.drainWaits.length > 0) return drainWaitingCondition(work.drainWaits);
   if (rolloutWaiting.length > 0) {
     const detail = notReadyDetail(pendingInstances(desired));
-    return { type: "Progressing", status: "True", reason: "RolloutWaiting", message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.${crashHint(desired)}` };
+    return {
+      type: "Progressing",
+      status: "True",
+      reason: "RolloutWaiting",
+      message: `${rolloutWaiting.slice(0, MAX_LISTED).join("; ")}${detail === "" ? "" : `. Not Ready: ${detail}`}.${crashHint(desired)}`,
+    };
   }
   if (counts.size === 0 && work.recheckAtMs === undefined) {
     // Nothing to write, but pods are not Ready yet: say what they wait for rather than "converged".
     const pending = pendingInstances(desired);
     // Capacity alone would not finish a blocked rollout (it needs a spec change first). Whether a
     // pod is terminating is asked last: it looks at every pod.
-    if (rollout.blocked.length === 0 && desired.some((state) => state.health.unschedulable) && !terminating()) return capacityCondition(desired);
+    if (rollout.blocked.length === 0 && desired.some((state) => state.health.unschedulable) && !terminating())
+      return capacityCondition(desired);
     if (pending.length > 0) {
       // An instance rebuilt (a crash recovered) has only terminating pods until they are gone.
-      const what = pending.every((state) => state.health.complete) ? "Every pod exists; waiting for them to become Ready" : "Waiting for pods";
-      return { type: "Progressing", status: "True", reason: "WaitingForPods", message: `${what}: ${notReadyDetail(pending)}.${crashHint(desired)}` };
+      const what = pending.every((state) => state.health.complete)
+        ? "Every pod exists; waiting for them to become Ready"
+        : "Waiting for pods";
+      return {
+        type: "Progressing",
+        status: "True",
+        reason: "WaitingForPods",
+        message: `${what}: ${notReadyDetail(pending)}.${crashHint(desired)}`,
+      };
     }
     // A blocked rollout has nothing to do either, but it has not converged (RolloutBlocked says why).
-    if (rollout.blocked.length > 0) return { type: "Progressing", status: "False", reason: "RolloutBlocked", message: `Nothing can be done until the spec changes: ${rollout.blocked[0]}.` };
-    return { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do: the observed pods match the spec." };
+    if (rollout.blocked.length > 0)
+      return {
+        type: "Progressing",
+        status: "False",
+        reason: "RolloutBlocked",
+        message: `Nothing can be done until the spec changes: ${rollout.blocked[0]}.`,
+      };
+    return {
+      type: "Progressing",
+      status: "False",
+      reason: "Converged",
+      message: "Nothing to do: the observed pods match the spec.",
+    };
   }
   const summary = [...counts].map(([phrase, count]) => `${phrase}: ${count}`).join("; ");
-  return { type: "Progressing", status: "True", reason: "Reconciling", message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.` };
+  return {
+    type: "Progressing",
+    status: "True",
+    reason: "Reconciling",
+    message: summary === "" ? "Waiting for pods to drain or for a restart grace period to end." : `${summary}.`,
+  };
 }
 
 /**
@@ -233,12 +325,20 @@ function progressingCondition(work: Work, rollout: { readonly waiting: readonly 
  */
 function drainWaitingCondition(waits: readonly DrainWait[]): ConditionState {
   const lines = waits.slice(0, MAX_LISTED).map((wait) => {
-    const awaiting = wait.routers.length > 0 ? `awaiting router(s) ${wait.routers.join(", ")}` : `the ${DRAIN_SETTLE_MS / 1000}s settle after the mark (no live router left to confirm)`;
+    const awaiting =
+      wait.routers.length > 0
+        ? `awaiting router(s) ${wait.routers.join(", ")}`
+        : `the ${DRAIN_SETTLE_MS / 1000}s settle after the mark (no live router left to confirm)`;
     // Whole seconds, rounded up: the time shown is never before the timeout.
     return `${wait.unitLabel}: pod(s) ${wait.pods.join(", ")}, ${awaiting}; timeout at ${rfc3339(Math.ceil(wait.timeoutAtMs / 1000) * 1000)}`;
   });
   const more = waits.length > MAX_LISTED ? `; and ${waits.length - MAX_LISTED} more unit(s)` : "";
-  return { type: "Progressing", status: "True", reason: DRAIN_WAITING_REASON, message: `A drain waits before the pods are disrupted: ${lines.join("; ")}${more}.` };
+  return {
+    type: "Progressing",
+    status: "True",
+    reason: DRAIN_WAITING_REASON,
+    message: `A drain waits before the pods are disrupted: ${lines.join("; ")}${more}.`,
+  };
 }
 
 /**
@@ -246,7 +346,11 @@ function drainWaitingCondition(waits: readonly DrainWait[]): ConditionState {
  * the partitions) do not run the update revision: not Converged, but paused, with how many wait
  * and how to resume. Counted in ServingGroups under the group strategies, else in instances.
  */
-function pausedCondition(model: Model, revisions: Revisions, desired: readonly InstanceState[]): ConditionState | undefined {
+function pausedCondition(
+  model: Model,
+  revisions: Revisions,
+  desired: readonly InstanceState[],
+): ConditionState | undefined {
   const { spec } = model.ms;
   if (!spec.rolloutStrategy.paused) return undefined;
   const groupPartition = resolveGroupBudget(spec).partition;
@@ -254,13 +358,24 @@ function pausedCondition(model: Model, revisions: Revisions, desired: readonly I
   const byGroup = spec.rolloutStrategy.type !== "RoleRollingUpdate";
   const eligible = desired.filter((state) => {
     const role = model.roles.get(state.role);
-    return role !== undefined && state.group >= groupPartition && state.instance < role.replicas && (byGroup || state.instance >= resolveRoleBudget(role).partition);
+    return (
+      role !== undefined &&
+      state.group >= groupPartition &&
+      state.instance < role.replicas &&
+      (byGroup || state.instance >= resolveRoleBudget(role).partition)
+    );
   });
   const waiting = eligible.filter((state) => !state.atUpdate);
   if (waiting.length === 0) return undefined;
-  const count = (states: readonly InstanceState[]) => (byGroup ? new Set(states.map((state) => state.group)).size : states.length);
+  const count = (states: readonly InstanceState[]) =>
+    byGroup ? new Set(states.map((state) => state.group)).size : states.length;
   const unit = byGroup ? "ServingGroup(s)" : "instance(s)";
-  return { type: "Progressing", status: "False", reason: PAUSED_REASON, message: `The rollout is paused: ${count(waiting)} of ${count(eligible)} ${unit} the rollout may update wait for revision ${revisions.update.name}. Set spec.rolloutStrategy.paused to false to resume.` };
+  return {
+    type: "Progressing",
+    status: "False",
+    reason: PAUSED_REASON,
+    message: `The rollout is paused: ${count(waiting)} of ${count(eligible)} ${unit} the rollout may update wait for revision ${revisions.update.name}. Set spec.rolloutStrategy.paused to false to resume.`,
+  };
 }
 
 /**
@@ -268,11 +383,15 @@ function pausedCondition(model: Model, revisions: Revisions, desired: readonly I
  * terminating (an instance whose pods all terminate is waited for too, not "converged").
  */
 function pendingInstances(desired: readonly InstanceState[]): InstanceState[] {
-  return desired.filter((state) => !state.health.ready && (state.health.live.length > 0 || state.health.terminating.length > 0)).slice(0, MAX_LISTED);
+  return desired
+    .filter((state) => !state.health.ready && (state.health.live.length > 0 || state.health.terminating.length > 0))
+    .slice(0, MAX_LISTED);
 }
 
 function notReadyDetail(pending: readonly InstanceState[]): string {
-  return pending.map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`).join("; ");
+  return pending
+    .map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`)
+    .join("; ");
 }
 
 /**
@@ -285,10 +404,18 @@ function notReadyDetail(pending: readonly InstanceState[]): string {
  */
 function capacityCondition(desired: readonly InstanceState[]): ConditionState {
   const starved = desired.filter((state) => state.health.unschedulable);
-  const pods = starved.reduce((sum, state) => sum + state.health.live.filter((view) => view.facts.unschedulable).length, 0);
+  const pods = starved.reduce(
+    (sum, state) => sum + state.health.live.filter((view) => view.facts.unschedulable).length,
+    0,
+  );
   const detail = notReadyDetail(starved.slice(0, MAX_LISTED));
   const more = starved.length > MAX_LISTED ? `; and ${starved.length - MAX_LISTED} more instance(s)` : "";
-  return { type: "Progressing", status: "True", reason: "WaitingForCapacity", message: `${pods} pod(s) cannot be scheduled and nothing left to do frees room for them: ${detail}${more}. Add capacity for them.` };
+  return {
+    type: "Progressing",
+    status: "True",
+    reason: "WaitingForCapacity",
+    message: `${pods} pod(s) cannot be scheduled and nothing left to do frees room for them: ${detail}${more}. Add capacity for them.`,
+  };
 }
 
 /** One line per unreadable revision: why, then the units it pauses (at most a few named). */
@@ -310,10 +437,18 @@ function listCondition(type: string, reason: string, lead: string, items: readon
  * Merges computed conditions into the stored ones: a condition whose status is unchanged keeps
  * its lastTransitionTime; conditions not computed this time are dropped.
  */
-export function settleConditions(stored: readonly Condition[], computed: readonly ConditionState[], generation: number, nowMs: number): Condition[] {
+export function settleConditions(
+  stored: readonly Condition[],
+  computed: readonly ConditionState[],
+  generation: number,
+  nowMs: number,
+): Condition[] {
   return computed.map((condition) => {
     const previous = stored.find((candidate) => candidate.type === condition.type);
-    const lastTransitionTime = previous?.status === condition.status && previous.lastTransitionTime !== undefined ? previous.lastTransitionTime : rfc3339(nowMs);
+    const lastTransitionTime =
+      previous?.status === condition.status && previous.lastTransitionTime !== undefined
+        ? previous.lastTransitionTime
+        : rfc3339(nowMs);
     return { ...condition, lastTransitionTime, observedGeneration: generation };
   });
 }

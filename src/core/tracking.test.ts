@@ -20,15 +20,29 @@ function converged(recoveryPolicy: string, prefill = 2): IdealCluster {
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelServing",
     metadata: { name: "llm" },
-    spec: { replicas: 2, recoveryPolicy, drain: { timeoutSeconds: 0 }, template: { roles: [{ name: "prefill", replicas: prefill, entryTemplate: pod }, { name: "decode", replicas: 1, entryTemplate: pod }] } },
+    spec: {
+      replicas: 2,
+      recoveryPolicy,
+      drain: { timeoutSeconds: 0 },
+      template: {
+        roles: [
+          { name: "prefill", replicas: prefill, entryTemplate: pod },
+          { name: "decode", replicas: 1, entryTemplate: pod },
+        ],
+      },
+    },
   });
   converge(cluster, NOW);
   return cluster;
 }
 
 const deleted = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "DeletePod" ? [a.name] : [])).sort();
-const released = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "SetPodFinalizers" && !a.finalizers.includes(FINALIZER_RECOVERY) ? [a.name] : [])).sort();
-const created = (actions: readonly Action[]) => actions.flatMap((a) => (a.type === "CreatePod" ? [a.pod.metadata.name] : [])).sort();
+const released = (actions: readonly Action[]) =>
+  actions
+    .flatMap((a) => (a.type === "SetPodFinalizers" && !a.finalizers.includes(FINALIZER_RECOVERY) ? [a.name] : []))
+    .sort();
+const created = (actions: readonly Action[]) =>
+  actions.flatMap((a) => (a.type === "CreatePod" ? [a.pod.metadata.name] : [])).sort();
 const group1 = ["llm-1-decode-0-0", "llm-1-prefill-0-0", "llm-1-prefill-1-0"];
 
 describe("pod tracking", () => {
@@ -40,9 +54,16 @@ describe("pod tracking", () => {
 
   it("a live pod without the finalizer (created before tracking, or released for a deletion a restart left undone) gets it back, once", () => {
     const cluster = converged("ServingGroupRecreate");
-    for (const name of ["llm-0-prefill-0-0", "llm-1-decode-0-0"]) cluster.pods.get(name)!.metadata.finalizers = ["example.com/other"];
+    for (const name of ["llm-0-prefill-0-0", "llm-1-decode-0-0"])
+      cluster.pods.get(name)!.metadata.finalizers = ["example.com/other"];
     const { actions } = plan(observe(cluster), NOW);
-    assert.deepEqual(actions.map((a) => (a.type === "SetPodFinalizers" ? [a.name, a.finalizers] : [a.type])), [["llm-0-prefill-0-0", ["example.com/other", FINALIZER_RECOVERY]], ["llm-1-decode-0-0", ["example.com/other", FINALIZER_RECOVERY]]]);
+    assert.deepEqual(
+      actions.map((a) => (a.type === "SetPodFinalizers" ? [a.name, a.finalizers] : [a.type])),
+      [
+        ["llm-0-prefill-0-0", ["example.com/other", FINALIZER_RECOVERY]],
+        ["llm-1-decode-0-0", ["example.com/other", FINALIZER_RECOVERY]],
+      ],
+    );
     apply(cluster, actions);
     assert.deepEqual(plan(observe(cluster), NOW).actions, []);
   });
@@ -51,9 +72,15 @@ describe("pod tracking", () => {
     const cluster = converged("ServingGroupRecreate");
     deleteByOthers(cluster, "llm-1-prefill-0-0");
     const recovery = plan(observe(cluster), NOW).actions;
-    assert.deepEqual(deleted(recovery), ["llm-1-decode-0-0", "llm-1-prefill-1-0"], "the group's other pods, nothing of group 0");
+    assert.deepEqual(
+      deleted(recovery),
+      ["llm-1-decode-0-0", "llm-1-prefill-1-0"],
+      "the group's other pods, nothing of group 0",
+    );
     assert.deepEqual(released(recovery), [], "the loss stays observable while the group has live pods");
-    for (const action of recovery) if (action.type === "DeletePod") assert.deepEqual(action.release?.finalizers, [], "released before its own deletion");
+    for (const action of recovery)
+      if (action.type === "DeletePod")
+        assert.deepEqual(action.release?.finalizers, [], "released before its own deletion");
     assert.deepEqual(created(recovery), []);
     apply(cluster, recovery);
     const accounted = plan(observe(cluster), NOW).actions;
@@ -88,7 +115,13 @@ describe("pod tracking", () => {
       apiVersion: "tandem.dev/v1alpha1",
       kind: "ModelServing",
       metadata: { name: "llm" },
-      spec: { replicas: 1, drain: { timeoutSeconds: 0 }, template: { roles: [{ name: "decode", replicas: 1, workerReplicas: 1, entryTemplate: pod, workerTemplate: pod }] } },
+      spec: {
+        replicas: 1,
+        drain: { timeoutSeconds: 0 },
+        template: {
+          roles: [{ name: "decode", replicas: 1, workerReplicas: 1, entryTemplate: pod, workerTemplate: pod }],
+        },
+      },
     });
     converge(cluster, NOW);
     deleteByOthers(cluster, "llm-0-decode-0-1");
@@ -111,7 +144,13 @@ describe("pod tracking", () => {
     const cluster = converged("ServingGroupRecreate");
     for (const name of ["llm-0-prefill-0-0", "llm-1-decode-0-0"]) deleteByOthers(cluster, name);
     cluster.modelServing.metadata.deletionTimestamp = "2026-11-30T00:59:00Z";
-    assert.deepEqual(plan(observe(cluster), NOW).actions.map((a) => [a.type, "name" in a ? a.name : ""]), [["SetPodFinalizers", "llm-0-prefill-0-0"], ["SetPodFinalizers", "llm-1-decode-0-0"]]);
+    assert.deepEqual(
+      plan(observe(cluster), NOW).actions.map((a) => [a.type, "name" in a ? a.name : ""]),
+      [
+        ["SetPodFinalizers", "llm-0-prefill-0-0"],
+        ["SetPodFinalizers", "llm-1-decode-0-0"],
+      ],
+    );
   });
 
   it("a terminating tracked pod of an earlier ModelServing of the same name is released", () => {

@@ -13,12 +13,16 @@ import type { PodView } from "./model.ts";
 /** Deletes the pod on purpose: released first when it holds the finalizer (see `DeletePod`). */
 export function deletePod(view: PodView, reason: DeleteReason): Action {
   const { name } = view.pod.metadata;
-  return view.facts.tracked ? { type: "DeletePod", name, uid: view.uid, reason, release: releaseOf(view.pod) } : { type: "DeletePod", name, uid: view.uid, reason };
+  return view.facts.tracked
+    ? { type: "DeletePod", name, uid: view.uid, reason, release: releaseOf(view.pod) }
+    : { type: "DeletePod", name, uid: view.uid, reason };
 }
 
 /** Releases each of `views` that holds the finalizer. */
 export function releasePods(views: readonly PodView[], actions: Action[]): void {
-  for (const view of views) if (view.facts.tracked) actions.push({ type: "SetPodFinalizers", name: view.pod.metadata.name, uid: view.uid, ...releaseOf(view.pod) });
+  for (const view of views)
+    if (view.facts.tracked)
+      actions.push({ type: "SetPodFinalizers", name: view.pod.metadata.name, uid: view.uid, ...releaseOf(view.pod) });
 }
 
 /**
@@ -27,7 +31,13 @@ export function releasePods(views: readonly PodView[], actions: Action[]): void 
  */
 export function trackPod(view: PodView): Action {
   const finalizers = [...(view.pod.metadata.finalizers ?? []), FINALIZER_RECOVERY];
-  return { type: "SetPodFinalizers", name: view.pod.metadata.name, uid: view.uid, resourceVersion: view.pod.metadata.resourceVersion ?? "", finalizers };
+  return {
+    type: "SetPodFinalizers",
+    name: view.pod.metadata.name,
+    uid: view.uid,
+    resourceVersion: view.pod.metadata.resourceVersion ?? "",
+    finalizers,
+  };
 }
 
 /**
@@ -47,5 +57,8 @@ export function releaseUnplaced(pods: readonly Pod[], placed: (pod: Pod) => bool
 }
 
 function releaseOf(pod: Pod): PodFinalizers {
-  return { resourceVersion: pod.metadata.resourceVersion ?? "", finalizers: (pod.metadata.finalizers ?? []).filter((finalizer) => finalizer !== FINALIZER_RECOVERY) };
+  return {
+    resourceVersion: pod.metadata.resourceVersion ?? "",
+    finalizers: (pod.metadata.finalizers ?? []).filter((finalizer) => finalizer !== FINALIZER_RECOVERY),
+  };
 }

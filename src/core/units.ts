@@ -17,9 +17,15 @@ export interface RecordedRevision {
  * record and a group's last group record count (what reading the list in order finds).
  */
 export function recordedRevisions(units: readonly UnitRecord[]): RecordedRevision {
-  const groups = new Map<number, { revision: string | undefined; readonly instances: Map<string, Map<number, string>> }>();
+  const groups = new Map<
+    number,
+    { revision: string | undefined; readonly instances: Map<string, Map<number, string>> }
+  >();
   for (const record of units) {
-    const group = getOrCreate(groups, record.group, () => ({ revision: undefined, instances: new Map<string, Map<number, string>>() }));
+    const group = getOrCreate(groups, record.group, () => ({
+      revision: undefined,
+      instances: new Map<string, Map<number, string>>(),
+    }));
     if (record.role === undefined) group.revision = record.revision;
     else if (record.instance !== undefined) {
       const instances = getOrCreate(group.instances, record.role, () => new Map<number, string>());
@@ -27,5 +33,8 @@ export function recordedRevisions(units: readonly UnitRecord[]): RecordedRevisio
     }
   }
   const own = (group: number, role: string, instance: number) => groups.get(group)?.instances.get(role)?.get(instance);
-  return Object.assign((group: number, role: string, instance: number) => own(group, role, instance) ?? groups.get(group)?.revision, { own });
+  return Object.assign(
+    (group: number, role: string, instance: number) => own(group, role, instance) ?? groups.get(group)?.revision,
+    { own },
+  );
 }

@@ -33,10 +33,17 @@ const replicasPlan: PlanFunction = (observed: Observed): Plan => {
   for (const name of want) if (!have.has(name)) actions.push({ type: "CreatePod", pod: podFor(ms, name) });
   for (const pod of observed.pods) {
     if (!want.has(pod.metadata.name) && pod.metadata.deletionTimestamp === undefined) {
-      actions.push({ type: "DeletePod", name: pod.metadata.name, uid: pod.metadata.uid ?? "", reason: "ScaleDown", gracePeriodSeconds: 0 });
+      actions.push({
+        type: "DeletePod",
+        name: pod.metadata.name,
+        uid: pod.metadata.uid ?? "",
+        reason: "ScaleDown",
+        gracePeriodSeconds: 0,
+      });
     }
   }
-  if (ms.status?.["replicas"] !== observed.pods.length) actions.push({ type: "WriteStatus", status: { replicas: observed.pods.length }, barrier: false });
+  if (ms.status?.["replicas"] !== observed.pods.length)
+    actions.push({ type: "WriteStatus", status: { replicas: observed.pods.length }, barrier: false });
   return { actions, requeueAfterMs: undefined };
 };
 
@@ -44,7 +51,12 @@ function podFor(ms: KubeObject<"ModelServing">, name: string): Pod {
   return {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name, namespace: "default", labels: { "tandem.dev/modelserving": ms.metadata.name }, ownerReferences: [ownedBy(ms)] },
+    metadata: {
+      name,
+      namespace: "default",
+      labels: { "tandem.dev/modelserving": ms.metadata.name },
+      ownerReferences: [ownedBy(ms)],
+    },
     spec: { containers: [{ name: "main", image: "vllm:v1" }] },
   };
 }
@@ -67,10 +79,14 @@ function slowWriter(inner: ClusterWriter, clock: VirtualClock, latencyMs: number
     return done.finally(() => inFlight.set(key, (inFlight.get(key) ?? 1) - 1));
   };
   const writer: ClusterWriter = {
-    create: <K extends Kind>(object: KubeObject<K>) => slow(object.kind, object.metadata.name, () => inner.create(object)),
-    update: <K extends Kind>(object: KubeObject<K>) => slow(object.kind, object.metadata.name, () => inner.update(object)),
-    patch: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) => slow(ref.kind, ref.name, () => inner.patch(ref, patch)),
-    patchStatus: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) => slow(ref.kind, ref.name, () => inner.patchStatus(ref, patch)),
+    create: <K extends Kind>(object: KubeObject<K>) =>
+      slow(object.kind, object.metadata.name, () => inner.create(object)),
+    update: <K extends Kind>(object: KubeObject<K>) =>
+      slow(object.kind, object.metadata.name, () => inner.update(object)),
+    patch: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) =>
+      slow(ref.kind, ref.name, () => inner.patch(ref, patch)),
+    patchStatus: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) =>
+      slow(ref.kind, ref.name, () => inner.patchStatus(ref, patch)),
     delete: (ref: ObjectRef, options?: DeleteOptions) => slow(ref.kind, ref.name, () => inner.delete(ref, options)),
   };
   return { writer, inFlight };
@@ -99,17 +115,27 @@ interface HarnessOptions {
 function harness(options: HarnessOptions = {}) {
   const sim = setupServer({ gcDelayMs: 10 }, options.seed ?? 1);
   const logger = new MemoryLogger();
-  const recorder = new EventRecorder({ writer: sim.server.client("events"), clock: sim.clock.onEpoch(), component: "tandem" });
+  const recorder = new EventRecorder({
+    writer: sim.server.client("events"),
+    clock: sim.clock.onEpoch(),
+    component: "tandem",
+  });
   let informer: SimInformer;
   let controller: Controller;
   /** Starts a controller (and its own cache) as a fresh process would. */
   const startController = () => {
-    informer = new SimInformer(sim.server.client("informer"), sim.clock, { kinds: KINDS, ...(options.lagMs === undefined ? {} : { lagMs: options.lagMs }) });
+    informer = new SimInformer(sim.server.client("informer"), sim.clock, {
+      kinds: KINDS,
+      ...(options.lagMs === undefined ? {} : { lagMs: options.lagMs }),
+    });
     informer.start();
     const reader = options.reader?.(informer) ?? informer;
     const inner = sim.server.client("controller");
     const writer = options.writer?.(inner, sim.clock) ?? inner;
-    controller = new Controller({ reader, writer, clock: sim.clock, recorder, logger }, { plan: replicasPlan, ...options.controller });
+    controller = new Controller(
+      { reader, writer, clock: sim.clock, recorder, logger },
+      { plan: replicasPlan, ...options.controller },
+    );
     controller.start();
   };
   startController();
@@ -117,7 +143,8 @@ function harness(options: HarnessOptions = {}) {
    * Lets the controller finish what it can without the clock: until it is idle or, when a write
    * waits for virtual time (a slow writer), until the promise chains have settled.
    */
-  const quiesce = () => (options.writer === undefined ? controller.idle() : Promise.race([controller.idle(), settle(500)]));
+  const quiesce = () =>
+    options.writer === undefined ? controller.idle() : Promise.race([controller.idle(), settle(500)]);
   /** Advances virtual time by `ms`, letting the controller work at every timer. */
   const runFor = async (ms: number) => {
     const targetMs = sim.clock.nowMs() + ms;
@@ -137,10 +164,21 @@ function harness(options: HarnessOptions = {}) {
     startController();
   };
   const podNames = () => sim.server.list("Pod").items.map((pod) => pod.metadata.name);
-  const writes = (filter: { kind?: "Pod" | "ModelServing"; verb?: "create" | "delete" | "patchStatus" } = {}) => sim.server.apiWrites({ client: "controller", ...filter });
+  const writes = (filter: { kind?: "Pod" | "ModelServing"; verb?: "create" | "delete" | "patchStatus" } = {}) =>
+    sim.server.apiWrites({ client: "controller", ...filter });
   // The user's requests, kept apart from the controller's in the write counts.
   const client = sim.server.client("user");
-  return { ...sim, client, logger, runFor, restart, podNames, writes, controller: () => controller, informer: () => informer };
+  return {
+    ...sim,
+    client,
+    logger,
+    runFor,
+    restart,
+    podNames,
+    writes,
+    controller: () => controller,
+    informer: () => informer,
+  };
 }
 
 describe("events to keys", () => {
@@ -227,7 +265,10 @@ describe("controller", () => {
     assert.equal(passes[0]?.nowMs, startMs, "the first event after a quiet interval is handled at once");
     assert.equal(passes[1]?.nowMs, startMs + 1_000, "the next two changes wait for the interval and make one pass");
     assert.ok(passes.length <= 4, `${passes.length} passes`);
-    assert.ok(passes.every((call, i) => i === 0 || call.nowMs - (passes[i - 1]?.nowMs ?? 0) >= 1_000), "at most one pass per interval");
+    assert.ok(
+      passes.every((call, i) => i === 0 || call.nowMs - (passes[i - 1]?.nowMs ?? 0) >= 1_000),
+      "at most one pass per interval",
+    );
   });
 
   it("rejects a negative or fractional minReconcileIntervalMs", () => {
@@ -240,7 +281,10 @@ describe("controller", () => {
     const { client, runFor } = harness({ controller: { plan } });
     await client.create(aModelServing("m"));
     await runFor(3_500);
-    assert.deepEqual(calls.map((call) => call.nowMs), [0, 1_000, 2_000, 3_000]);
+    assert.deepEqual(
+      calls.map((call) => call.nowMs),
+      [0, 1_000, 2_000, 3_000],
+    );
   });
 
   it("reconciles nothing for a ModelServing that is gone; its pods go by garbage collection", async () => {
@@ -344,11 +388,15 @@ describe("controller", () => {
 
   it("logs failures, backs off, and recovers", async () => {
     const { client, runFor, server, logger, podNames } = harness();
-    for (const n of [1, 2, 3]) server.faults.failNth({ verb: "create", kind: "Pod", client: "controller" }, n, { error: "ServerError" });
+    for (const n of [1, 2, 3])
+      server.faults.failNth({ verb: "create", kind: "Pod", client: "controller" }, n, { error: "ServerError" });
     await client.create(aModelServing("m", 1));
     await runFor(1_000);
     assert.deepEqual(podNames(), ["m-0"]);
-    assert.deepEqual(logger.lines("error").map((line) => line.fields["retryInMs"]), [5, 10, 20]);
+    assert.deepEqual(
+      logger.lines("error").map((line) => line.fields["retryInMs"]),
+      [5, 10, 20],
+    );
   });
 
   it("logs a plan that throws and retries it with backoff", async () => {
@@ -366,7 +414,10 @@ describe("controller", () => {
   });
 
   it("converges under random 409, 500 and timeouts, and a restart over the result writes nothing", async () => {
-    const { client, runFor, server, podNames, writes, restart, logger } = harness({ lagMs: 50, controller: { workers: 3 } });
+    const { client, runFor, server, podNames, writes, restart, logger } = harness({
+      lagMs: 50,
+      controller: { workers: 3 },
+    });
     const match = { client: "controller" };
     server.faults.failWithChance(match, 1, 8, { error: "Conflict", stream: "conflict" });
     server.faults.failWithChance(match, 1, 8, { error: "ServerError", stream: "server" });
@@ -379,7 +430,11 @@ describe("controller", () => {
     server.faults.clear();
     await runFor(60_000);
     assert.deepEqual(podNames(), ["a-0", "a-1", "a-2", "a-3", "b-0", "b-1", "c-0", "c-1", "c-2", "c-3"]);
-    for (const [name, replicas] of [["a", 4], ["b", 2], ["c", 4]] as const) {
+    for (const [name, replicas] of [
+      ["a", 4],
+      ["b", 2],
+      ["c", 4],
+    ] as const) {
       assert.equal(server.get({ ...msRef, name }).status?.["replicas"], replicas, name);
     }
     assert.ok(logger.lines("error").length > 0, "the injected 500s were logged");
@@ -404,7 +459,14 @@ describe("controller", () => {
 
 describe("controller: the router registry", () => {
   /** Router `id`'s Lease in namespace `routers`, renewed at `renewMs`. */
-  const lease = (id: string, renewMs: number, scope: RouterScope = { all: true }) => routerLeaseObject({ id, namespace: "routers", scope, leaseDurationSeconds: 15, nowMs: renewMs }) as unknown as KubeObject<"Lease">;
+  const lease = (id: string, renewMs: number, scope: RouterScope = { all: true }) =>
+    routerLeaseObject({
+      id,
+      namespace: "routers",
+      scope,
+      leaseDurationSeconds: 15,
+      nowMs: renewMs,
+    }) as unknown as KubeObject<"Lease">;
 
   it("plans see the routers with liveUntilMs on the controller's clock; only live-set changes re-plan, in scope", async () => {
     const seen: Observed["routers"][] = [];
@@ -413,18 +475,33 @@ describe("controller: the router registry", () => {
       return replicasPlan(observed, nowMs);
     });
     const { client, runFor, clock } = harness({ lagMs: 0, controller: { plan } });
-    for (const name of ["other", "routers"]) await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    for (const name of ["other", "routers"])
+      await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
     await client.create(aModelServing("m", 1));
     await client.create({ ...aModelServing("elsewhere", 0), metadata: { name: "elsewhere", namespace: "other" } });
     await runFor(1_000);
     const settled = calls.length;
     await client.create(lease("a", 0, { all: false, namespaces: ["default"] }));
     await runFor(1_000);
-    assert.deepEqual(calls.slice(settled).map((call) => call.name), ["m"], "a new router re-plans the ModelServings in its scope only");
+    assert.deepEqual(
+      calls.slice(settled).map((call) => call.name),
+      ["m"],
+      "a new router re-plans the ModelServings in its scope only",
+    );
     const registeredMs = calls.at(-1)?.nowMs ?? 0;
-    assert.deepEqual(seen.at(-1), [{ id: "a", scope: { all: false, namespaces: ["default"] }, liveUntilMs: registeredMs + 15_000, liveSinceMs: registeredMs }]);
+    assert.deepEqual(seen.at(-1), [
+      {
+        id: "a",
+        scope: { all: false, namespaces: ["default"] },
+        liveUntilMs: registeredMs + 15_000,
+        liveSinceMs: registeredMs,
+      },
+    ]);
     for (let renewal = 1; renewal <= 3; renewal++) {
-      await client.patch({ kind: "Lease", namespace: "routers", name: "a" }, { spec: { renewTime: microTime(renewal * 5_000) } });
+      await client.patch(
+        { kind: "Lease", namespace: "routers", name: "a" },
+        { spec: { renewTime: microTime(renewal * 5_000) } },
+      );
       await runFor(5_000);
     }
     assert.equal(calls.length, settled + 1, "renewals of a live router re-plan nothing");
@@ -432,11 +509,19 @@ describe("controller: the router registry", () => {
     const expired = calls.length;
     await client.patch({ kind: "Lease", namespace: "routers", name: "a" }, { spec: { renewTime: microTime(99_000) } });
     await runFor(1_000);
-    assert.deepEqual(calls.slice(expired).map((call) => call.name), ["m"], "an expired router renewed again re-plans");
+    assert.deepEqual(
+      calls.slice(expired).map((call) => call.name),
+      ["m"],
+      "an expired router renewed again re-plans",
+    );
     assert.equal(seen.at(-1)?.[0]?.liveUntilMs, clock.nowMs() - 1_000 + 15_000);
     await client.delete({ kind: "Lease", namespace: "routers", name: "a" });
     await runFor(1_000);
-    assert.deepEqual(calls.slice(expired + 1).map((call) => call.name), ["m"], "so does its deletion");
+    assert.deepEqual(
+      calls.slice(expired + 1).map((call) => call.name),
+      ["m"],
+      "so does its deletion",
+    );
     assert.deepEqual(seen.at(-1), []);
   });
 
@@ -453,6 +538,10 @@ describe("controller: the router registry", () => {
     await runFor(60_000);
     await restart();
     await runFor(1_000);
-    assert.equal(seen.at(-1)?.[0]?.liveUntilMs, clock.nowMs() - 1_000 + 15_000, "live for a full duration from the restart, though not renewed for 60 s");
+    assert.equal(
+      seen.at(-1)?.[0]?.liveUntilMs,
+      clock.nowMs() - 1_000 + 15_000,
+      "live for a full duration from the restart, though not renewed for 60 s",
+    );
   });
 });

@@ -114,7 +114,8 @@ export class Controller {
     if (!Number.isSafeInteger(this.#minReconcileIntervalMs) || this.#minReconcileIntervalMs < 0) {
       throw new Error(`minReconcileIntervalMs must be a non-negative integer, got ${this.#minReconcileIntervalMs}`);
     }
-    if (!Number.isSafeInteger(this.#workers) || this.#workers < 1) throw new Error(`workers must be a positive integer, got ${this.#workers}`);
+    if (!Number.isSafeInteger(this.#workers) || this.#workers < 1)
+      throw new Error(`workers must be a positive integer, got ${this.#workers}`);
     this.#queue = new WorkQueue(ports.clock, {
       ...(options.baseDelayMs === undefined ? {} : { baseDelayMs: options.baseDelayMs }),
       ...(options.maxDelayMs === undefined ? {} : { maxDelayMs: options.maxDelayMs }),
@@ -129,7 +130,14 @@ export class Controller {
     const parallel = options.maxParallelWrites === undefined ? {} : { maxParallelWrites: options.maxParallelWrites };
     const executor = new Executor(ports, { ...parallel, expectations: this.#expectations });
     this.#onReconciled = options.onReconciled;
-    this.#reconciler = new Reconciler({ reader: ports.reader, clock: ports.clock, executor, expectations: this.#expectations, plan: options.plan ?? corePlan, routers: () => this.#routers.routers() });
+    this.#reconciler = new Reconciler({
+      reader: ports.reader,
+      clock: ports.clock,
+      executor,
+      expectations: this.#expectations,
+      plan: options.plan ?? corePlan,
+      routers: () => this.#routers.routers(),
+    });
   }
 
   /**
@@ -144,7 +152,8 @@ export class Controller {
       this.#onEvent(event);
     });
     // The Leases already cached are live from now on (every ModelServing is queued below anyway).
-    for (const lease of this.#reader.list("Lease", { labelSelector: `${LABEL_ROUTER}=true` })) this.#routers.apply("ADDED", lease, this.#clock.nowMs());
+    for (const lease of this.#reader.list("Lease", { labelSelector: `${LABEL_ROUTER}=true` }))
+      this.#routers.apply("ADDED", lease, this.#clock.nowMs());
     for (const modelServing of this.#reader.list("ModelServing")) {
       this.#enqueue(keyOf(modelServing.metadata.namespace ?? "", modelServing.metadata.name));
     }
@@ -208,7 +217,11 @@ export class Controller {
     const last = this.#lastPassMs.get(key);
     const holdMs = last === undefined ? 0 : last + this.#minReconcileIntervalMs - this.#clock.nowMs();
     const accepted = holdMs > 0 ? this.#queue.addAfter(key, holdMs) : this.#queue.add(key);
-    if (!accepted) this.#logger.warn({ key, refused: this.#queue.refusedCount() }, "work queue full or stopped; key dropped until its next event");
+    if (!accepted)
+      this.#logger.warn(
+        { key, refused: this.#queue.refusedCount() },
+        "work queue full or stopped; key dropped until its next event",
+      );
   }
 
   /** Starts workers on the next microtask, so a burst of events for one key makes one pass. */
@@ -252,7 +265,11 @@ export class Controller {
     try {
       await this.#pass(key);
     } finally {
-      this.#onReconciled?.({ key, durationMs: this.#clock.nowMs() - startedMs, queueDepth: this.#queue.readyCount() + this.#queue.waitingCount() });
+      this.#onReconciled?.({
+        key,
+        durationMs: this.#clock.nowMs() - startedMs,
+        queueDepth: this.#queue.readyCount() + this.#queue.waitingCount(),
+      });
     }
   }
 
@@ -264,7 +281,10 @@ export class Controller {
       outcome = await this.#reconciler.reconcile(key, this.#abort.signal);
     } catch (error) {
       const retry = retryFields(this.#queue.addRateLimited(key));
-      this.#logger.error({ key, ...retry, error: error instanceof Error ? error.message : String(error) }, "reconcile threw; retrying with backoff");
+      this.#logger.error(
+        { key, ...retry, error: error instanceof Error ? error.message : String(error) },
+        "reconcile threw; retrying with backoff",
+      );
       return;
     }
     switch (outcome.kind) {
@@ -288,10 +308,16 @@ export class Controller {
     if (result.failed.length > 0) {
       const retry = retryFields(this.#queue.addRateLimited(key));
       const counts = { failed: result.failed.length, conflicts: result.conflicts.length };
-      this.#logger.error({ ...fields, ...counts, ...retry, error: first(result.failed) }, "some planned writes failed; retrying with backoff");
+      this.#logger.error(
+        { ...fields, ...counts, ...retry, error: first(result.failed) },
+        "some planned writes failed; retrying with backoff",
+      );
     } else if (result.conflicts.length > 0) {
       const retry = retryFields(this.#queue.addRateLimited(key));
-      this.#logger.info({ ...fields, conflicts: result.conflicts.length, ...retry, conflict: first(result.conflicts) }, "the cluster changed under the plan; planning again");
+      this.#logger.info(
+        { ...fields, conflicts: result.conflicts.length, ...retry, conflict: first(result.conflicts) },
+        "the cluster changed under the plan; planning again",
+      );
     } else {
       this.#queue.forget(key);
     }

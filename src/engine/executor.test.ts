@@ -20,22 +20,44 @@ function recording(inner: ClusterWriter): ClusterWriter & { calls: string[] } {
   const calls: string[] = [];
   return {
     calls,
-    create: <K extends Kind>(object: KubeObject<K>) => (calls.push(`create ${object.kind}/${object.metadata.name}`), inner.create(object)),
-    update: <K extends Kind>(object: KubeObject<K>) => (calls.push(`update ${object.kind}/${object.metadata.name}`), inner.update(object)),
-    patch: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) => (calls.push(`patch ${ref.kind}/${ref.name}`), inner.patch(ref, patch)),
-    patchStatus: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) => (calls.push(`patchStatus ${ref.kind}/${ref.name}`), inner.patchStatus(ref, patch)),
-    delete: (ref: ObjectRef, options?: DeleteOptions) => (calls.push(`delete ${ref.kind}/${ref.name}`), inner.delete(ref, options)),
+    create: <K extends Kind>(object: KubeObject<K>) => (
+      calls.push(`create ${object.kind}/${object.metadata.name}`),
+      inner.create(object)
+    ),
+    update: <K extends Kind>(object: KubeObject<K>) => (
+      calls.push(`update ${object.kind}/${object.metadata.name}`),
+      inner.update(object)
+    ),
+    patch: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) => (
+      calls.push(`patch ${ref.kind}/${ref.name}`),
+      inner.patch(ref, patch)
+    ),
+    patchStatus: <K extends Kind>(ref: ObjectRef<K>, patch: JsonObject) => (
+      calls.push(`patchStatus ${ref.kind}/${ref.name}`),
+      inner.patchStatus(ref, patch)
+    ),
+    delete: (ref: ObjectRef, options?: DeleteOptions) => (
+      calls.push(`delete ${ref.kind}/${ref.name}`),
+      inner.delete(ref, options)
+    ),
   };
 }
 
 async function setup(options: { maxParallelWrites?: number } = {}) {
   const sim = setupServer();
-  const informer = new SimInformer(sim.client, sim.clock, { kinds: ["ModelServing", "Pod", "Service", "ControllerRevision"], lagMs: 0 });
+  const informer = new SimInformer(sim.client, sim.clock, {
+    kinds: ["ModelServing", "Pod", "Service", "ControllerRevision"],
+    lagMs: 0,
+  });
   informer.start();
   const ms = await sim.client.create(aModelServing("m"));
   const writer = recording(sim.server.client("controller"));
   const expectations = new Expectations(sim.clock, { logger: new MemoryLogger() });
-  const recorder = new EventRecorder({ writer: sim.server.client("events"), clock: sim.clock.onEpoch(), component: "tandem" });
+  const recorder = new EventRecorder({
+    writer: sim.server.client("events"),
+    clock: sim.clock.onEpoch(),
+    component: "tandem",
+  });
   const executor = new Executor({ writer, reader: informer, recorder }, { ...options, expectations });
   sim.clock.advance(0);
   /** The target as the cache now shows the ModelServing. */
@@ -69,7 +91,13 @@ function aRevision(name: string): ControllerRevision {
   return {
     apiVersion: "apps/v1",
     kind: "ControllerRevision",
-    metadata: { name, namespace: "default", labels: { "tandem.dev/modelserving": "m" }, annotations: {}, ownerReferences: [] },
+    metadata: {
+      name,
+      namespace: "default",
+      labels: { "tandem.dev/modelserving": "m" },
+      annotations: {},
+      ownerReferences: [],
+    },
     data: {},
     revision: 1,
   } as unknown as ControllerRevision;
@@ -106,7 +134,11 @@ describe("executor", () => {
   });
 
   it("sends at most maxParallelWrites requests at once", async () => {
-    for (const [maxParallelWrites, expected] of [[1, 1], [3, 3], [8, 5]] as const) {
+    for (const [maxParallelWrites, expected] of [
+      [1, 1],
+      [3, 3],
+      [8, 5],
+    ] as const) {
       const { executor, target, writer } = await setup({ maxParallelWrites });
       let inFlight = 0;
       let maxInFlight = 0;
@@ -124,7 +156,12 @@ describe("executor", () => {
   it("drops the rest of the plan when a barrier fails, but not after a non-barrier failure", async () => {
     const { executor, target, writer, server } = await setup();
     server.faults.failNth({ verb: "patchStatus" }, 1, { error: "ServerError" });
-    const actions: Action[] = [createPod("p0"), { type: "WriteStatus", status: { replicas: 2 }, barrier: true }, createPod("p1"), createPod("p2")];
+    const actions: Action[] = [
+      createPod("p0"),
+      { type: "WriteStatus", status: { replicas: 2 }, barrier: true },
+      createPod("p1"),
+      createPod("p2"),
+    ];
     const result = await executor.execute(target(), actions);
     assert.equal(result.applied, 1);
     assert.equal(result.skipped, 2);
@@ -134,14 +171,24 @@ describe("executor", () => {
     assert.deepEqual(writer.calls, ["create Pod/p0", "patchStatus ModelServing/m"]);
 
     server.faults.failNth({ verb: "create", kind: "Pod" }, 1, { error: "ServerError" });
-    const next = await executor.execute(target(), [createPod("p1"), { type: "WriteStatus", status: { replicas: 2 }, barrier: false }]);
-    assert.deepEqual([next.applied, next.failed.length, next.skipped], [1, 1, 0], "a failed non-barrier action does not stop the plan");
+    const next = await executor.execute(target(), [
+      createPod("p1"),
+      { type: "WriteStatus", status: { replicas: 2 }, barrier: false },
+    ]);
+    assert.deepEqual(
+      [next.applied, next.failed.length, next.skipped],
+      [1, 1, 0],
+      "a failed non-barrier action does not stop the plan",
+    );
   });
 
   it("stops at a barrier that meets a Conflict and reports it as a conflict, not a failure", async () => {
     const { executor, target, server } = await setup();
     server.faults.failNth({ verb: "create", kind: "ControllerRevision" }, 1, { error: "Conflict" });
-    const result = await executor.execute(target(), [{ type: "CreateRevision", revision: aRevision("m-1"), barrier: true }, createPod("p0")]);
+    const result = await executor.execute(target(), [
+      { type: "CreateRevision", revision: aRevision("m-1"), barrier: true },
+      createPod("p0"),
+    ]);
     assert.equal(result.applied, 0);
     assert.equal(result.failed.length, 0);
     assert.equal(result.conflicts.length, 1);
@@ -185,7 +232,10 @@ describe("executor", () => {
       ["CreatePod Pod default/p1", "CreatePod Pod default/p3"],
       "in plan order",
     );
-    assert.deepEqual(server.list("Pod").items.map((pod) => pod.metadata.name), ["p0", "p2", "p4"]);
+    assert.deepEqual(
+      server.list("Pod").items.map((pod) => pod.metadata.name),
+      ["p0", "p2", "p4"],
+    );
   });
 
   it("writes the whole status: keys the plan left out are removed, an unchanged status is not written", async () => {
@@ -195,14 +245,26 @@ describe("executor", () => {
       conditions: [{ type: "Available", status: "True", reason: "AllReady" }],
       units: [{ group: 1, revision: "m-1" }],
     };
-    assert.equal((await executor.execute(target(), [{ type: "WriteStatus", status: before, barrier: true }])).applied, 1);
+    assert.equal(
+      (await executor.execute(target(), [{ type: "WriteStatus", status: before, barrier: true }])).applied,
+      1,
+    );
     clock.advance(0);
-    const after: ModelServingStatus = { replicas: 3, conditions: [{ type: "Available", status: "False", reason: "Scaling" }] };
-    assert.equal((await executor.execute(target(), [{ type: "WriteStatus", status: after, barrier: true }])).applied, 1);
+    const after: ModelServingStatus = {
+      replicas: 3,
+      conditions: [{ type: "Available", status: "False", reason: "Scaling" }],
+    };
+    assert.equal(
+      (await executor.execute(target(), [{ type: "WriteStatus", status: after, barrier: true }])).applied,
+      1,
+    );
     assert.deepEqual(server.get(msRef).status, after);
     clock.advance(0);
     const calls = writer.calls.length;
-    assert.equal((await executor.execute(target(), [{ type: "WriteStatus", status: after, barrier: false }])).applied, 1);
+    assert.equal(
+      (await executor.execute(target(), [{ type: "WriteStatus", status: after, barrier: false }])).applied,
+      1,
+    );
     assert.equal(writer.calls.length, calls, "no request for an unchanged status");
   });
 
@@ -218,17 +280,33 @@ describe("executor", () => {
     const { executor, target, client, server, clock, informer } = await setup();
     const pod = await client.create(asObject(aPod("p0")));
     const scheduled: PodCondition = { type: "PodScheduled", status: "True" };
-    await client.patchStatus(podRef("p0"), toJsonObject({ status: { conditions: [scheduled, { type: "tandem.dev/serving", status: "False" }] } }));
+    await client.patchStatus(
+      podRef("p0"),
+      toJsonObject({ status: { conditions: [scheduled, { type: "tandem.dev/serving", status: "False" }] } }),
+    );
     clock.advance(0);
     const cached = informer.get("Pod", "default", "p0");
     const serving: PodCondition = { type: "tandem.dev/serving", status: "True", reason: "Serving" };
     const ready: PodCondition = { type: "Ready", status: "True" };
     const uid = pod.metadata.uid ?? "";
-    const setServing: Action = { type: "SetPodCondition", name: "p0", uid, resourceVersion: cached?.metadata.resourceVersion ?? "", condition: serving };
+    const setServing: Action = {
+      type: "SetPodCondition",
+      name: "p0",
+      uid,
+      resourceVersion: cached?.metadata.resourceVersion ?? "",
+      condition: serving,
+    };
     assert.equal((await executor.execute(target(), [setServing])).applied, 1);
     clock.advance(0);
     const resourceVersion = informer.get("Pod", "default", "p0")?.metadata.resourceVersion ?? "";
-    assert.equal((await executor.execute(target(), [{ type: "SetPodCondition", name: "p0", uid, resourceVersion, condition: ready }])).applied, 1);
+    assert.equal(
+      (
+        await executor.execute(target(), [
+          { type: "SetPodCondition", name: "p0", uid, resourceVersion, condition: ready },
+        ])
+      ).applied,
+      1,
+    );
     assert.deepEqual(server.get(podRef("p0")).status?.["conditions"], [scheduled, serving, ready]);
 
     const stale = await executor.execute(target(), [{ ...setServing, condition: { type: "Ready", status: "False" } }]);
@@ -238,7 +316,12 @@ describe("executor", () => {
   it("annotates with a UID precondition and removes annotations set to null", async () => {
     const { executor, target, client, server } = await setup();
     const pod = await client.create(asObject(aPod("p0", { annotations: { keep: "1", drop: "2" } })));
-    const action: Action = { type: "AnnotatePod", name: "p0", uid: pod.metadata.uid ?? "", annotations: { drop: null, added: "3" } };
+    const action: Action = {
+      type: "AnnotatePod",
+      name: "p0",
+      uid: pod.metadata.uid ?? "",
+      annotations: { drop: null, added: "3" },
+    };
     assert.equal((await executor.execute(target(), [action])).applied, 1);
     assert.deepEqual(server.get(podRef("p0")).metadata.annotations, { keep: "1", added: "3" });
   });
@@ -246,22 +329,46 @@ describe("executor", () => {
   it("annotates and relabels in one write when labels are given", async () => {
     const { executor, target, client, server } = await setup();
     const pod = await client.create(asObject(aPod("p0", { annotations: { "tandem.dev/inplace": "{}" } })));
-    const action: Action = { type: "AnnotatePod", name: "p0", uid: pod.metadata.uid ?? "", annotations: { "tandem.dev/inplace": null }, labels: { "tandem.dev/revision": "m-2" } };
+    const action: Action = {
+      type: "AnnotatePod",
+      name: "p0",
+      uid: pod.metadata.uid ?? "",
+      annotations: { "tandem.dev/inplace": null },
+      labels: { "tandem.dev/revision": "m-2" },
+    };
     assert.equal((await executor.execute(target(), [action])).applied, 1);
     const stored = server.get(podRef("p0"));
-    assert.deepEqual([stored.metadata.annotations, stored.metadata.labels], [{}, { "tandem.dev/modelserving": "m", "tandem.dev/revision": "m-2" }]);
+    assert.deepEqual(
+      [stored.metadata.annotations, stored.metadata.labels],
+      [{}, { "tandem.dev/modelserving": "m", "tandem.dev/revision": "m-2" }],
+    );
   });
 
   it("patches container images in place: the whole list as cached, only images changed, with the annotations, under the plan's resourceVersion", async () => {
     const { executor, target, client, server, clock, informer } = await setup();
-    const spec = { containers: [{ name: "vllm", image: "vllm:v1", args: ["--tp", "8"] }, { name: "sidecar", image: "proxy:v1" }] };
+    const spec = {
+      containers: [
+        { name: "vllm", image: "vllm:v1", args: ["--tp", "8"] },
+        { name: "sidecar", image: "proxy:v1" },
+      ],
+    };
     const pod = await client.create({ ...asObject(aPod("p0")), spec: toJsonObject(spec) });
     clock.advance(0);
     const resourceVersion = informer.get("Pod", "default", "p0")?.metadata.resourceVersion ?? "";
-    const action: Action = { type: "PatchPodImages", name: "p0", uid: pod.metadata.uid ?? "", resourceVersion, images: { vllm: "vllm:v2" }, annotations: { "tandem.dev/inplace": '{"phase":"Patched"}' } };
+    const action: Action = {
+      type: "PatchPodImages",
+      name: "p0",
+      uid: pod.metadata.uid ?? "",
+      resourceVersion,
+      images: { vllm: "vllm:v2" },
+      annotations: { "tandem.dev/inplace": '{"phase":"Patched"}' },
+    };
     assert.equal((await executor.execute(target(), [action])).applied, 1);
     const stored = server.get(podRef("p0"));
-    assert.deepEqual(stored.spec?.["containers"], [{ name: "vllm", image: "vllm:v2", args: ["--tp", "8"] }, { name: "sidecar", image: "proxy:v1" }]);
+    assert.deepEqual(stored.spec?.["containers"], [
+      { name: "vllm", image: "vllm:v2", args: ["--tp", "8"] },
+      { name: "sidecar", image: "proxy:v1" },
+    ]);
     assert.equal(stored.metadata.annotations?.["tandem.dev/inplace"], '{"phase":"Patched"}');
 
     const stale = await executor.execute(target(), [action]);
@@ -271,14 +378,25 @@ describe("executor", () => {
   it("records events about the ModelServing or one of its pods", async () => {
     const { executor, target, server, clock } = await setup();
     const actions: Action[] = [
-      { type: "RecordEvent", eventType: "Warning", reason: "DrainTimeout", message: "pod p0 did not drain in 300 s", pod: "p0" },
+      {
+        type: "RecordEvent",
+        eventType: "Warning",
+        reason: "DrainTimeout",
+        message: "pod p0 did not drain in 300 s",
+        pod: "p0",
+      },
       { type: "RecordEvent", eventType: "Normal", reason: "RolloutStarted", message: "rolling out m-2" },
     ];
     assert.equal((await executor.execute(target(), actions)).applied, 2);
     clock.advance(0);
-    const events = server.list("Event").items.map((event) => [event["reason"], (event["involvedObject"] as { kind: string }).kind]);
+    const events = server
+      .list("Event")
+      .items.map((event) => [event["reason"], (event["involvedObject"] as { kind: string }).kind]);
     // Listed by event name, which starts with the regarding object's name.
-    assert.deepEqual(events, [["RolloutStarted", "ModelServing"], ["DrainTimeout", "Pod"]]);
+    assert.deepEqual(events, [
+      ["RolloutStarted", "ModelServing"],
+      ["DrainTimeout", "Pod"],
+    ]);
   });
 
   it("records an expectation for each applied write and none for a failed one", async () => {
@@ -307,7 +425,11 @@ describe("executor", () => {
     assert.equal(result.failed.length, 3, "all three are reported as failed");
     assert.equal(expectations.count("default/m"), 2, "the patch and the delete may have been applied");
     clock.advance(5_000);
-    assert.deepEqual(expectations.pending("default/m", informer), { satisfied: true }, "the shown patch met its expectation; the lost delete's lapsed after 5 s");
+    assert.deepEqual(
+      expectations.pending("default/m", informer),
+      { satisfied: true },
+      "the shown patch met its expectation; the lost delete's lapsed after 5 s",
+    );
   });
 
   it("stops before the next batch once aborted", async () => {

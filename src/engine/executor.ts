@@ -70,7 +70,9 @@ export interface ExecutorOptions {
   readonly expectations?: Expectations;
 }
 
-type Outcome = { readonly kind: "applied"; readonly expectation?: Expectation } | { readonly kind: "stale" | "failed"; readonly error: Error; readonly expectation?: Expectation };
+type Outcome =
+  | { readonly kind: "applied"; readonly expectation?: Expectation }
+  | { readonly kind: "stale" | "failed"; readonly error: Error; readonly expectation?: Expectation };
 
 /**
  * How long the cache is given to show a write that timed out (clock time): a few times what a
@@ -167,7 +169,10 @@ export class Executor {
       case "AdvanceRevision": {
         const ref = { kind: "ControllerRevision", namespace, name: action.name } as const;
         const shows = (object: KubeObject): boolean => object["revision"] === action.revision;
-        const stored = await orUnknown(writer.patch(ref, { revision: action.revision }), expectPatched(ref, undefined, `revision ${action.revision}`, shows));
+        const stored = await orUnknown(
+          writer.patch(ref, { revision: action.revision }),
+          expectPatched(ref, undefined, `revision ${action.revision}`, shows),
+        );
         return { expectation: expectPatched(ref, stored.metadata.uid, `revision ${action.revision}`, shows) };
       }
       case "DeleteRevision":
@@ -181,7 +186,8 @@ export class Executor {
       case "DeletePod":
         // Released first, deleted only once that is applied: a pod the controller deletes never
         // looks lost (core/tracking.ts). A failed release fails the action, nothing deleted.
-        if (action.release !== undefined) await this.#setFinalizers({ ...action.release, name: action.name, uid: action.uid }, namespace);
+        if (action.release !== undefined)
+          await this.#setFinalizers({ ...action.release, name: action.name, uid: action.uid }, namespace);
         return this.#delete({ kind: "Pod", namespace, name: action.name }, action.uid, action.gracePeriodSeconds);
       case "SetPodFinalizers":
         return this.#setFinalizers(action, namespace);
@@ -207,8 +213,15 @@ export class Executor {
     return { expectation: expectCreated(refOf(sent), stored.metadata.uid ?? "") };
   }
 
-  async #delete(ref: ObjectRef, uid: string | undefined, gracePeriodSeconds?: number): Promise<{ expectation: Expectation }> {
-    const options = { ...(uid === undefined ? {} : { uid }), ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }) };
+  async #delete(
+    ref: ObjectRef,
+    uid: string | undefined,
+    gracePeriodSeconds?: number,
+  ): Promise<{ expectation: Expectation }> {
+    const options = {
+      ...(uid === undefined ? {} : { uid }),
+      ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }),
+    };
     const expectation = expectDeleted(ref, uid);
     await orUnknown(this.#ports.writer.delete(ref, options), expectation);
     return { expectation };
@@ -218,12 +231,23 @@ export class Executor {
    * Sets the pod's finalizers: the whole list (a merge patch replaces lists) under the UID and the
    * resourceVersion the plan saw. Met once the cache shows the recovery finalizer as sent.
    */
-  async #setFinalizers(set: PodFinalizers & { readonly name: string; readonly uid: string }, namespace: string): Promise<{ expectation: Expectation }> {
+  async #setFinalizers(
+    set: PodFinalizers & { readonly name: string; readonly uid: string },
+    namespace: string,
+  ): Promise<{ expectation: Expectation }> {
     const { name, uid, resourceVersion, finalizers } = set;
     const ref = { kind: "Pod", namespace, name } as const;
     const tracked = finalizers.includes(FINALIZER_RECOVERY);
-    const expectation = expectPatched(ref, uid, `finalizer ${FINALIZER_RECOVERY} ${tracked ? "added" : "removed"}`, (object) => (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked);
-    await orUnknown(this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, finalizers: [...finalizers] } }), expectation);
+    const expectation = expectPatched(
+      ref,
+      uid,
+      `finalizer ${FINALIZER_RECOVERY} ${tracked ? "added" : "removed"}`,
+      (object) => (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked,
+    );
+    await orUnknown(
+      this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, finalizers: [...finalizers] } }),
+      expectation,
+    );
     return { expectation };
   }
 
@@ -232,30 +256,53 @@ export class Executor {
     const statusPatch = mergePatchBetween(state.status, desired);
     if (Object.keys(statusPatch).length === 0) return {};
     const { namespace, name, uid } = state.target;
-    const preconditions = { ...(uid === undefined ? {} : { uid }), ...(state.resourceVersion === undefined ? {} : { resourceVersion: state.resourceVersion }) };
+    const preconditions = {
+      ...(uid === undefined ? {} : { uid }),
+      ...(state.resourceVersion === undefined ? {} : { resourceVersion: state.resourceVersion }),
+    };
     const ref = { kind: "ModelServing", namespace, name } as const;
     const basedOn = state.resourceVersion;
     // Timed out, the write may have applied: then the cache moves past the version it was conditional on.
-    const moved = expectPatched(ref, uid, "status written", (object) => basedOn === undefined || object.metadata.resourceVersion !== basedOn);
-    const stored = await orUnknown(this.#ports.writer.patchStatus(ref, { metadata: preconditions, status: statusPatch }), moved);
+    const moved = expectPatched(
+      ref,
+      uid,
+      "status written",
+      (object) => basedOn === undefined || object.metadata.resourceVersion !== basedOn,
+    );
+    const stored = await orUnknown(
+      this.#ports.writer.patchStatus(ref, { metadata: preconditions, status: statusPatch }),
+      moved,
+    );
     // A later status write in this plan diffs against, and is conditional on, this one.
     state.resourceVersion = stored.metadata.resourceVersion;
     state.status = stored.status ?? {};
     const written = state.status;
     // Met once the cache shows this status, or any version past the one the write was conditional
     // on: a second status write in the same plan may land before the cache shows the first.
-    const shows = (object: KubeObject): boolean => jsonEqual(object.status ?? {}, written) || (basedOn !== undefined && object.metadata.resourceVersion !== basedOn);
+    const shows = (object: KubeObject): boolean =>
+      jsonEqual(object.status ?? {}, written) || (basedOn !== undefined && object.metadata.resourceVersion !== basedOn);
     return { expectation: expectPatched(ref, uid, "status written", shows) };
   }
 
   /** Sets and removes annotations (and sets labels, when given) in one merge patch, UID precondition. */
-  async #annotatePod(action: Extract<Action, { type: "AnnotatePod" }>, namespace: string): Promise<{ expectation: Expectation }> {
+  async #annotatePod(
+    action: Extract<Action, { type: "AnnotatePod" }>,
+    namespace: string,
+  ): Promise<{ expectation: Expectation }> {
     const { name, uid, annotations, labels } = action;
     const ref = { kind: "Pod", namespace, name } as const;
     const shows = (object: KubeObject): boolean => showsMetadata(object, annotations, labels ?? {});
-    const what = [...Object.keys(annotations).map((key) => `annotation ${key}`), ...Object.keys(labels ?? {}).map((key) => `label ${key}`)].join(",");
+    const what = [
+      ...Object.keys(annotations).map((key) => `annotation ${key}`),
+      ...Object.keys(labels ?? {}).map((key) => `label ${key}`),
+    ].join(",");
     const expectation = expectPatched(ref, uid, what, shows);
-    await orUnknown(this.#ports.writer.patch(ref, { metadata: { uid, annotations: { ...annotations }, ...(labels === undefined ? {} : { labels: { ...labels } }) } }), expectation);
+    await orUnknown(
+      this.#ports.writer.patch(ref, {
+        metadata: { uid, annotations: { ...annotations }, ...(labels === undefined ? {} : { labels: { ...labels } }) },
+      }),
+      expectation,
+    );
     return { expectation };
   }
 
@@ -265,7 +312,10 @@ export class Executor {
    * the cache holds it at the version the plan saw, with only the named images changed, under
    * that resourceVersion.
    */
-  async #patchPodImages(action: Extract<Action, { type: "PatchPodImages" }>, namespace: string): Promise<{ expectation: Expectation }> {
+  async #patchPodImages(
+    action: Extract<Action, { type: "PatchPodImages" }>,
+    namespace: string,
+  ): Promise<{ expectation: Expectation }> {
     const ref = { kind: "Pod", namespace, name: action.name } as const;
     const { uid, resourceVersion, images, annotations } = action;
     const cached = this.#cachedAt("Pod", namespace, action.name, uid, resourceVersion);
@@ -274,9 +324,16 @@ export class Executor {
       const image = typeof container["name"] === "string" ? images[container["name"]] : undefined;
       return image === undefined ? container : { ...container, image };
     });
-    const shows = (object: KubeObject): boolean => showsImages(object, images) && showsMetadata(object, annotations, {});
+    const shows = (object: KubeObject): boolean =>
+      showsImages(object, images) && showsMetadata(object, annotations, {});
     const expectation = expectPatched(ref, uid, `images ${Object.values(images).join(",")}`, shows);
-    await orUnknown(this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, annotations: { ...annotations } }, spec: { containers } }), expectation);
+    await orUnknown(
+      this.#ports.writer.patch(ref, {
+        metadata: { uid, resourceVersion, annotations: { ...annotations } },
+        spec: { containers },
+      }),
+      expectation,
+    );
     return { expectation };
   }
 
@@ -284,7 +341,10 @@ export class Executor {
   #cachedAt(kind: "Pod", namespace: string, name: string, uid: string, resourceVersion: string): KubeObject<"Pod"> {
     const cached = this.#ports.reader.get(kind, namespace, name);
     if (cached?.metadata.uid !== uid || cached.metadata.resourceVersion !== resourceVersion) {
-      throw new ApiError("Conflict", `pod "${name}" is no longer at uid ${uid}, resourceVersion ${resourceVersion} in the cache`);
+      throw new ApiError(
+        "Conflict",
+        `pod "${name}" is no longer at uid ${uid}, resourceVersion ${resourceVersion} in the cache`,
+      );
     }
     return cached;
   }
@@ -293,14 +353,22 @@ export class Executor {
    * Replaces (or adds) one condition in the pod's list as the cache holds it at the version the
    * plan saw, and sends the whole list under that resourceVersion: a merge patch replaces arrays.
    */
-  async #setPodCondition(action: Extract<Action, { type: "SetPodCondition" }>, namespace: string): Promise<{ expectation: Expectation }> {
+  async #setPodCondition(
+    action: Extract<Action, { type: "SetPodCondition" }>,
+    namespace: string,
+  ): Promise<{ expectation: Expectation }> {
     const ref = { kind: "Pod", namespace, name: action.name } as const;
     const { uid, resourceVersion, condition } = action;
     // The cache has moved past what the plan saw when this throws: the server would refuse too.
     const cached = this.#cachedAt("Pod", namespace, action.name, uid, resourceVersion);
     const conditions = withCondition(cached.status?.["conditions"], toJsonObject(condition));
-    const expectation = expectPatched(ref, uid, `condition ${condition.type}=${condition.status}`, (object) => showsCondition(object, condition));
-    await orUnknown(this.#ports.writer.patchStatus(ref, { metadata: { uid, resourceVersion }, status: { conditions } }), expectation);
+    const expectation = expectPatched(ref, uid, `condition ${condition.type}=${condition.status}`, (object) =>
+      showsCondition(object, condition),
+    );
+    await orUnknown(
+      this.#ports.writer.patchStatus(ref, { metadata: { uid, resourceVersion }, status: { conditions } }),
+      expectation,
+    );
     return { expectation };
   }
 
@@ -341,8 +409,11 @@ function classify(action: Action, target: PlanTarget, error: unknown): Outcome {
   const isDelete = action.type === "DeleteRevision" || action.type === "DeletePod" || action.type === "DeleteService";
   const ref = refOfAction(action, target);
   if (isCreate && isApiError(error, "AlreadyExists")) return { kind: "applied", expectation: expectExists(ref) };
-  if (isDelete && isApiError(error, "NotFound")) return { kind: "applied", expectation: expectDeleted(ref, uidOf(action)) };
-  const named = new Error(`${action.type} ${ref.kind} ${ref.namespace ?? ""}/${ref.name}: ${messageOf(error)}`, { cause: error instanceof UnknownOutcome ? error.cause : error });
+  if (isDelete && isApiError(error, "NotFound"))
+    return { kind: "applied", expectation: expectDeleted(ref, uidOf(action)) };
+  const named = new Error(`${action.type} ${ref.kind} ${ref.namespace ?? ""}/${ref.name}: ${messageOf(error)}`, {
+    cause: error instanceof UnknownOutcome ? error.cause : error,
+  });
   if (error instanceof UnknownOutcome) return { kind: "failed", error: named, expectation: error.expectation };
   const stale = isApiError(error, "Conflict") || (!isCreate && !isDelete && isApiError(error, "NotFound"));
   return { kind: stale ? "stale" : "failed", error: named };
@@ -393,7 +464,11 @@ function withCondition(conditions: JsonValue | undefined, condition: JsonObject)
 }
 
 /** The object's annotations and labels read as `annotations` and `labels` set them (null: absent). */
-function showsMetadata(object: KubeObject, annotations: Readonly<Record<string, string | null>>, labels: Readonly<Record<string, string>>): boolean {
+function showsMetadata(
+  object: KubeObject,
+  annotations: Readonly<Record<string, string | null>>,
+  labels: Readonly<Record<string, string>>,
+): boolean {
   return (
     Object.entries(annotations).every(([key, value]) => (object.metadata.annotations?.[key] ?? null) === value) &&
     Object.entries(labels).every(([key, value]) => object.metadata.labels?.[key] === value)
@@ -404,12 +479,19 @@ function showsMetadata(object: KubeObject, annotations: Readonly<Record<string, 
 function showsImages(object: KubeObject, images: Readonly<Record<string, string>>): boolean {
   const containers = object.spec?.["containers"];
   const list = Array.isArray(containers) ? containers.filter(isJsonObject) : [];
-  return Object.entries(images).every(([name, image]) => list.some((container) => container["name"] === name && container["image"] === image));
+  return Object.entries(images).every(([name, image]) =>
+    list.some((container) => container["name"] === name && container["image"] === image),
+  );
 }
 
 function showsCondition(object: KubeObject, condition: PodCondition): boolean {
   const conditions = object.status?.["conditions"];
-  return Array.isArray(conditions) && conditions.some((entry) => isJsonObject(entry) && entry["type"] === condition.type && entry["status"] === condition.status);
+  return (
+    Array.isArray(conditions) &&
+    conditions.some(
+      (entry) => isJsonObject(entry) && entry["type"] === condition.type && entry["status"] === condition.status,
+    )
+  );
 }
 
 function messageOf(error: unknown): string {

@@ -15,7 +15,11 @@ function fakeReader() {
     subscribe: () => () => undefined,
     hasSynced: () => true,
   };
-  return { reader, set: (pod: KubeObject) => pods.set(pod.metadata.name, pod), remove: (name: string) => pods.delete(name) };
+  return {
+    reader,
+    set: (pod: KubeObject) => pods.set(pod.metadata.name, pod),
+    remove: (name: string) => pods.delete(name),
+  };
 }
 
 function aPod(name: string, uid: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject<"Pod"> {
@@ -38,7 +42,11 @@ describe("expectations", () => {
     expectations.expect("k", expectCreated(ref("p0"), "u1"));
     assert.equal(expectations.pending("k", reader).satisfied, false);
     set(aPod("p0", "u0"));
-    assert.equal(expectations.pending("k", reader).satisfied, false, "an older pod under the same name is not the one created");
+    assert.equal(
+      expectations.pending("k", reader).satisfied,
+      false,
+      "an older pod under the same name is not the one created",
+    );
     set(aPod("p0", "u1"));
     assert.deepEqual(expectations.pending("k", reader), { satisfied: true });
     assert.equal(expectations.count("k"), 0);
@@ -58,7 +66,11 @@ describe("expectations", () => {
 
   it("count a deletion as seen once the object is gone, replaced or terminating", () => {
     const { expectations, reader, set, remove } = setup();
-    for (const [name, uid] of [["gone", "u1"], ["replaced", "u2"], ["terminating", "u3"]] as const) {
+    for (const [name, uid] of [
+      ["gone", "u1"],
+      ["replaced", "u2"],
+      ["terminating", "u3"],
+    ] as const) {
       set(aPod(name, uid));
       expectations.expect("k", expectDeleted(ref(name), uid));
     }
@@ -79,7 +91,10 @@ describe("expectations", () => {
     set(aPod("p0", "u1", { annotations: { a: "1" } }));
     set(aPod("p1", "any"));
     assert.deepEqual(expectations.pending("k", reader), { satisfied: true });
-    expectations.expect("k", expectPatched(ref("p0"), "u1", "annotation a", () => false));
+    expectations.expect(
+      "k",
+      expectPatched(ref("p0"), "u1", "annotation a", () => false),
+    );
     remove("p0");
     assert.deepEqual(expectations.pending("k", reader), { satisfied: true });
   });
@@ -93,7 +108,12 @@ describe("expectations", () => {
     clock.advance(20_000);
     assert.deepEqual(expectations.pending("k", reader), { satisfied: false, recheckAfterMs: 10_000 });
     assert.equal(logger.lines("warn").length, 1);
-    assert.deepEqual(logger.lines("warn")[0]?.fields, { key: "k", kind: "Pod", name: "p0", expected: "created with uid u1" });
+    assert.deepEqual(logger.lines("warn")[0]?.fields, {
+      key: "k",
+      kind: "Pod",
+      name: "p0",
+      expected: "created with uid u1",
+    });
     clock.advance(10_000);
     assert.deepEqual(expectations.pending("k", reader), { satisfied: true });
   });

@@ -49,7 +49,8 @@ export function expectDeleted(ref: ObjectRef, uid: string | undefined): Expectat
   return {
     ref,
     description: `deleted${uid === undefined ? "" : ` uid ${uid}`}`,
-    isMet: (object) => object === undefined || notTheOne(object, uid) || object.metadata.deletionTimestamp !== undefined,
+    isMet: (object) =>
+      object === undefined || notTheOne(object, uid) || object.metadata.deletionTimestamp !== undefined,
   };
 }
 
@@ -57,7 +58,12 @@ export function expectDeleted(ref: ObjectRef, uid: string | undefined): Expectat
  * Met once the cache shows the object with `uid` satisfying `shows` (the patched fields), or no
  * longer shows that object at all.
  */
-export function expectPatched(ref: ObjectRef, uid: string | undefined, description: string, shows: (object: KubeObject) => boolean): Expectation {
+export function expectPatched(
+  ref: ObjectRef,
+  uid: string | undefined,
+  description: string,
+  shows: (object: KubeObject) => boolean,
+): Expectation {
   return { ref, description, isMet: (object) => object === undefined || notTheOne(object, uid) || shows(object) };
 }
 
@@ -90,7 +96,8 @@ interface KeyEntries {
 }
 
 /** Whether a key may be planned; when not, how long until the next expectation times out. */
-export type ExpectationCheck = { readonly satisfied: true } | { readonly satisfied: false; readonly recheckAfterMs: number };
+export type ExpectationCheck =
+  { readonly satisfied: true } | { readonly satisfied: false; readonly recheckAfterMs: number };
 
 export class Expectations {
   readonly #clock: Clock;
@@ -134,7 +141,8 @@ export class Expectations {
     for (const entry of ofName) {
       const { expectation } = entry;
       if (!refersTo(expectation.ref, object)) continue;
-      if (expectation.isMet(object) || (event.type === "DELETED" && expectation.isMet(undefined))) removeEntry(entries, entry);
+      if (expectation.isMet(object) || (event.type === "DELETED" && expectation.isMet(undefined)))
+        removeEntry(entries, entry);
     }
     if (entries.inOrder.size === 0) this.#byKey.delete(key);
   }
@@ -191,5 +199,9 @@ function removeEntry(entries: KeyEntries, entry: Entry): void {
 
 /** True when `ref` names `object`: the same kind, namespace (absent, as for a cluster-scoped object, counts as "") and name. */
 function refersTo(ref: ObjectRef, object: KubeObject): boolean {
-  return ref.name === object.metadata.name && ref.kind === object.kind && (ref.namespace ?? "") === (object.metadata.namespace ?? "");
+  return (
+    ref.name === object.metadata.name &&
+    ref.kind === object.kind &&
+    (ref.namespace ?? "") === (object.metadata.namespace ?? "")
+  );
 }

@@ -45,8 +45,25 @@ describe("label selectors", () => {
   });
 
   it("rejects malformed selectors as Invalid", () => {
-    for (const bad of ["a=b,", ",a", "a in b", "a in (b", "a in ()", "a > 1", "a=b c", "!", "a=(b)", "Bad Key=1", "a=b;c", `a=${"x".repeat(64)}`]) {
-      assert.throws(() => parseSelector(bad), (error) => isApiError(error, "Invalid"), bad);
+    for (const bad of [
+      "a=b,",
+      ",a",
+      "a in b",
+      "a in (b",
+      "a in ()",
+      "a > 1",
+      "a=b c",
+      "!",
+      "a=(b)",
+      "Bad Key=1",
+      "a=b;c",
+      `a=${"x".repeat(64)}`,
+    ]) {
+      assert.throws(
+        () => parseSelector(bad),
+        (error) => isApiError(error, "Invalid"),
+        bad,
+      );
     }
   });
 });

@@ -60,7 +60,10 @@ export function labelProblems(labels: Readonly<Record<string, string>>): string[
 }
 
 /** True when `labels` (absent = none) satisfy every requirement of `selector`. */
-export function matchesSelector(selector: LabelSelector, labels: Readonly<Record<string, string>> | undefined): boolean {
+export function matchesSelector(
+  selector: LabelSelector,
+  labels: Readonly<Record<string, string>> | undefined,
+): boolean {
   return selector.requirements.every((requirement) => matchesRequirement(requirement, labels ?? {}));
 }
 
@@ -131,14 +134,19 @@ function tokenize(text: string): Token[] {
   return tokens;
 }
 
-function parseRequirement(text: string, tokens: readonly Token[], start: number): { requirement: Requirement; next: number } {
+function parseRequirement(
+  text: string,
+  tokens: readonly Token[],
+  start: number,
+): { requirement: Requirement; next: number } {
   if (tokens[start]?.text === "!") {
     const key = word(text, tokens, start + 1, "a key after '!'");
     return { requirement: requirement(key, "!exists", []), next: start + 2 };
   }
   const key = word(text, tokens, start, "a key");
   const operator = tokens[start + 1];
-  if (operator === undefined || operator.text === ",") return { requirement: requirement(key, "exists", []), next: start + 1 };
+  if (operator === undefined || operator.text === ",")
+    return { requirement: requirement(key, "exists", []), next: start + 1 };
   if (operator.kind === "symbol" && ["=", "==", "!="].includes(operator.text)) {
     // An empty value (`a=`) is valid: the next token is a comma or the end.
     const next = tokens[start + 2];
@@ -179,7 +187,8 @@ function requirement(key: string, operator: Operator, values: string[]): Require
 
 function word(text: string, tokens: readonly Token[], position: number, what: string): string {
   const token = tokens[position];
-  if (token?.kind !== "word") return invalid(text, `expected ${what}, found ${token === undefined ? "the end" : `"${token.text}"`}`);
+  if (token?.kind !== "word")
+    return invalid(text, `expected ${what}, found ${token === undefined ? "the end" : `"${token.text}"`}`);
   return token.text;
 }
 

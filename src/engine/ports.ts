@@ -18,15 +18,7 @@ export interface JsonObject {
 
 /** The kinds the controller or the router reads or writes. */
 export type Kind =
-  | "ModelServing"
-  | "ModelRoute"
-  | "Pod"
-  | "Service"
-  | "ControllerRevision"
-  | "Event"
-  | "Lease"
-  | "Node"
-  | "Namespace";
+  "ModelServing" | "ModelRoute" | "Pod" | "Service" | "ControllerRevision" | "Event" | "Lease" | "Node" | "Namespace";
 
 export interface KindInfo {
   readonly apiVersion: string;

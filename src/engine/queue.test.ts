@@ -85,7 +85,13 @@ describe("work queue", () => {
       clock.advance(300_000);
       assert.deepEqual(drain(queue), ["a"]);
     }
-    assert.deepEqual(delays, [5, 10, 20, 40, 80, 160, 320, 640, 1_280, 2_560, 5_120, 10_240, 20_480, 40_960, 81_920, 163_840, 300_000, 300_000]);
+    assert.deepEqual(
+      delays,
+      [
+        5, 10, 20, 40, 80, 160, 320, 640, 1_280, 2_560, 5_120, 10_240, 20_480, 40_960, 81_920, 163_840, 300_000,
+        300_000,
+      ],
+    );
     assert.equal(queue.failures("a"), 18);
     assert.equal(queue.addRateLimited("b"), 5, "backoff is per key");
     queue.forget("a");
@@ -102,7 +108,10 @@ describe("work queue", () => {
     assert.deepEqual(run(7), delays);
     for (const [i, delay] of delays.entries()) {
       const exact = 5 * 2 ** Math.floor(i / 3);
-      assert.ok(delay !== undefined && delay >= exact / 2 && delay <= exact, `${delay} within [${exact / 2}, ${exact}]`);
+      assert.ok(
+        delay !== undefined && delay >= exact / 2 && delay <= exact,
+        `${delay} within [${exact / 2}, ${exact}]`,
+      );
     }
   });
 

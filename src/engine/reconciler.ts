@@ -54,7 +54,11 @@ export function keyOfEvent(event: WatchEvent): string | undefined {
 }
 
 /** What `plan` sees of `modelServing`: it and its labelled children, from the cache, and the routers. */
-export function observe(reader: ClusterReader, modelServing: KubeObject<"ModelServing">, routers: readonly ObservedRouter[]): Observed {
+export function observe(
+  reader: ClusterReader,
+  modelServing: KubeObject<"ModelServing">,
+  routers: readonly ObservedRouter[],
+): Observed {
   const options = childOptions(modelServing.metadata.namespace, modelServing.metadata.name);
   return {
     modelServing,
@@ -98,12 +102,19 @@ export class Reconciler {
     const modelServing = reader.get("ModelServing", namespace, name);
     // Its pods that terminate hold the recovery finalizer until released: garbage collection of
     // the pods of a deleted ModelServing must not hang on it.
-    const orphans = modelServing === undefined ? releaseUnplaced(reader.list("Pod", childOptions(namespace, name)) as unknown as Pod[], () => false) : [];
+    const orphans =
+      modelServing === undefined
+        ? releaseUnplaced(reader.list("Pod", childOptions(namespace, name)) as unknown as Pod[], () => false)
+        : [];
     if (modelServing === undefined && orphans.length === 0) return { kind: "gone" };
     const check = expectations.pending(key, reader);
     if (!check.satisfied) return { kind: "waiting", recheckAfterMs: check.recheckAfterMs };
     if (modelServing === undefined) {
-      const result = await executor.execute({ key, namespace, name, uid: undefined, resourceVersion: undefined, status: undefined }, orphans, signal);
+      const result = await executor.execute(
+        { key, namespace, name, uid: undefined, resourceVersion: undefined, status: undefined },
+        orphans,
+        signal,
+      );
       return { kind: "executed", result, requeueAfterMs: undefined };
     }
     const plan = this.#parts.plan(observe(reader, modelServing, this.#parts.routers()), clock.nowMs());

@@ -6,11 +6,22 @@ import { COMBINED_PREFIX, EventRecorder } from "./recorder.ts";
 import type { EventRecorderOptions } from "./recorder.ts";
 
 const regarding = { kind: "ModelServing", namespace: "default", name: "m", uid: "u-1" } as const;
-const drainTimeout = (message = "pod m-0-decode-0-0 not drained after 300s"): EventRecord => ({ regarding, type: "Warning", reason: "DrainTimeout", message });
+const drainTimeout = (message = "pod m-0-decode-0-0 not drained after 300s"): EventRecord => ({
+  regarding,
+  type: "Warning",
+  reason: "DrainTimeout",
+  message,
+});
 
 function setup(options: Partial<EventRecorderOptions> = {}) {
   const { server, client, clock } = setupServer();
-  const recorder = new EventRecorder({ writer: client, clock: clock.onEpoch(), component: "tandem-controller", instance: "pod-a", ...options });
+  const recorder = new EventRecorder({
+    writer: client,
+    clock: clock.onEpoch(),
+    component: "tandem-controller",
+    instance: "pod-a",
+    ...options,
+  });
   const events = () => server.list("Event").items;
   return { server, clock, recorder, events };
 }
@@ -24,8 +35,26 @@ describe("EventRecorder: repeats folded as client-go's EventCorrelator does (vir
     const [event] = events();
     assert.ok(event !== undefined);
     assert.deepEqual(
-      { involvedObject: event["involvedObject"], type: event["type"], reason: event["reason"], message: event["message"], source: event["source"], count: event["count"], first: event["firstTimestamp"], last: event["lastTimestamp"] },
-      { involvedObject: { apiVersion: "tandem.dev/v1alpha1", ...regarding }, type: "Warning", reason: "DrainTimeout", message: "pod m-0-decode-0-0 not drained after 300s", source: { component: "tandem-controller", host: "pod-a" }, count: 1, first: clock.rfc3339(5_000), last: clock.rfc3339(5_000) },
+      {
+        involvedObject: event["involvedObject"],
+        type: event["type"],
+        reason: event["reason"],
+        message: event["message"],
+        source: event["source"],
+        count: event["count"],
+        first: event["firstTimestamp"],
+        last: event["lastTimestamp"],
+      },
+      {
+        involvedObject: { apiVersion: "tandem.dev/v1alpha1", ...regarding },
+        type: "Warning",
+        reason: "DrainTimeout",
+        message: "pod m-0-decode-0-0 not drained after 300s",
+        source: { component: "tandem-controller", host: "pod-a" },
+        count: 1,
+        first: clock.rfc3339(5_000),
+        last: clock.rfc3339(5_000),
+      },
     );
   });
 
@@ -39,7 +68,10 @@ describe("EventRecorder: repeats folded as client-go's EventCorrelator does (vir
     await recorder.flushed();
     const all = events();
     assert.equal(all.length, 1);
-    assert.deepEqual([all[0]?.["count"], all[0]?.["firstTimestamp"], all[0]?.["lastTimestamp"]], [3, clock.rfc3339(0), clock.rfc3339(120_000)]);
+    assert.deepEqual(
+      [all[0]?.["count"], all[0]?.["firstTimestamp"], all[0]?.["lastTimestamp"]],
+      [3, clock.rfc3339(0), clock.rfc3339(120_000)],
+    );
     assert.equal(server.apiWrites({ kind: "Event", verb: "patch" }), 2, "repeats are patches, not creates");
   });
 
@@ -53,7 +85,10 @@ describe("EventRecorder: repeats folded as client-go's EventCorrelator does (vir
     clock.advance(600_001);
     recorder.record(drainTimeout());
     await recorder.flushed();
-    assert.deepEqual(events().map((event) => event["count"]), [3, 1]);
+    assert.deepEqual(
+      events().map((event) => event["count"]),
+      [3, 1],
+    );
   });
 
   it("differs in any of object, type, reason, message or source: another Event", async () => {
@@ -79,11 +114,16 @@ describe("EventRecorder: repeats folded as client-go's EventCorrelator does (vir
     for (const pod of ["p0", "p1", "p2", "p3", "p4"]) recorder.record(drainTimeout(`pod ${pod} not drained`));
     recorder.record(drainTimeout("pod p1 not drained"));
     await recorder.flushed();
-    assert.deepEqual(events().map((event) => [event["message"], event["count"]]).sort(), [
-      [`${COMBINED_PREFIX}pod p4 not drained`, 3],
-      ["pod p0 not drained", 1],
-      ["pod p1 not drained", 2],
-    ]);
+    assert.deepEqual(
+      events()
+        .map((event) => [event["message"], event["count"]])
+        .sort(),
+      [
+        [`${COMBINED_PREFIX}pod p4 not drained`, 3],
+        ["pod p0 not drained", 1],
+        ["pod p1 not drained", 2],
+      ],
+    );
   });
 
   it("bounds its memory: beyond maxKeys the least recently used is forgotten (a repeat of it creates anew)", async () => {
@@ -95,7 +135,17 @@ describe("EventRecorder: repeats folded as client-go's EventCorrelator does (vir
     recorder.record(drainTimeout("a")); // still known
     recorder.record(drainTimeout("b")); // a new Event
     await recorder.flushed();
-    assert.deepEqual(events().map((event) => [event["message"], event["count"]]).sort(), [["a", 3], ["b", 1], ["b", 1], ["c", 1]]);
+    assert.deepEqual(
+      events()
+        .map((event) => [event["message"], event["count"]])
+        .sort(),
+      [
+        ["a", 3],
+        ["b", 1],
+        ["b", 1],
+        ["c", 1],
+      ],
+    );
   });
 
   it("drops a record whose write fails, and the next repeat creates a fresh Event", async () => {
@@ -107,7 +157,10 @@ describe("EventRecorder: repeats folded as client-go's EventCorrelator does (vir
     assert.equal(recorder.droppedCount(), 2, "the create failed, so its repeat's patch found nothing");
     recorder.record(drainTimeout());
     await recorder.flushed();
-    assert.deepEqual(events().map((event) => event["count"]), [1]);
+    assert.deepEqual(
+      events().map((event) => event["count"]),
+      [1],
+    );
   });
 
   it("drops records beyond maxQueued waiting writes", async () => {

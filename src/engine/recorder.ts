@@ -78,7 +78,9 @@ export class EventRecorder implements Recorder {
       previous.lastMs = nowMs;
       remember(this.#written, key, previous, this.#maxKeys());
       const patch = { count: previous.count, lastTimestamp: rfc3339(nowMs), message };
-      this.#send(key, () => this.#options.writer.patch({ kind: "Event", namespace: previous.namespace, name: previous.name }, patch));
+      this.#send(key, () =>
+        this.#options.writer.patch({ kind: "Event", namespace: previous.namespace, name: previous.name }, patch),
+      );
       return;
     }
     const object = this.#newEvent(event, message, nowMs);
@@ -100,14 +102,26 @@ export class EventRecorder implements Recorder {
   /** The dedup key of `event` and the message to write, after aggregation of similar messages. */
   #aggregate(event: EventRecord, nowMs: number): { key: string; message: string } {
     const { regarding } = event;
-    const similarKey = JSON.stringify([this.#options.component, this.#options.instance ?? "", regarding.kind, regarding.namespace ?? "", regarding.name, regarding.uid ?? "", event.type, event.reason]);
+    const similarKey = JSON.stringify([
+      this.#options.component,
+      this.#options.instance ?? "",
+      regarding.kind,
+      regarding.namespace ?? "",
+      regarding.name,
+      regarding.uid ?? "",
+      event.type,
+      event.reason,
+    ]);
     let similar = this.#similar.get(similarKey);
-    if (similar === undefined || nowMs - similar.lastMs > this.#windowMs()) similar = { messages: new Set(), lastMs: nowMs };
+    if (similar === undefined || nowMs - similar.lastMs > this.#windowMs())
+      similar = { messages: new Set(), lastMs: nowMs };
     similar.lastMs = nowMs;
     remember(this.#similar, similarKey, similar, this.#maxKeys());
     // As client-go: the first maxSimilar - 1 messages get an Event each; the others share one.
-    if (!similar.messages.has(event.message) && similar.messages.size < (this.#options.maxSimilar ?? 10) - 1) similar.messages.add(event.message);
-    if (similar.messages.has(event.message)) return { key: JSON.stringify([similarKey, event.message]), message: event.message };
+    if (!similar.messages.has(event.message) && similar.messages.size < (this.#options.maxSimilar ?? 10) - 1)
+      similar.messages.add(event.message);
+    if (similar.messages.has(event.message))
+      return { key: JSON.stringify([similarKey, event.message]), message: event.message };
     return { key: similarKey, message: `${COMBINED_PREFIX}${event.message}` };
   }
 
@@ -144,7 +158,10 @@ export class EventRecorder implements Recorder {
         await write();
       } catch (error) {
         // Anything but an ApiError is a programmer error (ports.ts): surfaced, not dropped.
-        if (!isApiError(error)) queueMicrotask(() => { throw error; });
+        if (!isApiError(error))
+          queueMicrotask(() => {
+            throw error;
+          });
         this.#droppedCount++;
         this.#written.delete(key);
       } finally {

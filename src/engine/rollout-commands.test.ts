@@ -14,7 +14,10 @@ function manifest(image: string, replicas: number): KubeObject<"ModelServing"> {
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelServing",
     metadata: { name: "m", namespace: "default" },
-    spec: { replicas, template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image }] } } }] } },
+    spec: {
+      replicas,
+      template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image }] } } }] },
+    },
   };
 }
 
@@ -27,24 +30,42 @@ function cluster() {
   ["vllm:v1", "vllm:v2", "vllm:v3"].forEach((image, index) => {
     const parsed = parseModelServing(manifest(image, 1));
     if (!parsed.ok) throw new Error("invalid");
-    const revision = encodeControllerRevision({ owner, data: revisionData(parsed.value), revision: index + 1, collisionCount: 0 });
+    const revision = encodeControllerRevision({
+      owner,
+      data: revisionData(parsed.value),
+      revision: index + 1,
+      collisionCount: 0,
+    });
     names.push(server.create(revision as unknown as KubeObject).metadata.name);
   });
   server.patchStatus(ref, { status: { updateRevision: names[2] ?? "", currentRevision: names[2] ?? "" } });
   const reader = {
-    get: <K extends KubeObject["kind"]>(kind: K, namespace: string | undefined, name: string) => server.stored(kind).find((object) => object.metadata.name === name && object.metadata.namespace === namespace) as KubeObject<K> | undefined,
-    list: <K extends KubeObject["kind"]>(kind: K, options?: { namespace?: string; labelSelector?: string }) => server.list(kind, options).items as KubeObject<K>[],
+    get: <K extends KubeObject["kind"]>(kind: K, namespace: string | undefined, name: string) =>
+      server.stored(kind).find((object) => object.metadata.name === name && object.metadata.namespace === namespace) as
+        KubeObject<K> | undefined,
+    list: <K extends KubeObject["kind"]>(kind: K, options?: { namespace?: string; labelSelector?: string }) =>
+      server.list(kind, options).items as KubeObject<K>[],
   };
   return { server, clock, names, reader, writer: server.client("user") };
 }
 
-const image = (object: KubeObject): unknown => ((object.spec as JsonObject & { template: { roles: { entryTemplate: { spec: { containers: { image: string }[] } } }[] } }).template.roles[0]?.entryTemplate.spec.containers[0]?.image);
+const image = (object: KubeObject): unknown =>
+  (
+    object.spec as JsonObject & {
+      template: { roles: { entryTemplate: { spec: { containers: { image: string }[] } } }[] };
+    }
+  ).template.roles[0]?.entryTemplate.spec.containers[0]?.image;
 
 describe("rollback", () => {
   it("goes back to the previous revision and keeps runtime parameters", async () => {
     const { server, names, reader, writer } = cluster();
     const result = await rollback({ reader, writer }, { namespace: "default", name: "m" });
-    assert.deepEqual(result, { ok: true, from: names[2], to: { name: names[1], revision: 2 }, message: `rolled default/m back from ${names[2] ?? ""} to revision 2 (${names[1] ?? ""})` });
+    assert.deepEqual(result, {
+      ok: true,
+      from: names[2],
+      to: { name: names[1], revision: 2 },
+      message: `rolled default/m back from ${names[2] ?? ""} to revision 2 (${names[1] ?? ""})`,
+    });
     const after = server.get(ref);
     assert.equal(image(after), "vllm:v2");
     assert.equal(after.spec?.["replicas"], 6);
@@ -55,8 +76,14 @@ describe("rollback", () => {
     const { server, reader, writer } = cluster();
     assert.equal((await rollback({ reader, writer }, { namespace: "default", name: "m", toRevision: 1 })).ok, true);
     assert.equal(image(server.get(ref)), "vllm:v1");
-    assert.deepEqual(await rollback({ reader, writer }, { namespace: "default", name: "m", toRevision: 9 }), { ok: false, message: "ModelServing default/m: no revision 9; revisions are 1, 2, 3" });
-    assert.deepEqual(await rollback({ reader, writer }, { namespace: "default", name: "x" }), { ok: false, message: "ModelServing default/x not found" });
+    assert.deepEqual(await rollback({ reader, writer }, { namespace: "default", name: "m", toRevision: 9 }), {
+      ok: false,
+      message: "ModelServing default/m: no revision 9; revisions are 1, 2, 3",
+    });
+    assert.deepEqual(await rollback({ reader, writer }, { namespace: "default", name: "x" }), {
+      ok: false,
+      message: "ModelServing default/x not found",
+    });
   });
 
   it("retries on Conflict with a fresh read, and gives up after maxAttempts", async () => {

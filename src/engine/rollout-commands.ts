@@ -37,7 +37,12 @@ export interface RollbackRequest {
 }
 
 export type RollbackResult =
-  | { readonly ok: true; readonly from: string; readonly to: { readonly name: string; readonly revision: number }; readonly message: string }
+  | {
+      readonly ok: true;
+      readonly from: string;
+      readonly to: { readonly name: string; readonly revision: number };
+      readonly message: string;
+    }
   | { readonly ok: false; readonly message: string };
 
 /** Rolls `request.name` back; never throws for API errors (they become `ok: false`). */
@@ -52,14 +57,23 @@ export async function rollback(ports: RollbackPorts, request: RollbackRequest): 
       await ports.writer.update(prepared.object);
       return prepared.result;
     } catch (error) {
-      if (!isApiError(error, "Conflict")) return { ok: false, message: `updating ModelServing ${request.namespace}/${request.name} failed: ${errorMessage(error)}` };
+      if (!isApiError(error, "Conflict"))
+        return {
+          ok: false,
+          message: `updating ModelServing ${request.namespace}/${request.name} failed: ${errorMessage(error)}`,
+        };
       last = errorMessage(error);
     }
   }
-  return { ok: false, message: `ModelServing ${request.namespace}/${request.name} kept changing (${attempts} conflicts, last: ${last}); try again` };
+  return {
+    ok: false,
+    message: `ModelServing ${request.namespace}/${request.name} kept changing (${attempts} conflicts, last: ${last}); try again`,
+  };
 }
 
-type Prepared = { readonly ok: true; readonly object: KubeObject<"ModelServing">; readonly result: RollbackResult & { ok: true } } | { readonly ok: false; readonly message: string };
+type Prepared =
+  | { readonly ok: true; readonly object: KubeObject<"ModelServing">; readonly result: RollbackResult & { ok: true } }
+  | { readonly ok: false; readonly message: string };
 
 /** Reads the object and its revisions and builds the updated object, or says why it cannot. */
 function prepareRollback(reader: RollbackPorts["reader"], request: RollbackRequest): Prepared {
@@ -74,24 +88,41 @@ function prepareRollback(reader: RollbackPorts["reader"], request: RollbackReque
   const spec = applyRevision(ms.spec, target.data);
   const object = { ...stored, spec: spec as unknown as JsonObject };
   const check = parseModelServing(object);
-  if (!check.ok) return { ok: false, message: `revision ${target.revision} does not fit the current spec: ${check.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+  if (!check.ok)
+    return {
+      ok: false,
+      message: `revision ${target.revision} does not fit the current spec: ${check.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}`,
+    };
   const from = updateName ?? "(none)";
   const message = `rolled ${namespace}/${name} back from ${from} to revision ${target.revision} (${target.name})`;
-  return { ok: true, object, result: { ok: true, from, to: { name: target.name, revision: target.revision }, message } };
+  return {
+    ok: true,
+    object,
+    result: { ok: true, from, to: { name: target.name, revision: target.revision }, message },
+  };
 }
 
 /** The revision to roll back to, or why there is none. */
-function chooseTarget(readable: readonly StoredRevision[], decoded: readonly DecodeResult[], current: StoredRevision | undefined, toRevision: number | undefined): StoredRevision | string {
+function chooseTarget(
+  readable: readonly StoredRevision[],
+  decoded: readonly DecodeResult[],
+  current: StoredRevision | undefined,
+  toRevision: number | undefined,
+): StoredRevision | string {
   const numbers = readable.map((revision) => revision.revision).sort((a, b) => a - b);
   if (toRevision !== undefined) {
     const found = readable.find((revision) => revision.revision === toRevision);
     if (found !== undefined) return found;
     const unreadable = decoded.find((result) => !result.ok && result.revision === toRevision);
-    if (unreadable !== undefined && !unreadable.ok) return `revision ${toRevision} (${unreadable.name ?? "?"}) is unreadable: ${unreadable.reason}`;
+    if (unreadable !== undefined && !unreadable.ok)
+      return `revision ${toRevision} (${unreadable.name ?? "?"}) is unreadable: ${unreadable.reason}`;
     return `no revision ${toRevision}; revisions are ${numbers.join(", ") || "(none)"}`;
   }
-  if (current === undefined) return "the update revision is not recorded yet; wait for the controller or name --to-revision";
-  const previous = readable.filter((revision) => revision.revision < current.revision).sort((a, b) => b.revision - a.revision)[0];
+  if (current === undefined)
+    return "the update revision is not recorded yet; wait for the controller or name --to-revision";
+  const previous = readable
+    .filter((revision) => revision.revision < current.revision)
+    .sort((a, b) => b.revision - a.revision)[0];
   return previous ?? `no revision before ${current.revision} (${current.name}) to roll back to`;
 }
 
@@ -115,9 +146,24 @@ export interface RolloutStatusReport {
   readonly observedGeneration: number | undefined;
   readonly updateRevision: RevisionRef | undefined;
   readonly currentRevision: RevisionRef | undefined;
-  readonly groups: { readonly desired: number; readonly ready: number; readonly updated: number; readonly available: number };
-  readonly roles: readonly { readonly name: string; readonly replicas: number; readonly ready: number; readonly updated: number }[];
-  readonly conditions: readonly { readonly type: string; readonly status: string; readonly reason?: string | undefined; readonly message?: string | undefined }[];
+  readonly groups: {
+    readonly desired: number;
+    readonly ready: number;
+    readonly updated: number;
+    readonly available: number;
+  };
+  readonly roles: readonly {
+    readonly name: string;
+    readonly replicas: number;
+    readonly ready: number;
+    readonly updated: number;
+  }[];
+  readonly conditions: readonly {
+    readonly type: string;
+    readonly status: string;
+    readonly reason?: string | undefined;
+    readonly message?: string | undefined;
+  }[];
   readonly paused: boolean;
   /** Every unit runs the update revision and the status agrees (the simulator's RolloutComplete). */
   readonly complete: boolean;
@@ -149,11 +195,15 @@ export function rolloutStatus(reader: RollbackPorts["reader"], target: RolloutTa
   const read = readModelServing(reader, target);
   if (!read.ok) return read;
   const { ms, revisions } = read;
-  const pods = reader.list("Pod", { namespace: target.namespace, labelSelector: `${LABEL_MODEL_SERVING}=${target.name}` }) as unknown as Pod[];
+  const pods = reader.list("Pod", {
+    namespace: target.namespace,
+    labelSelector: `${LABEL_MODEL_SERVING}=${target.name}`,
+  }) as unknown as Pod[];
   const byName = new Map(revisions.map((revision) => [revision.name, { name: revision.name, data: revision.data }]));
   const pending = rolloutPending(ms, placedPods(ms, pods), byName);
   const status = ms.status ?? {};
-  const refOf = (name: string | undefined): RevisionRef | undefined => (name === undefined ? undefined : { name, revision: revisions.find((revision) => revision.name === name)?.revision });
+  const refOf = (name: string | undefined): RevisionRef | undefined =>
+    name === undefined ? undefined : { name, revision: revisions.find((revision) => revision.name === name)?.revision };
   const conditions = status.conditions ?? [];
   const seen = status.observedGeneration !== undefined && status.observedGeneration === ms.metadata.generation;
   const report: RolloutStatusReport = {
@@ -162,12 +212,30 @@ export function rolloutStatus(reader: RollbackPorts["reader"], target: RolloutTa
     observedGeneration: status.observedGeneration,
     updateRevision: refOf(status.updateRevision),
     currentRevision: refOf(status.currentRevision),
-    groups: { desired: ms.spec.replicas, ready: status.readyReplicas ?? 0, updated: status.updatedReplicas ?? 0, available: status.availableReplicas ?? 0 },
-    roles: (status.roles ?? []).map((role) => ({ name: role.name, replicas: role.replicas, ready: role.ready, updated: role.updated })),
-    conditions: conditions.map((condition) => ({ type: condition.type, status: condition.status, reason: condition.reason, message: condition.message })),
+    groups: {
+      desired: ms.spec.replicas,
+      ready: status.readyReplicas ?? 0,
+      updated: status.updatedReplicas ?? 0,
+      available: status.availableReplicas ?? 0,
+    },
+    roles: (status.roles ?? []).map((role) => ({
+      name: role.name,
+      replicas: role.replicas,
+      ready: role.ready,
+      updated: role.updated,
+    })),
+    conditions: conditions.map((condition) => ({
+      type: condition.type,
+      status: condition.status,
+      reason: condition.reason,
+      message: condition.message,
+    })),
     paused: ms.spec.rolloutStrategy.paused,
     complete: pending.length === 0,
-    blocked: pending.length > 0 && seen && conditions.some((condition) => condition.type === "RolloutBlocked" && condition.status === "True"),
+    blocked:
+      pending.length > 0 &&
+      seen &&
+      conditions.some((condition) => condition.type === "RolloutBlocked" && condition.status === "True"),
     waitingFor: pending,
   };
   return { ok: true, report, lines: statusLines(report) };
@@ -175,16 +243,25 @@ export function rolloutStatus(reader: RollbackPorts["reader"], target: RolloutTa
 
 /** The human status block; at most `maxPendingLines` of what the rollout waits for. */
 export function statusLines(report: RolloutStatusReport, maxPendingLines = MAX_PENDING_LINES): string[] {
-  const refText = (ref: RevisionRef | undefined): string => (ref === undefined ? "(none)" : `${ref.name} (revision ${ref.revision ?? "?"})`);
+  const refText = (ref: RevisionRef | undefined): string =>
+    ref === undefined ? "(none)" : `${ref.name} (revision ${ref.revision ?? "?"})`;
   const lines = [
     `ModelServing ${report.namespace}/${report.name}: generation ${report.generation ?? "?"}, observed ${report.observedGeneration ?? "(not yet)"}`,
     `update revision ${refText(report.updateRevision)}, current revision ${refText(report.currentRevision)}`,
     `groups: ${report.groups.desired} desired, ${report.groups.ready} ready, ${report.groups.updated} updated, ${report.groups.available} available`,
-    ...report.roles.map((role) => `role ${role.name}: ${role.replicas} instances, ${role.ready} ready, ${role.updated} updated`),
-    ...report.conditions.map((condition) => `${condition.type}=${condition.status} (${condition.reason ?? ""}): ${condition.message ?? ""}`),
+    ...report.roles.map(
+      (role) => `role ${role.name}: ${role.replicas} instances, ${role.ready} ready, ${role.updated} updated`,
+    ),
+    ...report.conditions.map(
+      (condition) => `${condition.type}=${condition.status} (${condition.reason ?? ""}): ${condition.message ?? ""}`,
+    ),
   ];
   if (report.complete) lines.push(`rollout of ${report.name} complete`);
-  else lines.push(`rollout of ${report.name} ${report.paused ? "paused" : "in progress"}; waiting for:`, ...report.waitingFor.slice(0, maxPendingLines).map((reason) => `  ${reason}`));
+  else
+    lines.push(
+      `rollout of ${report.name} ${report.paused ? "paused" : "in progress"}; waiting for:`,
+      ...report.waitingFor.slice(0, maxPendingLines).map((reason) => `  ${reason}`),
+    );
   return lines;
 }
 
@@ -199,20 +276,34 @@ export interface HistoryEntry {
   readonly hash: string;
 }
 
-export type RolloutHistoryResult = { readonly ok: true; readonly entries: readonly HistoryEntry[]; readonly unreadable: readonly string[] } | { readonly ok: false; readonly message: string };
+export type RolloutHistoryResult =
+  | { readonly ok: true; readonly entries: readonly HistoryEntry[]; readonly unreadable: readonly string[] }
+  | { readonly ok: false; readonly message: string };
 
 /** The readable revisions of `target`, oldest first, with their images; unreadable ones by name and reason. */
 export function rolloutHistory(reader: RollbackPorts["reader"], target: RolloutTarget): RolloutHistoryResult {
   const read = readModelServing(reader, target);
   if (!read.ok) return read;
   const status = read.ms.status ?? {};
-  const entries = [...read.revisions].sort((a, b) => a.revision - b.revision).map((revision) => ({
-    revision: revision.revision,
-    name: revision.name,
-    images: revision.data.roles.map((role) => `${role.name}=${[...role.entryTemplate.spec.containers, ...(role.workerTemplate?.spec.containers ?? [])].map((container) => container.image).join(",")}`).join(" "),
-    marks: [revision.name === status.updateRevision ? "update" : "", revision.name === status.currentRevision ? "current" : ""].filter((mark) => mark !== "").join(","),
-    hash: revision.hash,
-  }));
+  const entries = [...read.revisions]
+    .sort((a, b) => a.revision - b.revision)
+    .map((revision) => ({
+      revision: revision.revision,
+      name: revision.name,
+      images: revision.data.roles
+        .map(
+          (role) =>
+            `${role.name}=${[...role.entryTemplate.spec.containers, ...(role.workerTemplate?.spec.containers ?? [])].map((container) => container.image).join(",")}`,
+        )
+        .join(" "),
+      marks: [
+        revision.name === status.updateRevision ? "update" : "",
+        revision.name === status.currentRevision ? "current" : "",
+      ]
+        .filter((mark) => mark !== "")
+        .join(","),
+      hash: revision.hash,
+    }));
   return { ok: true, entries, unreadable: read.unreadable };
 }
 
@@ -224,11 +315,18 @@ export type PauseResult = { readonly ok: boolean; readonly message: string };
  */
 export async function setPaused(writer: ClusterWriter, target: RolloutTarget, paused: boolean): Promise<PauseResult> {
   try {
-    await writer.patch({ kind: "ModelServing", namespace: target.namespace, name: target.name }, { spec: { rolloutStrategy: { paused } } });
+    await writer.patch(
+      { kind: "ModelServing", namespace: target.namespace, name: target.name },
+      { spec: { rolloutStrategy: { paused } } },
+    );
     return { ok: true, message: `ModelServing ${target.namespace}/${target.name} ${paused ? "paused" : "resumed"}` };
   } catch (error) {
-    if (isApiError(error, "NotFound")) return { ok: false, message: `ModelServing ${target.namespace}/${target.name} not found` };
-    return { ok: false, message: `${paused ? "pausing" : "resuming"} ModelServing ${target.namespace}/${target.name} failed: ${errorMessage(error)}` };
+    if (isApiError(error, "NotFound"))
+      return { ok: false, message: `ModelServing ${target.namespace}/${target.name} not found` };
+    return {
+      ok: false,
+      message: `${paused ? "pausing" : "resuming"} ModelServing ${target.namespace}/${target.name} failed: ${errorMessage(error)}`,
+    };
   }
 }
 
@@ -252,7 +350,11 @@ function readModelServing(reader: RollbackPorts["reader"], target: RolloutTarget
   const stored = reader.get("ModelServing", namespace, name);
   if (stored === undefined) return { ok: false, message: `ModelServing ${namespace}/${name} not found` };
   const parsed = parseModelServing(stored);
-  if (!parsed.ok) return { ok: false, message: `ModelServing ${namespace}/${name} is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+  if (!parsed.ok)
+    return {
+      ok: false,
+      message: `ModelServing ${namespace}/${name} is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}`,
+    };
   const listed = reader.list("ControllerRevision", { namespace, labelSelector: `${LABEL_MODEL_SERVING}=${name}` });
   const decoded = listed.map(decodeControllerRevision);
   const revisions: StoredRevision[] = [];

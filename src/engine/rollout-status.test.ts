@@ -14,7 +14,10 @@ function manifest(image: string): KubeObject<"ModelServing"> {
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelServing",
     metadata: { name: "m", namespace: "default" },
-    spec: { replicas: 0, template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image }] } } }] } },
+    spec: {
+      replicas: 0,
+      template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image }] } } }] },
+    },
   };
 }
 
@@ -26,12 +29,31 @@ function cluster() {
   const names = ["vllm:v1", "vllm:v2"].map((image, index) => {
     const parsed = parseModelServing(manifest(image));
     if (!parsed.ok) throw new Error("invalid");
-    return server.create(encodeControllerRevision({ owner, data: revisionData(parsed.value), revision: index + 1, collisionCount: 0 }) as unknown as KubeObject).metadata.name;
+    return server.create(
+      encodeControllerRevision({
+        owner,
+        data: revisionData(parsed.value),
+        revision: index + 1,
+        collisionCount: 0,
+      }) as unknown as KubeObject,
+    ).metadata.name;
   });
   const generation = stored.metadata.generation ?? 1;
-  server.patchStatus({ kind: "ModelServing", namespace: "default", name: "m" }, { status: { observedGeneration: generation, updateRevision: names[1] ?? "", currentRevision: names[0] ?? "", roles: [{ name: "server", replicas: 0, ready: 0, updated: 0 }] } });
+  server.patchStatus(
+    { kind: "ModelServing", namespace: "default", name: "m" },
+    {
+      status: {
+        observedGeneration: generation,
+        updateRevision: names[1] ?? "",
+        currentRevision: names[0] ?? "",
+        roles: [{ name: "server", replicas: 0, ready: 0, updated: 0 }],
+      },
+    },
+  );
   const reader = {
-    get: <K extends Kind>(kind: K, namespace: string | undefined, name: string) => server.stored(kind).find((object) => object.metadata.name === name && object.metadata.namespace === namespace) as KubeObject<K> | undefined,
+    get: <K extends Kind>(kind: K, namespace: string | undefined, name: string) =>
+      server.stored(kind).find((object) => object.metadata.name === name && object.metadata.namespace === namespace) as
+        KubeObject<K> | undefined,
     list: <K extends Kind>(kind: K, options?: ListOptions) => server.list(kind, options).items as KubeObject<K>[],
   };
   return { server, names, reader, writer: server.client("user") };
@@ -43,15 +65,34 @@ describe("rollout status, history, pause, resume (through the ports)", () => {
     const before = rolloutStatus(reader, target);
     assert.ok(before.ok);
     assert.equal(before.report.complete, false, "the pods are done, but the update revision is not current yet");
-    assert.equal(before.lines[1], `update revision ${names[1] ?? ""} (revision 2), current revision ${names[0] ?? ""} (revision 1)`);
-    assert.equal(before.lines.at(-1), `  m: status.currentRevision ${names[0] ?? ""} is not the update revision ${names[1] ?? ""} yet`);
-    const progressing = { type: "Progressing", status: "False", reason: "Converged", message: "Nothing to do", observedGeneration: 1, lastTransitionTime: "2026-01-01T00:00:00Z" };
-    server.patchStatus({ kind: "ModelServing", namespace: "default", name: "m" }, { status: { currentRevision: names[1] ?? "", conditions: [progressing] } });
+    assert.equal(
+      before.lines[1],
+      `update revision ${names[1] ?? ""} (revision 2), current revision ${names[0] ?? ""} (revision 1)`,
+    );
+    assert.equal(
+      before.lines.at(-1),
+      `  m: status.currentRevision ${names[0] ?? ""} is not the update revision ${names[1] ?? ""} yet`,
+    );
+    const progressing = {
+      type: "Progressing",
+      status: "False",
+      reason: "Converged",
+      message: "Nothing to do",
+      observedGeneration: 1,
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    };
+    server.patchStatus(
+      { kind: "ModelServing", namespace: "default", name: "m" },
+      { status: { currentRevision: names[1] ?? "", conditions: [progressing] } },
+    );
     const after = rolloutStatus(reader, target);
     assert.ok(after.ok);
     assert.equal(after.report.complete, true);
     assert.equal(after.lines.at(-1), "rollout of m complete");
-    assert.deepEqual(rolloutStatus(reader, { namespace: "default", name: "x" }), { ok: false, message: "ModelServing default/x not found" });
+    assert.deepEqual(rolloutStatus(reader, { namespace: "default", name: "x" }), {
+      ok: false,
+      message: "ModelServing default/x not found",
+    });
   });
 
   it("history: revisions oldest first with their images and marks", () => {
@@ -71,6 +112,9 @@ describe("rollout status, history, pause, resume (through the ports)", () => {
     assert.deepEqual(paused.spec?.["rolloutStrategy"], { paused: true });
     assert.equal(paused.spec["replicas"], 0);
     assert.deepEqual(await setPaused(writer, target, false), { ok: true, message: "ModelServing default/m resumed" });
-    assert.deepEqual(await setPaused(writer, { namespace: "default", name: "x" }, true), { ok: false, message: "ModelServing default/x not found" });
+    assert.deepEqual(await setPaused(writer, { namespace: "default", name: "x" }, true), {
+      ok: false,
+      message: "ModelServing default/x not found",
+    });
   });
 });

@@ -10,7 +10,11 @@ const ALL: RouterScope = { all: true };
 /** Router `id`'s Lease as renewed at `renewMs` on the router's own clock (any skew: it is never compared). */
 function lease(id: string, renewMs: number, scope: RouterScope = ALL, leaseDurationSeconds = 15): KubeObject {
   const object = routerLeaseObject({ id, namespace: "routers", scope, leaseDurationSeconds, nowMs: 0 });
-  return { ...object, spec: { ...object.spec, renewTime: microTime(renewMs) }, metadata: { ...object.metadata, resourceVersion: String(renewMs) } };
+  return {
+    ...object,
+    spec: { ...object.spec, renewTime: microTime(renewMs) },
+    metadata: { ...object.metadata, resourceVersion: String(renewMs) },
+  };
 }
 
 describe("RouterRegistry: liveness from observed renewTime changes on the controller's clock", () => {
@@ -18,7 +22,11 @@ describe("RouterRegistry: liveness from observed renewTime changes on the contro
     const registry = new RouterRegistry();
     assert.deepEqual(registry.apply("ADDED", lease("a", 1_000_000), 10_000), [ALL], "a new router is news");
     assert.deepEqual(registry.routers(), [{ id: "a", scope: ALL, liveUntilMs: 25_000, liveSinceMs: 10_000 }]);
-    assert.deepEqual(registry.apply("MODIFIED", lease("a", 1_005_000), 15_000), [], "a plain renewal of a live router is no news");
+    assert.deepEqual(
+      registry.apply("MODIFIED", lease("a", 1_005_000), 15_000),
+      [],
+      "a plain renewal of a live router is no news",
+    );
     assert.equal(registry.routers()[0]?.liveUntilMs, 30_000);
     // An update that changes nothing the registry reads (same renewTime) does not extend it.
     assert.deepEqual(registry.apply("MODIFIED", lease("a", 1_005_000), 29_000), []);
@@ -28,7 +36,11 @@ describe("RouterRegistry: liveness from observed renewTime changes on the contro
   it("an expired router renewed again is news, and live since then", () => {
     const registry = new RouterRegistry();
     registry.apply("ADDED", lease("a", 5), 0);
-    assert.deepEqual(registry.apply("MODIFIED", lease("a", 6), 15_000), [ALL], "renewed at its expiry instant: it had expired");
+    assert.deepEqual(
+      registry.apply("MODIFIED", lease("a", 6), 15_000),
+      [ALL],
+      "renewed at its expiry instant: it had expired",
+    );
     assert.deepEqual(registry.routers()[0], { id: "a", scope: ALL, liveUntilMs: 30_000, liveSinceMs: 15_000 });
   });
 

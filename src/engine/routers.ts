@@ -53,9 +53,16 @@ export class RouterRegistry {
       return [parsed.scope];
     }
     const renewed = parsed.renewTime !== old.lease.renewTime;
-    const reshaped = parsed.id !== old.lease.id || parsed.leaseDurationSeconds !== old.lease.leaseDurationSeconds || !sameScope(parsed.scope, old.lease.scope);
+    const reshaped =
+      parsed.id !== old.lease.id ||
+      parsed.leaseDurationSeconds !== old.lease.leaseDurationSeconds ||
+      !sameScope(parsed.scope, old.lease.scope);
     if (!renewed && !reshaped) return [];
-    this.#set(key, { lease: parsed, changedAtMs: renewed ? nowMs : old.changedAtMs, liveSinceMs: renewed && !wasLive ? nowMs : old.liveSinceMs });
+    this.#set(key, {
+      lease: parsed,
+      changedAtMs: renewed ? nowMs : old.changedAtMs,
+      liveSinceMs: renewed && !wasLive ? nowMs : old.liveSinceMs,
+    });
     if (reshaped) return [old.lease.scope, parsed.scope];
     // Renewed: news only when it had expired.
     return wasLive ? [] : [parsed.scope];
@@ -65,7 +72,12 @@ export class RouterRegistry {
   routers(): readonly TrackedRouter[] {
     this.#routers ??= [...this.#entries]
       .sort(([keyA, a], [keyB, b]) => compareStrings(a.lease.id, b.lease.id) || compareStrings(keyA, keyB))
-      .map(([, entry]) => ({ id: entry.lease.id, scope: entry.lease.scope, liveUntilMs: liveUntilMs(entry), liveSinceMs: entry.liveSinceMs }));
+      .map(([, entry]) => ({
+        id: entry.lease.id,
+        scope: entry.lease.scope,
+        liveUntilMs: liveUntilMs(entry),
+        liveSinceMs: entry.liveSinceMs,
+      }));
     return this.#routers;
   }
 

@@ -24,33 +24,86 @@ async function setup() {
   informer.start();
   const user = sim.server.client("user");
   const ms = await user.create(aModelServing("m"));
-  const tracked = (name: string) => user.create({ ...aPod(name, { "tandem.dev/modelserving": "m" }), metadata: { ...aPod(name).metadata, labels: { "tandem.dev/modelserving": "m" }, ownerReferences: [ownedBy(ms)], finalizers: [FINALIZER_RECOVERY, "example.com/other"] } });
-  const recorder = new EventRecorder({ writer: sim.server.client("events"), clock: sim.clock.onEpoch(), component: "tandem" });
+  const tracked = (name: string) =>
+    user.create({
+      ...aPod(name, { "tandem.dev/modelserving": "m" }),
+      metadata: {
+        ...aPod(name).metadata,
+        labels: { "tandem.dev/modelserving": "m" },
+        ownerReferences: [ownedBy(ms)],
+        finalizers: [FINALIZER_RECOVERY, "example.com/other"],
+      },
+    });
+  const recorder = new EventRecorder({
+    writer: sim.server.client("events"),
+    clock: sim.clock.onEpoch(),
+    component: "tandem",
+  });
   return { ...sim, informer, user, ms, tracked, recorder };
 }
 
-const release = (pod: KubeObject) => ({ resourceVersion: pod.metadata.resourceVersion ?? "", finalizers: ["example.com/other"] });
+const release = (pod: KubeObject) => ({
+  resourceVersion: pod.metadata.resourceVersion ?? "",
+  finalizers: ["example.com/other"],
+});
 
 describe("executor: releasing the recovery finalizer", () => {
   it("releases before deleting: the pod's other finalizers kept, under the version the plan saw", async () => {
     const { server, informer, recorder, tracked } = await setup();
     const pod = await tracked("p0");
-    const executor = new Executor({ writer: server.client("controller"), reader: informer, recorder }, { expectations: new Expectations(server.clock, { logger: new MemoryLogger() }) });
-    const actions: Action[] = [{ type: "DeletePod", name: "p0", uid: pod.metadata.uid ?? "", reason: "Recovery", release: release(pod) }];
-    const result = await executor.execute({ key: "default/m", namespace: "default", name: "m", uid: undefined, resourceVersion: undefined, status: undefined }, actions);
+    const executor = new Executor(
+      { writer: server.client("controller"), reader: informer, recorder },
+      { expectations: new Expectations(server.clock, { logger: new MemoryLogger() }) },
+    );
+    const actions: Action[] = [
+      { type: "DeletePod", name: "p0", uid: pod.metadata.uid ?? "", reason: "Recovery", release: release(pod) },
+    ];
+    const result = await executor.execute(
+      {
+        key: "default/m",
+        namespace: "default",
+        name: "m",
+        uid: undefined,
+        resourceVersion: undefined,
+        status: undefined,
+      },
+      actions,
+    );
     assert.deepEqual([result.applied, result.failed.length, result.conflicts.length], [1, 0, 0]);
     const stored = server.get({ kind: "Pod", namespace: "default", name: "p0" });
     assert.deepEqual(stored.metadata.finalizers, ["example.com/other"]);
     assert.ok(stored.metadata.deletionTimestamp !== undefined, "then deleted");
-    assert.deepEqual(server.apiWriteCounts().filter((row) => row.client === "controller").map((row) => [row.verb, row.count]), [["delete", 1], ["patch", 1]]);
+    assert.deepEqual(
+      server
+        .apiWriteCounts()
+        .filter((row) => row.client === "controller")
+        .map((row) => [row.verb, row.count]),
+      [
+        ["delete", 1],
+        ["patch", 1],
+      ],
+    );
   });
 
   it("does not delete a pod whose release failed (a newer version): it would look lost", async () => {
     const { server, informer, recorder, tracked, user } = await setup();
     const pod = await tracked("p0");
-    await user.patch({ kind: "Pod", namespace: "default", name: "p0" }, { metadata: { annotations: { touched: "yes" } } });
+    await user.patch(
+      { kind: "Pod", namespace: "default", name: "p0" },
+      { metadata: { annotations: { touched: "yes" } } },
+    );
     const executor = new Executor({ writer: server.client("controller"), reader: informer, recorder });
-    const result = await executor.execute({ key: "default/m", namespace: "default", name: "m", uid: undefined, resourceVersion: undefined, status: undefined }, [{ type: "DeletePod", name: "p0", uid: pod.metadata.uid ?? "", reason: "Recovery", release: release(pod) }]);
+    const result = await executor.execute(
+      {
+        key: "default/m",
+        namespace: "default",
+        name: "m",
+        uid: undefined,
+        resourceVersion: undefined,
+        status: undefined,
+      },
+      [{ type: "DeletePod", name: "p0", uid: pod.metadata.uid ?? "", reason: "Recovery", release: release(pod) }],
+    );
     assert.equal(result.conflicts.length, 1);
     const stored = server.get({ kind: "Pod", namespace: "default", name: "p0" });
     assert.equal(stored.metadata.deletionTimestamp, undefined);
@@ -65,7 +118,10 @@ describe("controller: pods of a ModelServing that is gone", () => {
     const logger = new MemoryLogger();
     const plan = () => ({ actions: [], requeueAfterMs: undefined });
     const start = (informer: SimInformer) => {
-      const controller = new Controller({ reader: informer, writer: server.client("controller"), clock, recorder, logger }, { plan });
+      const controller = new Controller(
+        { reader: informer, writer: server.client("controller"), clock, recorder, logger },
+        { plan },
+      );
       controller.start();
       return controller;
     };
@@ -102,12 +158,22 @@ describe("controller: pods of a ModelServing that is gone", () => {
 
   it("releases its terminating pods, keeping others' finalizers: garbage collection does not hang", async () => {
     const { left } = await run(false);
-    assert.deepEqual(left, [["m-0", ["example.com/other"]], ["m-1", ["example.com/other"]]], "only the other finalizer holds them now");
+    assert.deepEqual(
+      left,
+      [
+        ["m-0", ["example.com/other"]],
+        ["m-1", ["example.com/other"]],
+      ],
+      "only the other finalizer holds them now",
+    );
   });
 
   it("a controller started after the ModelServing went releases them too", async () => {
     const { heldWhileDown, left } = await run(true);
     assert.equal(heldWhileDown, 2, "held while no controller ran");
-    assert.deepEqual(left, [["m-0", ["example.com/other"]], ["m-1", ["example.com/other"]]]);
+    assert.deepEqual(left, [
+      ["m-0", ["example.com/other"]],
+      ["m-1", ["example.com/other"]],
+    ]);
   });
 });

@@ -12,7 +12,11 @@ const IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
  * the in-cluster ServiceAccount. Without any, client-node would fall back to
  * http://localhost:8080 and a command would retry a server that is not there forever.
  */
-export function defaultClusterConfigured(env: NodeJS.ProcessEnv = process.env, home: string = homedir(), exists: (path: string) => boolean = existsSync): boolean {
+export function defaultClusterConfigured(
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = homedir(),
+  exists: (path: string) => boolean = existsSync,
+): boolean {
   const files = (env["KUBECONFIG"] ?? "").split(delimiter).filter((file) => file !== "");
   if (files.some(exists)) return true;
   if (files.length === 0 && exists(join(home, ".kube", "config"))) return true;
@@ -31,21 +35,29 @@ export function loadKubeConfig(path?: string, context?: string): KubeConfig {
   const source = path ?? "the default kubeconfig";
   const config = new KubeConfig();
   if (path === undefined && !defaultClusterConfigured()) {
-    throw new Error("no cluster is configured: pass --kubeconfig FILE, set $KUBECONFIG, write ~/.kube/config, or run in a cluster");
+    throw new Error(
+      "no cluster is configured: pass --kubeconfig FILE, set $KUBECONFIG, write ~/.kube/config, or run in a cluster",
+    );
   }
   try {
     if (path === undefined) config.loadFromDefault();
     else config.loadFromFile(path);
   } catch (error) {
     if (path !== undefined && (error as { code?: unknown }).code === "ENOENT") {
-      throw new Error(`--kubeconfig ${path}: no such file; name an existing kubeconfig, or leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config`, { cause: error });
+      throw new Error(
+        `--kubeconfig ${path}: no such file; name an existing kubeconfig, or leave --kubeconfig out to use $KUBECONFIG or ~/.kube/config`,
+        { cause: error },
+      );
     }
     const message = error instanceof Error ? error.message : String(error);
     throw new Error(`cannot load ${source}: ${message.split("\n")[0] ?? message}`, { cause: error });
   }
   if (context !== undefined) {
     const names = config.getContexts().map((known) => known.name);
-    if (!names.includes(context)) throw new Error(`--context: no context "${context}" in ${source} (it has ${names.length === 0 ? "none" : names.join(", ")})`);
+    if (!names.includes(context))
+      throw new Error(
+        `--context: no context "${context}" in ${source} (it has ${names.length === 0 ? "none" : names.join(", ")})`,
+      );
     config.setCurrentContext(context);
   }
   if (config.getCurrentCluster() === null) throw new Error(`no current cluster in ${source}`);

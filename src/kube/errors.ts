@@ -19,7 +19,14 @@ export class KubeHttpError extends Error {
   /** The fields `Status.details.causes` names (`metadata.uid`); empty when none. */
   readonly causeFields: readonly string[];
 
-  constructor(fields: { status: number; reason: string; message: string; retryAfterSeconds?: number | undefined; ambiguous?: boolean; causeFields?: readonly string[] }) {
+  constructor(fields: {
+    status: number;
+    reason: string;
+    message: string;
+    retryAfterSeconds?: number | undefined;
+    ambiguous?: boolean;
+    causeFields?: readonly string[];
+  }) {
     super(fields.message);
     this.name = "KubeHttpError";
     this.status = fields.status;
@@ -31,18 +38,35 @@ export class KubeHttpError extends Error {
 }
 
 /** Builds the error for a non-2xx response of `what` (`PATCH pods/x`) from its body and headers. */
-export function httpError(what: string, status: number, bodyText: string, headers: Readonly<Record<string, string>>): KubeHttpError {
+export function httpError(
+  what: string,
+  status: number,
+  bodyText: string,
+  headers: Readonly<Record<string, string>>,
+): KubeHttpError {
   const body = parseStatus(bodyText);
   const message = `${what}: ${status} ${body.message ?? (bodyText.slice(0, 300) || "(no body)")}`;
-  return new KubeHttpError({ status, reason: body.reason ?? "", message, retryAfterSeconds: retryAfter(headers["retry-after"]), causeFields: body.causeFields });
+  return new KubeHttpError({
+    status,
+    reason: body.reason ?? "",
+    message,
+    retryAfterSeconds: retryAfter(headers["retry-after"]),
+    causeFields: body.causeFields,
+  });
 }
 
 /** The error for a request that got no answer: ambiguous unless the connection was refused. */
 export function transportError(what: string, cause: unknown): KubeHttpError {
   const code = causeCode(cause);
   const refused = code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN";
-  const detail = cause instanceof Error ? `${cause.name}: ${cause.message}${code === undefined ? "" : ` (${code})`}` : String(cause);
-  return new KubeHttpError({ status: 0, reason: refused ? "ConnectionRefused" : "NoAnswer", message: `${what}: ${detail}`, ambiguous: !refused });
+  const detail =
+    cause instanceof Error ? `${cause.name}: ${cause.message}${code === undefined ? "" : ` (${code})`}` : String(cause);
+  return new KubeHttpError({
+    status: 0,
+    reason: refused ? "ConnectionRefused" : "NoAnswer",
+    message: `${what}: ${detail}`,
+    ambiguous: !refused,
+  });
 }
 
 /**
@@ -83,9 +107,19 @@ function parseStatus(text: string): { message?: string; reason?: string; causeFi
   try {
     const value: unknown = JSON.parse(text);
     if (typeof value !== "object" || value === null) return { causeFields: [] };
-    const { message, reason, details } = value as { message?: unknown; reason?: unknown; details?: { causes?: { field?: unknown }[] } };
-    const causeFields = (Array.isArray(details?.causes) ? details.causes : []).flatMap((cause) => (typeof cause.field === "string" ? [cause.field] : []));
-    return { ...(typeof message === "string" ? { message } : {}), ...(typeof reason === "string" ? { reason } : {}), causeFields };
+    const { message, reason, details } = value as {
+      message?: unknown;
+      reason?: unknown;
+      details?: { causes?: { field?: unknown }[] };
+    };
+    const causeFields = (Array.isArray(details?.causes) ? details.causes : []).flatMap((cause) =>
+      typeof cause.field === "string" ? [cause.field] : [],
+    );
+    return {
+      ...(typeof message === "string" ? { message } : {}),
+      ...(typeof reason === "string" ? { reason } : {}),
+      causeFields,
+    };
   } catch {
     return { causeFields: [] };
   }

@@ -4,7 +4,16 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { renderManifests } from "../cli/install.ts";
-import { deploymentManifest, policyRules, rbacManifests, renderDeploymentYaml, renderRbacYaml, routerDeploymentManifest, routerRbacManifests, routerServiceManifest } from "./install.ts";
+import {
+  deploymentManifest,
+  policyRules,
+  rbacManifests,
+  renderDeploymentYaml,
+  renderRbacYaml,
+  routerDeploymentManifest,
+  routerRbacManifests,
+  routerServiceManifest,
+} from "./install.ts";
 
 const DEPLOY_DIR = join(import.meta.dirname, "..", "..", "deploy");
 
@@ -14,12 +23,26 @@ test("deploy/rbac.yaml and deploy/deployment.yaml are current (regenerate with `
 });
 
 test("tandem manifests prints the CRDs (ModelServing, ModelRoute), the RBAC objects, the Deployments and the router Service, in install order", () => {
-  const kinds = parseAllDocuments(renderManifests(undefined)).map((document) => (document.toJS() as { kind?: string } | null)?.kind).filter((kind) => kind !== undefined);
+  const kinds = parseAllDocuments(renderManifests(undefined))
+    .map((document) => (document.toJS() as { kind?: string } | null)?.kind)
+    .filter((kind) => kind !== undefined);
   assert.deepEqual(kinds, [
-    "CustomResourceDefinition", "CustomResourceDefinition",
-    "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-    "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-    "Deployment", "Deployment", "Service",
+    "CustomResourceDefinition",
+    "CustomResourceDefinition",
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Deployment",
+    "Deployment",
+    "Service",
   ]);
 });
 
@@ -34,12 +57,21 @@ test("the router's ClusterRole and Role are exactly ROUTER_PERMISSIONS: reads of
   ]);
   const manifests = routerRbacManifests({ namespace: "ops" });
   const leases = manifests.find((manifest) => manifest["kind"] === "Role");
-  assert.deepEqual([leases?.["metadata"], leases?.["rules"]], [
-    { name: "tandem-router", namespace: "ops", labels: { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "router" } },
-    [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "patch", "delete"] }],
-  ]);
+  assert.deepEqual(
+    [leases?.["metadata"], leases?.["rules"]],
+    [
+      {
+        name: "tandem-router",
+        namespace: "ops",
+        labels: { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "router" },
+      },
+      [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create", "patch", "delete"] }],
+    ],
+  );
   for (const kind of ["ClusterRoleBinding", "RoleBinding"]) {
-    assert.deepEqual(manifests.find((manifest) => manifest["kind"] === kind)?.["subjects"], [{ kind: "ServiceAccount", name: "tandem-router", namespace: "ops" }]);
+    assert.deepEqual(manifests.find((manifest) => manifest["kind"] === kind)?.["subjects"], [
+      { kind: "ServiceAccount", name: "tandem-router", namespace: "ops" },
+    ]);
   }
 });
 
@@ -63,7 +95,13 @@ test("the router Deployment: 2 replicas of tandem router, the controller's image
     { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
   ]);
   const service = routerServiceManifest() as any;
-  assert.deepEqual(service.spec.ports.map((port: any) => [port.port, port.targetPort]), [[8000, "http"], [9090, "metrics"]]);
+  assert.deepEqual(
+    service.spec.ports.map((port: any) => [port.port, port.targetPort]),
+    [
+      [8000, "http"],
+      [9090, "metrics"],
+    ],
+  );
   assert.deepEqual(service.spec.selector, deployment.spec.selector.matchLabels);
 });
 
@@ -71,9 +109,14 @@ test("the ClusterRole is least privilege: no wildcards, no secrets, Leases only 
   const rules = policyRules("cluster");
   assert.ok(rules.every((rule) => !JSON.stringify(rule).includes("*")));
   assert.ok(!JSON.stringify(rules).includes("secrets"));
-  assert.deepEqual(rules.filter((rule) => JSON.stringify(rule).includes("leases")), [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["list", "watch"] }]);
+  assert.deepEqual(
+    rules.filter((rule) => JSON.stringify(rule).includes("leases")),
+    [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["list", "watch"] }],
+  );
   const role = rbacManifests().find((manifest) => manifest["kind"] === "Role");
-  assert.deepEqual(role?.["rules"], [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }]);
+  assert.deepEqual(role?.["rules"], [
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+  ]);
 });
 
 test("the Deployment: 2 replicas electing a leader, probes, requests, non-root, read-only root filesystem", () => {

@@ -36,7 +36,13 @@ const routerLabels = { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/co
 
 /** PolicyRules for `scope`, one per resource, in `PERMISSIONS` order. */
 export function policyRules(scope: Permission["scope"], permissions: readonly Permission[] = PERMISSIONS): Manifest[] {
-  return permissions.filter((permission) => permission.scope === scope).map((permission) => ({ apiGroups: [permission.group], resources: [permission.resource], verbs: [...permission.verbs] }));
+  return permissions
+    .filter((permission) => permission.scope === scope)
+    .map((permission) => ({
+      apiGroups: [permission.group],
+      resources: [permission.resource],
+      verbs: [...permission.verbs],
+    }));
 }
 
 /** Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role and RoleBinding. */
@@ -47,10 +53,32 @@ export function rbacManifests(options: InstallOptions = {}): Manifest[] {
   return [
     { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(true) },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: meta(false), rules: policyRules("cluster") },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: meta(false), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: CONTROLLER_NAME }, subjects: [subject] },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(true), rules: policyRules("controller") },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: meta(true), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: CONTROLLER_NAME }, subjects: [subject] },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: meta(false),
+      rules: policyRules("cluster"),
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: meta(false),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: CONTROLLER_NAME },
+      subjects: [subject],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: meta(true),
+      rules: policyRules("controller"),
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: meta(true),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: CONTROLLER_NAME },
+      subjects: [subject],
+    },
   ];
 }
 
@@ -60,14 +88,40 @@ export function rbacManifests(options: InstallOptions = {}): Manifest[] {
  */
 export function routerRbacManifests(options: InstallOptions = {}): Manifest[] {
   const namespace = options.namespace ?? DEFAULT_NAMESPACE;
-  const meta = (scoped: boolean): Manifest => ({ name: ROUTER_NAME, ...(scoped ? { namespace } : {}), labels: routerLabels });
+  const meta = (scoped: boolean): Manifest => ({
+    name: ROUTER_NAME,
+    ...(scoped ? { namespace } : {}),
+    labels: routerLabels,
+  });
   const subjects = [{ kind: "ServiceAccount", name: ROUTER_NAME, namespace }];
   return [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(true) },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: meta(false), rules: policyRules("cluster", ROUTER_PERMISSIONS) },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: meta(false), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: ROUTER_NAME }, subjects },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(true), rules: policyRules("controller", ROUTER_PERMISSIONS) },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: meta(true), roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: ROUTER_NAME }, subjects },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: meta(false),
+      rules: policyRules("cluster", ROUTER_PERMISSIONS),
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: meta(false),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: ROUTER_NAME },
+      subjects,
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: meta(true),
+      rules: policyRules("controller", ROUTER_PERMISSIONS),
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: meta(true),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: ROUTER_NAME },
+      subjects,
+    },
   ];
 }
 
@@ -79,9 +133,16 @@ export function routerRbacManifests(options: InstallOptions = {}): Manifest[] {
  */
 export function routerDeploymentManifest(options: InstallOptions = {}): Manifest {
   return tandemDeployment({
-    name: ROUTER_NAME, namespace: options.namespace ?? DEFAULT_NAMESPACE, labels: routerLabels, container: "router", image: options.image ?? DEFAULT_IMAGE,
+    name: ROUTER_NAME,
+    namespace: options.namespace ?? DEFAULT_NAMESPACE,
+    labels: routerLabels,
+    container: "router",
+    image: options.image ?? DEFAULT_IMAGE,
     args: ["router", `--listen=0.0.0.0:${ROUTER_PORT}`, `--metrics-addr=0.0.0.0:${ROUTER_METRICS_PORT}`],
-    ports: [{ name: "http", containerPort: ROUTER_PORT, protocol: "TCP" }, { name: "metrics", containerPort: ROUTER_METRICS_PORT, protocol: "TCP" }],
+    ports: [
+      { name: "http", containerPort: ROUTER_PORT, protocol: "TCP" },
+      { name: "metrics", containerPort: ROUTER_METRICS_PORT, protocol: "TCP" },
+    ],
     resources: { requests: { cpu: "250m", memory: "256Mi" }, limits: { memory: "1Gi" } },
     env: [{ name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } }],
   });
@@ -128,7 +189,12 @@ function tandemDeployment(parts: DeploymentParts): Manifest {
         metadata: { labels: parts.labels },
         spec: {
           serviceAccountName: parts.name,
-          securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            runAsGroup: 65532,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
           terminationGracePeriodSeconds: 30,
           containers: [container],
         },
@@ -162,8 +228,17 @@ export function routerServiceManifest(options: InstallOptions = {}): Manifest {
 export function deploymentManifest(options: InstallOptions = {}): Manifest {
   const namespace = options.namespace ?? DEFAULT_NAMESPACE;
   return tandemDeployment({
-    name: CONTROLLER_NAME, namespace, labels, container: "controller", image: options.image ?? DEFAULT_IMAGE,
-    args: ["controller", "--leader-elect", `--leader-elect-namespace=${namespace}`, `--metrics-addr=0.0.0.0:${METRICS_PORT}`],
+    name: CONTROLLER_NAME,
+    namespace,
+    labels,
+    container: "controller",
+    image: options.image ?? DEFAULT_IMAGE,
+    args: [
+      "controller",
+      "--leader-elect",
+      `--leader-elect-namespace=${namespace}`,
+      `--metrics-addr=0.0.0.0:${METRICS_PORT}`,
+    ],
     ports: [{ name: "metrics", containerPort: METRICS_PORT, protocol: "TCP" }],
     resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
   });
@@ -171,16 +246,25 @@ export function deploymentManifest(options: InstallOptions = {}): Manifest {
 
 /** Renders manifests as multi-document YAML after `header` (a `#` comment block). */
 export function renderYaml(header: string, manifests: readonly Manifest[]): string {
-  return header + manifests.map((manifest) => `---\n${stringify(manifest, { lineWidth: 0, aliasDuplicateObjects: false })}`).join("");
+  return (
+    header +
+    manifests.map((manifest) => `---\n${stringify(manifest, { lineWidth: 0, aliasDuplicateObjects: false })}`).join("")
+  );
 }
 
-export const RBAC_YAML_HEADER = "# Generated by `npm run manifests` from src/kube/resources.ts (PERMISSIONS, ROUTER_PERMISSIONS) and src/kube/install.ts. Do not edit by hand.\n";
-export const DEPLOYMENT_YAML_HEADER = "# Generated by `npm run manifests` from src/kube/install.ts. Do not edit by hand.\n";
+export const RBAC_YAML_HEADER =
+  "# Generated by `npm run manifests` from src/kube/resources.ts (PERMISSIONS, ROUTER_PERMISSIONS) and src/kube/install.ts. Do not edit by hand.\n";
+export const DEPLOYMENT_YAML_HEADER =
+  "# Generated by `npm run manifests` from src/kube/install.ts. Do not edit by hand.\n";
 
 export function renderRbacYaml(options: InstallOptions = {}): string {
   return renderYaml(RBAC_YAML_HEADER, [...rbacManifests(options), ...routerRbacManifests(options)]);
 }
 
 export function renderDeploymentYaml(options: InstallOptions = {}): string {
-  return renderYaml(DEPLOYMENT_YAML_HEADER, [deploymentManifest(options), routerDeploymentManifest(options), routerServiceManifest(options)]);
+  return renderYaml(DEPLOYMENT_YAML_HEADER, [
+    deploymentManifest(options),
+    routerDeploymentManifest(options),
+    routerServiceManifest(options),
+  ]);
 }

@@ -108,9 +108,16 @@ export class LeaderElector {
       const attempt = await this.#attempt();
       const nowMs = this.#options.clock.nowMs();
       if (attempt === "held") renewedAtMs = nowMs;
-      else if (attempt === "conflict" || attempt === "busy" || nowMs - renewedAtMs > (this.#options.renewDeadlineMs ?? 10_000)) {
+      else if (
+        attempt === "conflict" ||
+        attempt === "busy" ||
+        nowMs - renewedAtMs > (this.#options.renewDeadlineMs ?? 10_000)
+      ) {
         this.#leader = false;
-        this.#options.logger.error({ lease: this.#leaseName(), identity: this.#options.identity, attempt }, "lost leadership");
+        this.#options.logger.error(
+          { lease: this.#leaseName(), identity: this.#options.identity, attempt },
+          "lost leadership",
+        );
         this.#options.onStoppedLeading();
         return;
       }
@@ -131,7 +138,10 @@ export class LeaderElector {
       return "held";
     } catch (error) {
       if (error instanceof KubeHttpError && error.status === 409) return "conflict";
-      this.#options.logger.warn({ lease: this.#leaseName(), error: error instanceof Error ? error.message : String(error) }, "lease request failed");
+      this.#options.logger.warn(
+        { lease: this.#leaseName(), error: error instanceof Error ? error.message : String(error) },
+        "lease request failed",
+      );
       return "failed";
     }
   }
@@ -154,12 +164,17 @@ export class LeaderElector {
     return {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
-      metadata: { name: this.#options.name, namespace: this.#options.namespace, ...(old?.metadata.resourceVersion === undefined ? {} : { resourceVersion: old.metadata.resourceVersion }) },
+      metadata: {
+        name: this.#options.name,
+        namespace: this.#options.namespace,
+        ...(old?.metadata.resourceVersion === undefined ? {} : { resourceVersion: old.metadata.resourceVersion }),
+      },
       spec: {
         holderIdentity: this.#options.identity,
         leaseDurationSeconds: Math.ceil((this.#options.leaseDurationMs ?? 15_000) / 1_000),
         // Re-stamped, never re-sent as read: a Date read back would serialise with milliseconds.
-        acquireTime: takingOver || spec.acquireTime === undefined ? now : new V1MicroTime(spec.acquireTime).toISOString(),
+        acquireTime:
+          takingOver || spec.acquireTime === undefined ? now : new V1MicroTime(spec.acquireTime).toISOString(),
         renewTime: now,
         leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver && old !== undefined ? 1 : 0),
       },
@@ -170,18 +185,34 @@ export class LeaderElector {
     try {
       const lease = await this.#get();
       if (lease?.spec?.holderIdentity !== this.#options.identity) return;
-      const released: Lease = { ...lease, spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: new V1MicroTime(this.#options.clock.nowMs()).toISOString() } };
-      if (lease.spec.acquireTime !== undefined) released.spec = { ...released.spec, acquireTime: new V1MicroTime(lease.spec.acquireTime).toISOString() };
+      const released: Lease = {
+        ...lease,
+        spec: {
+          ...lease.spec,
+          holderIdentity: "",
+          leaseDurationSeconds: 1,
+          renewTime: new V1MicroTime(this.#options.clock.nowMs()).toISOString(),
+        },
+      };
+      if (lease.spec.acquireTime !== undefined)
+        released.spec = { ...released.spec, acquireTime: new V1MicroTime(lease.spec.acquireTime).toISOString() };
       await this.#write("update", released);
       this.#options.logger.info({ lease: this.#leaseName(), identity: this.#options.identity }, "released leadership");
     } catch (error) {
-      this.#options.logger.warn({ lease: this.#leaseName(), error: error instanceof Error ? error.message : String(error) }, "could not release the lease; a standby takes over when it expires");
+      this.#options.logger.warn(
+        { lease: this.#leaseName(), error: error instanceof Error ? error.message : String(error) },
+        "could not release the lease; a standby takes over when it expires",
+      );
     }
   }
 
   async #get(): Promise<Lease | undefined> {
     try {
-      return (await this.#options.transport.request({ verb: "get", kind: "Lease", target: { namespace: this.#options.namespace, name: this.#options.name } })) as Lease;
+      return (await this.#options.transport.request({
+        verb: "get",
+        kind: "Lease",
+        target: { namespace: this.#options.namespace, name: this.#options.name },
+      })) as Lease;
     } catch (error) {
       if (error instanceof KubeHttpError && error.status === 404) return undefined;
       throw error;

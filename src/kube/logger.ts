@@ -13,7 +13,11 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
  * A pino logger writing one JSON object per line to `destination` (default stdout); `base` is on
  * every line (default `{component: "tandem-controller"}`).
  */
-export function createLogger(level: LogLevelName = "info", destination?: NodeJS.WritableStream, base: Readonly<Record<string, string>> = { component: "tandem-controller" }): Logger & pino.Logger {
+export function createLogger(
+  level: LogLevelName = "info",
+  destination?: NodeJS.WritableStream,
+  base: Readonly<Record<string, string>> = { component: "tandem-controller" },
+): Logger & pino.Logger {
   const options = { level, base, timestamp: pino.stdTimeFunctions.isoTime };
   return destination === undefined ? pino(options) : pino(options, destination);
 }

@@ -31,15 +31,35 @@ export interface ControllerMetrics {
 export function createMetrics(): ControllerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const duration = new Histogram({ name: "tandem_reconcile_duration_seconds", help: "Time of one reconcile pass of a ModelServing: observe, plan and write.", buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry] });
-  const depth = new Gauge({ name: "tandem_workqueue_depth", help: "ModelServing keys waiting in the work queue.", registers: [registry] });
-  const ratio = new Gauge({ name: "tandem_rollout_updated_ratio", help: "Instances on the update revision over desired instances, per ModelServing and role.", labelNames: ["modelserving", "role"], registers: [registry] });
-  const errors = new Counter({ name: "tandem_api_errors_total", help: "Failed Kubernetes API requests.", labelNames: ["verb", "kind", "reason"], registers: [registry] });
+  const duration = new Histogram({
+    name: "tandem_reconcile_duration_seconds",
+    help: "Time of one reconcile pass of a ModelServing: observe, plan and write.",
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [registry],
+  });
+  const depth = new Gauge({
+    name: "tandem_workqueue_depth",
+    help: "ModelServing keys waiting in the work queue.",
+    registers: [registry],
+  });
+  const ratio = new Gauge({
+    name: "tandem_rollout_updated_ratio",
+    help: "Instances on the update revision over desired instances, per ModelServing and role.",
+    labelNames: ["modelserving", "role"],
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: "tandem_api_errors_total",
+    help: "Failed Kubernetes API requests.",
+    labelNames: ["verb", "kind", "reason"],
+    registers: [registry],
+  });
   return {
     registry,
     instrumentPlan: (plan) => (observed, nowMs) => {
       const result = plan(observed, nowMs);
-      for (const sample of rolloutRatios(observed, result)) ratio.set({ modelserving: sample.modelServing, role: sample.role }, sample.ratio);
+      for (const sample of rolloutRatios(observed, result))
+        ratio.set({ modelserving: sample.modelServing, role: sample.role }, sample.ratio);
       return result;
     },
     reconciled: (pass) => {
@@ -60,11 +80,19 @@ export interface RatioSample {
 
 /** Per-role updated/replicas from the status the plan writes, else the one it observed. */
 export function rolloutRatios(observed: Observed, plan: Plan): RatioSample[] {
-  const object = observed.modelServing as { metadata?: { name?: string; namespace?: string }; status?: { roles?: unknown } };
+  const object = observed.modelServing as {
+    metadata?: { name?: string; namespace?: string };
+    status?: { roles?: unknown };
+  };
   const written = plan.actions.find((action) => action.type === "WriteStatus");
-  const roles = (written?.type === "WriteStatus" ? written.status.roles : object.status?.roles) as { name: string; replicas: number; updated: number }[] | undefined;
+  const roles = (written?.type === "WriteStatus" ? written.status.roles : object.status?.roles) as
+    { name: string; replicas: number; updated: number }[] | undefined;
   const modelServing = `${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
-  return (roles ?? []).map((role) => ({ modelServing, role: role.name, ratio: role.replicas === 0 ? 1 : role.updated / role.replicas }));
+  return (roles ?? []).map((role) => ({
+    modelServing,
+    role: role.name,
+    ratio: role.replicas === 0 ? 1 : role.updated / role.replicas,
+  }));
 }
 
 function errorReason(error: KubeHttpError): string {

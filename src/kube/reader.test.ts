@@ -8,8 +8,17 @@ import type { Recorded } from "./test-fakes.ts";
 import { KubeTransport } from "./transport.ts";
 import type { HttpResponse } from "./transport.ts";
 
-const pod = (name: string, resourceVersion: string): object => ({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "ns", resourceVersion, labels: { app: "x" } } });
-const list = (resourceVersion: string, ...items: object[]): object => ({ apiVersion: "v1", kind: "PodList", metadata: { resourceVersion }, items: items.map((item) => ({ ...item, kind: undefined, apiVersion: undefined })) });
+const pod = (name: string, resourceVersion: string): object => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, namespace: "ns", resourceVersion, labels: { app: "x" } },
+});
+const list = (resourceVersion: string, ...items: object[]): object => ({
+  apiVersion: "v1",
+  kind: "PodList",
+  metadata: { resourceVersion },
+  items: items.map((item) => ({ ...item, kind: undefined, apiVersion: undefined })),
+});
 
 /** Readers started by the current test; stopped after it even when it failed. */
 const started: KubeReader[] = [];
@@ -20,15 +29,28 @@ afterEach(async () => {
 /** A reader of pods only, on `handler`; resolves with it started, plus the recorded requests and delivered events. */
 function podReader(handler: (request: Recorded, watchIndex: number) => HttpResponse, watchdogMs = 5_000) {
   let watches = 0;
-  const { send, requests } = fakeSend((request) => handler(request, request.path.includes("watch=true") ? watches++ : -1));
+  const { send, requests } = fakeSend((request) =>
+    handler(request, request.path.includes("watch=true") ? watches++ : -1),
+  );
   const clock = new VirtualClock();
   // A fixed jitter draw: backoff delays are the same on every run.
-  const reader = new KubeReader({ transport: new KubeTransport(send), clock, kinds: ["Pod"], namespace: "ns", reflector: { watchdogMs, baseDelayMs: 10, maxDelayMs: 40, random: () => 0.5 } });
+  const reader = new KubeReader({
+    transport: new KubeTransport(send),
+    clock,
+    kinds: ["Pod"],
+    namespace: "ns",
+    reflector: { watchdogMs, baseDelayMs: 10, maxDelayMs: 40, random: () => 0.5 },
+  });
   const events: string[] = [];
-  reader.subscribe((event: WatchEvent) => events.push(`${event.type} ${event.object.metadata.name}@${event.object.metadata.resourceVersion ?? ""}`));
+  reader.subscribe((event: WatchEvent) =>
+    events.push(`${event.type} ${event.object.metadata.name}@${event.object.metadata.resourceVersion ?? ""}`),
+  );
   reader.start();
   started.push(reader);
-  const watchQueries = (): URLSearchParams[] => requests.filter((request) => request.path.includes("watch=true")).map((request) => new URLSearchParams(request.path.split("?")[1]));
+  const watchQueries = (): URLSearchParams[] =>
+    requests
+      .filter((request) => request.path.includes("watch=true"))
+      .map((request) => new URLSearchParams(request.path.split("?")[1]));
   return { reader, clock, requests, events, watchQueries };
 }
 
@@ -36,22 +58,50 @@ describe("KubeReader", () => {
   it("lists, then watches from the list's resourceVersion with bookmarks; events arrive in order", async () => {
     const { reader, clock, events, watchQueries } = podReader((request, watch) => {
       if (watch === -1) return jsonResponse(200, list("10", pod("a", "5"), pod("b", "6")));
-      return watchResponse(watch === 0 ? [{ type: "ADDED", object: pod("c", "11") }, { type: "MODIFIED", object: pod("a", "12") }] : [], request.signal);
+      return watchResponse(
+        watch === 0
+          ? [
+              { type: "ADDED", object: pod("c", "11") },
+              { type: "MODIFIED", object: pod("a", "12") },
+            ]
+          : [],
+        request.signal,
+      );
     });
     await until(clock, "4 events", () => events.length === 4);
     assert.deepEqual(events, ["ADDED a@5", "ADDED b@6", "ADDED c@11", "MODIFIED a@12"]);
     assert.equal(reader.hasSynced(), true);
     const query = watchQueries()[0];
-    assert.deepEqual([query?.get("resourceVersion"), query?.get("allowWatchBookmarks"), query?.get("watch")], ["10", "true", "true"]);
+    assert.deepEqual(
+      [query?.get("resourceVersion"), query?.get("allowWatchBookmarks"), query?.get("watch")],
+      ["10", "true", "true"],
+    );
     assert.equal(reader.get("Pod", "ns", "a")?.metadata.resourceVersion, "12");
-    assert.deepEqual(reader.list("Pod", { labelSelector: "app=x" }).map((object) => object.metadata.name), ["a", "b", "c"]);
+    assert.deepEqual(
+      reader.list("Pod", { labelSelector: "app=x" }).map((object) => object.metadata.name),
+      ["a", "b", "c"],
+    );
   });
 
   it("on 410 Gone relists and delivers the difference: vanished objects DELETED, changed MODIFIED, new ADDED", async () => {
     let lists = 0;
     const { reader, clock, events, watchQueries } = podReader((request, watch) => {
-      if (watch === -1) return jsonResponse(200, lists++ === 0 ? list("10", pod("a", "5"), pod("b", "6")) : list("30", pod("a", "25"), pod("c", "26")));
-      return watchResponse(watch === 0 ? [{ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired", message: "too old resource version" } }] : [], request.signal);
+      if (watch === -1)
+        return jsonResponse(
+          200,
+          lists++ === 0 ? list("10", pod("a", "5"), pod("b", "6")) : list("30", pod("a", "25"), pod("c", "26")),
+        );
+      return watchResponse(
+        watch === 0
+          ? [
+              {
+                type: "ERROR",
+                object: { kind: "Status", code: 410, reason: "Expired", message: "too old resource version" },
+              },
+            ]
+          : [],
+        request.signal,
+      );
     });
     await until(clock, "the relist's events", () => events.length === 5);
     assert.deepEqual(events, ["ADDED a@5", "ADDED b@6", "DELETED b@6", "MODIFIED a@25", "ADDED c@26"]);
@@ -63,7 +113,10 @@ describe("KubeReader", () => {
   it("a watch silent for the watchdog period is aborted and re-opened from the last resourceVersion, without a relist", async () => {
     const { reader, clock, watchQueries } = podReader((request, watch) => {
       if (watch === -1) return jsonResponse(200, list("10"));
-      return watchResponse(watch === 0 ? [{ type: "BOOKMARK", object: { kind: "Pod", metadata: { resourceVersion: "15" } } }] : [], request.signal);
+      return watchResponse(
+        watch === 0 ? [{ type: "BOOKMARK", object: { kind: "Pod", metadata: { resourceVersion: "15" } } }] : [],
+        request.signal,
+      );
     }, 50);
     await until(clock, "a second watch", () => watchQueries().length >= 2);
     assert.equal(clock.nowMs(), 50, "the watch was re-opened before the watchdog period passed");
@@ -74,7 +127,10 @@ describe("KubeReader", () => {
   it("keeps retrying with backoff after errors (HTTP 500, network) and never stops on its own", async () => {
     let listCalls = 0;
     const { clock, events } = podReader((request, watch) => {
-      if (watch === -1) return ++listCalls < 3 ? jsonResponse(500, { kind: "Status", code: 500, reason: "InternalError" }) : jsonResponse(200, list("10", pod("a", "5")));
+      if (watch === -1)
+        return ++listCalls < 3
+          ? jsonResponse(500, { kind: "Status", code: 500, reason: "InternalError" })
+          : jsonResponse(200, list("10", pod("a", "5")));
       if (watch < 2) throw new TypeError("fetch failed");
       return watchResponse([{ type: "ADDED", object: pod("b", "11") }], request.signal);
     });
@@ -96,15 +152,31 @@ describe("KubeReader", () => {
 
 describe("KubeReader: kinds watched in every namespace", () => {
   it("lists and watches a clusterWideKinds kind in every namespace, with its label selector, while the others stay in the namespace", async () => {
-    const { send, requests } = fakeSend((request) => (request.path.includes("watch=true") ? watchResponse([], request.signal) : jsonResponse(200, list("1"))));
+    const { send, requests } = fakeSend((request) =>
+      request.path.includes("watch=true") ? watchResponse([], request.signal) : jsonResponse(200, list("1")),
+    );
     const clock = new VirtualClock();
-    const reader = new KubeReader({ transport: new KubeTransport(send), clock, kinds: ["Pod", "Lease"], namespace: "ns", clusterWideKinds: ["Lease"], labelSelectors: { Lease: "tandem.dev/router=true" }, reflector: { random: () => 0.5 } });
+    const reader = new KubeReader({
+      transport: new KubeTransport(send),
+      clock,
+      kinds: ["Pod", "Lease"],
+      namespace: "ns",
+      clusterWideKinds: ["Lease"],
+      labelSelectors: { Lease: "tandem.dev/router=true" },
+      reflector: { random: () => 0.5 },
+    });
     reader.start();
     started.push(reader);
     await until(clock, "both synced", () => reader.hasSynced());
-    const lists = requests.filter((request) => !request.path.includes("watch=true")).map((request) => decodeURIComponent(request.path)).sort();
+    const lists = requests
+      .filter((request) => !request.path.includes("watch=true"))
+      .map((request) => decodeURIComponent(request.path))
+      .sort();
     assert.equal(lists.length, 2);
     assert.match(lists[0] ?? "", /^\/api\/v1\/namespaces\/ns\/pods\?/);
-    assert.match(lists[1] ?? "", /^\/apis\/coordination\.k8s\.io\/v1\/leases\?.*labelSelector=tandem\.dev\/router=true/);
+    assert.match(
+      lists[1] ?? "",
+      /^\/apis\/coordination\.k8s\.io\/v1\/leases\?.*labelSelector=tandem\.dev\/router=true/,
+    );
   });
 });

@@ -10,7 +10,15 @@ import { Listeners } from "../engine/listeners.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
 import { matchesSelector, parseSelector } from "../engine/labels.ts";
-import type { Clock, ClusterReader, Kind, KubeObject, ListOptions, WatchEvent, WatchEventType } from "../engine/ports.ts";
+import type {
+  Clock,
+  ClusterReader,
+  Kind,
+  KubeObject,
+  ListOptions,
+  WatchEvent,
+  WatchEventType,
+} from "../engine/ports.ts";
 import { Reflector } from "./reflector.ts";
 import type { ReflectorOptions } from "./reflector.ts";
 import type { KubeTransport } from "./transport.ts";
@@ -32,7 +40,9 @@ export interface KubeReaderOptions {
   readonly labelSelectors?: Partial<Record<Kind, string>>;
   readonly logger?: Logger;
   /** Passed to every reflector (watchdog, backoff and its jitter source, page size). */
-  readonly reflector?: Partial<Pick<ReflectorOptions, "watchdogMs" | "watchTimeoutSeconds" | "baseDelayMs" | "maxDelayMs" | "pageSize" | "random">>;
+  readonly reflector?: Partial<
+    Pick<ReflectorOptions, "watchdogMs" | "watchTimeoutSeconds" | "baseDelayMs" | "maxDelayMs" | "pageSize" | "random">
+  >;
 }
 
 /** Subscribers at once; more is a leak. */
@@ -47,8 +57,24 @@ export class KubeReader implements ClusterReader {
     for (const kind of options.kinds ?? CONTROLLER_KINDS) {
       const cache = new Map<string, KubeObject>();
       this.#caches.set(kind, cache);
-      const sink = { replace: (items: KubeObject[]) => { this.#replace(cache, items); }, apply: (type: WatchEventType, object: KubeObject) => { this.#apply(cache, type, object); } };
-      const reflector = new Reflector({ ...options.reflector, kind, namespace: options.clusterWideKinds?.includes(kind) === true ? undefined : options.namespace, labelSelector: options.labelSelectors?.[kind], transport: options.transport, clock: options.clock, sink, logger: options.logger ?? silentLogger });
+      const sink = {
+        replace: (items: KubeObject[]) => {
+          this.#replace(cache, items);
+        },
+        apply: (type: WatchEventType, object: KubeObject) => {
+          this.#apply(cache, type, object);
+        },
+      };
+      const reflector = new Reflector({
+        ...options.reflector,
+        kind,
+        namespace: options.clusterWideKinds?.includes(kind) === true ? undefined : options.namespace,
+        labelSelector: options.labelSelectors?.[kind],
+        transport: options.transport,
+        clock: options.clock,
+        sink,
+        logger: options.logger ?? silentLogger,
+      });
       this.#reflectors.set(kind, reflector);
     }
   }

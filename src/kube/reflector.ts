@@ -101,7 +101,11 @@ export class Reflector {
         if (this.#resourceVersion === undefined) await this.#list();
         const end = await this.#watch();
         if (end === "gone") this.#resourceVersion = undefined;
-        if (end === "watchdog") this.#options.logger.warn({ kind: this.#options.kind, watchdogMs: this.#watchdogMs() }, "watch silent too long; watching again");
+        if (end === "watchdog")
+          this.#options.logger.warn(
+            { kind: this.#options.kind, watchdogMs: this.#watchdogMs() },
+            "watch silent too long; watching again",
+          );
       } catch (error) {
         if (this.#isStopped()) break;
         if (isGone(error)) {
@@ -119,9 +123,19 @@ export class Reflector {
     let continueToken: string | undefined;
     let resourceVersion: string;
     do {
-      const query: Record<string, string> = { ...this.#selector(), limit: String(this.#options.pageSize ?? 500), ...(continueToken === undefined ? {} : { continue: continueToken }) };
-      const page = (await this.#options.transport.request({ verb: "list", kind: this.#options.kind, target: this.#scope(), query })) as ListBody;
-      for (const item of page.items ?? []) items.push({ ...item, apiVersion: KINDS[this.#options.kind].apiVersion, kind: this.#options.kind });
+      const query: Record<string, string> = {
+        ...this.#selector(),
+        limit: String(this.#options.pageSize ?? 500),
+        ...(continueToken === undefined ? {} : { continue: continueToken }),
+      };
+      const page = (await this.#options.transport.request({
+        verb: "list",
+        kind: this.#options.kind,
+        target: this.#scope(),
+        query,
+      })) as ListBody;
+      for (const item of page.items ?? [])
+        items.push({ ...item, apiVersion: KINDS[this.#options.kind].apiVersion, kind: this.#options.kind });
       resourceVersion = page.metadata?.resourceVersion ?? "";
       continueToken = page.metadata?.continue === "" ? undefined : page.metadata?.continue;
     } while (continueToken !== undefined && !this.#stopped);
@@ -144,10 +158,18 @@ export class Reflector {
         abort.abort(WATCHDOG);
       });
     };
-    const query = { ...this.#selector(), resourceVersion: this.#resourceVersion ?? "", allowWatchBookmarks: "true", timeoutSeconds: String(this.#options.watchTimeoutSeconds ?? 300) };
+    const query = {
+      ...this.#selector(),
+      resourceVersion: this.#resourceVersion ?? "",
+      allowWatchBookmarks: "true",
+      timeoutSeconds: String(this.#options.watchTimeoutSeconds ?? 300),
+    };
     try {
       arm();
-      const events = await this.#options.transport.watch({ verb: "watch", kind: this.#options.kind, target: this.#scope(), query }, abort.signal);
+      const events = await this.#options.transport.watch(
+        { verb: "watch", kind: this.#options.kind, target: this.#scope(), query },
+        abort.signal,
+      );
       for await (const line of events) {
         arm();
         if (this.#handle(line) === "gone") return "gone";
@@ -164,11 +186,18 @@ export class Reflector {
 
   /** Applies one watch line; "gone" for a 410 ERROR event. Throws for other ERROR events. */
   #handle(line: unknown): "ok" | "gone" {
-    const { type, object } = line as { type?: string; object?: KubeObject & { code?: number; reason?: string; message?: string } };
+    const { type, object } = line as {
+      type?: string;
+      object?: KubeObject & { code?: number; reason?: string; message?: string };
+    };
     if (object === undefined) throw new Error(`${this.#options.kind} watch: a line without an object`);
     if (type === "ERROR") {
       if (object.code === 410 || object.reason === "Expired" || object.reason === "Gone") return "gone";
-      throw new KubeHttpError({ status: object.code ?? 500, reason: object.reason ?? "", message: `${this.#options.kind} watch: ${object.message ?? "ERROR event"}` });
+      throw new KubeHttpError({
+        status: object.code ?? 500,
+        reason: object.reason ?? "",
+        message: `${this.#options.kind} watch: ${object.message ?? "ERROR event"}`,
+      });
     }
     const resourceVersion = object.metadata.resourceVersion;
     if (resourceVersion !== undefined) this.#resourceVersion = resourceVersion;
@@ -181,10 +210,16 @@ export class Reflector {
 
   async #backOff(error: unknown): Promise<void> {
     this.#failures++;
-    const ceiling = Math.min(this.#options.maxDelayMs ?? 30_000, (this.#options.baseDelayMs ?? 500) * 2 ** Math.min(this.#failures - 1, 30));
+    const ceiling = Math.min(
+      this.#options.maxDelayMs ?? 30_000,
+      (this.#options.baseDelayMs ?? 500) * 2 ** Math.min(this.#failures - 1, 30),
+    );
     const delayMs = Math.round(ceiling / 2 + (this.#options.random ?? Math.random)() * (ceiling / 2));
     const message = error instanceof Error ? error.message : String(error);
-    this.#options.logger.warn({ kind: this.#options.kind, failures: this.#failures, retryInMs: delayMs, error: message }, "list/watch failed; retrying");
+    this.#options.logger.warn(
+      { kind: this.#options.kind, failures: this.#failures, retryInMs: delayMs, error: message },
+      "list/watch failed; retrying",
+    );
     await new Promise<void>((resolve) => {
       this.#sleeping = { timer: this.#options.clock.setTimer(delayMs, resolve), wake: resolve };
     });
@@ -216,5 +251,7 @@ interface ListBody {
 
 /** 410 Gone or reason Expired: the resourceVersion (or continue token) is too old. */
 function isGone(error: unknown): boolean {
-  return error instanceof KubeHttpError && (error.status === 410 || error.reason === "Expired" || error.reason === "Gone");
+  return (
+    error instanceof KubeHttpError && (error.status === 410 || error.reason === "Expired" || error.reason === "Gone")
+  );
 }

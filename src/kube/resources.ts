@@ -56,7 +56,12 @@ export const PERMISSIONS: readonly Permission[] = [
   { group: "", resource: "pods", verbs: ["list", "watch", "create", "patch", "delete"], scope: "cluster" },
   { group: "", resource: "pods/status", verbs: ["patch"], scope: "cluster" },
   { group: "", resource: "services", verbs: ["list", "watch", "create", "delete"], scope: "cluster" },
-  { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch", "create", "patch", "delete"], scope: "cluster" },
+  {
+    group: "apps",
+    resource: "controllerrevisions",
+    verbs: ["list", "watch", "create", "patch", "delete"],
+    scope: "cluster",
+  },
   { group: "", resource: "events", verbs: ["create", "patch"], scope: "cluster" },
   { group: "coordination.k8s.io", resource: "leases", verbs: ["list", "watch"], scope: "cluster" },
   { group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update"], scope: "controller" },
@@ -92,7 +97,9 @@ export const ROLLOUT_PERMISSIONS: readonly Permission[] = [
 
 /** True when `permissions` allow `verb` on `resource` (with subresource, `pods/status`) in `group`. */
 export function isPermitted(permissions: readonly Permission[], group: string, resource: string, verb: Verb): boolean {
-  return permissions.some((permission) => permission.group === group && permission.resource === resource && permission.verbs.includes(verb));
+  return permissions.some(
+    (permission) => permission.group === group && permission.resource === resource && permission.verbs.includes(verb),
+  );
 }
 
 /** What one request addresses; `name` absent = the collection. */
@@ -105,7 +112,8 @@ export interface Target {
 /** The URL path (no query) of `target` within `resource`; all namespaces when none is given. */
 export function resourcePath(resource: Resource, target: Target = {}): string {
   const root = resource.group === "" ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
-  const scope = resource.namespaced && target.namespace !== undefined ? `/namespaces/${encodeURIComponent(target.namespace)}` : "";
+  const scope =
+    resource.namespaced && target.namespace !== undefined ? `/namespaces/${encodeURIComponent(target.namespace)}` : "";
   const name = target.name === undefined ? "" : `/${encodeURIComponent(target.name)}`;
   const subresource = target.subresource === undefined ? "" : `/${target.subresource}`;
   return `${root}${scope}/${resource.plural}${name}${subresource}`;

@@ -69,13 +69,19 @@ export interface RunningController {
 
 export async function runController(options: RunOptions): Promise<RunningController> {
   const metrics = createMetrics();
-  const transport = new KubeTransport(clientNodeSend(options.kubeConfig), { onError: (verb, kind, error) => { metrics.apiError(verb, kind, error); } });
+  const transport = new KubeTransport(clientNodeSend(options.kubeConfig), {
+    onError: (verb, kind, error) => {
+      metrics.apiError(verb, kind, error);
+    },
+  });
   const clock = new WallClock();
   const identity = options.leaderElection?.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
   let working: { reader: KubeReader; controller: Controller } | undefined;
   let elector: LeaderElector | undefined;
   let finish: (end: RunEnd) => void = () => undefined;
-  const done = new Promise<RunEnd>((resolve) => { finish = resolve; });
+  const done = new Promise<RunEnd>((resolve) => {
+    finish = resolve;
+  });
 
   const startWorking = (): void => {
     working = startWork(options, { transport, clock, metrics, identity });
@@ -88,19 +94,36 @@ export async function runController(options: RunOptions): Promise<RunningControl
     await current.reader.stop();
   };
 
-  const server = options.metricsAddress === undefined ? undefined : await startHealthServer({
-    address: options.metricsAddress,
-    registry: metrics.registry,
-    ready: () => (working?.reader.hasSynced() ?? false) || (elector !== undefined && !elector.isLeader()),
-  });
+  const server =
+    options.metricsAddress === undefined
+      ? undefined
+      : await startHealthServer({
+          address: options.metricsAddress,
+          registry: metrics.registry,
+          ready: () => (working?.reader.hasSynced() ?? false) || (elector !== undefined && !elector.isLeader()),
+        });
   if (options.leaderElection === undefined) startWorking();
   else {
     const lease = options.leaderElection;
     elector = new LeaderElector({
-      ...lease.timings, transport: new KubeTransport(clientNodeSend(options.kubeConfig), { requestTimeoutMs: 5_000, onError: (verb, kind, error) => { metrics.apiError(verb, kind, error); } }),
-      clock, namespace: lease.namespace, name: lease.name, identity, logger: options.logger,
+      ...lease.timings,
+      transport: new KubeTransport(clientNodeSend(options.kubeConfig), {
+        requestTimeoutMs: 5_000,
+        onError: (verb, kind, error) => {
+          metrics.apiError(verb, kind, error);
+        },
+      }),
+      clock,
+      namespace: lease.namespace,
+      name: lease.name,
+      identity,
+      logger: options.logger,
       onStartedLeading: startWorking,
-      onStoppedLeading: () => { void stopWorking().then(() => { finish("lost-leadership"); }); },
+      onStoppedLeading: () => {
+        void stopWorking().then(() => {
+          finish("lost-leadership");
+        });
+      },
     });
     elector.start();
   }
@@ -116,13 +139,30 @@ interface WorkParts {
 }
 
 /** Starts a reader and a controller over it: at start, or when this replica becomes the leader. */
-function startWork(options: RunOptions, { transport, clock, metrics, identity }: WorkParts): { reader: KubeReader; controller: Controller } {
+function startWork(
+  options: RunOptions,
+  { transport, clock, metrics, identity }: WorkParts,
+): { reader: KubeReader; controller: Controller } {
   // Only router Leases (DESIGN §3.1), from every namespace: a router routing this namespace may run in another.
-  const reader = new KubeReader({ transport, clock, namespace: options.namespace, labelSelectors: { Lease: `${LABEL_ROUTER}=true` }, clusterWideKinds: ["Lease"], logger: options.logger, ...(options.reflector === undefined ? {} : { reflector: options.reflector }) });
+  const reader = new KubeReader({
+    transport,
+    clock,
+    namespace: options.namespace,
+    labelSelectors: { Lease: `${LABEL_ROUTER}=true` },
+    clusterWideKinds: ["Lease"],
+    logger: options.logger,
+    ...(options.reflector === undefined ? {} : { reflector: options.reflector }),
+  });
   const writer = new KubeWriter(transport);
   const recorder = new EventRecorder({ writer, clock, component: CONTROLLER_NAME, instance: identity });
   const ports = { reader, writer, clock, recorder, logger: options.logger };
-  const controller = new Controller(ports, { ...options.controller, plan: metrics.instrumentPlan(corePlan), onReconciled: (pass) => { metrics.reconciled(pass); } });
+  const controller = new Controller(ports, {
+    ...options.controller,
+    plan: metrics.instrumentPlan(corePlan),
+    onReconciled: (pass) => {
+      metrics.reconciled(pass);
+    },
+  });
   controller.start();
   reader.start();
   return { reader, controller };

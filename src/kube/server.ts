@@ -36,28 +36,39 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => { resolve(); });
+    server.listen(port, host, () => {
+      resolve();
+    });
   });
   return { address: boundAddress(server, host), close: () => closeServer(server) };
 }
 
 /** Answers one request of `/healthz`, `/readyz` or `/metrics` (anything else: 404; not GET: 405). */
-export function serveHealth(request: IncomingMessage, response: ServerResponse, options: Pick<HealthServerOptions, "registry" | "ready">): void {
+export function serveHealth(
+  request: IncomingMessage,
+  response: ServerResponse,
+  options: Pick<HealthServerOptions, "registry" | "ready">,
+): void {
   const path = (request.url ?? "/").split("?")[0];
   const reply = (status: number, contentType: string, body: string): void => {
     response.writeHead(status, { "content-type": contentType }).end(body);
   };
   if (request.method !== "GET") reply(405, "text/plain", "method not allowed\n");
   else if (path === "/healthz") reply(200, "text/plain", "ok\n");
-  else if (path === "/readyz") reply(options.ready() ? 200 : 503, "text/plain", options.ready() ? "ok\n" : "not ready\n");
+  else if (path === "/readyz")
+    reply(options.ready() ? 200 : 503, "text/plain", options.ready() ? "ok\n" : "not ready\n");
   else if (path !== "/metrics") reply(404, "text/plain", "not found\n");
   else serveMetrics(options.registry, reply);
 }
 
 function serveMetrics(registry: Registry, reply: (status: number, contentType: string, body: string) => void): void {
   registry.metrics().then(
-    (text) => { reply(200, registry.contentType, text); },
-    (error: unknown) => { reply(500, "text/plain", `${String(error)}\n`); },
+    (text) => {
+      reply(200, registry.contentType, text);
+    },
+    (error: unknown) => {
+      reply(500, "text/plain", `${String(error)}\n`);
+    },
   );
 }
 
@@ -70,7 +81,9 @@ export function boundAddress(server: Server, host: string): string {
 
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
-    server.close(() => { resolve(); });
+    server.close(() => {
+      resolve();
+    });
     server.closeAllConnections();
   });
 }

@@ -17,11 +17,22 @@ describe("SnapshotReader", () => {
   it("hands out a deeply nested object (frozen, not copied), so `tandem rollout` says it is invalid instead of overflowing the stack", async () => {
     const { send } = fakeSend((request) => {
       const text = request.path.includes("modelservings") ? deepList() : '{"items": []}';
-      return { status: 200, headers: { "content-type": "application/json" }, text: () => Promise.resolve(text), stream: () => null };
+      return {
+        status: 200,
+        headers: { "content-type": "application/json" },
+        text: () => Promise.resolve(text),
+        stream: () => null,
+      };
     });
     const transport = new KubeTransport(send);
-    const output = await historyCommand({ reader: new SnapshotReader(transport, "ns", "m"), writer: new KubeWriter(transport) }, { namespace: "ns", name: "m" });
+    const output = await historyCommand(
+      { reader: new SnapshotReader(transport, "ns", "m"), writer: new KubeWriter(transport) },
+      { namespace: "ns", name: "m" },
+    );
     assert.equal(output.exitCode, 1);
-    assert.match(output.stderr, /^ModelServing ns\/m is invalid: spec\.template\.roles\[0\]\.entryTemplate\.spec\.extra(\.x){93}: nests objects and lists more than 100 levels deep\n$/);
+    assert.match(
+      output.stderr,
+      /^ModelServing ns\/m is invalid: spec\.template\.roles\[0\]\.entryTemplate\.spec\.extra(\.x){93}: nests objects and lists more than 100 levels deep\n$/,
+    );
   });
 });

@@ -39,20 +39,30 @@ export class SnapshotReader implements Pick<ClusterReader, "get" | "list"> {
   }
 
   get<K extends Kind>(kind: K, namespace: string | undefined, name: string): KubeObject<K> | undefined {
-    const found = this.#objects.find((object) => object.kind === kind && object.metadata.namespace === namespace && object.metadata.name === name);
+    const found = this.#objects.find(
+      (object) => object.kind === kind && object.metadata.namespace === namespace && object.metadata.name === name,
+    );
     return found as KubeObject<K> | undefined;
   }
 
   list<K extends Kind>(kind: K, options: ListOptions = {}): KubeObject<K>[] {
     const selector = parseSelector(options.labelSelector ?? "");
     return this.#objects
-      .filter((object) => object.kind === kind && (options.namespace === undefined || object.metadata.namespace === options.namespace))
+      .filter(
+        (object) =>
+          object.kind === kind && (options.namespace === undefined || object.metadata.namespace === options.namespace),
+      )
       .filter((object) => matchesSelector(selector, object.metadata.labels)) as KubeObject<K>[];
   }
 
   async #list(kind: Kind, query: Record<string, string>): Promise<KubeObject[]> {
     try {
-      const body = (await this.#transport.request({ verb: "list", kind, target: { namespace: this.#namespace }, query })) as { items?: KubeObject[] };
+      const body = (await this.#transport.request({
+        verb: "list",
+        kind,
+        target: { namespace: this.#namespace },
+        query,
+      })) as { items?: KubeObject[] };
       return (body.items ?? []).map((item) => deepFreeze({ ...item, apiVersion: KINDS[kind].apiVersion, kind }));
     } catch (error) {
       throw toApiError(error);

@@ -27,17 +27,30 @@ export function watchResponse(lines: readonly unknown[], signal: AbortSignal, en
     start(controller) {
       for (const line of lines) controller.enqueue(encoder.encode(`${JSON.stringify(line)}\n`));
       if (end) controller.close();
-      else signal.addEventListener("abort", () => { controller.error(new DOMException("aborted", "AbortError")); }, { once: true });
+      else
+        signal.addEventListener(
+          "abort",
+          () => {
+            controller.error(new DOMException("aborted", "AbortError"));
+          },
+          { once: true },
+        );
     },
   });
   return { status: 200, headers: {}, text: () => Promise.resolve(""), stream: () => stream };
 }
 
 /** A Send answering with `handler`, recording each request in `requests`. */
-export function fakeSend(handler: (request: Recorded) => HttpResponse | Promise<HttpResponse>): { send: Send; requests: Recorded[] } {
+export function fakeSend(handler: (request: Recorded) => HttpResponse | Promise<HttpResponse>): {
+  send: Send;
+  requests: Recorded[];
+} {
   const requests: Recorded[] = [];
   const send: Send = async (request) => {
-    const recorded = { ...request, json: request.body === undefined ? undefined : (JSON.parse(request.body) as unknown) };
+    const recorded = {
+      ...request,
+      json: request.body === undefined ? undefined : (JSON.parse(request.body) as unknown),
+    };
     requests.push(recorded);
     return handler(recorded);
   };
@@ -48,12 +61,18 @@ export function fakeSend(handler: (request: Recorded) => HttpResponse | Promise<
 export function permissionOf(request: Recorded): string {
   const [path = "", query = ""] = request.path.split("?");
   const parts = path.split("/").filter((part) => part !== "");
-  const group = parts[0] === "api" ? "" : parts[1] ?? "";
+  const group = parts[0] === "api" ? "" : (parts[1] ?? "");
   const rest = parts.slice(parts[0] === "api" ? 2 : 3);
   const afterNamespace = rest[0] === "namespaces" ? rest.slice(2) : rest;
   const [plural = "", name, subresource] = afterNamespace;
   const resource = subresource === undefined ? plural : `${plural}/${subresource}`;
-  const verbs: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete", GET: new URLSearchParams(query).get("watch") === "true" ? "watch" : name === undefined ? "list" : "get" };
+  const verbs: Record<string, string> = {
+    POST: "create",
+    PUT: "update",
+    PATCH: "patch",
+    DELETE: "delete",
+    GET: new URLSearchParams(query).get("watch") === "true" ? "watch" : name === undefined ? "list" : "get",
+  };
   return `${group} ${resource} ${verbs[request.method] ?? request.method}`;
 }
 
@@ -74,6 +93,7 @@ export async function until(clock: SteppedClock, what: string, check: () => bool
   for (let fired = 0; ; fired++) {
     await nextTurn();
     if (check()) return;
-    if (fired === maxTimers || !clock.next()) throw new Error(`${what}: not reached after ${fired} timers, at ${clock.nowMs()} virtual ms`);
+    if (fired === maxTimers || !clock.next())
+      throw new Error(`${what}: not reached after ${fired} timers, at ${clock.nowMs()} virtual ms`);
   }
 }

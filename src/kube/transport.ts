@@ -40,13 +40,21 @@ export function clientNodeSend(config: KubeConfig): Send {
   return async (request) => {
     const cluster = config.getCurrentCluster();
     if (cluster === null) throw new Error("the kubeconfig has no current cluster");
-    const context = new RequestContext(`${cluster.server.replace(/\/$/, "")}${request.path}`, request.method as HttpMethod);
+    const context = new RequestContext(
+      `${cluster.server.replace(/\/$/, "")}${request.path}`,
+      request.method as HttpMethod,
+    );
     for (const [name, value] of Object.entries(request.headers)) context.setHeaderParam(name, value);
     if (request.body !== undefined) context.setBody(request.body);
     context.setSignal(request.signal);
     await config.applySecurityAuthentication(context);
     const response = await library.send(context).toPromise();
-    return { status: response.httpStatusCode, headers: response.headers, text: () => response.body.text(), stream: () => response.body.stream() };
+    return {
+      status: response.httpStatusCode,
+      headers: response.headers,
+      text: () => response.body.text(),
+      stream: () => response.body.stream(),
+    };
   };
 }
 
@@ -77,7 +85,15 @@ export interface TransportOptions {
   readonly onError?: (verb: Verb, kind: Kind, error: KubeHttpError) => void;
 }
 
-const METHODS: Readonly<Record<Verb, string>> = { get: "GET", list: "GET", watch: "GET", create: "POST", update: "PUT", patch: "PATCH", delete: "DELETE" };
+const METHODS: Readonly<Record<Verb, string>> = {
+  get: "GET",
+  list: "GET",
+  watch: "GET",
+  create: "POST",
+  update: "PUT",
+  patch: "PATCH",
+  delete: "DELETE",
+};
 
 export class KubeTransport {
   readonly #send: Send;
@@ -139,7 +155,10 @@ export class KubeTransport {
   }
 
   #sendOnce(access: Access, watchSignal: AbortSignal | undefined): Promise<HttpResponse> {
-    const query = new URLSearchParams({ ...access.query, ...(access.verb === "watch" ? { watch: "true" } : {}) }).toString();
+    const query = new URLSearchParams({
+      ...access.query,
+      ...(access.verb === "watch" ? { watch: "true" } : {}),
+    }).toString();
     const path = resourcePath(RESOURCES[access.kind], access.target) + (query === "" ? "" : `?${query}`);
     const headers: Record<string, string> = { accept: "application/json" };
     if (access.body !== undefined) headers["content-type"] = access.contentType ?? "application/json";
@@ -152,9 +171,12 @@ export class KubeTransport {
 /** Throws for a request outside `permissions`: the shipped RBAC would refuse it. */
 export function assertPermitted(permissions: readonly Permission[], access: Access): void {
   const resource = RESOURCES[access.kind];
-  const name = access.target.subresource === undefined ? resource.plural : `${resource.plural}/${access.target.subresource}`;
+  const name =
+    access.target.subresource === undefined ? resource.plural : `${resource.plural}/${access.target.subresource}`;
   if (!isPermitted(permissions, resource.group, name, access.verb)) {
-    throw new Error(`${access.verb} ${name}.${resource.group || "core"} is not in the permission list (src/kube/resources.ts); add it there so RBAC grants it`);
+    throw new Error(
+      `${access.verb} ${name}.${resource.group || "core"} is not in the permission list (src/kube/resources.ts); add it there so RBAC grants it`,
+    );
   }
 }
 

@@ -26,29 +26,67 @@ export class KubeWriter implements ClusterWriter {
 
   async create<K extends Kind>(object: KubeObject<K>): Promise<KubeObject<K>> {
     const target = { namespace: object.metadata.namespace };
-    return this.#send<K>({ verb: "create", kind: object.kind, target, query: { fieldManager: FIELD_MANAGER }, body: object });
+    return this.#send<K>({
+      verb: "create",
+      kind: object.kind,
+      target,
+      query: { fieldManager: FIELD_MANAGER },
+      body: object,
+    });
   }
 
   async update<K extends Kind>(object: KubeObject<K>): Promise<KubeObject<K>> {
     const target = { namespace: object.metadata.namespace, name: object.metadata.name };
-    return this.#send<K>({ verb: "update", kind: object.kind, target, query: { fieldManager: FIELD_MANAGER }, body: object });
+    return this.#send<K>({
+      verb: "update",
+      kind: object.kind,
+      target,
+      query: { fieldManager: FIELD_MANAGER },
+      body: object,
+    });
   }
 
   async patch<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
     const target = { namespace: ref.namespace, name: ref.name };
-    return this.#sendPatch<K>({ verb: "patch", kind: ref.kind, target, query: { fieldManager: FIELD_MANAGER }, body: mergePatch, contentType: MERGE_PATCH });
+    return this.#sendPatch<K>({
+      verb: "patch",
+      kind: ref.kind,
+      target,
+      query: { fieldManager: FIELD_MANAGER },
+      body: mergePatch,
+      contentType: MERGE_PATCH,
+    });
   }
 
   async patchStatus<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
     if (!KINDS[ref.kind].statusSubresource) throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
     const target = { namespace: ref.namespace, name: ref.name, subresource: "status" };
-    return this.#sendPatch<K>({ verb: "patch", kind: ref.kind, target, query: { fieldManager: FIELD_MANAGER }, body: mergePatch, contentType: MERGE_PATCH });
+    return this.#sendPatch<K>({
+      verb: "patch",
+      kind: ref.kind,
+      target,
+      query: { fieldManager: FIELD_MANAGER },
+      body: mergePatch,
+      contentType: MERGE_PATCH,
+    });
   }
 
   async delete(ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
-    const preconditions = { ...(options.uid === undefined ? {} : { uid: options.uid }), ...(options.resourceVersion === undefined ? {} : { resourceVersion: options.resourceVersion }) };
-    const grace = ref.kind === "Pod" && options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {};
-    const body = { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background", ...grace, ...(Object.keys(preconditions).length === 0 ? {} : { preconditions }) };
+    const preconditions = {
+      ...(options.uid === undefined ? {} : { uid: options.uid }),
+      ...(options.resourceVersion === undefined ? {} : { resourceVersion: options.resourceVersion }),
+    };
+    const grace =
+      ref.kind === "Pod" && options.gracePeriodSeconds !== undefined
+        ? { gracePeriodSeconds: options.gracePeriodSeconds }
+        : {};
+    const body = {
+      apiVersion: "v1",
+      kind: "DeleteOptions",
+      propagationPolicy: "Background",
+      ...grace,
+      ...(Object.keys(preconditions).length === 0 ? {} : { preconditions }),
+    };
     await this.#send({ verb: "delete", kind: ref.kind, target: { namespace: ref.namespace, name: ref.name }, body });
   }
 
@@ -57,7 +95,8 @@ export class KubeWriter implements ClusterWriter {
     try {
       return await this.#send<K>(access);
     } catch (error) {
-      if (error instanceof ApiError && error.cause instanceof KubeHttpError && isUidMismatch(error.cause)) throw new ApiError("Conflict", `uid precondition failed: ${error.cause.message}`);
+      if (error instanceof ApiError && error.cause instanceof KubeHttpError && isUidMismatch(error.cause))
+        throw new ApiError("Conflict", `uid precondition failed: ${error.cause.message}`);
       throw error;
     }
   }

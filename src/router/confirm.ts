@@ -34,21 +34,30 @@ export type ConfirmDecision = { readonly confirm: true } | { readonly confirm: f
 export function confirmDrain(input: ConfirmInput): ConfirmDecision {
   const { pod } = input;
   const annotations = pod.metadata.annotations ?? {};
-  if (pod.metadata.labels?.[LABEL_ENTRY] !== "true") return { confirm: false, reason: "not an entry pod (workers take no requests)" };
+  if (pod.metadata.labels?.[LABEL_ENTRY] !== "true")
+    return { confirm: false, reason: "not an entry pod (workers take no requests)" };
   if (annotations[ANNOTATION_DRAINING] === undefined) return { confirm: false, reason: "not marked draining" };
   if (pod.metadata.deletionTimestamp !== undefined) return { confirm: false, reason: "being deleted" };
   if (annotations[drainedAnnotation(input.routerId)] === "true") return { confirm: false, reason: "already confirmed" };
-  if (input.inFlight > 0) return { confirm: false, reason: `${input.inFlight} request leg(s) of this router in flight` };
+  if (input.inFlight > 0)
+    return { confirm: false, reason: `${input.inFlight} request leg(s) of this router in flight` };
   if (podCondition(pod, "ContainersReady")?.status === "False") return { confirm: true };
   const engine = input.engine;
   if (engine === undefined) return { confirm: false, reason: "no engine metrics read since the mark was seen" };
   if (!engine.ok) return { confirm: false, reason: `engine metrics unreadable: ${engine.reason}` };
   const queued = engine.running + engine.waiting;
-  if (queued > 0) return { confirm: false, reason: `the engine reports ${engine.running} running and ${engine.waiting} waiting request(s)` };
+  if (queued > 0)
+    return {
+      confirm: false,
+      reason: `the engine reports ${engine.running} running and ${engine.waiting} waiting request(s)`,
+    };
   return { confirm: true };
 }
 
 /** The merge patch of `routerId`'s confirmation, with the pod's uid as precondition. */
-export function confirmationPatch(pod: Pod, routerId: string): { metadata: { uid: string; annotations: Record<string, string> } } {
+export function confirmationPatch(
+  pod: Pod,
+  routerId: string,
+): { metadata: { uid: string; annotations: Record<string, string> } } {
   return { metadata: { uid: pod.metadata.uid ?? "", annotations: { [drainedAnnotation(routerId)]: "true" } } };
 }

@@ -99,7 +99,16 @@ function setup(pods: readonly DiscoveredPod[]) {
   const engine = new FakeProbe();
   const logger = new MemoryLogger();
   const confirmed: string[] = [];
-  const confirmer = new DrainConfirmer({ routerId: "r1", discovery, legs, engine, writer, clock, logger, onConfirmed: (pod) => confirmed.push(pod.metadata.name) });
+  const confirmer = new DrainConfirmer({
+    routerId: "r1",
+    discovery,
+    legs,
+    engine,
+    writer,
+    clock,
+    logger,
+    onConfirmed: (pod) => confirmed.push(pod.metadata.name),
+  });
   return { clock, writer, discovery, legs, engine, logger, confirmed, confirmer };
 }
 
@@ -120,7 +129,10 @@ describe("DrainConfirmer", () => {
     assert.ok(engine.inFlight("ns/a"), "asked again");
     engine.finish("ns/a", IDLE);
     await runTo(clock, 1_000);
-    assert.deepEqual(writer.calls.map((call) => [call.verb, call.kind, call.name, call.body]), [["patch", "Pod", "a", { metadata: { uid: "uid-a", annotations: { "drained.tandem.dev/r1": "true" } } }]]);
+    assert.deepEqual(
+      writer.calls.map((call) => [call.verb, call.kind, call.name, call.body]),
+      [["patch", "Pod", "a", { metadata: { uid: "uid-a", annotations: { "drained.tandem.dev/r1": "true" } } }]],
+    );
     assert.deepEqual(confirmed, ["a"]);
     engine.finish("ns/a", IDLE);
     await runTo(clock, 5_000);
@@ -151,19 +163,30 @@ describe("DrainConfirmer", () => {
     await runTo(clock, 0);
     engine.finish("ns/a", IDLE);
     await runTo(clock, 10_000);
-    assert.deepEqual(writer.calls.map((call) => call.atMs), [0, 200, 600, 1_400]);
+    assert.deepEqual(
+      writer.calls.map((call) => call.atMs),
+      [0, 200, 600, 1_400],
+    );
     assert.equal(logger.lines().filter((line) => line.message === "drain confirmation failed; retrying").length, 3);
     discovery.change([marked("b")]);
     writer.answer = () => new ApiError("NotFound", "pods b");
     await runTo(clock, 10_000);
     engine.finish("ns/b", IDLE);
     await runTo(clock, 60_000);
-    assert.deepEqual(writer.calls.slice(4).map((call) => call.name), ["b"]);
+    assert.deepEqual(
+      writer.calls.slice(4).map((call) => call.name),
+      ["b"],
+    );
     await confirmer.stop();
   });
 
   it("a restarted replica confirms every marked pod in scope once its caches have synced, and leaves those it confirmed before", async () => {
-    const { clock, writer, discovery, engine, confirmed, confirmer } = setup([marked("a"), marked("b"), marked("c", { "drained.tandem.dev/r1": "true" }), aPod({ name: "unmarked" })]);
+    const { clock, writer, discovery, engine, confirmed, confirmer } = setup([
+      marked("a"),
+      marked("b"),
+      marked("c", { "drained.tandem.dev/r1": "true" }),
+      aPod({ name: "unmarked" }),
+    ]);
     discovery.synced = false;
     confirmer.start();
     await runTo(clock, 1_000);
@@ -189,7 +212,15 @@ describe("DrainConfirmer", () => {
     discovery.change([aPod({ name: "a" })]);
     await runTo(clock, 100);
     const again = marked("a");
-    discovery.change([{ ...again, pod: { ...again.pod, metadata: { ...again.pod.metadata, annotations: { "tandem.dev/draining": "2026-01-01T00:05:00Z" } } } }]);
+    discovery.change([
+      {
+        ...again,
+        pod: {
+          ...again.pod,
+          metadata: { ...again.pod.metadata, annotations: { "tandem.dev/draining": "2026-01-01T00:05:00Z" } },
+        },
+      },
+    ]);
     await runTo(clock, 200);
     assert.equal(writer.calls.length, 1, "a fresh scrape is needed for the new mark");
     engine.finish("ns/a", IDLE);

@@ -105,8 +105,16 @@ export class DrainConfirmer {
   start(): void {
     const { discovery, legs, engine } = this.#options;
     // Legs end and scrapes finish on every pod all the time; only a followed (marked) one matters.
-    const lookIfFollowed = (key: string): void => { if (this.#tracked.has(key)) this.#lookIn(0); };
-    this.#unsubscribe = [discovery.onChange(() => { this.#lookIn(0); }), legs.onIdle(lookIfFollowed), engine.onScrape(lookIfFollowed)];
+    const lookIfFollowed = (key: string): void => {
+      if (this.#tracked.has(key)) this.#lookIn(0);
+    };
+    this.#unsubscribe = [
+      discovery.onChange(() => {
+        this.#lookIn(0);
+      }),
+      legs.onIdle(lookIfFollowed),
+      engine.onScrape(lookIfFollowed),
+    ];
     this.#lookIn(0);
   }
 
@@ -139,7 +147,8 @@ export class DrainConfirmer {
     const marked = this.#markedPods();
     for (const [key, tracked] of this.#tracked) {
       const pod = marked.get(key)?.pod;
-      if (pod?.metadata.uid !== tracked.uid || pod.metadata.annotations?.[ANNOTATION_DRAINING] !== tracked.mark) this.#tracked.delete(key);
+      if (pod?.metadata.uid !== tracked.uid || pod.metadata.annotations?.[ANNOTATION_DRAINING] !== tracked.mark)
+        this.#tracked.delete(key);
     }
     for (const [key, entry] of marked) this.#check(key, entry);
   }
@@ -163,7 +172,14 @@ export class DrainConfirmer {
     let tracked = this.#tracked.get(key);
     if (tracked === undefined) {
       const done = pod.metadata.annotations?.[drainedAnnotation(routerId)] === "true";
-      tracked = { uid: pod.metadata.uid ?? "", mark, seenSeq: this.#options.engine.sequence(), phase: done ? "done" : "waiting", failures: 0, notBeforeMs: 0 };
+      tracked = {
+        uid: pod.metadata.uid ?? "",
+        mark,
+        seenSeq: this.#options.engine.sequence(),
+        phase: done ? "done" : "waiting",
+        failures: 0,
+        notBeforeMs: 0,
+      };
       this.#tracked.set(key, tracked);
     }
     if (tracked.phase !== "waiting") return;
@@ -196,7 +212,9 @@ export class DrainConfirmer {
         logger.info({ pod: key, mark: tracked.mark }, "drain confirmed");
         this.#options.onConfirmed?.(pod);
       },
-      (error: unknown) => { this.#failed(key, tracked, error); },
+      (error: unknown) => {
+        this.#failed(key, tracked, error);
+      },
     );
     this.#writes.add(write);
     void write.finally(() => this.#writes.delete(write));
@@ -217,7 +235,10 @@ export class DrainConfirmer {
     tracked.phase = "waiting";
     const delayMs = Math.min(CONFIRM_RETRY_BASE_MS * 2 ** (tracked.failures - 1), CONFIRM_RETRY_CAP_MS);
     tracked.notBeforeMs = this.#options.clock.nowMs() + delayMs;
-    logger.warn({ pod: key, mark: tracked.mark, failures: tracked.failures, retryInMs: delayMs, error: error.message }, "drain confirmation failed; retrying");
+    logger.warn(
+      { pod: key, mark: tracked.mark, failures: tracked.failures, retryInMs: delayMs, error: error.message },
+      "drain confirmation failed; retrying",
+    );
     this.#lookIn(delayMs);
   }
 }

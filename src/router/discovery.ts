@@ -28,13 +28,21 @@ export class StaticDiscovery implements Discovery {
   #revisions: ReadonlyMap<string, RevisionData>;
 
   /** `revisions` are keyed `<namespace>/<name>`. */
-  constructor(world: { routes: readonly RouterRoute[]; pods: readonly DiscoveredPod[]; revisions?: ReadonlyMap<string, RevisionData> }) {
+  constructor(world: {
+    routes: readonly RouterRoute[];
+    pods: readonly DiscoveredPod[];
+    revisions?: ReadonlyMap<string, RevisionData>;
+  }) {
     this.#routes = world.routes;
     this.#pods = world.pods;
     this.#revisions = world.revisions ?? new Map();
   }
 
-  set(world: { routes?: readonly RouterRoute[]; pods?: readonly DiscoveredPod[]; revisions?: ReadonlyMap<string, RevisionData> }): void {
+  set(world: {
+    routes?: readonly RouterRoute[];
+    pods?: readonly DiscoveredPod[];
+    revisions?: ReadonlyMap<string, RevisionData>;
+  }): void {
     this.#routes = world.routes ?? this.#routes;
     this.#pods = world.pods ?? this.#pods;
     this.#revisions = world.revisions ?? this.#revisions;

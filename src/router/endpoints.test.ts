@@ -7,7 +7,11 @@ describe("eligibility (DESIGN §7)", () => {
   const route = aRoute();
 
   it("takes a Running, Ready, serving entry pod of the role and reads its labels", () => {
-    const verdict = eligibility(aPod({ name: "ms-1-serve-0-0", group: 1, revision: "ms-abc", roleHash: "feedbeef00", host: "10.0.0.7" }), route, "serve");
+    const verdict = eligibility(
+      aPod({ name: "ms-1-serve-0-0", group: 1, revision: "ms-abc", roleHash: "feedbeef00", host: "10.0.0.7" }),
+      route,
+      "serve",
+    );
     assert.deepEqual(verdict, {
       ok: true,
       endpoint: {
@@ -35,7 +39,11 @@ describe("eligibility (DESIGN §7)", () => {
     ["a pod not Ready", { name: "p", ready: false }, "not Ready"],
     ["a pod whose serving gate is False", { name: "p", serving: false }, "tandem.dev/serving not True"],
     ["a pod without an address", { name: "p", port: null }, "no pod IP"],
-    ["a bad bootstrap port annotation", { name: "p", annotations: { "sglang.ai/bootstrap-port": "70000" } }, 'annotation sglang.ai/bootstrap-port "70000" is not a port 1..65535'],
+    [
+      "a bad bootstrap port annotation",
+      { name: "p", annotations: { "sglang.ai/bootstrap-port": "70000" } },
+      'annotation sglang.ai/bootstrap-port "70000" is not a port 1..65535',
+    ],
   ];
   for (const [what, options, reason] of refused) {
     it(`refuses ${what}`, () => {
@@ -44,11 +52,18 @@ describe("eligibility (DESIGN §7)", () => {
   }
 
   it("a draining pod stays out even while it is still Ready and serving (the mark is what counts)", () => {
-    assert.equal(eligibility(aPod({ name: "p", draining: true, ready: true, serving: true }), route, "serve").ok, false);
+    assert.equal(
+      eligibility(aPod({ name: "p", draining: true, ready: true, serving: true }), route, "serve").ok,
+      false,
+    );
   });
 
   it("reads the bootstrap port annotation", () => {
-    const verdict = eligibility(aPod({ name: "p", annotations: { "sglang.ai/bootstrap-port": "9100" } }), route, "serve");
+    const verdict = eligibility(
+      aPod({ name: "p", annotations: { "sglang.ai/bootstrap-port": "9100" } }),
+      route,
+      "serve",
+    );
     assert.equal(verdict.ok && verdict.endpoint.bootstrapPort, 9100);
   });
 });

@@ -4,7 +4,15 @@
  * controller mean the same thing by Ready, serving and draining. Pure.
  */
 import type { Pod } from "../api/kube.ts";
-import { LABEL_ENTRY, LABEL_GROUP, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
+import {
+  LABEL_ENTRY,
+  LABEL_GROUP,
+  LABEL_MODEL_SERVING,
+  LABEL_REVISION,
+  LABEL_ROLE,
+  LABEL_ROLE_HASH,
+  SERVING_GATE,
+} from "../api/wellknown.ts";
 import { isPodReady, isTerminating, podCondition } from "../core/health.ts";
 import { isDraining } from "../core/invariants.ts";
 import { compareStrings } from "../core/maps.ts";
@@ -43,7 +51,8 @@ export interface Endpoint {
   readonly bootstrapPort: number;
 }
 
-export type Eligibility = { readonly ok: true; readonly endpoint: Endpoint } | { readonly ok: false; readonly reason: string };
+export type Eligibility =
+  { readonly ok: true; readonly endpoint: Endpoint } | { readonly ok: false; readonly reason: string };
 
 /**
  * Whether `discovered` may take new requests for `role` of `route`: an entry pod of that role of
@@ -91,7 +100,9 @@ function bootstrapPortOf(pod: Pod): number | string {
   const value = pod.metadata.annotations?.[ANNOTATION_BOOTSTRAP_PORT];
   if (value === undefined) return DEFAULT_BOOTSTRAP_PORT;
   const port = /^[1-9][0-9]{0,4}$/.test(value) ? Number(value) : Number.NaN;
-  return port <= 65535 ? port : `annotation ${ANNOTATION_BOOTSTRAP_PORT} ${JSON.stringify(value)} is not a port 1..65535`;
+  return port <= 65535
+    ? port
+    : `annotation ${ANNOTATION_BOOTSTRAP_PORT} ${JSON.stringify(value)} is not a port 1..65535`;
 }
 
 /** The eligible endpoints of `role`, sorted by key, and a summary of why the others are not. */
@@ -109,7 +120,10 @@ export function roleEndpoints(discovered: readonly DiscoveredPod[], route: Route
   let counted = 0;
   for (const candidate of discovered) {
     const labels = candidate.pod.metadata.labels ?? {};
-    const ofRole = labels[LABEL_ROLE] === role && labels[LABEL_MODEL_SERVING] === route.modelServing && labels[LABEL_ENTRY] === "true";
+    const ofRole =
+      labels[LABEL_ROLE] === role &&
+      labels[LABEL_MODEL_SERVING] === route.modelServing &&
+      labels[LABEL_ENTRY] === "true";
     const verdict = eligibility(candidate, route, role);
     if (ofRole) counted++;
     if (verdict.ok) endpoints.push(verdict.endpoint);

@@ -38,16 +38,28 @@ describe("parseEngineQueue", () => {
 
   it("SGLang: its own metric names", () => {
     assert.deepEqual(parseEngineQueue(SGLANG_PAGE, "sglang"), { ok: true, running: 8, waiting: 7 });
-    assert.deepEqual(parseEngineQueue(SGLANG_PAGE, "vllm"), { ok: false, reason: "no vllm:num_requests_running or vllm:num_requests_waiting on the page" });
+    assert.deepEqual(parseEngineQueue(SGLANG_PAGE, "vllm"), {
+      ok: false,
+      reason: "no vllm:num_requests_running or vllm:num_requests_waiting on the page",
+    });
   });
 
   it("an absent metric is refused, never read as zero", () => {
-    assert.deepEqual(parseEngineQueue("vllm:num_requests_running 0\n", "vllm"), { ok: false, reason: "no vllm:num_requests_waiting on the page" });
+    assert.deepEqual(parseEngineQueue("vllm:num_requests_running 0\n", "vllm"), {
+      ok: false,
+      reason: "no vllm:num_requests_waiting on the page",
+    });
     assert.equal(parseEngineQueue("", "vllm").ok, false);
   });
 
   it("refuses a malformed line with its number, and a value that is not a count", () => {
-    for (const bad of ["vllm:num_requests_running{engine=0} 1", "vllm:num_requests_running 1 2 3", 'x{a="1" b="2"} 1', "x 1.2.3", "9x 1"]) {
+    for (const bad of [
+      "vllm:num_requests_running{engine=0} 1",
+      "vllm:num_requests_running 1 2 3",
+      'x{a="1" b="2"} 1',
+      "x 1.2.3",
+      "9x 1",
+    ]) {
       const result = parseEngineQueue(`# ok\n${bad}\n`, "vllm");
       assert.ok(!result.ok, bad);
       assert.match(result.reason, /^line 2 is not a Prometheus sample/);
@@ -60,6 +72,9 @@ describe("parseEngineQueue", () => {
   });
 
   it("accepts CRLF line ends and a trailing OpenMetrics # EOF", () => {
-    assert.deepEqual(parseEngineQueue("vllm:num_requests_running 1\r\nvllm:num_requests_waiting 2\r\n# EOF\r\n", "vllm"), { ok: true, running: 1, waiting: 2 });
+    assert.deepEqual(
+      parseEngineQueue("vllm:num_requests_running 1\r\nvllm:num_requests_waiting 2\r\n# EOF\r\n", "vllm"),
+      { ok: true, running: 1, waiting: 2 },
+    );
   });
 });

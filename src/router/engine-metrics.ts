@@ -17,12 +17,16 @@ export const ENGINE_METRICS: Readonly<Record<EngineKind, { readonly running: str
   sglang: { running: "sglang:num_running_reqs", waiting: "sglang:num_queue_reqs" },
 };
 
-export type EngineQueue = { readonly ok: true; readonly running: number; readonly waiting: number } | { readonly ok: false; readonly reason: string };
+export type EngineQueue =
+  | { readonly ok: true; readonly running: number; readonly waiting: number }
+  | { readonly ok: false; readonly reason: string };
 
 const LABEL = String.raw`[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"(?:[^"\\\n]|\\.)*"`;
 const LABELS = String.raw`\{[ \t]*(?:${LABEL}(?:[ \t]*,[ \t]*${LABEL})*[ \t]*,?[ \t]*)?\}`;
 /** name, optional label set, value, optional integer timestamp (milliseconds). */
-const SAMPLE = new RegExp(String.raw`^([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(?:${LABELS})?[ \t]+(\S+)(?:[ \t]+-?[0-9]+)?[ \t]*$`);
+const SAMPLE = new RegExp(
+  String.raw`^([a-zA-Z_:][a-zA-Z0-9_:]*)[ \t]*(?:${LABELS})?[ \t]+(\S+)(?:[ \t]+-?[0-9]+)?[ \t]*$`,
+);
 const FLOAT = /^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[iI]nf|NaN)$/;
 
 /**
@@ -44,11 +48,16 @@ export function parseEngineQueue(text: string, engine: EngineKind): EngineQueue 
     if (line === "" || line.startsWith("#")) continue;
     const match = SAMPLE.exec(line);
     const [, name = "", valueText = ""] = match ?? [];
-    if (match === null || !FLOAT.test(valueText)) return { ok: false, reason: `line ${index + 1} is not a Prometheus sample: ${JSON.stringify(line.slice(0, 120))}` };
+    if (match === null || !FLOAT.test(valueText))
+      return {
+        ok: false,
+        reason: `line ${index + 1} is not a Prometheus sample: ${JSON.stringify(line.slice(0, 120))}`,
+      };
     const sum = sums.get(name);
     if (sum === undefined) continue;
     const value = Number(valueText);
-    if (!Number.isFinite(value) || value < 0) return { ok: false, reason: `${name} is ${valueText} on line ${index + 1}, not a count` };
+    if (!Number.isFinite(value) || value < 0)
+      return { ok: false, reason: `${name} is ${valueText} on line ${index + 1}, not a count` };
     sums.set(name, sum + value);
     seen.add(name);
   }

@@ -39,7 +39,14 @@ describe("NIXL legs (golden)", () => {
       max_tokens: 1,
       max_completion_tokens: 1,
       temperature: 0,
-      kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null, remote_block_ids: null, remote_host: null, remote_port: null },
+      kv_transfer_params: {
+        do_remote_decode: true,
+        do_remote_prefill: false,
+        remote_engine_id: null,
+        remote_block_ids: null,
+        remote_host: null,
+        remote_port: null,
+      },
     });
   });
 
@@ -49,7 +56,14 @@ describe("NIXL legs (golden)", () => {
       prompt: "x",
       stream: false,
       max_tokens: 1,
-      kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null, remote_block_ids: null, remote_host: null, remote_port: null },
+      kv_transfer_params: {
+        do_remote_decode: true,
+        do_remote_prefill: false,
+        remote_engine_id: null,
+        remote_block_ids: null,
+        remote_host: null,
+        remote_port: null,
+      },
     });
   });
 
@@ -102,7 +116,10 @@ describe("NIXL legs (golden)", () => {
   });
 
   it("decode leg: a prefill answer without kv_transfer_params is a failure, not a decode-only request", () => {
-    assert.deepEqual(nixlDecodeBody(chat, { choices: [] }, prefill), { ok: false, reason: "prefill ms-0-prefill-0-0 returned no kv_transfer_params object" });
+    assert.deepEqual(nixlDecodeBody(chat, { choices: [] }, prefill), {
+      ok: false,
+      reason: "prefill ms-0-prefill-0-0 returned no kv_transfer_params object",
+    });
     assert.equal(nixlDecodeBody(chat, "not json", prefill).ok, false);
   });
 
@@ -133,7 +150,9 @@ describe("SGLang legs (golden)", () => {
       fc.property(fc.constant(null), () => {
         const room = drawBootstrapRoom(rng);
         assert.ok(Number.isSafeInteger(room) && room >= 0 && room < 2 ** 53);
-        const parsed = JSON.parse(JSON.stringify(sglangBody({ model: "m" }, prefill, room))) as { bootstrap_room: number };
+        const parsed = JSON.parse(JSON.stringify(sglangBody({ model: "m" }, prefill, room))) as {
+          bootstrap_room: number;
+        };
         assert.equal(parsed.bootstrap_room, room);
         assert.match(JSON.stringify(room), /^[0-9]+$/);
       }),

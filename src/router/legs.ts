@@ -26,7 +26,12 @@ const NIXL_PREFILL_PARAMS: JsonObject = {
  * `min_tokens`/`min_completion_tokens` (vLLM rejects a minimum above the maximum).
  */
 export function nixlPrefillBody(body: JsonObject): JsonObject {
-  const leg: JsonObject = { ...structuredClone(body), kv_transfer_params: { ...NIXL_PREFILL_PARAMS }, stream: false, max_tokens: 1 };
+  const leg: JsonObject = {
+    ...structuredClone(body),
+    kv_transfer_params: { ...NIXL_PREFILL_PARAMS },
+    stream: false,
+    max_tokens: 1,
+  };
   if (Object.hasOwn(body, "max_completion_tokens")) leg.max_completion_tokens = 1;
   delete leg.stream_options;
   delete leg.min_tokens;
@@ -34,7 +39,8 @@ export function nixlPrefillBody(body: JsonObject): JsonObject {
   return leg;
 }
 
-export type DecodeLeg = { readonly ok: true; readonly body: JsonObject } | { readonly ok: false; readonly reason: string };
+export type DecodeLeg =
+  { readonly ok: true; readonly body: JsonObject } | { readonly ok: false; readonly reason: string };
 
 /**
  * The NIXL decode leg: the original body plus the `kv_transfer_params` object the prefill
@@ -45,10 +51,14 @@ export type DecodeLeg = { readonly ok: true; readonly body: JsonObject } | { rea
  */
 export function nixlDecodeBody(body: JsonObject, prefillResponse: unknown, prefill: Endpoint): DecodeLeg {
   const params = isJsonObject(prefillResponse) ? prefillResponse.kv_transfer_params : undefined;
-  if (!isJsonObject(params)) return { ok: false, reason: `prefill ${prefill.pod} returned no kv_transfer_params object` };
+  if (!isJsonObject(params))
+    return { ok: false, reason: `prefill ${prefill.pod} returned no kv_transfer_params object` };
   const host = params.remote_host;
   const remoteHost = host === undefined || host === null || host === "localhost" ? prefill.address.host : host;
-  return { ok: true, body: { ...structuredClone(body), kv_transfer_params: { ...structuredClone(params), remote_host: remoteHost } } };
+  return {
+    ok: true,
+    body: { ...structuredClone(body), kv_transfer_params: { ...structuredClone(params), remote_host: remoteHost } },
+  };
 }
 
 /**
@@ -73,5 +83,10 @@ export function drawBootstrapRoom(rng: TieBreak): number {
  * prefill's address), `bootstrap_port` (its bootstrap server) and `bootstrap_room`.
  */
 export function sglangBody(body: JsonObject, prefill: Endpoint, room: number): JsonObject {
-  return { ...structuredClone(body), bootstrap_host: prefill.address.host, bootstrap_port: prefill.bootstrapPort, bootstrap_room: room };
+  return {
+    ...structuredClone(body),
+    bootstrap_host: prefill.address.host,
+    bootstrap_port: prefill.bootstrapPort,
+    bootstrap_room: room,
+  };
 }

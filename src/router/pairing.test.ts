@@ -45,7 +45,12 @@ describe("choosePair", () => {
   });
 
   it("SameGroup: a decode whose group has no eligible prefill does not compete", () => {
-    const pods = [prefill("p1", 1), aPod({ name: "p0", role: "prefill", group: 0, draining: true }), decode("d0", 0), decode("d1", 1)];
+    const pods = [
+      prefill("p1", 1),
+      aPod({ name: "p0", role: "prefill", group: 0, draining: true }),
+      decode("d0", 0),
+      decode("d1", 1),
+    ];
     assert.deepEqual(names(choosePair(input("SameGroup", pods, { d1: 9 }))), ["p1", "d1"]);
   });
 
@@ -58,7 +63,10 @@ describe("choosePair", () => {
   });
 
   it("a role without an eligible endpoint says so with the pod summary", () => {
-    assert.equal(names(choosePair(input("Any", [prefill("p0", 0), aPod({ name: "d0", role: "decode", ready: false })]))), "no eligible decode endpoint (1 pod: 1 not Ready)");
+    assert.equal(
+      names(choosePair(input("Any", [prefill("p0", 0), aPod({ name: "d0", role: "decode", ready: false })]))),
+      "no eligible decode endpoint (1 pod: 1 not Ready)",
+    );
     assert.equal(names(choosePair(input("Any", [decode("d0", 0)]))), "no eligible prefill endpoint (0 pods)");
   });
 
@@ -74,7 +82,12 @@ describe("choosePair", () => {
   });
 
   it("SameRevision: when both roles change, new pairs with new and old with old", () => {
-    const pods = [prefill("p-old", 0, "ms-v1"), prefill("p-new", 0, "ms-v3"), decode("d-old", 0, "ms-v1"), decode("d-new", 0, "ms-v3")];
+    const pods = [
+      prefill("p-old", 0, "ms-v1"),
+      prefill("p-new", 0, "ms-v3"),
+      decode("d-old", 0, "ms-v1"),
+      decode("d-new", 0, "ms-v3"),
+    ];
     assert.deepEqual(names(choosePair(input("SameRevision", pods, { "d-old": 1 }))), ["p-new", "d-new"]);
     assert.deepEqual(names(choosePair(input("SameRevision", pods, { "d-new": 1 }))), ["p-old", "d-old"]);
     // SameGroup alone would pair across revisions; the least-loaded prefill here is the old one.
@@ -82,7 +95,12 @@ describe("choosePair", () => {
   });
 
   it("SameRevision still requires the same group", () => {
-    assert.equal(names(choosePair(input("SameRevision", [prefill("p1", 1), decode("d0", 0)]))).toString().startsWith("pairing SameRevision:"), true);
+    assert.equal(
+      names(choosePair(input("SameRevision", [prefill("p1", 1), decode("d0", 0)])))
+        .toString()
+        .startsWith("pairing SameRevision:"),
+      true,
+    );
   });
 
   it("SameRevision: a new decode with only old prefills fails with the revisions, and unknown revisions are never guessed", () => {

@@ -30,7 +30,9 @@ export interface PairInput {
 }
 
 /** A pair, or why none: the data plane answers 503 with the reason, never another pairing. */
-export type PairResult = { readonly ok: true; readonly prefill: Endpoint; readonly decode: Endpoint } | { readonly ok: false; readonly reason: string };
+export type PairResult =
+  | { readonly ok: true; readonly prefill: Endpoint; readonly decode: Endpoint }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * The least-loaded decode that has a compatible prefill, and the least-loaded compatible prefill
@@ -45,10 +47,15 @@ export type PairResult = { readonly ok: true; readonly prefill: Endpoint; readon
  */
 export function choosePair(input: PairInput): PairResult {
   const { prefills, decodes } = input;
-  if (decodes.endpoints.length === 0) return { ok: false, reason: `no eligible ${decodes.role} endpoint (${decodes.summary})` };
-  if (prefills.endpoints.length === 0) return { ok: false, reason: `no eligible ${prefills.role} endpoint (${prefills.summary})` };
+  if (decodes.endpoints.length === 0)
+    return { ok: false, reason: `no eligible ${decodes.role} endpoint (${decodes.summary})` };
+  if (prefills.endpoints.length === 0)
+    return { ok: false, reason: `no eligible ${prefills.role} endpoint (${prefills.summary})` };
   const compatible = compatibility(input);
-  const options = decodes.endpoints.map((decode) => ({ decode, prefills: prefills.endpoints.filter((prefill) => compatible(decode, prefill)) }));
+  const options = decodes.endpoints.map((decode) => ({
+    decode,
+    prefills: prefills.endpoints.filter((prefill) => compatible(decode, prefill)),
+  }));
   const feasible = options.filter((option) => option.prefills.length > 0);
   const chosen = select(feasible, (option) => input.loadOf(option.decode), input.rng);
   const prefill = chosen === undefined ? undefined : select(chosen.prefills, input.loadOf, input.rng);
@@ -77,12 +84,17 @@ function buildsPrefillSpec(input: PairInput, decode: Endpoint, prefill: Endpoint
 /** Why no decode found a prefill under `mode`: the groups and revisions on each side. */
 function noPairReason(input: PairInput): string {
   const { mode, prefills, decodes } = input;
-  const groups = (endpoints: readonly Endpoint[]): string => distinct(endpoints.map((endpoint) => endpoint.group)).join(", ");
+  const groups = (endpoints: readonly Endpoint[]): string =>
+    distinct(endpoints.map((endpoint) => endpoint.group)).join(", ");
   const sides = `${decodes.role} groups ${groups(decodes.endpoints)}; ${prefills.role} groups ${groups(prefills.endpoints)}`;
-  if (mode !== "SameRevision") return `pairing ${mode}: no eligible ${prefills.role} in the ServingGroup of any eligible ${decodes.role} (${sides})`;
+  if (mode !== "SameRevision")
+    return `pairing ${mode}: no eligible ${prefills.role} in the ServingGroup of any eligible ${decodes.role} (${sides})`;
   const all = [...decodes.endpoints, ...prefills.endpoints];
-  const unknown = distinct(all.map((endpoint) => endpoint.revision).filter((name) => input.revisions(name) === undefined));
-  const revisions = (endpoints: readonly Endpoint[]): string => distinct(endpoints.map((endpoint) => endpoint.revision)).join(", ");
+  const unknown = distinct(
+    all.map((endpoint) => endpoint.revision).filter((name) => input.revisions(name) === undefined),
+  );
+  const revisions = (endpoints: readonly Endpoint[]): string =>
+    distinct(endpoints.map((endpoint) => endpoint.revision)).join(", ");
   return (
     `pairing SameRevision: no eligible ${prefills.role} in the ServingGroup of an eligible ${decodes.role} runs the ${prefills.role} spec ` +
     `of that ${decodes.role}'s revision (${sides}; ${decodes.role} revisions ${revisions(decodes.endpoints)}; ` +

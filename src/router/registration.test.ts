@@ -24,7 +24,16 @@ function setup(options: { leaseDurationSeconds?: number } = {}) {
   const writer = new RecordingWriter(() => clock.nowMs());
   const logger = new MemoryLogger();
   const states: LeaseState[] = [];
-  const registration = new RouterRegistration({ id: "router-a", namespace: "tandem-system", scope: { all: false, namespaces: ["serve"] }, writer, clock: epoch, logger, onState: (state) => states.push(state), ...options });
+  const registration = new RouterRegistration({
+    id: "router-a",
+    namespace: "tandem-system",
+    scope: { all: false, namespaces: ["serve"] },
+    writer,
+    clock: epoch,
+    logger,
+    onState: (state) => states.push(state),
+    ...options,
+  });
   return { clock, epoch, writer, logger, states, registration };
 }
 
@@ -37,12 +46,25 @@ describe("RouterRegistration", () => {
     await runTo(clock, 0);
     assert.equal(registration.refusal(), undefined);
     assert.equal(registration.state(), "registered");
-    assert.deepEqual(writer.calls.map((call) => [call.verb, call.name]), [["create", "router-a"]]);
+    assert.deepEqual(
+      writer.calls.map((call) => [call.verb, call.name]),
+      [["create", "router-a"]],
+    );
     assert.deepEqual(writer.calls[0]?.body, {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
-      metadata: { name: "router-a", namespace: "tandem-system", labels: { "tandem.dev/router": "true" }, annotations: { "tandem.dev/scope": "serve" } },
-      spec: { holderIdentity: "router-a", leaseDurationSeconds: 15, acquireTime: microTime(epoch.nowMs()), renewTime: microTime(epoch.nowMs()) },
+      metadata: {
+        name: "router-a",
+        namespace: "tandem-system",
+        labels: { "tandem.dev/router": "true" },
+        annotations: { "tandem.dev/scope": "serve" },
+      },
+      spec: {
+        holderIdentity: "router-a",
+        leaseDurationSeconds: 15,
+        acquireTime: microTime(epoch.nowMs()),
+        renewTime: microTime(epoch.nowMs()),
+      },
     });
     assert.ok(logger.lines().some((line) => line.message === "router lease registered; routing"));
   });
@@ -51,7 +73,15 @@ describe("RouterRegistration", () => {
     const { clock, epoch, writer, registration } = setup({ leaseDurationSeconds: 9 });
     registration.start();
     await runTo(clock, 9_500);
-    assert.deepEqual(writer.calls.map((call) => [call.verb, call.atMs]), [["create", 0], ["patch", 3_000], ["patch", 6_000], ["patch", 9_000]]);
+    assert.deepEqual(
+      writer.calls.map((call) => [call.verb, call.atMs]),
+      [
+        ["create", 0],
+        ["patch", 3_000],
+        ["patch", 6_000],
+        ["patch", 9_000],
+      ],
+    );
     assert.deepEqual(writer.calls[3]?.body, { spec: { renewTime: microTime(epoch.nowMs() - 500) } });
   });
 
@@ -66,15 +96,31 @@ describe("RouterRegistration", () => {
     assert.equal(registration.state(), "fenced");
     assert.match(registration.refusal() ?? "", /could not renew its Lease for 10s and stopped routing/);
     // Renewal at 5 s failed; retries after 250, 500, 1000, 2000 ms, then every 2 s (the cap).
-    assert.deepEqual(writer.calls.slice(1).map((call) => call.atMs), [5_000, 5_250, 5_750, 6_750, 8_750]);
+    assert.deepEqual(
+      writer.calls.slice(1).map((call) => call.atMs),
+      [5_000, 5_250, 5_750, 6_750, 8_750],
+    );
     writer.answer = () => undefined;
     await runTo(clock, 10_750);
     assert.equal(registration.state(), "registered");
     assert.deepEqual(states, ["registered", "fenced", "registered"]);
-    assert.deepEqual(logger.lines().map((line) => line.message).filter((message) => !message.startsWith("router lease renewal failed")), ["router lease registered; routing", "router lease not renewed for two thirds of its duration; stopped routing until it is", "router lease renewed again; routing resumed"]);
+    assert.deepEqual(
+      logger
+        .lines()
+        .map((line) => line.message)
+        .filter((message) => !message.startsWith("router lease renewal failed")),
+      [
+        "router lease registered; routing",
+        "router lease not renewed for two thirds of its duration; stopped routing until it is",
+        "router lease renewed again; routing resumed",
+      ],
+    );
     // Back to the cadence: the next renewal a third of the duration after the one that succeeded.
     await runTo(clock, 15_750);
-    assert.deepEqual(writer.calls.slice(-2).map((call) => call.atMs), [10_750, 15_750]);
+    assert.deepEqual(
+      writer.calls.slice(-2).map((call) => call.atMs),
+      [10_750, 15_750],
+    );
   });
 
   it("a write that does not answer within the renewal interval counts as failed; its late answer is ignored", async () => {
@@ -87,8 +133,19 @@ describe("RouterRegistration", () => {
     assert.equal(registration.state(), "fenced");
     await runTo(clock, 10_250);
     assert.equal(registration.state(), "registered");
-    assert.deepEqual(writer.calls.map((call) => call.atMs), [0, 5_000, 10_250]);
-    assert.ok(logger.lines().some((line) => line.message === "router lease renewal failed" && line.fields["error"] === "Error: no answer within 5000 ms"));
+    assert.deepEqual(
+      writer.calls.map((call) => call.atMs),
+      [0, 5_000, 10_250],
+    );
+    assert.ok(
+      logger
+        .lines()
+        .some(
+          (line) =>
+            line.message === "router lease renewal failed" &&
+            line.fields["error"] === "Error: no answer within 5000 ms",
+        ),
+    );
     writer.answer = (call) => (call.verb === "patch" ? "hang" : undefined);
     await runTo(clock, 15_250);
     const stopped = registration.stop();
@@ -106,11 +163,22 @@ describe("RouterRegistration", () => {
     const takeover = writer.calls[1]!;
     assert.equal(takeover.verb, "patch");
     const body = takeover.body as { spec: object; metadata: object };
-    assert.deepEqual(Object.keys(body.spec).sort(), ["acquireTime", "holderIdentity", "leaseDurationSeconds", "renewTime"]);
-    assert.deepEqual(body.metadata, { labels: { "tandem.dev/router": "true" }, annotations: { "tandem.dev/scope": "serve" } });
+    assert.deepEqual(Object.keys(body.spec).sort(), [
+      "acquireTime",
+      "holderIdentity",
+      "leaseDurationSeconds",
+      "renewTime",
+    ]);
+    assert.deepEqual(body.metadata, {
+      labels: { "tandem.dev/router": "true" },
+      annotations: { "tandem.dev/scope": "serve" },
+    });
     writer.answer = (call) => (call.verb === "patch" ? new ApiError("NotFound", "leases router-a") : undefined);
     await runTo(clock, 5_000);
-    assert.deepEqual(writer.calls.slice(2).map((call) => call.verb), ["patch", "create"]);
+    assert.deepEqual(
+      writer.calls.slice(2).map((call) => call.verb),
+      ["patch", "create"],
+    );
     assert.equal(registration.state(), "registered");
   });
 
@@ -129,25 +197,34 @@ describe("RouterRegistration", () => {
 
   it("property: whatever writes fail, it routes only while a successful write began less than 2/3 of the duration ago, and routes again after the first success", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }), fc.integer({ min: 3, max: 30 }), async (outcomes, leaseDurationSeconds) => {
-        const { clock, writer, registration } = setup({ leaseDurationSeconds });
-        const fenceMs = (leaseDurationSeconds * 2000) / 3;
-        const succeededAt: number[] = [];
-        writer.answer = (call) => {
-          const ok = outcomes[Math.min(writer.calls.length - 1, outcomes.length - 1)] ?? true;
-          if (ok) succeededAt.push(call.atMs);
-          return ok ? undefined : new ApiError("Timeout", "slow");
-        };
-        registration.start();
-        for (let step = 0; step < 3 * outcomes.length; step++) {
-          await nextTurn();
-          const lastMs = succeededAt.at(-1);
-          if (registration.refusal() === undefined) assert.ok(lastMs !== undefined && clock.nowMs() - lastMs < fenceMs, `routing at ${clock.nowMs()} ms, last success began at ${String(lastMs)}`);
-          else if (lastMs !== undefined && clock.nowMs() - lastMs < fenceMs) assert.fail(`not routing at ${clock.nowMs()} ms though a write succeeded at ${lastMs}`);
-          if (!clock.next()) break;
-        }
-        await registration.stop();
-      }),
+      fc.asyncProperty(
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 3, max: 30 }),
+        async (outcomes, leaseDurationSeconds) => {
+          const { clock, writer, registration } = setup({ leaseDurationSeconds });
+          const fenceMs = (leaseDurationSeconds * 2000) / 3;
+          const succeededAt: number[] = [];
+          writer.answer = (call) => {
+            const ok = outcomes[Math.min(writer.calls.length - 1, outcomes.length - 1)] ?? true;
+            if (ok) succeededAt.push(call.atMs);
+            return ok ? undefined : new ApiError("Timeout", "slow");
+          };
+          registration.start();
+          for (let step = 0; step < 3 * outcomes.length; step++) {
+            await nextTurn();
+            const lastMs = succeededAt.at(-1);
+            if (registration.refusal() === undefined)
+              assert.ok(
+                lastMs !== undefined && clock.nowMs() - lastMs < fenceMs,
+                `routing at ${clock.nowMs()} ms, last success began at ${String(lastMs)}`,
+              );
+            else if (lastMs !== undefined && clock.nowMs() - lastMs < fenceMs)
+              assert.fail(`not routing at ${clock.nowMs()} ms though a write succeeded at ${lastMs}`);
+            if (!clock.next()) break;
+          }
+          await registration.stop();
+        },
+      ),
       { seed: 42, numRuns: 100 },
     );
   });

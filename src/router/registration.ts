@@ -80,10 +80,14 @@ export class RouterRegistration {
   /** Why this replica must not route now (a 503's reason); undefined while it may. */
   refusal(): string | undefined {
     switch (this.#state) {
-      case "registered": return undefined;
-      case "unregistered": return `router ${this.#options.id} has not registered its Lease ${this.#options.namespace}/${this.#options.id} yet`;
-      case "fenced": return `router ${this.#options.id} could not renew its Lease for ${this.#fenceMs() / 1000}s and stopped routing until it can`;
-      case "stopped": return `router ${this.#options.id} is shutting down`;
+      case "registered":
+        return undefined;
+      case "unregistered":
+        return `router ${this.#options.id} has not registered its Lease ${this.#options.namespace}/${this.#options.id} yet`;
+      case "fenced":
+        return `router ${this.#options.id} could not renew its Lease for ${this.#fenceMs() / 1000}s and stopped routing until it can`;
+      case "stopped":
+        return `router ${this.#options.id} is shutting down`;
     }
   }
 
@@ -99,7 +103,11 @@ export class RouterRegistration {
       this.#options.logger.info({ lease: `${this.#options.namespace}/${this.#options.id}` }, "router lease deleted");
     } catch (error) {
       // It expires on its own: the controller stops waiting for it after one duration.
-      if (!isApiError(error, "NotFound")) this.#options.logger.warn({ lease: `${this.#options.namespace}/${this.#options.id}`, error: String(error) }, "router lease not deleted; it will expire");
+      if (!isApiError(error, "NotFound"))
+        this.#options.logger.warn(
+          { lease: `${this.#options.namespace}/${this.#options.id}`, error: String(error) },
+          "router lease not deleted; it will expire",
+        );
     }
   }
 
@@ -130,7 +138,9 @@ export class RouterRegistration {
     const timeoutMs = Math.ceil(this.#renewIntervalMs());
     let done = (): void => undefined;
     // Settles when the write answers or times out: `stop` waits for it no longer than that.
-    this.#writing = new Promise((resolve) => { done = resolve; });
+    this.#writing = new Promise((resolve) => {
+      done = resolve;
+    });
     const settle = (handle: () => void): void => {
       timeout.cancel();
       done();
@@ -142,21 +152,38 @@ export class RouterRegistration {
       this.#failed(new Error(`no answer within ${timeoutMs} ms`));
     });
     this.#send(startMs).then(
-      () => { settle(() => { this.#succeeded(startMs); }); },
-      (error: unknown) => { settle(() => { this.#failed(error); }); },
+      () => {
+        settle(() => {
+          this.#succeeded(startMs);
+        });
+      },
+      (error: unknown) => {
+        settle(() => {
+          this.#failed(error);
+        });
+      },
     );
   }
 
   /** Creates or takes over the Lease the first time, renews it afterwards. */
   async #send(nowMs: number): Promise<void> {
     const { writer } = this.#options;
-    const lease = routerLeaseObject({ id: this.#options.id, namespace: this.#options.namespace, scope: this.#options.scope, leaseDurationSeconds: this.#durationSeconds, nowMs });
+    const lease = routerLeaseObject({
+      id: this.#options.id,
+      namespace: this.#options.namespace,
+      scope: this.#options.scope,
+      leaseDurationSeconds: this.#durationSeconds,
+      nowMs,
+    });
     if (!this.#written) {
       try {
         await writer.create(lease);
       } catch (error) {
         if (!isApiError(error, "AlreadyExists")) throw error;
-        await writer.patch(this.#ref, { metadata: { labels: lease.metadata.labels, annotations: lease.metadata.annotations }, spec: lease.spec });
+        await writer.patch(this.#ref, {
+          metadata: { labels: lease.metadata.labels, annotations: lease.metadata.annotations },
+          spec: lease.spec,
+        });
       }
       return;
     }
@@ -172,8 +199,13 @@ export class RouterRegistration {
   #succeeded(startMs: number): void {
     if (this.#state === "stopped") return;
     const lease = `${this.#options.namespace}/${this.#options.id}`;
-    if (!this.#written) this.#options.logger.info({ lease, leaseDurationSeconds: this.#durationSeconds }, "router lease registered; routing");
-    else if (this.#state === "fenced") this.#options.logger.info({ lease }, "router lease renewed again; routing resumed");
+    if (!this.#written)
+      this.#options.logger.info(
+        { lease, leaseDurationSeconds: this.#durationSeconds },
+        "router lease registered; routing",
+      );
+    else if (this.#state === "fenced")
+      this.#options.logger.info({ lease }, "router lease renewed again; routing resumed");
     this.#written = true;
     this.#failures = 0;
     const nowMs = this.#options.clock.nowMs();
@@ -183,25 +215,46 @@ export class RouterRegistration {
     if (fenceInMs <= 0) this.#fenced();
     else {
       this.#setState("registered");
-      this.#fence = this.#options.clock.setTimer(Math.ceil(fenceInMs), () => { this.#fenced(); });
+      this.#fence = this.#options.clock.setTimer(Math.ceil(fenceInMs), () => {
+        this.#fenced();
+      });
     }
-    this.#next = this.#options.clock.setTimer(Math.max(0, Math.ceil(startMs + this.#renewIntervalMs() - nowMs)), () => { this.#write(); });
+    this.#next = this.#options.clock.setTimer(Math.max(0, Math.ceil(startMs + this.#renewIntervalMs() - nowMs)), () => {
+      this.#write();
+    });
   }
 
   #failed(error: unknown): void {
     if (this.#state === "stopped") return;
     this.#failures++;
-    const delayMs = Math.min(LEASE_RETRY_BASE_MS * 2 ** (this.#failures - 1), LEASE_RETRY_CAP_MS, this.#renewIntervalMs());
+    const delayMs = Math.min(
+      LEASE_RETRY_BASE_MS * 2 ** (this.#failures - 1),
+      LEASE_RETRY_CAP_MS,
+      this.#renewIntervalMs(),
+    );
     const reason = error instanceof ApiError ? error.message : String(error);
-    this.#options.logger.warn({ lease: `${this.#options.namespace}/${this.#options.id}`, failures: this.#failures, retryInMs: delayMs, error: reason }, this.#written ? "router lease renewal failed" : "router lease registration failed");
-    this.#next = this.#options.clock.setTimer(Math.ceil(delayMs), () => { this.#write(); });
+    this.#options.logger.warn(
+      {
+        lease: `${this.#options.namespace}/${this.#options.id}`,
+        failures: this.#failures,
+        retryInMs: delayMs,
+        error: reason,
+      },
+      this.#written ? "router lease renewal failed" : "router lease registration failed",
+    );
+    this.#next = this.#options.clock.setTimer(Math.ceil(delayMs), () => {
+      this.#write();
+    });
   }
 
   #fenced(): void {
     this.#fence = undefined;
     if (this.#state !== "registered") return;
     this.#setState("fenced");
-    this.#options.logger.warn({ lease: `${this.#options.namespace}/${this.#options.id}`, fenceSeconds: this.#fenceMs() / 1000 }, "router lease not renewed for two thirds of its duration; stopped routing until it is");
+    this.#options.logger.warn(
+      { lease: `${this.#options.namespace}/${this.#options.id}`, fenceSeconds: this.#fenceMs() / 1000 },
+      "router lease not renewed for two thirds of its duration; stopped routing until it is",
+    );
   }
 
   #setState(state: LeaseState): void {

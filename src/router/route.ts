@@ -49,7 +49,8 @@ export function routerRouteOf(route: ModelRoute): RouterRoute {
   const { metadata, spec } = route;
   const { serve, prefill, decode } = spec.roles;
   const created = metadata["creationTimestamp"];
-  const roles: RouteRoles = prefill !== undefined && decode !== undefined ? { prefill, decode } : { serve: serve ?? "" };
+  const roles: RouteRoles =
+    prefill !== undefined && decode !== undefined ? { prefill, decode } : { serve: serve ?? "" };
   return {
     namespace: metadata.namespace ?? "",
     name: metadata.name,
@@ -80,7 +81,10 @@ export function routeRoleNames(roles: RouteRoles): string[] {
  * by creationTimestamp wins (ties: namespace, then name, in code-unit order); the others lose with
  * reason ModelConflict. Pure; the order of `routes` does not matter.
  */
-export function routesByModel(routes: readonly RouterRoute[]): { winners: Map<string, RouterRoute>; conflicted: RouterRoute[] } {
+export function routesByModel(routes: readonly RouterRoute[]): {
+  winners: Map<string, RouterRoute>;
+  conflicted: RouterRoute[];
+} {
   const sorted = [...routes].sort(compareAge);
   const winners = new Map<string, RouterRoute>();
   const conflicted: RouterRoute[] = [];

@@ -13,7 +13,10 @@ describe("loadScore", () => {
   });
 
   it("falls back to in-flight only when the reading is older than 5 s or absent", () => {
-    assert.equal(loadScore({ inFlight: 2, engine: { running: 3, waiting: 4, ageMs: ENGINE_METRICS_MAX_AGE_MS + 1 } }), 2);
+    assert.equal(
+      loadScore({ inFlight: 2, engine: { running: 3, waiting: 4, ageMs: ENGINE_METRICS_MAX_AGE_MS + 1 } }),
+      2,
+    );
     assert.equal(loadScore({ inFlight: 2, engine: undefined }), 2);
   });
 });
@@ -55,7 +58,8 @@ describe("select", () => {
   it("spreads ties over every tied candidate", () => {
     const rng = new Prng(7);
     const seen = new Set<string>();
-    for (let draw = 0; draw < 64; draw++) seen.add(select(["p", "q", "r"], () => ({ inFlight: 0, engine: undefined }), rng) ?? "");
+    for (let draw = 0; draw < 64; draw++)
+      seen.add(select(["p", "q", "r"], () => ({ inFlight: 0, engine: undefined }), rng) ?? "");
     assert.deepEqual([...seen].sort(), ["p", "q", "r"]);
   });
 });

@@ -43,7 +43,11 @@ export function loadScore(load: EndpointLoad): number {
  * advances the same way whatever the loads are. Ties are drawn among candidates in the order
  * given: callers pass them in a stable order (endpoints sorted by key).
  */
-export function select<T>(candidates: readonly T[], loadOf: (candidate: T) => EndpointLoad, rng: TieBreak): T | undefined {
+export function select<T>(
+  candidates: readonly T[],
+  loadOf: (candidate: T) => EndpointLoad,
+  rng: TieBreak,
+): T | undefined {
   if (candidates.length === 0) return undefined;
   let best = Number.POSITIVE_INFINITY;
   let tied: T[] = [];

@@ -48,11 +48,16 @@ export function routeStatus(input: RouteStatusInput): ModelRouteStatus {
   const accepted = acceptance(input);
   const route = input.route.ok ? input.route.value : undefined;
   const endpoints = route === undefined ? [] : routeEndpointCounts(input.pods, route);
-  const ready = route === undefined || accepted.status !== "True" ? { status: "False" as const, reason: REASON_NOT_ACCEPTED, message: "the route is not Accepted" } : readiness(input.pods, route);
+  const ready =
+    route === undefined || accepted.status !== "True"
+      ? { status: "False" as const, reason: REASON_NOT_ACCEPTED, message: "the route is not Accepted" }
+      : readiness(input.pods, route);
   const conditions = [condition(input, "Accepted", accepted), condition(input, "Ready", ready)];
   return {
     ...(input.generation === undefined ? {} : { observedGeneration: input.generation }),
-    ...(route === undefined ? {} : { mode: isDisaggregated(route.roles) ? ("Disaggregated" as const) : ("Aggregated" as const) }),
+    ...(route === undefined
+      ? {}
+      : { mode: isDisaggregated(route.roles) ? ("Disaggregated" as const) : ("Aggregated" as const) }),
     endpoints,
     conditions,
   };
@@ -68,17 +73,33 @@ function acceptance(input: RouteStatusInput): Verdict {
   if (!input.route.ok) return { status: "False", reason: REASON_INVALID_SPEC, message: input.route.invalid };
   const route = input.route.value;
   if (input.conflictWinner !== undefined) {
-    return { status: "False", reason: REASON_MODEL_CONFLICT, message: `model ${route.model} is served by the older route ${input.conflictWinner}` };
+    return {
+      status: "False",
+      reason: REASON_MODEL_CONFLICT,
+      message: `model ${route.model} is served by the older route ${input.conflictWinner}`,
+    };
   }
   const roles = input.modelServingRoles;
   if (roles === undefined) {
-    return { status: "False", reason: REASON_MODEL_SERVING_NOT_FOUND, message: `ModelServing ${route.namespace}/${route.modelServing} does not exist` };
+    return {
+      status: "False",
+      reason: REASON_MODEL_SERVING_NOT_FOUND,
+      message: `ModelServing ${route.namespace}/${route.modelServing} does not exist`,
+    };
   }
   const missing = routeRoleNames(route.roles).filter((role) => !roles.includes(role));
   if (missing.length > 0) {
-    return { status: "False", reason: REASON_ROLE_NOT_FOUND, message: `ModelServing ${route.namespace}/${route.modelServing} has no role ${missing.join(", ")} (its roles: ${roles.join(", ")})` };
+    return {
+      status: "False",
+      reason: REASON_ROLE_NOT_FOUND,
+      message: `ModelServing ${route.namespace}/${route.modelServing} has no role ${missing.join(", ")} (its roles: ${roles.join(", ")})`,
+    };
   }
-  return { status: "True", reason: REASON_ACCEPTED, message: `serves model ${route.model} from ModelServing ${route.modelServing}` };
+  return {
+    status: "True",
+    reason: REASON_ACCEPTED,
+    message: `serves model ${route.model} from ModelServing ${route.modelServing}`,
+  };
 }
 
 /** Ready when every role the route sends traffic to has an eligible endpoint. */
@@ -86,9 +107,17 @@ function readiness(pods: readonly DiscoveredPod[], route: RouterRoute): Verdict 
   const roles = routeRoleNames(route.roles).map((role) => roleEndpoints(pods, route, role));
   const empty = roles.filter((role) => role.endpoints.length === 0);
   if (empty.length > 0) {
-    return { status: "False", reason: REASON_NO_READY_ENDPOINTS, message: empty.map((role) => `no ready ${role.role} endpoint (${role.summary})`).join("; ") };
+    return {
+      status: "False",
+      reason: REASON_NO_READY_ENDPOINTS,
+      message: empty.map((role) => `no ready ${role.role} endpoint (${role.summary})`).join("; "),
+    };
   }
-  return { status: "True", reason: REASON_READY, message: roles.map((role) => `${role.endpoints.length} ready ${role.role}`).join(", ") };
+  return {
+    status: "True",
+    reason: REASON_READY,
+    message: roles.map((role) => `${role.endpoints.length} ready ${role.role}`).join(", "),
+  };
 }
 
 /** Per role of `route` (prefill first): its ready and draining entry pods, in total and per revision. */
@@ -102,7 +131,13 @@ function roleCounts(pods: readonly DiscoveredPod[], route: RouterRoute, role: st
   const byRevision = new Map<string, { ready: number; draining: number }>();
   for (const { pod } of pods) {
     const labels = pod.metadata.labels ?? {};
-    if (labels[LABEL_ROLE] !== role || labels[LABEL_MODEL_SERVING] !== route.modelServing || labels[LABEL_ENTRY] !== "true" || pod.metadata.namespace !== route.namespace) continue;
+    if (
+      labels[LABEL_ROLE] !== role ||
+      labels[LABEL_MODEL_SERVING] !== route.modelServing ||
+      labels[LABEL_ENTRY] !== "true" ||
+      pod.metadata.namespace !== route.namespace
+    )
+      continue;
     const isReady = ready.has(pod.metadata.name);
     // A draining pod counts until it is gone or finished: it may still hold requests.
     const isDrainingPod = !isReady && isDraining(pod) && !isTerminating(pod) && pod.status?.phase === "Running";
@@ -113,7 +148,9 @@ function roleCounts(pods: readonly DiscoveredPod[], route: RouterRoute, role: st
     else counts.draining++;
     byRevision.set(revision, counts);
   }
-  const revisions = [...byRevision].sort(([a], [b]) => compareStrings(a, b)).map(([revision, counts]) => ({ revision, ...counts }));
+  const revisions = [...byRevision]
+    .sort(([a], [b]) => compareStrings(a, b))
+    .map(([revision, counts]) => ({ revision, ...counts }));
   return { role, ready: sum(revisions, "ready"), draining: sum(revisions, "draining"), revisions };
 }
 
@@ -122,9 +159,16 @@ function sum(revisions: readonly { ready: number; draining: number }[], field: "
 }
 
 /** A condition that keeps the previous transition time while its status is unchanged. */
-function condition(input: RouteStatusInput, type: RouteConditionType, verdict: Verdict): Condition & { type: RouteConditionType } {
+function condition(
+  input: RouteStatusInput,
+  type: RouteConditionType,
+  verdict: Verdict,
+): Condition & { type: RouteConditionType } {
   const before = input.previous?.conditions?.find((candidate) => candidate.type === type);
-  const lastTransitionTime = before?.status === verdict.status && before.lastTransitionTime !== undefined ? before.lastTransitionTime : input.nowIso;
+  const lastTransitionTime =
+    before?.status === verdict.status && before.lastTransitionTime !== undefined
+      ? before.lastTransitionTime
+      : input.nowIso;
   return {
     type,
     status: verdict.status,

@@ -39,14 +39,25 @@ describe("chooseTarget", () => {
     const nixl = chooseTarget(input({ route: aRoute({ roles: { prefill: "prefill", decode: "decode" } }), pods: pd }));
     assert.equal(nixl.ok && nixl.target.protocol, "nixl");
     const rng = firstDraw();
-    const sglang = chooseTarget(input({ route: aRoute({ engine: "sglang", kvConnector: "sglang", roles: { prefill: "prefill", decode: "decode" } }), pods: pd, rng }));
+    const sglang = chooseTarget(
+      input({
+        route: aRoute({ engine: "sglang", kvConnector: "sglang", roles: { prefill: "prefill", decode: "decode" } }),
+        pods: pd,
+        rng,
+      }),
+    );
     assert.equal(sglang.ok && sglang.target.protocol === "sglang" && sglang.target.bootstrapRoom, 0);
     assert.deepEqual(rng.spans, [1, 1, 2 ** 21, 2 ** 32]);
   });
 
   it("disaggregated with kvConnector none has no target", () => {
-    const result = chooseTarget(input({ route: aRoute({ kvConnector: "none", roles: { prefill: "prefill", decode: "decode" } }), pods: pd }));
-    assert.deepEqual(result, { ok: false, reason: "route ns/r is disaggregated but kvConnector is none: set nixl or sglang" });
+    const result = chooseTarget(
+      input({ route: aRoute({ kvConnector: "none", roles: { prefill: "prefill", decode: "decode" } }), pods: pd }),
+    );
+    assert.deepEqual(result, {
+      ok: false,
+      reason: "route ns/r is disaggregated but kvConnector is none: set nixl or sglang",
+    });
   });
 });
 
@@ -78,23 +89,31 @@ describe("chooseTarget properties", () => {
 
   it("a pair is always two eligible endpoints of the right roles that the mode allows; none only when no such pair exists", () => {
     fc.assert(
-      fc.property(fc.array(podArbitrary, { maxLength: 10 }), fc.constantFrom("SameGroup" as const, "Any" as const), fc.nat(1000), (specs, pairing, seed) => {
-        const pods = specs.map((spec, index) => aPod({ name: `pod-${index}`, ...spec }));
-        const route = aRoute({ roles: { prefill: "prefill", decode: "decode" }, pairing });
-        const result = chooseTarget(input({ route, pods, rng: new Prng(seed) }));
-        const eligible = (role: string) => pods.map((pod) => eligibility(pod, route, role)).flatMap((verdict) => (verdict.ok ? [verdict.endpoint] : []));
-        const [prefills, decodes] = [eligible("prefill"), eligible("decode")];
-        const allowed = (p: { group: string }, d: { group: string }) => pairing === "Any" || p.group === d.group;
-        if (result.ok) {
-          assert.ok(result.target.protocol === "nixl");
-          const { prefill, decode } = result.target;
-          assert.ok(prefills.some((endpoint) => endpoint.key === prefill.key));
-          assert.ok(decodes.some((endpoint) => endpoint.key === decode.key));
-          assert.ok(allowed(prefill, decode));
-        } else {
-          assert.ok(!prefills.some((p) => decodes.some((d) => allowed(p, d))), result.reason);
-        }
-      }),
+      fc.property(
+        fc.array(podArbitrary, { maxLength: 10 }),
+        fc.constantFrom("SameGroup" as const, "Any" as const),
+        fc.nat(1000),
+        (specs, pairing, seed) => {
+          const pods = specs.map((spec, index) => aPod({ name: `pod-${index}`, ...spec }));
+          const route = aRoute({ roles: { prefill: "prefill", decode: "decode" }, pairing });
+          const result = chooseTarget(input({ route, pods, rng: new Prng(seed) }));
+          const eligible = (role: string) =>
+            pods
+              .map((pod) => eligibility(pod, route, role))
+              .flatMap((verdict) => (verdict.ok ? [verdict.endpoint] : []));
+          const [prefills, decodes] = [eligible("prefill"), eligible("decode")];
+          const allowed = (p: { group: string }, d: { group: string }) => pairing === "Any" || p.group === d.group;
+          if (result.ok) {
+            assert.ok(result.target.protocol === "nixl");
+            const { prefill, decode } = result.target;
+            assert.ok(prefills.some((endpoint) => endpoint.key === prefill.key));
+            assert.ok(decodes.some((endpoint) => endpoint.key === decode.key));
+            assert.ok(allowed(prefill, decode));
+          } else {
+            assert.ok(!prefills.some((p) => decodes.some((d) => allowed(p, d))), result.reason);
+          }
+        },
+      ),
     );
   });
 });

@@ -15,10 +15,16 @@ import type { EndpointLoad, TieBreak } from "./select.ts";
 export type Target =
   | { readonly protocol: "aggregated"; readonly endpoint: Endpoint }
   | { readonly protocol: "nixl"; readonly prefill: Endpoint; readonly decode: Endpoint }
-  | { readonly protocol: "sglang"; readonly prefill: Endpoint; readonly decode: Endpoint; readonly bootstrapRoom: number };
+  | {
+      readonly protocol: "sglang";
+      readonly prefill: Endpoint;
+      readonly decode: Endpoint;
+      readonly bootstrapRoom: number;
+    };
 
 /** A target, or why there is none (the data plane's 503 message). */
-export type TargetResult = { readonly ok: true; readonly target: Target } | { readonly ok: false; readonly reason: string };
+export type TargetResult =
+  { readonly ok: true; readonly target: Target } | { readonly ok: false; readonly reason: string };
 
 export interface TargetInput {
   readonly route: RouterRoute;
@@ -45,7 +51,11 @@ export function chooseTarget(input: TargetInput): TargetResult {
     if (endpoint === undefined) return { ok: false, reason: `no eligible ${roles.serve} endpoint (${serve.summary})` };
     return { ok: true, target: { protocol: "aggregated", endpoint } };
   }
-  if (route.kvConnector === "none") return { ok: false, reason: `route ${route.namespace}/${route.name} is disaggregated but kvConnector is none: set nixl or sglang` };
+  if (route.kvConnector === "none")
+    return {
+      ok: false,
+      reason: `route ${route.namespace}/${route.name} is disaggregated but kvConnector is none: set nixl or sglang`,
+    };
   const pair = choosePair({
     mode: route.pairing,
     prefills: eligibleFor(input, roles.prefill),
@@ -65,7 +75,9 @@ function eligibleFor(input: TargetInput, role: string): RoleEndpoints {
   const all = roleEndpoints(input.pods, input.route, role);
   const endpoints = all.endpoints.filter((endpoint) => !input.excluded.has(endpoint.key));
   const excluded = all.endpoints.length - endpoints.length;
-  return excluded === 0 ? all : { role, endpoints, summary: `${all.summary}; ${excluded} failed earlier in this request` };
+  return excluded === 0
+    ? all
+    : { role, endpoints, summary: `${all.summary}; ${excluded} failed earlier in this request` };
 }
 
 /** The endpoints a target uses, prefill first. */

@@ -3,7 +3,16 @@
  * Test-only (imported by *.test.ts files).
  */
 import type { Pod, PodCondition, PodPhase } from "../api/kube.ts";
-import { ANNOTATION_DRAINING, LABEL_ENTRY, LABEL_GROUP, LABEL_MODEL_SERVING, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../api/wellknown.ts";
+import {
+  ANNOTATION_DRAINING,
+  LABEL_ENTRY,
+  LABEL_GROUP,
+  LABEL_MODEL_SERVING,
+  LABEL_REVISION,
+  LABEL_ROLE,
+  LABEL_ROLE_HASH,
+  SERVING_GATE,
+} from "../api/wellknown.ts";
 import type { RevisionData } from "../core/revision/index.ts";
 import type { ApiError, ClusterWriter, JsonObject, Kind, KubeObject, ObjectRef } from "../engine/ports.ts";
 import type { DiscoveredPod } from "./endpoints.ts";
@@ -50,7 +59,10 @@ export interface PodOptions {
 /** An entry pod, by default Running, Ready, serving, in namespace ns of ModelServing ms. */
 export function aPod(options: PodOptions): DiscoveredPod {
   const condition = (type: string, on: boolean): PodCondition => ({ type, status: on ? "True" : "False" });
-  const annotations = { ...options.annotations, ...(options.draining === true ? { [ANNOTATION_DRAINING]: "2026-01-01T00:00:00Z" } : {}) };
+  const annotations = {
+    ...options.annotations,
+    ...(options.draining === true ? { [ANNOTATION_DRAINING]: "2026-01-01T00:00:00Z" } : {}),
+  };
   const pod: Pod = {
     apiVersion: "v1",
     kind: "Pod",

@@ -19,7 +19,8 @@ describe("ApiServer: create, get, list", () => {
     assert.match(created.metadata.uid ?? "", /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     assert.equal(created.metadata.creationTimestamp, "2026-01-01T00:00:05Z");
     assert.deepEqual(created.status, { phase: "Pending" });
-    const names = (selector: string) => server.list("Pod", { labelSelector: selector }).items.map((item) => item.metadata.name);
+    const names = (selector: string) =>
+      server.list("Pod", { labelSelector: selector }).items.map((item) => item.metadata.name);
     assert.deepEqual(names(""), ["a", "b", "c"]);
     assert.deepEqual(names("role=decode"), ["b", "c"]);
     assert.deepEqual(names("role=decode,!entry"), ["b"]);
@@ -33,7 +34,8 @@ describe("ApiServer: create, get, list", () => {
     const versions = [
       (await client.create(pod("p"))).metadata.resourceVersion,
       (await client.create(modelServing("m"))).metadata.resourceVersion,
-      (await client.patch({ kind: "Pod", namespace: "default", name: "p" }, { metadata: { labels: { x: "1" } } })).metadata.resourceVersion,
+      (await client.patch({ kind: "Pod", namespace: "default", name: "p" }, { metadata: { labels: { x: "1" } } }))
+        .metadata.resourceVersion,
     ].map(Number);
     assert.ok(versions[0]! < versions[1]! && versions[1]! < versions[2]!);
     assert.equal(server.resourceVersion(), String(versions[2]));
@@ -59,10 +61,19 @@ describe("ApiServer: create, get, list", () => {
     await client.create(pod("p"));
     await assert.rejects(client.create(pod("p")), rejectsWith("AlreadyExists"));
     assert.throws(() => server.get({ kind: "Pod", namespace: "default", name: "nope" }), rejectsWith("NotFound"));
-    await assert.rejects(client.patch({ kind: "Pod", namespace: "default", name: "nope" }, {}), rejectsWith("NotFound"));
+    await assert.rejects(
+      client.patch({ kind: "Pod", namespace: "default", name: "nope" }, {}),
+      rejectsWith("NotFound"),
+    );
     await assert.rejects(client.delete({ kind: "Pod", namespace: "default", name: "nope" }), rejectsWith("NotFound"));
-    await assert.rejects(client.create({ ...pod("q"), metadata: { name: "q", namespace: "absent" } }), rejectsWith("NotFound"));
-    await assert.rejects(client.create({ ...pod("q"), metadata: { name: "Q_upper", namespace: "default" } }), rejectsWith("Invalid"));
+    await assert.rejects(
+      client.create({ ...pod("q"), metadata: { name: "q", namespace: "absent" } }),
+      rejectsWith("NotFound"),
+    );
+    await assert.rejects(
+      client.create({ ...pod("q"), metadata: { name: "Q_upper", namespace: "default" } }),
+      rejectsWith("Invalid"),
+    );
     await assert.rejects(client.create(pod("q", { "tandem.dev/revision": "r".repeat(64) })), rejectsWith("Invalid"));
     await assert.rejects(client.create({ ...pod("q"), apiVersion: "apps/v1" }), rejectsWith("Invalid"));
     await assert.rejects(client.create({ apiVersion: "v1", kind: "Pod" } as never), rejectsWith("Invalid"));
@@ -74,11 +85,19 @@ describe("ApiServer: create, get, list", () => {
 
   it("creates cluster-scoped objects without a namespace", async () => {
     const { client, server } = setup();
-    await client.create({ apiVersion: "v1", kind: "Node", metadata: { name: "gpu-0", namespace: "ignored" }, status: { capacity: { "nvidia.com/gpu": "8" } } });
+    await client.create({
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: { name: "gpu-0", namespace: "ignored" },
+      status: { capacity: { "nvidia.com/gpu": "8" } },
+    });
     const node = server.get({ kind: "Node", name: "gpu-0" });
     assert.equal(node.metadata.namespace, undefined);
     assert.deepEqual(node.status, { capacity: { "nvidia.com/gpu": "8" } });
-    assert.deepEqual(server.list("Namespace").items.map((item) => item.metadata.name), ["default", "kube-system"]);
+    assert.deepEqual(
+      server.list("Namespace").items.map((item) => item.metadata.name),
+      ["default", "kube-system"],
+    );
   });
 
   it("lists every kind in (namespace, name) order, objects of one name in the order they were created", async () => {
@@ -87,9 +106,17 @@ describe("ApiServer: create, get, list", () => {
     await client.create(modelServing("m"));
     await client.create(pod("a"));
     await client.patch({ kind: "Pod", namespace: "default", name: "m" }, { metadata: { labels: { x: "1" } } });
-    const listed = () => server.stored().filter((object) => object.metadata.namespace === "default").map((object) => `${object.kind}/${object.metadata.name}`);
+    const listed = () =>
+      server
+        .stored()
+        .filter((object) => object.metadata.namespace === "default")
+        .map((object) => `${object.kind}/${object.metadata.name}`);
     assert.deepEqual(listed(), ["Pod/a", "Pod/m", "ModelServing/m"]);
-    assert.equal(server.stored().find((object) => object.kind === "Pod" && object.metadata.name === "m")?.metadata.labels?.["x"], "1", "the current version");
+    assert.equal(
+      server.stored().find((object) => object.kind === "Pod" && object.metadata.name === "m")?.metadata.labels?.["x"],
+      "1",
+      "the current version",
+    );
     await client.delete({ kind: "Pod", namespace: "default", name: "m" }, { gracePeriodSeconds: 0 });
     await client.create(pod("m"));
     assert.deepEqual(listed(), ["Pod/a", "ModelServing/m", "Pod/m"]);
@@ -102,8 +129,14 @@ describe("ApiServer: updates", () => {
     const first = await client.create(modelServing("m"));
     const second = await client.update({ ...first, spec: { replicas: 2 } });
     await assert.rejects(client.update({ ...first, spec: { replicas: 3 } }), rejectsWith("Conflict"));
-    await assert.rejects(client.update({ ...second, metadata: { name: "m", namespace: "default" } }), rejectsWith("Invalid"));
-    await assert.rejects(client.update({ ...second, metadata: { ...second.metadata, uid: "someone-else" } }), rejectsWith("Conflict"));
+    await assert.rejects(
+      client.update({ ...second, metadata: { name: "m", namespace: "default" } }),
+      rejectsWith("Invalid"),
+    );
+    await assert.rejects(
+      client.update({ ...second, metadata: { ...second.metadata, uid: "someone-else" } }),
+      rejectsWith("Conflict"),
+    );
     const third = await client.update({ ...second, spec: { replicas: 3 } });
     assert.deepEqual(third.spec, { replicas: 3 });
   });
@@ -145,7 +178,11 @@ describe("ApiServer: updates", () => {
     const viaUpdate = await client.update({ ...created, spec: { replicas: 2 }, status: { replicas: 5 } });
     assert.deepEqual(viaUpdate.spec, { replicas: 2 });
     assert.equal(viaUpdate.status, undefined, "update ignores status");
-    const viaStatus = await client.patchStatus(msRef, { spec: { replicas: 7 }, metadata: { labels: { x: "y" } }, status: { replicas: 2 } });
+    const viaStatus = await client.patchStatus(msRef, {
+      spec: { replicas: 7 },
+      metadata: { labels: { x: "y" } },
+      status: { replicas: 2 },
+    });
     assert.deepEqual(viaStatus.spec, { replicas: 2 }, "status writes ignore spec");
     assert.equal(viaStatus.metadata.labels, undefined, "status writes ignore metadata");
     assert.deepEqual(viaStatus.status, { replicas: 2 });
@@ -153,13 +190,24 @@ describe("ApiServer: updates", () => {
     assert.deepEqual(viaPatch.status, { replicas: 2 }, "patch ignores status");
     assert.equal(viaPatch.metadata.resourceVersion, viaStatus.metadata.resourceVersion);
     assert.deepEqual(server.get(msRef).status, { replicas: 2 });
-    await client.create({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "l", namespace: "default" }, spec: {} });
-    await assert.rejects(client.patchStatus({ kind: "Lease", namespace: "default", name: "l" }, { status: {} }), rejectsWith("NotFound"));
+    await client.create({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: "l", namespace: "default" },
+      spec: {},
+    });
+    await assert.rejects(
+      client.patchStatus({ kind: "Lease", namespace: "default", name: "l" }, { status: {} }),
+      rejectsWith("NotFound"),
+    );
   });
 
   it("applies merge patches, where null deletes a key and metadata.resourceVersion is a precondition", async () => {
     const { client } = setup();
-    const created = await client.create({ ...modelServing("m"), metadata: { name: "m", namespace: "default", labels: { a: "1", b: "2" } } });
+    const created = await client.create({
+      ...modelServing("m"),
+      metadata: { name: "m", namespace: "default", labels: { a: "1", b: "2" } },
+    });
     const patched = await client.patch(msRef, { metadata: { labels: { a: null, c: "3" } }, spec: { paused: true } });
     assert.deepEqual(patched.metadata.labels, { b: "2", c: "3" });
     assert.deepEqual(patched.spec, { replicas: 1, paused: true });
@@ -179,16 +227,29 @@ describe("ApiServer: updates", () => {
     assert.equal(forged.metadata.generation, undefined);
     const newImage = await client.patch(ref, { spec: { containers: [{ name: "main", image: "vllm:v2" }] } });
     assert.deepEqual(newImage.spec?.["containers"], [{ name: "main", image: "vllm:v2" }]);
-    await assert.rejects(client.patch(ref, { spec: { containers: [{ name: "main", image: "vllm:v2", env: [] }] } }), rejectsWith("Invalid"));
+    await assert.rejects(
+      client.patch(ref, { spec: { containers: [{ name: "main", image: "vllm:v2", env: [] }] } }),
+      rejectsWith("Invalid"),
+    );
     await assert.rejects(client.patch(ref, { spec: { nodeName: "gpu-1" } }), rejectsWith("Invalid"));
     const unbound = { kind: "Pod", namespace: "default", name: "unbound" } as const;
     await client.create(pod("unbound"));
     await assert.rejects(client.patch(unbound, { spec: { nodeName: "gpu-1" } }), /set only at creation or by binding/);
-    const revision = { apiVersion: "apps/v1", kind: "ControllerRevision", metadata: { name: "m-1", namespace: "default" }, data: { a: 1 }, revision: 1 } as const;
+    const revision = {
+      apiVersion: "apps/v1",
+      kind: "ControllerRevision",
+      metadata: { name: "m-1", namespace: "default" },
+      data: { a: 1 },
+      revision: 1,
+    } as const;
     await client.create(revision);
     const revisionRef = { kind: "ControllerRevision", namespace: "default", name: "m-1" } as const;
     await assert.rejects(client.patch(revisionRef, { data: { a: 2 } }), rejectsWith("Invalid"));
-    assert.equal((await client.patch(revisionRef, { revision: 3 }))["revision"], 3, "revision may change, data may not");
+    assert.equal(
+      (await client.patch(revisionRef, { revision: 3 }))["revision"],
+      3,
+      "revision may change, data may not",
+    );
   });
 });
 
@@ -198,7 +259,13 @@ describe("ApiServer: pod binding", () => {
   it("sets nodeName and PodScheduled=True in one commit, in place, keeping the other conditions", async () => {
     const { server, client, clock } = setup();
     const created = await client.create(pod("p"));
-    const pending = { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "no room", lastTransitionTime: "2026-01-01T00:00:00Z" };
+    const pending = {
+      type: "PodScheduled",
+      status: "False",
+      reason: "Unschedulable",
+      message: "no room",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    };
     const other = { type: "Initialized", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" };
     await client.patchStatus(ref, { status: { conditions: [pending, other] } });
     clock.advance(3_000);
@@ -206,7 +273,10 @@ describe("ApiServer: pod binding", () => {
     const bound = await server.client("scheduler").bind(ref, "gpu-0", created.metadata.uid ?? "");
     assert.equal(Number(server.resourceVersion()), before + 1, "one commit");
     assert.equal(bound.spec?.["nodeName"], "gpu-0");
-    assert.deepEqual(bound.status?.["conditions"], [{ type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:03Z" }, other]);
+    assert.deepEqual(bound.status?.["conditions"], [
+      { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:03Z" },
+      other,
+    ]);
     assert.equal(server.apiWrites({ client: "scheduler", verb: "bind" }), 1);
   });
 
@@ -220,12 +290,33 @@ describe("ApiServer: pod binding", () => {
     const second = await client.create(pod("q"));
     await client.patch({ kind: "Pod", namespace: "default", name: "q" }, { metadata: { finalizers: ["test/hold"] } });
     await client.delete({ kind: "Pod", namespace: "default", name: "q" });
-    await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "q" }, "gpu-0", second.metadata.uid ?? ""), /is being deleted/);
-    await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "absent" }, "gpu-0", uid), rejectsWith("NotFound"));
+    await assert.rejects(
+      client.bind({ kind: "Pod", namespace: "default", name: "q" }, "gpu-0", second.metadata.uid ?? ""),
+      /is being deleted/,
+    );
+    await assert.rejects(
+      client.bind({ kind: "Pod", namespace: "default", name: "absent" }, "gpu-0", uid),
+      rejectsWith("NotFound"),
+    );
     await client.create(pod("r"));
-    await assert.rejects(client.bind({ kind: "Pod", namespace: "default", name: "r" }, "", undefined), rejectsWith("Invalid"));
-    assert.equal((await client.bind({ kind: "Pod", namespace: "default", name: "r" }, "gpu-1")).spec?.["nodeName"], "gpu-1", "no uid, no precondition");
-    await client.create({ apiVersion: "v1", kind: "Service", metadata: { name: "svc", namespace: "default" }, spec: {} });
-    await assert.rejects(client.bind({ kind: "Service", namespace: "default", name: "svc" }, "gpu-0"), /Service has no binding subresource/);
+    await assert.rejects(
+      client.bind({ kind: "Pod", namespace: "default", name: "r" }, "", undefined),
+      rejectsWith("Invalid"),
+    );
+    assert.equal(
+      (await client.bind({ kind: "Pod", namespace: "default", name: "r" }, "gpu-1")).spec?.["nodeName"],
+      "gpu-1",
+      "no uid, no precondition",
+    );
+    await client.create({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "svc", namespace: "default" },
+      spec: {},
+    });
+    await assert.rejects(
+      client.bind({ kind: "Service", namespace: "default", name: "svc" }, "gpu-0"),
+      /Service has no binding subresource/,
+    );
   });
 });

@@ -183,8 +183,10 @@ export class ApiServer {
     this.#checkNamespace(kind, sent);
     const problem = admissionProblem(sent);
     if (problem !== undefined) throw new ApiError("Invalid", `${kind} ${sent.metadata.name}: ${problem}`);
-    if (this.#lookup(kind, sent.metadata.namespace, sent.metadata.name) !== undefined) throw new ApiError("AlreadyExists", `${kind} "${sent.metadata.name}" already exists`);
-    if (this.#creationOrder.size >= this.#maxObjects) throw new ApiError("ServerError", `more than ${this.#maxObjects} objects stored`);
+    if (this.#lookup(kind, sent.metadata.namespace, sent.metadata.name) !== undefined)
+      throw new ApiError("AlreadyExists", `${kind} "${sent.metadata.name}" already exists`);
+    if (this.#creationOrder.size >= this.#maxObjects)
+      throw new ApiError("ServerError", `more than ${this.#maxObjects} objects stored`);
     const strategy = STRATEGIES[kind];
     const status = strategy.statusSubresource ? strategy.initialStatus(sent.status) : sent.status;
     const created: KubeObject = {
@@ -211,7 +213,10 @@ export class ApiServer {
     const sent = checkedShape(object);
     const existing = this.#mustGet(refOf(sent));
     if (sent.metadata.resourceVersion === undefined) {
-      throw new ApiError("Invalid", `${sent.kind} "${sent.metadata.name}": metadata.resourceVersion must be specified for an update`);
+      throw new ApiError(
+        "Invalid",
+        `${sent.kind} "${sent.metadata.name}": metadata.resourceVersion must be specified for an update`,
+      );
     }
     checkPreconditions(existing, sent.metadata.uid, sent.metadata.resourceVersion);
     return this.#replace(existing, this.#mainUpdate(existing, sent));
@@ -227,7 +232,8 @@ export class ApiServer {
    * as the Kubernetes API has no such path.
    */
   patchStatus(ref: ObjectRef, patch: JsonObject): KubeObject {
-    if (isKind(ref.kind) && !KINDS[ref.kind].statusSubresource) throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
+    if (isKind(ref.kind) && !KINDS[ref.kind].statusSubresource)
+      throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
     return this.#patch(ref, patch, "status");
   }
 
@@ -244,10 +250,16 @@ export class ApiServer {
     const existing = this.#mustGet(ref);
     checkPreconditions(existing, uid, undefined);
     const what = `Pod "${existing.metadata.name}"`;
-    if (isDeleting(existing)) throw new ApiError("Conflict", `${what} is being deleted and cannot be assigned to a node`);
+    if (isDeleting(existing))
+      throw new ApiError("Conflict", `${what} is being deleted and cannot be assigned to a node`);
     const boundTo = existing.spec?.["nodeName"];
-    if (boundTo !== undefined) throw new ApiError("Conflict", `${what} is already assigned to node ${JSON.stringify(boundTo)}`);
-    const conditions = mergeConditions(conditionsOf(existing), [{ type: "PodScheduled", status: "True" }], this.clock.nowRfc3339());
+    if (boundTo !== undefined)
+      throw new ApiError("Conflict", `${what} is already assigned to node ${JSON.stringify(boundTo)}`);
+    const conditions = mergeConditions(
+      conditionsOf(existing),
+      [{ type: "PodScheduled", status: "True" }],
+      this.clock.nowRfc3339(),
+    );
     const next = withStatus(existing, { ...existing.status, conditions });
     next.spec = { ...existing.spec, nodeName };
     return this.#replace(existing, next);
@@ -264,7 +276,8 @@ export class ApiServer {
     if (requestedSeconds !== undefined && (!Number.isSafeInteger(requestedSeconds) || requestedSeconds < 0)) {
       throw new ApiError("Invalid", `gracePeriodSeconds must be a non-negative integer, got ${requestedSeconds}`);
     }
-    if (existing.kind === "Namespace") throw new ApiError("Invalid", "namespace deletion is not modelled by the simulator");
+    if (existing.kind === "Namespace")
+      throw new ApiError("Invalid", "namespace deletion is not modelled by the simulator");
     if (isDeleting(existing)) {
       this.#shortenGracePeriod(existing, requestedSeconds);
       return;
@@ -322,7 +335,10 @@ export class ApiServer {
     return [...this.#writeCounts.values()]
       .flatMap((byKind) => [...byKind.values()].flatMap((byVerb) => [...byVerb.values()]))
       .map((row) => ({ ...row }))
-      .sort((a, b) => compareStrings(a.client, b.client) || compareStrings(a.kind, b.kind) || compareStrings(a.verb, b.verb));
+      .sort(
+        (a, b) =>
+          compareStrings(a.client, b.client) || compareStrings(a.kind, b.kind) || compareStrings(a.verb, b.verb),
+      );
   }
 
   // -------------------------------------------------------------------------------------------
@@ -363,7 +379,8 @@ export class ApiServer {
   #patch(ref: ObjectRef, patch: JsonObject, mode: "main" | "status"): KubeObject {
     const existing = this.#mustGet(ref);
     const metadata = patch["metadata"];
-    if (isJsonObject(metadata)) checkPreconditions(existing, stringOrUndefined(metadata["uid"]), stringOrUndefined(metadata["resourceVersion"]));
+    if (isJsonObject(metadata))
+      checkPreconditions(existing, stringOrUndefined(metadata["uid"]), stringOrUndefined(metadata["resourceVersion"]));
     if (mode === "status" && isJsonObject(patch)) return this.#replaceStatus(existing, patchedStatus(existing, patch));
     const patched = mergePatch(existing as unknown as JsonObject, patch);
     if (!isJsonObject(patched)) throw new ApiError("Invalid", "a merge patch must produce an object");
@@ -399,7 +416,11 @@ export class ApiServer {
     if (strategy.hasGeneration && !jsonEqual(specOf(existing), specOf(next))) {
       next.metadata.generation = (existing.metadata.generation ?? 0) + 1;
     }
-    if (isDeleting(next) && (next.metadata.finalizers ?? []).length === 0 && next.metadata.deletionGracePeriodSeconds === 0) {
+    if (
+      isDeleting(next) &&
+      (next.metadata.finalizers ?? []).length === 0 &&
+      next.metadata.deletionGracePeriodSeconds === 0
+    ) {
       return this.#remove(next);
     }
     return this.#commit("MODIFIED", next);
@@ -414,7 +435,10 @@ export class ApiServer {
     if (candidate.kind !== existing.kind || candidate.apiVersion !== existing.apiVersion) {
       throw new ApiError("Invalid", `${whatOf(existing)}: apiVersion and kind cannot change`);
     }
-    if (candidate.metadata.name !== existing.metadata.name || candidate.metadata.namespace !== existing.metadata.namespace) {
+    if (
+      candidate.metadata.name !== existing.metadata.name ||
+      candidate.metadata.namespace !== existing.metadata.namespace
+    ) {
       throw new ApiError("Invalid", `${whatOf(existing)}: metadata.name and metadata.namespace cannot change`);
     }
     const next: KubeObject = {
@@ -426,7 +450,9 @@ export class ApiServer {
       else next.status = existing.status;
     }
     const problem =
-      admissionProblem(next) ?? STRATEGIES[existing.kind].updateProblem(existing, next) ?? newFinalizerProblem(existing, next);
+      admissionProblem(next) ??
+      STRATEGIES[existing.kind].updateProblem(existing, next) ??
+      newFinalizerProblem(existing, next);
     if (problem !== undefined) throw new ApiError("Invalid", `${whatOf(existing)}: ${problem}`);
     // No copy: the candidate is the server's own (a checked copy of the request, a merge patch
     // whose new parts are copies, or stored objects) and its shared parts are frozen.
@@ -496,7 +522,10 @@ export class ApiServer {
     // Only a creation or a removal changes which objects exist (a new key string costs a hash).
     if (type === "ADDED") this.#creationOrder.set(keyOf(stored), refOf(stored));
     if (type === "DELETED") this.#creationOrder.delete(keyOf(stored));
-    const replaced = after === undefined ? this.#byKind.get(stored.kind)?.delete(stored.metadata.namespace, stored.metadata.name) : this.#storeOf(stored.kind).set(stored);
+    const replaced =
+      after === undefined
+        ? this.#byKind.get(stored.kind)?.delete(stored.metadata.namespace, stored.metadata.name)
+        : this.#storeOf(stored.kind).set(stored);
     this.#gc.noteCommitted(replaced, after);
     for (const listener of this.#commitListeners.get(stored.kind) ?? []) listener(replaced, after);
     this.#watches.publish(stored.kind, type, stored, type === "MODIFIED" ? replaced : undefined);
@@ -508,7 +537,10 @@ export class ApiServer {
     const namespace = KINDS[ref.kind].namespaced ? ref.namespace : undefined;
     const object = this.#lookup(ref.kind, namespace, ref.name);
     if (object === undefined) {
-      throw new ApiError("NotFound", `${ref.kind} "${ref.name}"${namespace === undefined ? "" : ` in namespace "${namespace}"`} not found`);
+      throw new ApiError(
+        "NotFound",
+        `${ref.kind} "${ref.name}"${namespace === undefined ? "" : ` in namespace "${namespace}"`} not found`,
+      );
     }
     return object;
   }
@@ -530,7 +562,11 @@ export class ApiServer {
   #stored(kind?: Kind): readonly KubeObject[] {
     if (kind !== undefined) return this.#byKind.get(kind)?.values() ?? NO_OBJECTS;
     const current = [...this.#creationOrder.values()].map((ref) => this.#mustGet(ref));
-    return current.sort((a, b) => compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name));
+    return current.sort(
+      (a, b) =>
+        compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") ||
+        compareStrings(a.metadata.name, b.metadata.name),
+    );
   }
 
   #checkNamespace(kind: Kind, object: KubeObject): void {
@@ -614,11 +650,17 @@ function specOf(object: KubeObject): Record<string, unknown> {
 function checkPreconditions(existing: KubeObject, uid: string | undefined, resourceVersion: string | undefined): void {
   if (uid !== undefined && uid !== existing.metadata.uid) {
     const stored = existing.metadata.uid ?? "none";
-    throw new ApiError("Conflict", `${whatOf(existing)}: precondition failed: UID ${uid}, stored ${stored}; it may have been deleted and re-created`);
+    throw new ApiError(
+      "Conflict",
+      `${whatOf(existing)}: precondition failed: UID ${uid}, stored ${stored}; it may have been deleted and re-created`,
+    );
   }
   if (resourceVersion !== undefined && resourceVersion !== existing.metadata.resourceVersion) {
     const stored = existing.metadata.resourceVersion ?? "none";
-    throw new ApiError("Conflict", `${whatOf(existing)}: the object has been modified (resourceVersion ${resourceVersion}, stored ${stored}); re-read and retry`);
+    throw new ApiError(
+      "Conflict",
+      `${whatOf(existing)}: the object has been modified (resourceVersion ${resourceVersion}, stored ${stored}); re-read and retry`,
+    );
   }
 }
 
@@ -656,4 +698,3 @@ function checkedKind(object: KubeObject): Kind {
 function stringOrUndefined(value: JsonValue | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
-

@@ -87,7 +87,14 @@ import {
   specRevisionName,
   stillUnderWay,
 } from "../core/invariants.ts";
-import type { AvailableCounts, InvariantName, PartitionedUnit, PlacedPod, RevisionsByName, UnderWay } from "../core/invariants.ts";
+import type {
+  AvailableCounts,
+  InvariantName,
+  PartitionedUnit,
+  PlacedPod,
+  RevisionsByName,
+  UnderWay,
+} from "../core/invariants.ts";
 import type { Revision } from "../core/pods.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
 import type { KubeObject } from "../engine/ports.ts";
@@ -204,7 +211,12 @@ interface PartitionMemory {
  * names (else the current revision) when that differs. `recorded` reads the stored records, which
  * are those of the instant the partition came.
  */
-function partitionHashes(ms: ModelServing, unit: PartitionedUnit, recorded: RecordedRevision, revisions: RevisionsByName): string[] {
+function partitionHashes(
+  ms: ModelServing,
+  unit: PartitionedUnit,
+  recorded: RecordedRevision,
+  revisions: RevisionsByName,
+): string[] {
   if (unit.settled) return [unit.hash];
   const name = recorded(unit.group, unit.role, unit.instance) ?? ms.status?.currentRevision;
   const revision = name === undefined ? undefined : revisions.get(name);
@@ -241,7 +253,9 @@ export class InvariantChecker {
   readonly #podSpecs: boolean;
   readonly #faultActive: () => boolean;
   readonly #memory = new Map<string, Memory>();
-  readonly #tallies = new Map<InvariantName, Tally>(INVARIANT_NAMES.map((name) => [name, { violations: 0, first: null, previous: new Set<string>() }]));
+  readonly #tallies = new Map<InvariantName, Tally>(
+    INVARIANT_NAMES.map((name) => [name, { violations: 0, first: null, previous: new Set<string>() }]),
+  );
   /**
    * Each stored ControllerRevision decoded once (by uid and revision number). The objects are
    * never changed, so `#specsMatched` may compare revisions by identity.
@@ -262,7 +276,10 @@ export class InvariantChecker {
   /** What the indexes reflect: the server's resourceVersion and the valid ModelServings then. */
   #synced: { resourceVersion: string; subjects: Subject[] } | undefined;
   /** The stored ControllerRevisions last read, and the revisions by owner uid they make. */
-  #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = { stored: [], byOwner: new Map() };
+  #revisions: { stored: readonly KubeObject[]; byOwner: Map<string, RevisionsByName> } = {
+    stored: [],
+    byOwner: new Map(),
+  };
   #lastResourceVersion = "";
   #faultOpen = false;
   readonly #nowMs: (() => number) | undefined;
@@ -288,7 +305,9 @@ export class InvariantChecker {
         const lease = after ?? before;
         if (lease !== undefined) this.#routers.apply(after === undefined ? "DELETED" : "MODIFIED", lease, epochNowMs());
       });
-      server.onCommit("Pod", (before, after) => { this.#judgeDrain(before as unknown as Pod | undefined, after as unknown as Pod | undefined, epochNowMs()); });
+      server.onCommit("Pod", (before, after) => {
+        this.#judgeDrain(before as unknown as Pod | undefined, after as unknown as Pod | undefined, epochNowMs());
+      });
     }
   }
 
@@ -310,16 +329,28 @@ export class InvariantChecker {
   check(): void {
     const resourceVersion = this.#server.resourceVersion();
     // Nothing committed: only a contradiction whose grace has run out is news.
-    if (resourceVersion === this.#lastResourceVersion && !(this.#graceDueMs !== undefined && (this.#nowMs?.() ?? 0) >= this.#graceDueMs)) return;
+    if (
+      resourceVersion === this.#lastResourceVersion &&
+      !(this.#graceDueMs !== undefined && (this.#nowMs?.() ?? 0) >= this.#graceDueMs)
+    )
+      return;
     this.#lastResourceVersion = resourceVersion;
     this.#graceDueMs = undefined;
     const { subjects } = this.#sync();
     const found = new Map<InvariantName, string[]>(INVARIANT_NAMES.map((name) => [name, []]));
     const add = (name: InvariantName, messages: readonly string[]) => found.get(name)?.push(...messages);
-    add("noDuplicatePods", this.#claims.violations(() => this.#storedPods()));
+    add(
+      "noDuplicatePods",
+      this.#claims.violations(() => this.#storedPods()),
+    );
     add("drainHonoured", this.#undrained);
     this.#undrained = [];
-    if (this.#faultOpen && !this.#faultActive() && subjects.every(allGroupsAvailable) && this.#faultHit.every((hit) => hitRecovered(subjects, hit))) {
+    if (
+      this.#faultOpen &&
+      !this.#faultActive() &&
+      subjects.every(allGroupsAvailable) &&
+      this.#faultHit.every((hit) => hitRecovered(subjects, hit))
+    ) {
       this.#faultOpen = false;
       this.#faultHit = [];
     }
@@ -352,7 +383,8 @@ export class InvariantChecker {
     const { ms, index } = subject;
     const memory = this.#memoryOf(ms);
     const shape = ms.spec.template.roles.map((role) => `${role.name}:${role.replicas}`).join(",");
-    const rollingOut = ms.status?.currentRevision !== undefined && ms.status.currentRevision !== ms.status.updateRevision;
+    const rollingOut =
+      ms.status?.currentRevision !== undefined && ms.status.currentRevision !== ms.status.updateRevision;
     trackUnderWay(memory, shape, index);
     if (rollingOut && !this.#faultOpen) {
       const budgets = budgetViolations(memory, shape, index);
@@ -364,7 +396,8 @@ export class InvariantChecker {
     // Judged against the spec the controller has seen: right after a scale-down, the units above
     // the new count are still live until the controller has observed it and marked them.
     trackSurgeKept(memory, index);
-    if (ms.status?.observedGeneration === ms.metadata.generation) add("surgeBound", index.surgeBound(memory.surgeKept?.uids));
+    if (ms.status?.observedGeneration === ms.metadata.generation)
+      add("surgeBound", index.surgeBound(memory.surgeKept?.uids));
     add("partitionHolds", this.#partitionViolations(memory, subject));
     add("pauseHolds", this.#pauseViolations(memory, subject));
     this.#settledViolations(memory, subject, add);
@@ -383,13 +416,28 @@ export class InvariantChecker {
     // Most writes are to pods no drain marks: no ModelServing to look up.
     if (before?.metadata.annotations?.[ANNOTATION_DRAINING] === undefined || this.#faultOpen) return;
     const name = before.metadata.labels?.[LABEL_MODEL_SERVING];
-    const stored = name === undefined ? undefined : this.#server.peek({ kind: "ModelServing", namespace: before.metadata.namespace ?? "default", name });
-    const ms = stored === undefined || stored.metadata.deletionTimestamp !== undefined ? undefined : this.#parse(stored);
+    const stored =
+      name === undefined
+        ? undefined
+        : this.#server.peek({ kind: "ModelServing", namespace: before.metadata.namespace ?? "default", name });
+    const ms =
+      stored === undefined || stored.metadata.deletionTimestamp !== undefined ? undefined : this.#parse(stored);
     if (ms === undefined) return;
     const markedAtMs = drainingSinceMs(before) ?? 0;
     const namespace = before.metadata.namespace ?? "default";
-    const mustConfirm = this.#routers.routers().filter((router) => scopeCovers(router.scope, namespace) && router.liveSinceMs <= markedAtMs && nowMs < router.liveUntilMs).map((router) => router.id);
-    const violation = drainViolation(before, after, { timeoutSeconds: ms.spec.drain.timeoutSeconds, mustConfirm }, nowMs);
+    const mustConfirm = this.#routers
+      .routers()
+      .filter(
+        (router) =>
+          scopeCovers(router.scope, namespace) && router.liveSinceMs <= markedAtMs && nowMs < router.liveUntilMs,
+      )
+      .map((router) => router.id);
+    const violation = drainViolation(
+      before,
+      after,
+      { timeoutSeconds: ms.spec.drain.timeoutSeconds, mustConfirm },
+      nowMs,
+    );
     if (violation !== undefined) this.#undrained.push(violation);
   }
 
@@ -404,12 +452,18 @@ export class InvariantChecker {
         recorded ??= recordedRevisions(ms.status?.units ?? []);
         memory.partitioned.set(key, { unit, hashes: partitionHashes(ms, unit, recorded, index.revisions) });
       } else if (!had.hashes.includes(unit.hash)) {
-        const finishing = had.hashes[1] === undefined ? "" : ` (or, finishing the move under way when the partition came, ${had.hashes[1]})`;
-        violations.push(`${ms.metadata.name} ${key} is below the partition and ran role hash ${had.hashes[0] ?? ""}${finishing}, now ${unit.hash}`);
+        const finishing =
+          had.hashes[1] === undefined
+            ? ""
+            : ` (or, finishing the move under way when the partition came, ${had.hashes[1]})`;
+        violations.push(
+          `${ms.metadata.name} ${key} is below the partition and ran role hash ${had.hashes[0] ?? ""}${finishing}, now ${unit.hash}`,
+        );
       } else if (unit.settled && had.hashes.length > 1) memory.partitioned.set(key, { unit, hashes: [unit.hash] });
     }
     // Units the partition no longer covers are forgotten; units without pods are remembered.
-    for (const [key, { unit }] of [...memory.partitioned]) if (!belowPartition(ms, unit.group, unit.role, unit.instance)) memory.partitioned.delete(key);
+    for (const [key, { unit }] of [...memory.partitioned])
+      if (!belowPartition(ms, unit.group, unit.role, unit.instance)) memory.partitioned.delete(key);
     return violations;
   }
 
@@ -428,12 +482,19 @@ export class InvariantChecker {
     }
     if (memory.paused === undefined) {
       if (ms.status?.observedGeneration !== ms.metadata.generation) return [];
-      memory.paused = { recorded: recordedRevisions(ms.status?.units ?? []), currentRevision: ms.status?.currentRevision, units: new Map(), first: true };
+      memory.paused = {
+        recorded: recordedRevisions(ms.status?.units ?? []),
+        currentRevision: ms.status?.currentRevision,
+        units: new Map(),
+        first: true,
+      };
     }
     const paused = memory.paused;
     const units = pausedPods(placedPods(ms, this.#storedPods()), index.revisions);
     // The controller's own assert refused a plan (`pauseBroken`): the bug it caught counts here too.
-    const refused = ms.status?.conditions?.find((condition) => condition.type === "RolloutBlocked" && condition.reason === "InvariantViolated");
+    const refused = ms.status?.conditions?.find(
+      (condition) => condition.type === "RolloutBlocked" && condition.reason === "InvariantViolated",
+    );
     const violations = refused === undefined ? [] : [`${ms.metadata.name}: ${refused.message ?? "InvariantViolated"}`];
     const hashOf = (name: string | undefined, role: string) => {
       const revision = name === undefined ? undefined : index.revisions.get(name);
@@ -443,11 +504,18 @@ export class InvariantChecker {
       let had = paused.units.get(key);
       if (had === undefined) {
         const record = paused.recorded(unit.group, unit.role, unit.instance) ?? paused.currentRevision;
-        const hashes = paused.first ? partitionHashes(ms, unit, paused.recorded, index.revisions) : [...new Set([hashOf(record, unit.role), hashOf(ms.status?.currentRevision, unit.role)])].filter((hash) => hash !== undefined);
+        const hashes = paused.first
+          ? partitionHashes(ms, unit, paused.recorded, index.revisions)
+          : [...new Set([hashOf(record, unit.role), hashOf(ms.status?.currentRevision, unit.role)])].filter(
+              (hash) => hash !== undefined,
+            );
         had = { unit, hashes };
         paused.units.set(key, had);
       }
-      if (!had.hashes.includes(unit.hash)) violations.push(`${ms.metadata.name} ${key} moved while the rollout is paused: it may run role hash ${had.hashes.join(" or ")}, now ${unit.hash}`);
+      if (!had.hashes.includes(unit.hash))
+        violations.push(
+          `${ms.metadata.name} ${key} moved while the rollout is paused: it may run role hash ${had.hashes.join(" or ")}, now ${unit.hash}`,
+        );
       else if (unit.settled && had.hashes.length > 1) paused.units.set(key, { unit, hashes: [unit.hash] });
     }
     // A pod gone is forgotten: built again, it is held to its instance's record at the pause (a
@@ -463,18 +531,36 @@ export class InvariantChecker {
    * nothing to do, contradicted by the pods outside a fault window for `SETTLED_GRACE_MS` on end,
    * is a violation (the controller stopped short while its status said it was done).
    */
-  #settledViolations(memory: Memory, subject: Subject, add: (name: InvariantName, messages: readonly string[]) => void): void {
+  #settledViolations(
+    memory: Memory,
+    subject: Subject,
+    add: (name: InvariantName, messages: readonly string[]) => void,
+  ): void {
     const nowMs = this.#nowMs?.();
     if (nowMs === undefined) return;
     const { ms, index } = subject;
     const claim = this.#faultOpen ? undefined : settledClaim(ms);
     if (claim === undefined && memory.contradicted.size === 0) return;
     // Converged: no surge at all (pods beyond the desired are bound), and the pods done.
-    const pending = claim === "Converged" ? [...index.rolloutPending(), ...index.availablePending(MAX_CONTRADICTIONS)] : [];
+    const pending =
+      claim === "Converged" ? [...index.rolloutPending(), ...index.availablePending(MAX_CONTRADICTIONS)] : [];
     const beyond = pending.filter((reason) => reason.includes(": surge or extra pod "));
     const found = new Map<InvariantName, string[]>([
-      ["settledWithinBound", claim === undefined ? [] : [...index.surgeBound(), ...beyond].map((message) => `${message}, while condition Progressing says ${claim}`)],
-      ["convergedMatchesPods", pending.filter((reason) => !beyond.includes(reason)).slice(0, MAX_CONTRADICTIONS).map((reason) => `${reason}, while condition Progressing says Converged`)],
+      [
+        "settledWithinBound",
+        claim === undefined
+          ? []
+          : [...index.surgeBound(), ...beyond].map(
+              (message) => `${message}, while condition Progressing says ${claim}`,
+            ),
+      ],
+      [
+        "convergedMatchesPods",
+        pending
+          .filter((reason) => !beyond.includes(reason))
+          .slice(0, MAX_CONTRADICTIONS)
+          .map((reason) => `${reason}, while condition Progressing says Converged`),
+      ],
     ]);
     for (const [name, messages] of found) {
       if (messages.length === 0) {
@@ -509,16 +595,24 @@ export class InvariantChecker {
     const ownerUid = ms.metadata.uid ?? "";
     const revision = revisions.get(specRevisionName(pod));
     const matched = this.#specsMatched.get(pod.spec);
-    if (matched !== undefined && matched.revision === revision && matched.ownerUid === ownerUid && sameIdentity(matched.id, id)) return undefined;
+    if (
+      matched !== undefined &&
+      matched.revision === revision &&
+      matched.ownerUid === ownerUid &&
+      sameIdentity(matched.id, id)
+    )
+      return undefined;
     const mismatch = revisionMismatch(ms, entry, revisions);
-    if (mismatch === undefined && revision !== undefined && Object.isFrozen(pod.spec)) this.#specsMatched.set(pod.spec, { revision, ownerUid, id });
+    if (mismatch === undefined && revision !== undefined && Object.isFrozen(pod.spec))
+      this.#specsMatched.set(pod.spec, { revision, ownerUid, id });
     return mismatch;
   }
 
   #carryMatch({ before, after }: PodChange): void {
     if (before === undefined || after === undefined || before.spec === after.spec) return;
     const matched = this.#specsMatched.get(before.spec);
-    if (matched !== undefined && Object.isFrozen(after.spec) && sameComparedSpec(before, after)) this.#specsMatched.set(after.spec, matched);
+    if (matched !== undefined && Object.isFrozen(after.spec) && sameComparedSpec(before, after))
+      this.#specsMatched.set(after.spec, matched);
   }
 
   /**
@@ -599,7 +693,15 @@ export class InvariantChecker {
       const key = `${object.metadata.uid ?? ""}@${String(object["revision"])}`;
       if (!this.#decoded.has(key)) {
         const result = decodeControllerRevision(object);
-        this.#decoded.set(key, result.ok ? { revision: { name: result.revision.name, data: result.revision.data }, ownerUid: result.revision.ownerUid } : undefined);
+        this.#decoded.set(
+          key,
+          result.ok
+            ? {
+                revision: { name: result.revision.name, data: result.revision.data },
+                ownerUid: result.revision.ownerUid,
+              }
+            : undefined,
+        );
       }
       const decoded = this.#decoded.get(key);
       if (decoded !== undefined) byName.set(decoded.revision.name, decoded);
@@ -611,7 +713,18 @@ export class InvariantChecker {
     const uid = ms.metadata.uid ?? "";
     let memory = this.#memory.get(uid);
     if (memory === undefined) {
-      memory = { established: new Map(), version: 0, groupBound: 0, establishedAt: undefined, underWay: undefined, budgets: undefined, partitioned: new Map(), surgeKept: undefined, paused: undefined, contradicted: new Map() };
+      memory = {
+        established: new Map(),
+        version: 0,
+        groupBound: 0,
+        establishedAt: undefined,
+        underWay: undefined,
+        budgets: undefined,
+        partitioned: new Map(),
+        surgeKept: undefined,
+        paused: undefined,
+        contradicted: new Map(),
+      };
       this.#memory.set(uid, memory);
     }
     return memory;
@@ -636,7 +749,9 @@ const NO_REVISIONS: RevisionsByName = new Map();
 function sameRevisions(a: RevisionsByName, b: RevisionsByName): boolean {
   if (a.size !== b.size) return false;
   const entries = [...b];
-  return [...a].every(([name, revision], position) => entries[position]?.[0] === name && entries[position][1] === revision);
+  return [...a].every(
+    ([name, revision], position) => entries[position]?.[0] === name && entries[position][1] === revision,
+  );
 }
 
 function sameIdentity(a: PlacedPod["id"], b: PlacedPod["id"]): boolean {
@@ -660,7 +775,10 @@ function allGroupsAvailable({ ms, index }: Subject): boolean {
  * or, when it is not desired (its group or role scaled below it or removed, a surge instance), not
  * rebuilt: no pod of it is stored (the pods the fault hit are gone, so the controller has seen it).
  */
-function hitRecovered(subjects: readonly Subject[], { uid, id }: { readonly uid: string; readonly id: PlacedPod["id"] }): boolean {
+function hitRecovered(
+  subjects: readonly Subject[],
+  { uid, id }: { readonly uid: string; readonly id: PlacedPod["id"] },
+): boolean {
   const subject = subjects.find(({ ms }) => ms.metadata.uid === uid);
   if (subject === undefined) return true;
   const { ms, index } = subject;
@@ -677,12 +795,24 @@ function hitRecovered(subjects: readonly Subject[], { uid, id }: { readonly uid:
  */
 function budgetViolations(memory: Memory, shape: string, index: SubjectIndex): { group: string[]; role: string[] } {
   const cached = memory.budgets;
-  if (cached !== undefined && cached.index === index && cached.version === index.version && cached.memory === memory.version) return cached;
+  if (
+    cached !== undefined &&
+    cached.index === index &&
+    cached.version === index.version &&
+    cached.memory === memory.version
+  )
+    return cached;
   const { ms } = index;
   const counts = index.counts();
   const judged = memory.established.get(shape) ?? NOTHING_ESTABLISHED;
   const underWay = memory.underWay?.value ?? NOTHING_UNDER_WAY;
-  const budgets = { index, version: index.version, memory: memory.version, group: groupBudget(ms, counts, judged.groups, underWay), role: roleBudget(ms, counts, judged.roles, underWay) };
+  const budgets = {
+    index,
+    version: index.version,
+    memory: memory.version,
+    group: groupBudget(ms, counts, judged.groups, underWay),
+    role: roleBudget(ms, counts, judged.roles, underWay),
+  };
   memory.budgets = budgets;
   return budgets;
 }
@@ -715,8 +845,10 @@ function trackUnderWay(memory: Memory, shape: string, index: SubjectIndex): void
   // The key is the spec's: a new index version of the same ModelServing object keeps it.
   const key = last?.ms === ms ? last.key : budgetKey(ms);
   let value = NOTHING_UNDER_WAY;
-  if (last !== undefined && last.key !== key) value = disruptionsUnderWay(ms, index.counts(), memory.established.get(shape) ?? NOTHING_ESTABLISHED);
-  else if (last !== undefined && last.value !== NOTHING_UNDER_WAY) value = stillUnderWay(ms, index.counts(), last.value);
+  if (last !== undefined && last.key !== key)
+    value = disruptionsUnderWay(ms, index.counts(), memory.established.get(shape) ?? NOTHING_ESTABLISHED);
+  else if (last !== undefined && last.value !== NOTHING_UNDER_WAY)
+    value = stillUnderWay(ms, index.counts(), last.value);
   if (value !== (last?.value ?? NOTHING_UNDER_WAY)) memory.version += 1;
   memory.underWay = { key, ms, index, version: index.version, value };
 }
@@ -754,7 +886,10 @@ function establish(memory: Memory, shape: string, index: SubjectIndex): void {
   const { ms } = index;
   const counts: AvailableCounts = index.counts();
   const forgot = forgetGroupsFrom(memory, ms.spec.replicas);
-  const units = getOrCreate(memory.established, shape, (): EstablishedUnits => ({ groups: new Set(), roles: new Set() }));
+  const units = getOrCreate(memory.established, shape, (): EstablishedUnits => ({
+    groups: new Set(),
+    roles: new Set(),
+  }));
   const size = units.groups.size + units.roles.size;
   if (!allEstablished(units, ms)) addAvailable(units, ms, counts);
   if (forgot || units.groups.size + units.roles.size !== size) memory.version += 1;
@@ -766,7 +901,9 @@ function establish(memory: Memory, shape: string, index: SubjectIndex): void {
  * can be added.
  */
 function allEstablished(units: EstablishedUnits, ms: ModelServing): boolean {
-  return units.groups.size === ms.spec.replicas && units.roles.size === ms.spec.replicas * ms.spec.template.roles.length;
+  return (
+    units.groups.size === ms.spec.replicas && units.roles.size === ms.spec.replicas * ms.spec.template.roles.length
+  );
 }
 
 /** Adds to `units` the groups available now (`groupAvailable`) and the role pairs with their desired count. */

@@ -62,7 +62,9 @@ export class SimClient implements ClusterWriter {
 
   /** A synchronous watch request (the informer's watch half). Throws ApiError. */
   watch(kind: Kind, options: WatchOptions, handlers: WatchHandlers): WatchStream {
-    return this.#server.handle({ verb: "watch", kind, client: this.name }, () => this.#server.watch(kind, options, handlers));
+    return this.#server.handle({ verb: "watch", kind, client: this.name }, () =>
+      this.#server.watch(kind, options, handlers),
+    );
   }
 
   #request<T>(verb: Verb, kind: Kind, run: () => T): Promise<T> {

@@ -18,7 +18,10 @@ describe("VirtualClock", () => {
     for (let i = 0; i < 50; i++) clock.setTimer(15, () => fired.push(`tie${i}`));
     assert.equal(clock.advance(100), 54);
     assert.deepEqual(fired.slice(0, 2), ["z@0", "a@10"]);
-    assert.deepEqual(fired.slice(2, 52), Array.from({ length: 50 }, (_, i) => `tie${i}`));
+    assert.deepEqual(
+      fired.slice(2, 52),
+      Array.from({ length: 50 }, (_, i) => `tie${i}`),
+    );
     assert.deepEqual(fired.slice(52), ["b@20", "c@20"]);
     assert.equal(clock.nowMs(), 100);
   });
@@ -106,10 +109,15 @@ describe("VirtualClock", () => {
             cancelled?.timer.cancel();
           } else {
             const targetMs = clock.nowMs() + step.run;
-            const due = live.filter((entry) => entry.dueMs <= targetMs).sort((a, b) => a.dueMs - b.dueMs || a.id - b.id);
+            const due = live
+              .filter((entry) => entry.dueMs <= targetMs)
+              .sort((a, b) => a.dueMs - b.dueMs || a.id - b.id);
             const before = fired.length;
             clock.runUntil(targetMs);
-            assert.deepEqual(fired.slice(before), due.map((entry) => entry.id));
+            assert.deepEqual(
+              fired.slice(before),
+              due.map((entry) => entry.id),
+            );
             live = live.filter((entry) => entry.dueMs > targetMs);
           }
           assert.equal(clock.pendingCount(), live.length);

@@ -11,7 +11,14 @@ const SECOND = 1_000;
 function newCluster(options: SimClusterOptions = {}): SimCluster {
   return new SimCluster({
     nodes: [{ name: "gpu", count: 2, gpus: 8 }],
-    timing: { scheduleSeconds: 1, pullSeconds: 20, startSeconds: 60, terminationSeconds: 5, nodeMonitorGraceSeconds: 40, podEvictionSeconds: 60 },
+    timing: {
+      scheduleSeconds: 1,
+      pullSeconds: 20,
+      startSeconds: 60,
+      terminationSeconds: 5,
+      nodeMonitorGraceSeconds: 40,
+      podEvictionSeconds: 60,
+    },
     jitterPercent: 0,
     ...options,
   });
@@ -19,8 +26,16 @@ function newCluster(options: SimClusterOptions = {}): SimCluster {
 
 /** A pod of instance `decode-<j>` of group `g`, revision r1, needing `gpus` GPUs. */
 function servingPod(name: string, gpus = 8, g = 0, j = 0): KubeObject<"Pod"> {
-  const labels = { "tandem.dev/modelserving": "m", "tandem.dev/group": String(g), "tandem.dev/role": "decode", "tandem.dev/instance": `decode-${j}`, "tandem.dev/revision": "m-r1" };
-  return aPod(name, labels, { containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": gpus } } }] });
+  const labels = {
+    "tandem.dev/modelserving": "m",
+    "tandem.dev/group": String(g),
+    "tandem.dev/role": "decode",
+    "tandem.dev/instance": `decode-${j}`,
+    "tandem.dev/revision": "m-r1",
+  };
+  return aPod(name, labels, {
+    containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": gpus } } }],
+  });
 }
 
 function podNamed(cluster: SimCluster, name: string): KubeObject | undefined {
@@ -63,14 +78,20 @@ describe("SimCluster: node failure and recovery", () => {
     await cluster.runUntil(150 * SECOND);
     assert.equal(podNamed(cluster, "b")?.spec?.["nodeName"], "gpu-1");
     assert.equal(podNamed(cluster, "c")?.spec?.["nodeName"], undefined, "the failed node takes nothing");
-    const scheduled = ((podNamed(cluster, "c")?.status?.["conditions"] ?? []) as any[]).find((condition) => condition.type === "PodScheduled");
+    const scheduled = ((podNamed(cluster, "c")?.status?.["conditions"] ?? []) as any[]).find(
+      (condition) => condition.type === "PodScheduled",
+    );
     assert.match(scheduled.message, /1 not schedulable \(NotReady or cordoned\)/);
 
     await cluster.runUntil(200 * SECOND - 1);
     assert.ok(podNamed(cluster, "a") !== undefined);
     await cluster.runUntil(200 * SECOND);
     assert.equal(podNamed(cluster, "a"), undefined, "evicted with grace period 0");
-    assert.equal(cluster.server.apiWrites({ client: "kubelet" }) - kubeletWrites, 2, "pod b admitted (141 s) and started (161 s) on gpu-1; nothing for pod a");
+    assert.equal(
+      cluster.server.apiWrites({ client: "kubelet" }) - kubeletWrites,
+      2,
+      "pod b admitted (141 s) and started (161 s) on gpu-1; nothing for pod a",
+    );
   });
 
   it("restarts the pods of a node that recovers before detection, from the image cache, with restartCount + 1", async () => {
@@ -85,7 +106,11 @@ describe("SimCluster: node failure and recovery", () => {
     const restarted = (podNamed(cluster, "a")?.status?.["containerStatuses"] as any[])[0];
     assert.equal(restarted.restartCount, 1);
     assert.notEqual(restarted.containerID, before.containerID);
-    assert.deepEqual(restarted.state, { running: { startedAt: "2026-01-01T00:02:00Z" } }, "no pull: the cache survived");
+    assert.deepEqual(
+      restarted.state,
+      { running: { startedAt: "2026-01-01T00:02:00Z" } },
+      "no pull: the cache survived",
+    );
     assert.equal(restarted.lastState.terminated.reason, "Unknown");
     assert.equal(readyOf(podNamed(cluster, "a")).status, "False");
     await cluster.runUntil(180 * SECOND);
@@ -95,7 +120,12 @@ describe("SimCluster: node failure and recovery", () => {
     assert.equal(cluster.server.apiWrites({ client: "node-lifecycle" }), 0, "the failure was never detected");
     assert.deepEqual(
       cluster.events().map((event) => [event.t, event.type]),
-      [[0, "PodCreated"], [81, "PodReady"], [120, "PodNotReady"], [180, "PodReady"]],
+      [
+        [0, "PodCreated"],
+        [81, "PodReady"],
+        [120, "PodNotReady"],
+        [180, "PodReady"],
+      ],
     );
   });
 
@@ -220,7 +250,9 @@ describe("SimCluster: ports and time", () => {
       if (event.type !== "ADDED" || event.object.kind !== "Pod") return;
       work = (async () => {
         for (let i = 0; i < 500; i++) await Promise.resolve(); // far beyond the quiet rounds
-        await cluster.writer().patch({ kind: "Pod", namespace: "default", name: "a" }, { metadata: { labels: { seen: "yes" } } });
+        await cluster
+          .writer()
+          .patch({ kind: "Pod", namespace: "default", name: "a" }, { metadata: { labels: { seen: "yes" } } });
         patchedAt = cluster.clock.nowMs();
       })();
     });
@@ -233,11 +265,28 @@ describe("SimCluster: ports and time", () => {
   });
 
   it("builds nodes from pools with their GPUs, and hands out named PRNG streams", () => {
-    const cluster = new SimCluster({ nodes: [{ name: "a100", count: 2, gpus: 8 }, { name: "h100", count: 1, gpus: 4 }] });
-    const nodes = cluster.server.list("Node").items.map((node) => [node.metadata.name, (node.status?.["allocatable"] as any)["nvidia.com/gpu"]]);
-    assert.deepEqual(nodes, [["a100-0", "8"], ["a100-1", "8"], ["h100-0", "4"]]);
-    assert.equal(cluster.rng("controller").int(0, 1_000_000), new SimCluster({ seed: 1 }).rng("controller").int(0, 1_000_000));
-    assert.notEqual(cluster.rng("controller").int(0, 1_000_000), new SimCluster({ seed: 2 }).rng("controller").int(0, 1_000_000));
+    const cluster = new SimCluster({
+      nodes: [
+        { name: "a100", count: 2, gpus: 8 },
+        { name: "h100", count: 1, gpus: 4 },
+      ],
+    });
+    const nodes = cluster.server
+      .list("Node")
+      .items.map((node) => [node.metadata.name, (node.status?.["allocatable"] as any)["nvidia.com/gpu"]]);
+    assert.deepEqual(nodes, [
+      ["a100-0", "8"],
+      ["a100-1", "8"],
+      ["h100-0", "4"],
+    ]);
+    assert.equal(
+      cluster.rng("controller").int(0, 1_000_000),
+      new SimCluster({ seed: 1 }).rng("controller").int(0, 1_000_000),
+    );
+    assert.notEqual(
+      cluster.rng("controller").int(0, 1_000_000),
+      new SimCluster({ seed: 2 }).rng("controller").int(0, 1_000_000),
+    );
     assert.throws(() => cluster.failNode("nope"), /NotFound/);
   });
 });

@@ -117,7 +117,10 @@ export class SimCluster {
     this.#informerLagMs = options.informerLagMs ?? 100;
     this.#quietRounds = options.settleQuietRounds ?? 32;
     this.clock = new VirtualClock();
-    this.server = new ApiServer(this.clock, this.#root.fork("apiserver"), { podTermination: "external", gcDelayMs: options.gcDelayMs ?? 1_000 });
+    this.server = new ApiServer(this.clock, this.#root.fork("apiserver"), {
+      podTermination: "external",
+      gcDelayMs: options.gcDelayMs ?? 1_000,
+    });
     this.#chaos = this.server.client("chaos");
     for (const node of nodesOfPools(options.nodes ?? [{ name: "gpu", count: 4, gpus: 8 }])) this.server.create(node);
     this.scheduler = new SimScheduler(this.server, { cycleMs: Math.round(this.timing.scheduleSeconds * 1000) });
@@ -229,7 +232,8 @@ export class SimCluster {
   }
 
   async #run(targetMs: number, done: () => boolean): Promise<boolean> {
-    if (targetMs < this.clock.nowMs()) throw new Error(`cannot run back to ${targetMs} ms: it is ${this.clock.nowMs()} ms`);
+    if (targetMs < this.clock.nowMs())
+      throw new Error(`cannot run back to ${targetMs} ms: it is ${this.clock.nowMs()} ms`);
     for (let fired = 0; fired <= MAX_TIMERS_PER_RUN; fired++) {
       await this.settle();
       if (done()) return true;

@@ -70,7 +70,10 @@ describe("deletion: grace periods", () => {
 describe("deletion: finalizers and preconditions", () => {
   it("holds an object with finalizers until the last one is removed, then deletes it in one event", async () => {
     const { server, client, clock } = setupServer();
-    await client.create({ ...aModelServing("m"), metadata: { name: "m", namespace: "default", finalizers: ["tandem.dev/a", "tandem.dev/b"] } });
+    await client.create({
+      ...aModelServing("m"),
+      metadata: { name: "m", namespace: "default", finalizers: ["tandem.dev/a", "tandem.dev/b"] },
+    });
     const events: WatchEvent[] = [];
     server.watch("ModelServing", {}, { onEvent: (event) => events.push(event), onClose: () => undefined });
     await client.delete(msRef);
@@ -80,20 +83,29 @@ describe("deletion: finalizers and preconditions", () => {
     assert.equal(deleting.metadata.generation, 2, "starting deletion bumps generation");
     clock.advance(3_600_000);
     assert.equal(exists(server, msRef), true);
-    await assert.rejects(client.patch(msRef, { metadata: { finalizers: ["tandem.dev/a", "tandem.dev/b", "tandem.dev/c"] } }), rejectsWith("Invalid"));
+    await assert.rejects(
+      client.patch(msRef, { metadata: { finalizers: ["tandem.dev/a", "tandem.dev/b", "tandem.dev/c"] } }),
+      rejectsWith("Invalid"),
+    );
     await client.patch(msRef, { metadata: { finalizers: ["tandem.dev/b"] } });
     assert.equal(exists(server, msRef), true);
     const last = server.get(msRef);
     await client.update({ ...last, metadata: { ...last.metadata, finalizers: [] } });
     assert.equal(exists(server, msRef), false);
     clock.advance(1);
-    assert.deepEqual(events.map((event) => event.type), ["MODIFIED", "MODIFIED", "DELETED"]);
+    assert.deepEqual(
+      events.map((event) => event.type),
+      ["MODIFIED", "MODIFIED", "DELETED"],
+    );
     assert.deepEqual(events[2]?.object.metadata.finalizers, [], "DELETED carries the final state");
   });
 
   it("keeps a running pod with a finalizer after its grace period, until the finalizer goes", async () => {
     const { server, client, clock } = setupServer();
-    await client.create({ ...aPod("p", {}, { nodeName: "gpu-0", terminationGracePeriodSeconds: 1 }), metadata: { name: "p", namespace: "default", finalizers: ["x.dev/keep"] } });
+    await client.create({
+      ...aPod("p", {}, { nodeName: "gpu-0", terminationGracePeriodSeconds: 1 }),
+      metadata: { name: "p", namespace: "default", finalizers: ["x.dev/keep"] },
+    });
     await client.delete(podRef);
     clock.advance(1_000);
     assert.equal(server.get(podRef).metadata.deletionGracePeriodSeconds, 0);
@@ -108,9 +120,15 @@ describe("deletion: finalizers and preconditions", () => {
     const second = await client.create(aModelServing("m"));
     assert.notEqual(first.metadata.uid, second.metadata.uid, "a re-created object has a new uid");
     await assert.rejects(client.delete(msRef, { uid: first.metadata.uid ?? "" }), rejectsWith("Conflict"));
-    await assert.rejects(client.delete(msRef, { resourceVersion: first.metadata.resourceVersion ?? "" }), rejectsWith("Conflict"));
+    await assert.rejects(
+      client.delete(msRef, { resourceVersion: first.metadata.resourceVersion ?? "" }),
+      rejectsWith("Conflict"),
+    );
     assert.equal(exists(server, msRef), true);
-    await client.delete(msRef, { uid: second.metadata.uid ?? "", resourceVersion: second.metadata.resourceVersion ?? "" });
+    await client.delete(msRef, {
+      uid: second.metadata.uid ?? "",
+      resourceVersion: second.metadata.resourceVersion ?? "",
+    });
     assert.equal(exists(server, msRef), false);
   });
 
@@ -130,7 +148,12 @@ describe("deletion: ownerReference garbage collection", () => {
     const ownedPod = aPod("p", {}, { nodeName: "gpu-0", terminationGracePeriodSeconds: 2 });
     ownedPod.metadata.ownerReferences = [ownedBy(owner)];
     await client.create(ownedPod);
-    await client.create({ apiVersion: "v1", kind: "Service", metadata: { name: "svc", namespace: "default", ownerReferences: [ownedBy(owner)] }, spec: { clusterIP: "None" } });
+    await client.create({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "svc", namespace: "default", ownerReferences: [ownedBy(owner)] },
+      spec: { clusterIP: "None" },
+    });
     const unrelated = await client.create(aPod("other", {}, { nodeName: "gpu-0" }));
 
     await client.delete(msRef);
@@ -141,7 +164,10 @@ describe("deletion: ownerReference garbage collection", () => {
     assert.deepEqual(server.list("Service").items, []);
     assert.equal(server.get(podRef).metadata.deletionGracePeriodSeconds, 2, "pods get their grace period");
     clock.advance(2_000);
-    assert.deepEqual(server.list("Pod").items.map((item) => item.metadata.uid), [unrelated.metadata.uid]);
+    assert.deepEqual(
+      server.list("Pod").items.map((item) => item.metadata.uid),
+      [unrelated.metadata.uid],
+    );
   });
 
   it("collects an object created for an owner that is already gone, and drops only dangling references", async () => {
@@ -156,13 +182,22 @@ describe("deletion: ownerReference garbage collection", () => {
     shared.metadata.ownerReferences = [ownedBy(first), { ...ownedBy(second), controller: false }];
     await client.create(shared);
     clock.advance(100);
-    assert.deepEqual(server.list("Pod").items.map((item) => item.metadata.name), ["shared"]);
-    assert.deepEqual(server.list("Pod").items[0]?.metadata.ownerReferences?.map((reference) => reference.name), ["n"]);
+    assert.deepEqual(
+      server.list("Pod").items.map((item) => item.metadata.name),
+      ["shared"],
+    );
+    assert.deepEqual(
+      server.list("Pod").items[0]?.metadata.ownerReferences?.map((reference) => reference.name),
+      ["n"],
+    );
   });
 
   it("does not collect dependents while the owner is only being deleted (held by a finalizer)", async () => {
     const { server, client, clock } = setupServer({ gcDelayMs: 100 });
-    const owner = await client.create({ ...aModelServing("m"), metadata: { name: "m", namespace: "default", finalizers: ["tandem.dev/cleanup"] } });
+    const owner = await client.create({
+      ...aModelServing("m"),
+      metadata: { name: "m", namespace: "default", finalizers: ["tandem.dev/cleanup"] },
+    });
     const dependent = aPod("p");
     dependent.metadata.ownerReferences = [ownedBy(owner)];
     await client.create(dependent);

@@ -9,7 +9,8 @@ import { aPod, settle, setupServer } from "./test-fixtures.ts";
 
 const SIM_DIR = import.meta.dirname;
 const ENGINE_DIR = join(SIM_DIR, "..", "engine");
-const BANNED = /\bDate\.now\(|\bMath\.random\(|\bsetTimeout\(|\bsetInterval\(|\bsetImmediate\(|\bperformance\.now\(|\bnew Date\(\)|\bgetRandomValues\(|\brandomUUID\(/;
+const BANNED =
+  /\bDate\.now\(|\bMath\.random\(|\bsetTimeout\(|\bsetInterval\(|\bsetImmediate\(|\bperformance\.now\(|\bnew Date\(\)|\bgetRandomValues\(|\brandomUUID\(/;
 
 /** A random workload of writes, time steps and watch drops; returns everything it observed. */
 async function runWorkload(seed: number): Promise<string> {
@@ -19,7 +20,11 @@ async function runWorkload(seed: number): Promise<string> {
   server.faults.failWithChance({ verb: "create" }, 1, 20, { error: "Timeout", applied: true, stream: "timeouts" });
   const informer = new SimInformer(server.client("controller"), clock, { kinds: ["Pod"], relistDelayMs: 100 });
   const trace: string[] = [];
-  informer.subscribe((event) => trace.push(`${clock.nowMs()} ${event.type} ${event.object.metadata.name} rv=${event.object.metadata.resourceVersion ?? ""}`));
+  informer.subscribe((event) =>
+    trace.push(
+      `${clock.nowMs()} ${event.type} ${event.object.metadata.name} rv=${event.object.metadata.resourceVersion ?? ""}`,
+    ),
+  );
   informer.start();
   const client = server.client("controller");
   for (let step = 0; step < 300; step++) {
@@ -27,7 +32,14 @@ async function runWorkload(seed: number): Promise<string> {
     const ref = { kind: "Pod", namespace: "default", name } as const;
     const action = workload.pick(["create", "patch", "delete", "advance", "advance", "drop"] as const);
     try {
-      if (action === "create") await client.create(aPod(name, {}, workload.chance(1, 2) ? { nodeName: "n-0", terminationGracePeriodSeconds: workload.int(0, 3) } : {}));
+      if (action === "create")
+        await client.create(
+          aPod(
+            name,
+            {},
+            workload.chance(1, 2) ? { nodeName: "n-0", terminationGracePeriodSeconds: workload.int(0, 3) } : {},
+          ),
+        );
       if (action === "patch") await client.patch(ref, { metadata: { labels: { step: String(step) } } });
       if (action === "delete") await client.delete(ref);
       if (action === "advance") clock.advance(workload.int(0, 500));

@@ -30,7 +30,10 @@ describe("fault injection", () => {
     await assert.rejects(client.create(aPod("p2")), rejectsWith("Conflict"));
     await client.create(aPod("p3"));
     await client.create(aPod("p2"));
-    assert.deepEqual(server.list("Pod").items.map((item) => item.metadata.name), ["p1", "p2", "p3"]);
+    assert.deepEqual(
+      server.list("Pod").items.map((item) => item.metadata.name),
+      ["p1", "p2", "p3"],
+    );
     assert.equal(server.apiWrites({ kind: "Pod", verb: "create" }), 4, "failed requests count as writes");
   });
 
@@ -120,7 +123,12 @@ describe("write metrics and events", () => {
     const { server, client, clock } = setupServer();
     const recorder = new EventRecorder({ writer: client, clock: clock.onEpoch(), component: "tandem-controller" });
     const regarding = { kind: "ModelServing", namespace: "default", name: "m", uid: "u-1" } as const;
-    recorder.record({ regarding, type: "Warning", reason: "DrainTimeout", message: "pod m-0-decode-0-0 did not drain in 300s" });
+    recorder.record({
+      regarding,
+      type: "Warning",
+      reason: "DrainTimeout",
+      message: "pod m-0-decode-0-0 did not drain in 300s",
+    });
     await recorder.flushed();
     server.faults.failNth({ kind: "Event" }, 1, { error: "ServerError" });
     recorder.record({ regarding, type: "Normal", reason: "Dropped", message: "never stored" });

@@ -80,10 +80,16 @@ export class FaultInjector {
    * Fails each matching request with probability numerator/denominator, drawn from the named
    * stream `stream` (rules naming the same stream share it). One draw per matching request.
    */
-  failWithChance(match: FaultMatch, numerator: number, denominator: number, effect: FaultEffect & { stream: string }): void {
+  failWithChance(
+    match: FaultMatch,
+    numerator: number,
+    denominator: number,
+    effect: FaultEffect & { stream: string },
+  ): void {
     const rng = this.#stream(effect.stream);
     // Validate the ratio now, not at the first matching request.
-    if (numerator < 0 || numerator > denominator) throw new Error(`failWithChance: bad ratio ${numerator}/${denominator}`);
+    if (numerator < 0 || numerator > denominator)
+      throw new Error(`failWithChance: bad ratio ${numerator}/${denominator}`);
     this.#add({ match, effect: checked(effect), fires: () => rng.chance(numerator, denominator), oneShot: false });
   }
 
@@ -130,12 +136,16 @@ export function injectedError(effect: FaultEffect, request: Request): ApiError {
     case "ServerError":
       return new ApiError("ServerError", `${what}: internal error`);
     case "Timeout":
-      return new ApiError("Timeout", `${what}: no response in time${effect.applied === true ? " (the request was applied)" : ""}`);
+      return new ApiError(
+        "Timeout",
+        `${what}: no response in time${effect.applied === true ? " (the request was applied)" : ""}`,
+      );
   }
 }
 
 function checked(effect: FaultEffect): FaultEffect {
-  if (effect.applied === true && effect.error !== "Timeout") throw new Error(`only a Timeout can be applied, not ${effect.error}`);
+  if (effect.applied === true && effect.error !== "Timeout")
+    throw new Error(`only a Timeout can be applied, not ${effect.error}`);
   return { error: effect.error, applied: effect.applied === true };
 }
 

@@ -41,16 +41,20 @@ export function followStored(server: FollowedServer, kind: Kind, handlers: Follo
     for (const object of stored) handlers.seen(object);
   };
   const open = (): void => {
-    stream = server.watch(kind, { lagMs: 0 }, {
-      onEvent: (event) => {
-        if (event.type === "DELETED") handlers.gone(event.object.metadata.uid ?? "");
-        else handlers.seen(event.object);
+    stream = server.watch(
+      kind,
+      { lagMs: 0 },
+      {
+        onEvent: (event) => {
+          if (event.type === "DELETED") handlers.gone(event.object.metadata.uid ?? "");
+          else handlers.seen(event.object);
+        },
+        onClose: () => {
+          open();
+          resync();
+        },
       },
-      onClose: () => {
-        open();
-        resync();
-      },
-    });
+    );
   };
   open();
   resync();

@@ -25,7 +25,11 @@ describe("fuzzScenario", () => {
     for (let seed = 0; seed < 300; seed++) {
       const parsed = parseScenario(fuzzScenario(seed));
       assert.ok(parsed.ok, `seed ${seed}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
-      assert.deepEqual(parsed.scenario.steps.slice(-2).map((step) => JSON.stringify(step).includes("RolloutComplete")), [true, false], `seed ${seed}: ends waiting for RolloutComplete, then Available`);
+      assert.deepEqual(
+        parsed.scenario.steps.slice(-2).map((step) => JSON.stringify(step).includes("RolloutComplete")),
+        [true, false],
+        `seed ${seed}: ends waiting for RolloutComplete, then Available`,
+      );
       assert.deepEqual(specProblems(fuzzScenario(seed)), [], `seed ${seed}: every spec version is valid`);
     }
   });
@@ -35,7 +39,11 @@ describe("fuzzScenario", () => {
       const steps = fuzzScenario(seed)["steps"] as readonly Record<string, unknown>[];
       steps.forEach((step, index) => {
         if (!("deletePods" in step)) return;
-        assert.deepEqual(steps[index - 1], { wait: { for: "Available", timeoutSeconds: 1800 } }, `seed ${seed}: step ${index} deletes a pod without waiting for Available first`);
+        assert.deepEqual(
+          steps[index - 1],
+          { wait: { for: "Available", timeoutSeconds: 1800 } },
+          `seed ${seed}: step ${index} deletes a pod without waiting for Available first`,
+        );
       });
     }
   });
@@ -51,9 +59,17 @@ describe("fuzzScenario", () => {
     const kindOf = (step: unknown): string => Object.keys(step as object)[0] ?? "";
     /** The roles' images an apply or patch step sets, as one string; none for other steps. */
     const imagesOf = (step: Record<string, unknown>): string[] => {
-      const object = (step["apply"] ?? (step["patch"] as { merge?: unknown } | undefined)?.merge) as { spec?: { template?: { roles?: { entryTemplate: { spec: { containers: { image: string }[] } } }[] } } } | undefined;
+      const object = (step["apply"] ?? (step["patch"] as { merge?: unknown } | undefined)?.merge) as
+        | { spec?: { template?: { roles?: { entryTemplate: { spec: { containers: { image: string }[] } } }[] } } }
+        | undefined;
       const roles = object?.spec?.template?.roles;
-      return roles === undefined ? [] : [roles.map((role) => role.entryTemplate.spec.containers.map((container) => container.image).join(",")).join(" ")];
+      return roles === undefined
+        ? []
+        : [
+            roles
+              .map((role) => role.entryTemplate.spec.containers.map((container) => container.image).join(","))
+              .join(" "),
+          ];
     };
 
     it("is the same scenario with faults added: every change and wait of it, in order, a valid scenario that ends with the same two waits", () => {
@@ -63,7 +79,8 @@ describe("fuzzScenario", () => {
         const parsed = parseScenario(faulty);
         assert.ok(parsed.ok, `seed ${seed}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
         let at = 0;
-        for (const step of faulty["steps"] as readonly unknown[]) if (at < plain.length && JSON.stringify(step) === JSON.stringify(plain[at])) at += 1;
+        for (const step of faulty["steps"] as readonly unknown[])
+          if (at < plain.length && JSON.stringify(step) === JSON.stringify(plain[at])) at += 1;
         assert.equal(at, plain.length, `seed ${seed}: step ${at} of the plain scenario is missing`);
         assert.deepEqual((faulty["steps"] as readonly unknown[]).slice(-2), plain.slice(-2));
       }
@@ -74,13 +91,20 @@ describe("fuzzScenario", () => {
       for (let seed = 0; seed < 200; seed++) {
         const scenario = fuzzScenario(seed, { faults: true });
         const steps = scenario["steps"] as readonly Record<string, unknown>[];
-        assert.ok(steps.slice(-2).every((step) => !FAULT_KINDS.includes(kindOf(step)) && kindOf(step) !== "deletePods"), `seed ${seed}`);
+        assert.ok(
+          steps.slice(-2).every((step) => !FAULT_KINDS.includes(kindOf(step)) && kindOf(step) !== "deletePods"),
+          `seed ${seed}`,
+        );
         assert.equal(fuzzChaos(scenario as { steps: unknown[] }).untilStep, steps.length - 2);
         steps.forEach((step, index) => {
           if (!("failNode" in step)) return;
           outages += 1;
           assert.equal(kindOf(steps[index + 1]), "wait", `seed ${seed}: step ${index + 1}`);
-          assert.deepEqual(steps[index + 2], { recoverNode: step["failNode"] }, `seed ${seed}: step ${index + 2} recovers the node`);
+          assert.deepEqual(
+            steps[index + 2],
+            { recoverNode: step["failNode"] },
+            `seed ${seed}: step ${index + 2} recovers the node`,
+          );
         });
       }
       assert.ok(outages > 50, `only ${outages} outages in 200 scenarios`);
@@ -99,7 +123,11 @@ describe("fuzzScenario", () => {
           const { replica } = step["crashRouter"] as { replica: number };
           assert.ok(replica < (router.replicas ?? 1));
           assert.equal(kindOf(steps[index + 1]), "wait", `seed ${seed}: step ${index + 1}`);
-          assert.deepEqual(steps[index + 2], { restartRouter: { replica } }, `seed ${seed}: step ${index + 2} restarts it`);
+          assert.deepEqual(
+            steps[index + 2],
+            { restartRouter: { replica } },
+            `seed ${seed}: step ${index + 2} restarts it`,
+          );
         });
       }
       assert.ok(episodes > 50, `only ${episodes} router crashes in 200 scenarios`);
@@ -109,8 +137,17 @@ describe("fuzzScenario", () => {
       for (let seed = 0; seed < 200; seed++) {
         const steps = fuzzScenario(seed, { faults: true })["steps"] as readonly Record<string, unknown>[];
         steps.forEach((step, index) => {
-          if ("deletePods" in step) assert.deepEqual(steps[index - 1], { wait: { for: "Available", timeoutSeconds: 1800 } }, `seed ${seed}: step ${index}`);
-          if ("rollback" in step) assert.ok(new Set(steps.slice(0, index).flatMap(imagesOf)).size > 1, `seed ${seed}: step ${index} rolls back before any image changed`);
+          if ("deletePods" in step)
+            assert.deepEqual(
+              steps[index - 1],
+              { wait: { for: "Available", timeoutSeconds: 1800 } },
+              `seed ${seed}: step ${index}`,
+            );
+          if ("rollback" in step)
+            assert.ok(
+              new Set(steps.slice(0, index).flatMap(imagesOf)).size > 1,
+              `seed ${seed}: step ${index} rolls back before any image changed`,
+            );
         });
       }
     });
@@ -118,7 +155,12 @@ describe("fuzzScenario", () => {
 
   describe("with crashes", () => {
     type Step = Record<string, any>;
-    const imagesOfStep = (step: Step): string[] => (step["patch"]?.merge.spec.template.roles ?? []).flatMap((role: Step) => [role["entryTemplate"], role["workerTemplate"]].filter(Boolean).map((template: Step) => template["spec"].containers[0].image as string));
+    const imagesOfStep = (step: Step): string[] =>
+      (step["patch"]?.merge.spec.template.roles ?? []).flatMap((role: Step) =>
+        [role["entryTemplate"], role["workerTemplate"]]
+          .filter(Boolean)
+          .map((template: Step) => template["spec"].containers[0].image as string),
+      );
     const crashes = (step: Step): boolean => imagesOfStep(step).some((image) => image.includes(":crash-"));
 
     it("is a valid scenario for every seed and mode, the plain one's changes and waits in order (fault rollbacks aside) with crash episodes added", () => {
@@ -126,14 +168,24 @@ describe("fuzzScenario", () => {
         for (const mode of [{}, { faults: true }, { coordination: true }]) {
           const scenario = fuzzScenario(seed, { ...mode, crash: true });
           const parsed = parseScenario(scenario);
-          assert.ok(parsed.ok, `seed ${seed} ${JSON.stringify(mode)}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
+          assert.ok(
+            parsed.ok,
+            `seed ${seed} ${JSON.stringify(mode)}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`,
+          );
           assert.deepEqual(specProblems(scenario), [], `seed ${seed} ${JSON.stringify(mode)}`);
           // A fault rollback right after a crash was recovered would go back to the crash: it is left out (FaultSteps).
           const plainSteps = fuzzScenario(seed, mode)["steps"] as Step[];
-          const plain = plainSteps.filter((step, index) => !("rollback" in step) && !("rollback" in (plainSteps[index + 1] ?? {}))).map((step) => JSON.stringify(step));
+          const plain = plainSteps
+            .filter((step, index) => !("rollback" in step) && !("rollback" in (plainSteps[index + 1] ?? {})))
+            .map((step) => JSON.stringify(step));
           let at = 0;
-          for (const step of scenario["steps"] as unknown[]) if (at < plain.length && JSON.stringify(step) === plain[at]) at += 1;
-          assert.equal(at, plain.length, `seed ${seed} ${JSON.stringify(mode)}: step ${at} of the plain scenario is missing`);
+          for (const step of scenario["steps"] as unknown[])
+            if (at < plain.length && JSON.stringify(step) === plain[at]) at += 1;
+          assert.equal(
+            at,
+            plain.length,
+            `seed ${seed} ${JSON.stringify(mode)}: step ${at} of the plain scenario is missing`,
+          );
         }
       }
     });
@@ -146,13 +198,27 @@ describe("fuzzScenario", () => {
         const episodes = steps.flatMap((step, index) => (crashes(step) ? [index] : []));
         assert.ok(episodes.length > 0, `seed ${seed}: no crash`);
         for (const index of episodes) {
-          for (const image of imagesOfStep(steps[index]!).filter((name) => name.includes(":crash-"))) assert.equal(images[image]?.["crash"], true, `seed ${seed}: ${image}`);
-          assert.equal(steps[index]?.["patch"].merge.spec.rolloutStrategy.paused, false, `seed ${seed}: step ${index} is paused`);
+          for (const image of imagesOfStep(steps[index]!).filter((name) => name.includes(":crash-")))
+            assert.equal(images[image]?.["crash"], true, `seed ${seed}: ${image}`);
+          assert.equal(
+            steps[index]?.["patch"].merge.spec.rolloutStrategy.paused,
+            false,
+            `seed ${seed}: step ${index} is paused`,
+          );
           assert.equal(steps[index + 1]?.["wait"]?.for, "Seconds", `seed ${seed}: step ${index + 1}`);
           const recovery = steps[index + 2]!;
-          if ("rollback" in recovery) assert.deepEqual(steps[index - 1], { wait: { for: "Seconds", timeoutSeconds: 10 } }, `seed ${seed}: step ${index - 1}`);
+          if ("rollback" in recovery)
+            assert.deepEqual(
+              steps[index - 1],
+              { wait: { for: "Seconds", timeoutSeconds: 10 } },
+              `seed ${seed}: step ${index - 1}`,
+            );
           else assert.ok("patch" in recovery && !crashes(recovery), `seed ${seed}: step ${index + 2} recovers`);
-          assert.deepEqual(steps[index + 3], { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } }, `seed ${seed}: step ${index + 3}`);
+          assert.deepEqual(
+            steps[index + 3],
+            { wait: { for: "RolloutComplete", timeoutSeconds: 1800 } },
+            `seed ${seed}: step ${index + 3}`,
+          );
         }
       }
     });
@@ -168,7 +234,10 @@ describe("fuzzScenario", () => {
       const text = JSON.stringify(scenario);
       if (text.includes('"minRoleReplicas"')) ganged += 1;
       if (text.includes('"gangPolicy":null')) removed += 1;
-      assert.ok(!JSON.stringify(fuzzScenario(seed)).includes('"gangPolicy"'), `seed ${seed}: a gang policy without the option`);
+      assert.ok(
+        !JSON.stringify(fuzzScenario(seed)).includes('"gangPolicy"'),
+        `seed ${seed}: a gang policy without the option`,
+      );
     }
     assert.ok(ganged > 150 && removed > 30, `${ganged} of 300 scenarios set a gang policy, ${removed} remove one`);
   });
@@ -181,7 +250,10 @@ describe("fuzzScenario", () => {
       assert.ok(parsed.ok, `seed ${seed}: ${JSON.stringify(parsed.ok ? [] : parsed.problems)}`);
       if (JSON.stringify(scenario).includes('"coordination"')) coordinated += 1;
       assert.deepEqual(specProblems(scenario), [], `seed ${seed}`);
-      assert.ok(!JSON.stringify(fuzzScenario(seed)).includes('"coordination"'), `seed ${seed}: coordination without the option`);
+      assert.ok(
+        !JSON.stringify(fuzzScenario(seed)).includes('"coordination"'),
+        `seed ${seed}: coordination without the option`,
+      );
     }
     assert.ok(coordinated > 50, `only ${coordinated} of 300 scenarios coordinate`);
   });

@@ -72,7 +72,20 @@ interface CoordinationState {
 }
 
 const GPUS_PER_NODE = 4;
-const CHANGES = ["image", "image", "image", "imageBoth", "replicas", "roleReplicas", "workers", "budget", "strategy", "partition", "pause", "resume"] as const;
+const CHANGES = [
+  "image",
+  "image",
+  "image",
+  "imageBoth",
+  "replicas",
+  "roleReplicas",
+  "workers",
+  "budget",
+  "strategy",
+  "partition",
+  "pause",
+  "resume",
+] as const;
 
 export interface FuzzOptions {
   /** Add faults between changes (the module comment says which). Default false. */
@@ -107,10 +120,16 @@ export function fuzzScenario(generatorSeed: number, options: FuzzOptions = {}): 
     state.gang = drawGang(ganging, state);
     keepValid(state);
   }
-  const faults = options.faults === true ? new FaultSteps(root.fork("faults"), root.fork("router-faults"), state) : undefined;
+  const faults =
+    options.faults === true ? new FaultSteps(root.fork("faults"), root.fork("router-faults"), state) : undefined;
   const crashes = options.crash === true ? new CrashSteps(root.fork("crash")) : undefined;
   let neededGpus = gpusOf(state);
-  const steps: unknown[] = [{ apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) } }, waitFor("Available", 1200)];
+  const steps: unknown[] = [
+    {
+      apply: { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name: "m" }, spec: specOf(state) },
+    },
+    waitFor("Available", 1200),
+  ];
   const changes = root.fork("changes");
   const image = { next: 1 };
   for (let change = changes.int(2, 6); change > 0; change--) {
@@ -198,20 +217,29 @@ class FaultSteps {
     const rng = this.#rng;
     this.#images.add(imagesOf(state));
     const mayRollback = this.#images.size > 1 && !state.paused && versionedOf(state) !== this.#recovered;
-    switch (rng.pick(["none", "none", "none", "outage", "outage", "restart", "deleteAny", "deleteAny", "rollback"] as const)) {
+    switch (
+      rng.pick(["none", "none", "none", "outage", "outage", "restart", "deleteAny", "deleteAny", "rollback"] as const)
+    ) {
       case "none":
         return [];
       case "outage": {
         const nodeSlot = rng.int(0, 1 << 16);
         const downSeconds = rng.pick([5, 25, 60, 120]);
-        return [{ nodeSlot, kind: "failNode" }, { wait: { for: "Seconds", timeoutSeconds: downSeconds } }, { nodeSlot, kind: "recoverNode" }];
+        return [
+          { nodeSlot, kind: "failNode" },
+          { wait: { for: "Seconds", timeoutSeconds: downSeconds } },
+          { nodeSlot, kind: "recoverNode" },
+        ];
       }
       case "restart":
         return [{ wait: { for: "Seconds", timeoutSeconds: rng.pick([1, 10, 30]) } }, { restartController: {} }];
       case "deleteAny":
         // Pods of any group and role, workers included. Available may come mid-rollout; waiting for
         // it makes sure some pod is not being deleted already.
-        return [waitFor("Available", 1800), { deletePods: { selector: "tandem.dev/modelserving=m", count: rng.int(1, 3) } }];
+        return [
+          waitFor("Available", 1800),
+          { deletePods: { selector: "tandem.dev/modelserving=m", count: rng.int(1, 3) } },
+        ];
       case "rollback":
         // The update's revision is recorded within seconds of the change that made it.
         return mayRollback ? [{ wait: { for: "Seconds", timeoutSeconds: 10 } }, { rollback: { name: "m" } }] : [];
@@ -229,7 +257,9 @@ class FaultSteps {
    */
   router(): { router?: { requestsPerSecond: number; requestSeconds: number } } {
     const rng = this.#rng;
-    return rng.chance(1, 2) ? { router: { requestsPerSecond: rng.pick([2, 10]), requestSeconds: rng.pick([1, 3, 8]) } } : {};
+    return rng.chance(1, 2)
+      ? { router: { requestsPerSecond: rng.pick([2, 10]), requestSeconds: rng.pick([1, 3, 8]) } }
+      : {};
   }
 
   /** Router replicas, with router traffic: 1 to 3 (drawn last from the router stream). */
@@ -247,7 +277,11 @@ class FaultSteps {
       if (!isRouterCrashSlot(step)) return [step];
       if (replicas === undefined) return [];
       const replica = step.routerSlot % replicas;
-      return [{ crashRouter: { replica } }, { wait: { for: "Seconds", timeoutSeconds: step.downSeconds } }, { restartRouter: { replica } }];
+      return [
+        { crashRouter: { replica } },
+        { wait: { for: "Seconds", timeoutSeconds: step.downSeconds } },
+        { restartRouter: { replica } },
+      ];
     });
   }
 }
@@ -284,7 +318,8 @@ class CrashSteps {
     partition(base, rng.chance(1, 2), rng);
     const crashed = structuredClone(base);
     const crashAfter = rng.pick([undefined, 30, 120]);
-    for (const role of rng.chance(1, 4) ? crashed.roles : [rng.pick(crashed.roles)]) role.image = this.#crashImage(role.image, crashAfter);
+    for (const role of rng.chance(1, 4) ? crashed.roles : [rng.pick(crashed.roles)])
+      role.image = this.#crashImage(role.image, crashAfter);
     const rollback = rng.chance(1, 2);
     const crashSeconds = rng.pick([20, 60, 180, 400]);
     return [
@@ -305,7 +340,8 @@ class CrashSteps {
   /** A new crashing image of the repository of `image`, its workers' image too. */
   #crashImage(image: string, crashAfterSeconds: number | undefined): string {
     const crashing = `${image.split(":")[0] ?? ""}:crash-${this.#crashes}`;
-    const behaviour = crashAfterSeconds === undefined ? { crash: true as const } : { crash: true as const, crashAfterSeconds };
+    const behaviour =
+      crashAfterSeconds === undefined ? { crash: true as const } : { crash: true as const, crashAfterSeconds };
     this.#images[crashing] = behaviour;
     this.#images[`${crashing}-w`] = behaviour;
     return crashing;
@@ -351,13 +387,34 @@ function isNodeSlot(step: unknown): step is NodeSlot {
 }
 
 function initialState(rng: Prng): SpecState {
-  const prefill: RoleState = { name: "prefill", replicas: rng.int(1, 3), image: "p:v1", workerReplicas: 0, maxUnavailable: rng.pick([undefined, 0, 1]), maxSurge: rng.pick([undefined, 1]), partition: undefined };
-  const decode: RoleState = { name: "decode", replicas: rng.int(1, 3), image: "d:v1", workerReplicas: rng.int(0, 2), maxUnavailable: rng.pick([undefined, 0, 1]), maxSurge: rng.pick([undefined, 0, 1]), partition: undefined };
+  const prefill: RoleState = {
+    name: "prefill",
+    replicas: rng.int(1, 3),
+    image: "p:v1",
+    workerReplicas: 0,
+    maxUnavailable: rng.pick([undefined, 0, 1]),
+    maxSurge: rng.pick([undefined, 1]),
+    partition: undefined,
+  };
+  const decode: RoleState = {
+    name: "decode",
+    replicas: rng.int(1, 3),
+    image: "d:v1",
+    workerReplicas: rng.int(0, 2),
+    maxUnavailable: rng.pick([undefined, 0, 1]),
+    maxSurge: rng.pick([undefined, 0, 1]),
+    partition: undefined,
+  };
   const state: SpecState = {
     replicas: rng.int(1, 5),
     recoveryPolicy: rng.pick(["RoleRecreate", "ServingGroupRecreate", "RoleRecreate"]),
     drainSeconds: rng.pick([0, 0, 5]),
-    strategy: rng.pick<Strategy>(["RoleRollingUpdate", "RoleRollingUpdate", "ServingGroupRollingUpdate", "InPlaceUpdate"]),
+    strategy: rng.pick<Strategy>([
+      "RoleRollingUpdate",
+      "RoleRollingUpdate",
+      "ServingGroupRollingUpdate",
+      "InPlaceUpdate",
+    ]),
     paused: false,
     groupMaxUnavailable: rng.int(1, 3),
     groupMaxSurge: rng.int(0, 2),
@@ -418,7 +475,10 @@ function applyChange(state: SpecState, rng: Prng, image: { next: number }): void
 /** Coordination (a third of the time none): maxSkew 10-100 %, perhaps a dependency either way. */
 function drawCoordination(rng: Prng): CoordinationState | undefined {
   if (rng.chance(1, 3)) return undefined;
-  return { maxSkewPercent: rng.pick([10, 25, 50, 100]), dependency: rng.pick(["none", "decode-on-prefill", "prefill-on-decode"] as const) };
+  return {
+    maxSkewPercent: rng.pick([10, 25, 50, 100]),
+    dependency: rng.pick(["none", "decode-on-prefill", "prefill-on-decode"] as const),
+  };
 }
 
 /**
@@ -432,7 +492,11 @@ function drawGang(rng: Prng, state: SpecState): Record<string, number> | undefin
 
 /** The rollout strategy as the spec has it: coordination only where it applies (RoleRollingUpdate, two roles). */
 function strategyOf(state: SpecState): Record<string, unknown> {
-  const rollingUpdateConfiguration = { maxUnavailable: state.groupMaxUnavailable, maxSurge: state.strategy === "ServingGroupRollingUpdate" ? state.groupMaxSurge : 0, partition: state.groupPartition };
+  const rollingUpdateConfiguration = {
+    maxUnavailable: state.groupMaxUnavailable,
+    maxSurge: state.strategy === "ServingGroupRollingUpdate" ? state.groupMaxSurge : 0,
+    partition: state.groupPartition,
+  };
   const strategy = { type: state.strategy, paused: state.paused, rollingUpdateConfiguration };
   const { coordination } = state;
   if (coordination === undefined || state.strategy !== "RoleRollingUpdate" || state.roles.length < 2) return strategy;
@@ -444,11 +508,13 @@ function strategyOf(state: SpecState): Record<string, unknown> {
 /** The rules a valid spec follows (see the module comment), applied in place. */
 function keepValid(state: SpecState): void {
   for (const role of state.roles) if ((role.maxUnavailable ?? 1) === 0 && (role.maxSurge ?? 0) === 0) role.maxSurge = 1;
-  if (state.strategy === "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0 && state.groupMaxSurge === 0) state.groupMaxSurge = 1;
+  if (state.strategy === "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0 && state.groupMaxSurge === 0)
+    state.groupMaxSurge = 1;
   if (state.strategy !== "ServingGroupRollingUpdate" && state.groupMaxUnavailable === 0) state.groupMaxUnavailable = 1;
   // A role's gang minimum is at most its replicas.
   const { gang } = state;
-  if (gang !== undefined) for (const role of state.roles) gang[role.name] = Math.min(gang[role.name] ?? 0, role.replicas);
+  if (gang !== undefined)
+    for (const role of state.roles) gang[role.name] = Math.min(gang[role.name] ?? 0, role.replicas);
 }
 
 /**
@@ -477,17 +543,31 @@ function specOf(state: SpecState): Record<string, unknown> {
     recoveryPolicy: state.recoveryPolicy,
     drain: { timeoutSeconds: state.drainSeconds },
     rolloutStrategy: strategyOf(state),
-    template: { ...(state.gang === undefined ? {} : { gangPolicy: { minRoleReplicas: { ...state.gang } } }), roles: state.roles.map((role) => roleOf(role, byRole)) },
+    template: {
+      ...(state.gang === undefined ? {} : { gangPolicy: { minRoleReplicas: { ...state.gang } } }),
+      roles: state.roles.map((role) => roleOf(role, byRole)),
+    },
   };
 }
 
 /** A role as the spec has it; role budgets only under RoleRollingUpdate. */
 function roleOf(role: RoleState, byRole: boolean): Record<string, unknown> {
-  const container = (image: string) => ({ spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] } });
-  const budgets = byRole ? { maxUnavailable: role.maxUnavailable, maxSurge: role.maxSurge, partition: role.partition } : {};
+  const container = (image: string) => ({
+    spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] },
+  });
+  const budgets = byRole
+    ? { maxUnavailable: role.maxUnavailable, maxSurge: role.maxSurge, partition: role.partition }
+    : {};
   const defined = Object.fromEntries(Object.entries(budgets).filter(([, value]) => value !== undefined));
   const workers = role.workerReplicas > 0 ? { workerTemplate: container(`${role.image}-w`) } : {};
-  return { name: role.name, replicas: role.replicas, entryTemplate: container(role.image), workerReplicas: role.workerReplicas, ...workers, ...defined };
+  return {
+    name: role.name,
+    replicas: role.replicas,
+    entryTemplate: container(role.image),
+    workerReplicas: role.workerReplicas,
+    ...workers,
+    ...defined,
+  };
 }
 
 /** `needed` GPUs (the largest version's), plus as many again and 8 for surge unless tight; whole 4-GPU nodes. */
@@ -498,8 +578,16 @@ interface FuzzCluster {
 
 function clusterFor(needed: number, rng: Prng): FuzzCluster {
   const total = rng.chance(3, 10) ? needed : 2 * needed + 8;
-  const timing = { scheduleSeconds: 1, pullSeconds: rng.pick([2, 10]), startSeconds: rng.pick([5, 20]), terminationSeconds: rng.pick([1, 5]) };
-  return { nodes: [{ name: "gpu", count: Math.max(1, Math.ceil(total / GPUS_PER_NODE)), gpus: GPUS_PER_NODE }], timing };
+  const timing = {
+    scheduleSeconds: 1,
+    pullSeconds: rng.pick([2, 10]),
+    startSeconds: rng.pick([5, 20]),
+    terminationSeconds: rng.pick([1, 5]),
+  };
+  return {
+    nodes: [{ name: "gpu", count: Math.max(1, Math.ceil(total / GPUS_PER_NODE)), gpus: GPUS_PER_NODE }],
+    timing,
+  };
 }
 
 function gpusOf(state: SpecState): number {
@@ -510,8 +598,10 @@ function patchTo(state: SpecState): unknown {
   const spec = specOf(state);
   const strategy = spec["rolloutStrategy"] as Record<string, unknown>;
   // A merge patch keeps what it does not name: `null` removes coordination set by an earlier version.
-  if (state.coordinating && !("coordination" in strategy)) spec["rolloutStrategy"] = { ...strategy, coordination: null };
-  if (state.ganging && state.gang === undefined) spec["template"] = { ...(spec["template"] as Record<string, unknown>), gangPolicy: null };
+  if (state.coordinating && !("coordination" in strategy))
+    spec["rolloutStrategy"] = { ...strategy, coordination: null };
+  if (state.ganging && state.gang === undefined)
+    spec["template"] = { ...(spec["template"] as Record<string, unknown>), gangPolicy: null };
   return { patch: { name: "m", merge: { spec } } };
 }
 

@@ -6,8 +6,15 @@ import { aModelServing, aPod, setupServer } from "./test-fixtures.ts";
 
 const msRef = { kind: "ModelServing", namespace: "default", name: "m" } as const;
 
-function startInformer(setup: ReturnType<typeof setupServer>, options: { lagMs?: number; relistDelayMs?: number } = {}) {
-  const informer = new SimInformer(setup.server.client("controller"), setup.clock, { kinds: ["ModelServing", "Pod"], namespace: "default", ...options });
+function startInformer(
+  setup: ReturnType<typeof setupServer>,
+  options: { lagMs?: number; relistDelayMs?: number } = {},
+) {
+  const informer = new SimInformer(setup.server.client("controller"), setup.clock, {
+    kinds: ["ModelServing", "Pod"],
+    namespace: "default",
+    ...options,
+  });
   const events: WatchEvent[] = [];
   informer.subscribe((event) => events.push(event));
   informer.start();
@@ -44,18 +51,28 @@ describe("watch streams", () => {
       await setup.client.create(aPod(`p${round}`));
       await setup.client.create(aModelServing(`m${round}`));
       setup.clock.advance(7);
-      await setup.client.patch({ kind: "Pod", namespace: "default", name: `p${round}` }, { metadata: { labels: { round: String(round) } } });
+      await setup.client.patch(
+        { kind: "Pod", namespace: "default", name: `p${round}` },
+        { metadata: { labels: { round: String(round) } } },
+      );
     }
     setup.clock.advance(1_000);
     const versions = events.map((event) => Number(event.object.metadata.resourceVersion));
     assert.equal(versions.length, 15);
-    assert.deepEqual(versions, [...versions].sort((a, b) => a - b));
+    assert.deepEqual(
+      versions,
+      [...versions].sort((a, b) => a - b),
+    );
   });
 
   it("deliver the changes of one instant together, in one timer, and those of later instants apart", async () => {
     const { server, client, clock } = setupServer({ watchLagMs: 100 });
     const deliveries: string[][] = [];
-    server.watch("Pod", {}, { onEvent: (event) => deliveries.at(-1)?.push(event.object.metadata.name), onClose: () => undefined });
+    server.watch(
+      "Pod",
+      {},
+      { onEvent: (event) => deliveries.at(-1)?.push(event.object.metadata.name), onClose: () => undefined },
+    );
     await client.create(aPod("a"));
     await client.create(aPod("b"));
     clock.advance(1);
@@ -71,13 +88,17 @@ describe("watch streams", () => {
   it("discard the rest of a burst when the consumer stops the stream while handling it", async () => {
     const { server, client, clock } = setupServer();
     const names: string[] = [];
-    const stream = server.watch("Pod", {}, {
-      onEvent: (event) => {
-        names.push(event.object.metadata.name);
-        stream.stop();
+    const stream = server.watch(
+      "Pod",
+      {},
+      {
+        onEvent: (event) => {
+          names.push(event.object.metadata.name);
+          stream.stop();
+        },
+        onClose: () => undefined,
       },
-      onClose: () => undefined,
-    });
+    );
     for (const name of ["a", "b", "c"]) await client.create(aPod(name));
     clock.advance(0);
     assert.deepEqual(names, ["a"]);
@@ -86,13 +107,17 @@ describe("watch streams", () => {
   it("end a burst when the server drops the stream from inside a handler: onClose once, nothing more", async () => {
     const { server, client, clock } = setupServer();
     const seen: string[] = [];
-    server.watch("Pod", {}, {
-      onEvent: (event) => {
-        seen.push(event.object.metadata.name);
-        server.dropWatches("Pod");
+    server.watch(
+      "Pod",
+      {},
+      {
+        onEvent: (event) => {
+          seen.push(event.object.metadata.name);
+          server.dropWatches("Pod");
+        },
+        onClose: (reason) => seen.push(`closed: ${reason}`),
       },
-      onClose: (reason) => seen.push(`closed: ${reason}`),
-    });
+    );
     for (const name of ["a", "b", "c"]) await client.create(aPod(name));
     clock.advance(0);
     assert.deepEqual(seen, ["a", "closed: watch dropped"]);
@@ -101,13 +126,17 @@ describe("watch streams", () => {
   it("at lag 0, deliver a change a handler commits during a burst in a later timer of the same instant, in order", async () => {
     const { server, client, clock } = setupServer();
     const deliveries: string[][] = [];
-    server.watch("Pod", {}, {
-      onEvent: (event) => {
-        deliveries.at(-1)?.push(event.object.metadata.name);
-        if (event.object.metadata.name === "a") void client.create(aPod("from-handler"));
+    server.watch(
+      "Pod",
+      {},
+      {
+        onEvent: (event) => {
+          deliveries.at(-1)?.push(event.object.metadata.name);
+          if (event.object.metadata.name === "a") void client.create(aPod("from-handler"));
+        },
+        onClose: () => undefined,
       },
-      onClose: () => undefined,
-    });
+    );
     await client.create(aPod("a"));
     await client.create(aPod("b"));
     while (clock.nextDueMs() === 0) {
@@ -120,13 +149,17 @@ describe("watch streams", () => {
   it("close a stream whose handler throws mid-burst, so its consumer relists instead of missing the rest", async () => {
     const { server, client, clock } = setupServer();
     const seen: string[] = [];
-    server.watch("Pod", {}, {
-      onEvent: (event) => {
-        seen.push(event.object.metadata.name);
-        if (event.object.metadata.name === "a") throw new Error("consumer bug");
+    server.watch(
+      "Pod",
+      {},
+      {
+        onEvent: (event) => {
+          seen.push(event.object.metadata.name);
+          if (event.object.metadata.name === "a") throw new Error("consumer bug");
+        },
+        onClose: (reason) => seen.push(`closed: ${reason}`),
       },
-      onClose: (reason) => seen.push(`closed: ${reason}`),
-    });
+    );
     for (const name of ["a", "b"]) await client.create(aPod(name));
     assert.throws(() => clock.advance(0), /consumer bug/);
     clock.advance(0);
@@ -136,7 +169,11 @@ describe("watch streams", () => {
   it("filter by label selector: leaving the selection is DELETED, entering it ADDED", async () => {
     const { server, client, clock } = setupServer();
     const events: WatchEvent[] = [];
-    server.watch("Pod", { labelSelector: "role=decode" }, { onEvent: (event) => events.push(event), onClose: () => undefined });
+    server.watch(
+      "Pod",
+      { labelSelector: "role=decode" },
+      { onEvent: (event) => events.push(event), onClose: () => undefined },
+    );
     const ref = { kind: "Pod", namespace: "default", name: "p" } as const;
     await client.create(aPod("p", { role: "prefill" }));
     await client.patch(ref, { metadata: { labels: { role: "decode" } } });
@@ -192,13 +229,21 @@ describe("informer list", () => {
     ];
     const agrees = (when: string) => {
       for (const options of selections) {
-        const names = (objects: readonly { metadata: { namespace?: string; name: string } }[]) => objects.map((object) => `${object.metadata.namespace ?? ""}/${object.metadata.name}`);
-        assert.deepEqual(names(informer.list("Pod", options)), names(setup.server.list("Pod", options).items), `${when}: ${JSON.stringify(options)}`);
+        const names = (objects: readonly { metadata: { namespace?: string; name: string } }[]) =>
+          objects.map((object) => `${object.metadata.namespace ?? ""}/${object.metadata.name}`);
+        assert.deepEqual(
+          names(informer.list("Pod", options)),
+          names(setup.server.list("Pod", options).items),
+          `${when}: ${JSON.stringify(options)}`,
+        );
       }
     };
     setup.clock.advance(0);
     agrees("created");
-    await setup.client.patch({ kind: "Pod", namespace: "default", name: "a" }, { metadata: { labels: { "tandem.dev/modelserving": "other" } } });
+    await setup.client.patch(
+      { kind: "Pod", namespace: "default", name: "a" },
+      { metadata: { labels: { "tandem.dev/modelserving": "other" } } },
+    );
     await setup.client.delete({ kind: "Pod", namespace: "kube-system", name: "a" }, { gracePeriodSeconds: 0 });
     setup.clock.advance(0);
     agrees("relabelled and deleted");
@@ -221,12 +266,21 @@ describe("informer relist", () => {
     await setup.client.delete({ kind: "ModelServing", namespace: "default", name: "a" });
     await setup.client.patch({ kind: "ModelServing", namespace: "default", name: "b" }, { spec: { replicas: 2 } });
     setup.clock.advance(999);
-    assert.deepEqual(informer.list("ModelServing").map((item) => item.metadata.name), ["a", "b"], "stale until the relist");
+    assert.deepEqual(
+      informer.list("ModelServing").map((item) => item.metadata.name),
+      ["a", "b"],
+      "stale until the relist",
+    );
     assert.deepEqual(summary(events), ["ADDED ModelServing/a", "ADDED ModelServing/b"]);
     setup.clock.advance(1);
     assert.equal(informer.relistCount(), 2, "one relist per kind");
     assert.deepEqual(informer.list("ModelServing"), setup.server.list("ModelServing").items);
-    assert.deepEqual(summary(events.slice(2)), ["DELETED ModelServing/a", "MODIFIED ModelServing/b", "ADDED ModelServing/c", "ADDED ModelServing/in-flight"]);
+    assert.deepEqual(summary(events.slice(2)), [
+      "DELETED ModelServing/a",
+      "MODIFIED ModelServing/b",
+      "ADDED ModelServing/c",
+      "ADDED ModelServing/in-flight",
+    ]);
     await setup.client.create(aModelServing("d"));
     setup.clock.advance(50);
     assert.ok(informer.get("ModelServing", "default", "d") !== undefined, "watching again after the relist");

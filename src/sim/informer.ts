@@ -73,7 +73,13 @@ export class SimInformer implements ClusterReader {
     this.#clock = clock;
     this.#options = options;
     for (const kind of options.kinds) {
-      this.#kinds.set(kind, { cache: new SortedStore(), byOwner: new Map(), lists: new Map(), stream: undefined, synced: false });
+      this.#kinds.set(kind, {
+        cache: new SortedStore(),
+        byOwner: new Map(),
+        lists: new Map(),
+        stream: undefined,
+        synced: false,
+      });
     }
   }
 
@@ -148,17 +154,24 @@ export class SimInformer implements ClusterReader {
     const lag = this.#options.lagMs === undefined ? {} : { lagMs: this.#options.lagMs };
     try {
       const listed = this.#client.list(kind, scope);
-      state.stream = this.#client.watch(kind, { ...scope, ...lag }, {
-        onEvent: (event) => {
-          this.#apply(state, event);
+      state.stream = this.#client.watch(
+        kind,
+        { ...scope, ...lag },
+        {
+          onEvent: (event) => {
+            this.#apply(state, event);
+          },
+          onClose: () => {
+            this.#relistLater(kind);
+          },
         },
-        onClose: () => {
-          this.#relistLater(kind);
-        },
-      });
+      );
       const wasSynced = state.synced;
       state.synced = true;
-      this.#replace(state, listed.items.map((object) => deepFreeze(object)));
+      this.#replace(
+        state,
+        listed.items.map((object) => deepFreeze(object)),
+      );
       if (wasSynced) this.#relistCount++;
     } catch (error) {
       if (!isApiError(error)) throw error;
@@ -182,7 +195,8 @@ export class SimInformer implements ClusterReader {
     for (const object of fresh.values()) {
       const old = state.cache.get(object.metadata.namespace, object.metadata.name);
       if (old === undefined) this.#apply(state, Object.freeze({ type: "ADDED", object }));
-      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion) this.#apply(state, Object.freeze({ type: "MODIFIED", object }));
+      else if (old.metadata.resourceVersion !== object.metadata.resourceVersion)
+        this.#apply(state, Object.freeze({ type: "MODIFIED", object }));
     }
   }
 

@@ -14,7 +14,13 @@ function reversedKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reversedKeys);
   if (typeof value !== "object" || value === null) return value;
   const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(value).reverse()) Object.defineProperty(copy, key, { value: reversedKeys((value as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
+  for (const key of Object.keys(value).reverse())
+    Object.defineProperty(copy, key, {
+      value: reversedKeys((value as Record<string, unknown>)[key]),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return copy;
 }
 
@@ -27,7 +33,8 @@ function isDeepFrozen(value: unknown): boolean {
 /** The first thing JSON cannot carry in `value`, walking own entries depth first, as a refusal names it. */
 function firstProblem(value: unknown, depth: number, path: string): string | undefined {
   if (depth > 64) return `${path}: nested deeper than 64`;
-  if (value === null || value === undefined || typeof value === "string" || typeof value === "boolean") return undefined;
+  if (value === null || value === undefined || typeof value === "string" || typeof value === "boolean")
+    return undefined;
   if (typeof value === "number") return Number.isFinite(value) ? undefined : `${path}: ${value} is not a JSON number`;
   if (typeof value !== "object") return `${path}: a ${typeof value} is not JSON`;
   for (const [key, child] of Object.entries(value)) {
@@ -39,11 +46,20 @@ function firstProblem(value: unknown, depth: number, path: string): string | und
 
 /** RFC 7386 over copies, the plain way: what `mergePatch` must equal as JSON text. */
 function referenceMergePatch(target: unknown, patch: unknown): unknown {
-  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return JSON.parse(JSON.stringify(patch)) as unknown;
-  const result = (typeof target === "object" && target !== null && !Array.isArray(target) ? JSON.parse(JSON.stringify(target)) : {}) as Record<string, unknown>;
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch))
+    return JSON.parse(JSON.stringify(patch)) as unknown;
+  const result = (
+    typeof target === "object" && target !== null && !Array.isArray(target) ? JSON.parse(JSON.stringify(target)) : {}
+  ) as Record<string, unknown>;
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) Reflect.deleteProperty(result, key);
-    else Object.defineProperty(result, key, { value: referenceMergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value), enumerable: true, writable: true, configurable: true });
+    else
+      Object.defineProperty(result, key, {
+        value: referenceMergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
   return result;
 }
@@ -52,7 +68,13 @@ describe("mergePatch (RFC 7386)", () => {
   it("merges objects key by key, null removes a key, and arrays and scalars replace", () => {
     const target = { a: "b", c: { d: "e", f: "g" }, list: [1, 2], keep: true };
     const patch = { a: "z", c: { f: null, h: 1 }, list: [3], added: { x: null, y: 2 } };
-    assert.deepEqual(mergePatch(target, patch), { a: "z", c: { d: "e", h: 1 }, list: [3], keep: true, added: { y: 2 } });
+    assert.deepEqual(mergePatch(target, patch), {
+      a: "z",
+      c: { d: "e", h: 1 },
+      list: [3],
+      keep: true,
+      added: { y: 2 },
+    });
     assert.deepEqual(target, { a: "b", c: { d: "e", f: "g" }, list: [1, 2], keep: true }, "target unchanged");
   });
 
@@ -68,9 +90,16 @@ describe("mergePatch (RFC 7386)", () => {
   it("shares every part that keeps its JSON text with the target, and freezes the copies it makes", () => {
     const source: JsonObject = { a: { b: 1 }, list: [{ x: 1 }, { y: 2 }], reordered: { p: 1, q: 2 }, keep: "k" };
     const target = deepFreeze(source);
-    assert.equal(mergePatch(target, { a: { b: 1 }, list: [{ x: 1 }, { y: 2 }], gone: null }), target, "nothing changes: the target itself");
+    assert.equal(
+      mergePatch(target, { a: { b: 1 }, list: [{ x: 1 }, { y: 2 }], gone: null }),
+      target,
+      "nothing changes: the target itself",
+    );
     const patched = mergePatch(target, { list: [{ x: 1 }, { y: 3 }], reordered: { q: 2, p: 1 } }) as JsonObject;
-    assert.equal(JSON.stringify(patched), '{"a":{"b":1},"list":[{"x":1},{"y":3}],"reordered":{"p":1,"q":2},"keep":"k"}');
+    assert.equal(
+      JSON.stringify(patched),
+      '{"a":{"b":1},"list":[{"x":1},{"y":3}],"reordered":{"p":1,"q":2},"keep":"k"}',
+    );
     assert.equal(patched["a"], target["a"]);
     const [list, targetList] = [patched["list"] as JsonObject[], target["list"] as JsonObject[]];
     assert.equal(list[0], targetList[0], "an equal element is the target's");
@@ -83,7 +112,12 @@ describe("mergePatch (RFC 7386)", () => {
     const json = fc.jsonValue({ maxDepth: 3 });
     // Patches made from the target itself reach the sharing paths: equal parts, equal wholes, and
     // equal values with their keys in another order (another text, so never shared).
-    const variants = (target: unknown) => [json, fc.constant(structuredClone(target)), fc.constant(reversedKeys(target)), fc.constant({ extra: target })];
+    const variants = (target: unknown) => [
+      json,
+      fc.constant(structuredClone(target)),
+      fc.constant(reversedKeys(target)),
+      fc.constant({ extra: target }),
+    ];
     const targetAndPatch = json.chain((target) => fc.tuple(fc.constant(target), fc.oneof(...variants(target))));
     fc.assert(
       fc.property(targetAndPatch, ([plainTarget, patch]) => {
@@ -93,7 +127,8 @@ describe("mergePatch (RFC 7386)", () => {
         assert.equal(JSON.stringify(merged), JSON.stringify(referenceMergePatch(plainTarget, patch)));
         assert.equal(JSON.stringify(target), text);
         assert.ok(isDeepFrozen(merged), "a merge into a frozen target is deeply frozen");
-        if (JSON.stringify(merged) === text && typeof target === "object" && target !== null && !Array.isArray(target)) assert.equal(merged, target, "an unchanged object target is returned itself");
+        if (JSON.stringify(merged) === text && typeof target === "object" && target !== null && !Array.isArray(target))
+          assert.equal(merged, target, "an unchanged object target is returned itself");
       }),
       { seed: SEED, numRuns: 500 },
     );
@@ -119,11 +154,20 @@ describe("jsonCopy and jsonEqual", () => {
   });
 
   it("refuses values JSON cannot carry", () => {
-    assert.throws(() => jsonCopy({ n: Number.NaN }), (error) => isApiError(error, "Invalid"));
-    assert.throws(() => jsonCopy({ f: () => 1 }), (error) => isApiError(error, "Invalid"));
+    assert.throws(
+      () => jsonCopy({ n: Number.NaN }),
+      (error) => isApiError(error, "Invalid"),
+    );
+    assert.throws(
+      () => jsonCopy({ f: () => 1 }),
+      (error) => isApiError(error, "Invalid"),
+    );
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 100; i++) deep = { deep };
-    assert.throws(() => jsonCopy(deep), (error) => isApiError(error, "Invalid"));
+    assert.throws(
+      () => jsonCopy(deep),
+      (error) => isApiError(error, "Invalid"),
+    );
   });
 });
 
@@ -135,26 +179,53 @@ describe("jsonCopy's plain walk", () => {
       { at: new Date(0), map: new Map([[1, 2]]) },
       Object.assign([1, 2], { extra: "ignored" }),
     ];
-    for (const value of values) assert.equal(JSON.stringify(jsonCopy(value)), JSON.stringify(JSON.parse(JSON.stringify(value))));
+    for (const value of values)
+      assert.equal(JSON.stringify(jsonCopy(value)), JSON.stringify(JSON.parse(JSON.stringify(value))));
     assert.equal(Object.getPrototypeOf(jsonCopy(values[1])), Object.prototype);
   });
 
   it("names the path of the first value JSON cannot carry", () => {
-    assert.throws(() => jsonCopy({ a: [1, { b: Number.POSITIVE_INFINITY }] }), /object\.a\.1\.b: Infinity is not a JSON number/);
+    assert.throws(
+      () => jsonCopy({ a: [1, { b: Number.POSITIVE_INFINITY }] }),
+      /object\.a\.1\.b: Infinity is not a JSON number/,
+    );
   });
 
   it("copies as JSON.stringify and JSON.parse do, or refuses the first value JSON cannot carry, on random values", () => {
-    const leaves = [fc.string(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constant(() => 1), fc.bigInt(), fc.date()];
-    const values = fc.anything({ maxDepth: 3, values: leaves, withNullPrototype: true, withSparseArray: true, withMap: true, withBoxedValues: true });
+    const leaves = [
+      fc.string(),
+      fc.double(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.constant(undefined),
+      fc.constant(() => 1),
+      fc.bigInt(),
+      fc.date(),
+    ];
+    const values = fc.anything({
+      maxDepth: 3,
+      values: leaves,
+      withNullPrototype: true,
+      withSparseArray: true,
+      withMap: true,
+      withBoxedValues: true,
+    });
     fc.assert(
       fc.property(values, fc.boolean(), (value, freeze) => {
         const problem = firstProblem(value, 0, "object");
         const text = problem === undefined ? JSON.stringify(value) : undefined;
         if (problem !== undefined) {
-          assert.throws(() => jsonCopy(value, freeze), (error) => isApiError(error, "Invalid") && error.message === `Invalid: ${problem}`);
+          assert.throws(
+            () => jsonCopy(value, freeze),
+            (error) => isApiError(error, "Invalid") && error.message === `Invalid: ${problem}`,
+          );
           // A merge patch refuses such a value as a copy does, unless it merges it key by key.
           const mergedWhole = typeof value !== "object" || value === null || Array.isArray(value);
-          if (mergedWhole) assert.throws(() => mergePatch({}, { key: value } as never), (error) => isApiError(error, "Invalid") && error.message === `Invalid: ${problem}`);
+          if (mergedWhole)
+            assert.throws(
+              () => mergePatch({}, { key: value } as never),
+              (error) => isApiError(error, "Invalid") && error.message === `Invalid: ${problem}`,
+            );
         } else if (text === undefined) {
           assert.throws(() => jsonCopy(value, freeze), SyntaxError);
         } else {
@@ -177,14 +248,30 @@ describe("sameJsonText, mergePatchIsNoop and shareEqualParts", () => {
 
   it("decides whether a merge patch changes anything as merging and comparing would", () => {
     const target: JsonObject = { a: { b: 1 }, list: [1, 2] };
-    const patches: JsonObject[] = [{ a: { b: 1 } }, { a: { c: null } }, { list: [1, 2] }, { a: { b: 2 } }, { list: [2, 1] }, { d: null }, { d: {} }];
+    const patches: JsonObject[] = [
+      { a: { b: 1 } },
+      { a: { c: null } },
+      { list: [1, 2] },
+      { a: { b: 2 } },
+      { list: [2, 1] },
+      { d: null },
+      { d: {} },
+    ];
     for (const patch of patches) {
-      assert.equal(mergePatchIsNoop(target, patch), jsonEqual(mergePatch(target, patch), target), JSON.stringify(patch));
+      assert.equal(
+        mergePatchIsNoop(target, patch),
+        jsonEqual(mergePatch(target, patch), target),
+        JSON.stringify(patch),
+      );
     }
   });
 
   it("puts the previous version's parts in place of equal ones, keeping the JSON text", () => {
-    const previous = Object.freeze({ same: Object.freeze({ x: [1] }), reordered: Object.freeze({ a: 1, b: 2 }), kept: Object.freeze({ y: 1 }) });
+    const previous = Object.freeze({
+      same: Object.freeze({ x: [1] }),
+      reordered: Object.freeze({ a: 1, b: 2 }),
+      kept: Object.freeze({ y: 1 }),
+    });
     const next = { same: { x: [1] }, reordered: { b: 2, a: 1 }, kept: { y: 2 }, added: { z: 1 } };
     const text = JSON.stringify(next);
     shareEqualParts(next, previous, "kept");

@@ -72,21 +72,37 @@ function copyPlainJson(value: unknown, previous: JsonValue | undefined, freeze: 
     return copyPlainArray(value, Array.isArray(previous) ? previous : undefined, freeze, depth);
   }
   if (prototype !== Object.prototype && prototype !== null) return NOT_PLAIN;
-  return copyPlainObject(value as Record<string, unknown>, isJsonObject(previous) ? previous : undefined, freeze, depth);
+  return copyPlainObject(
+    value as Record<string, unknown>,
+    isJsonObject(previous) ? previous : undefined,
+    freeze,
+    depth,
+  );
 }
 
-function copyPlainObject(value: Record<string, unknown>, before: JsonObject | undefined, freeze: boolean, depth: number): unknown {
+function copyPlainObject(
+  value: Record<string, unknown>,
+  before: JsonObject | undefined,
+  freeze: boolean,
+  depth: number,
+): unknown {
   const beforeKeys = before === undefined ? NO_KEYS : Object.keys(before);
   // Undefined while the copy so far is `before`'s first `count` keys, each with `before`'s value.
   let copy: JsonObject | undefined = before === undefined ? {} : undefined;
   let count = 0;
   for (const key of Object.keys(value)) {
     // `before` is JSON: a key in the same place is its own.
-    const old = beforeKeys[count] === key ? (before as JsonObject)[key] : before !== undefined && Object.hasOwn(before, key) ? before[key] : undefined;
+    const old =
+      beforeKeys[count] === key
+        ? (before as JsonObject)[key]
+        : before !== undefined && Object.hasOwn(before, key)
+          ? before[key]
+          : undefined;
     const child = copyPlainJson(value[key], old, freeze, depth + 1);
     if (child === NOT_PLAIN) return NOT_PLAIN;
     if (child === undefined) continue;
-    if (copy === undefined && (child !== old || beforeKeys[count] !== key)) copy = prefixOf(before as JsonObject, beforeKeys, count);
+    if (copy === undefined && (child !== old || beforeKeys[count] !== key))
+      copy = prefixOf(before as JsonObject, beforeKeys, count);
     // As JSON.parse does, "__proto__" becomes an ordinary own key.
     if (copy !== undefined) setOwnKey(copy, key, child as JsonValue);
     count++;
@@ -98,7 +114,12 @@ function copyPlainObject(value: Record<string, unknown>, before: JsonObject | un
   return freeze ? Object.freeze(copy) : copy;
 }
 
-function copyPlainArray(value: readonly unknown[], before: readonly JsonValue[] | undefined, freeze: boolean, depth: number): unknown {
+function copyPlainArray(
+  value: readonly unknown[],
+  before: readonly JsonValue[] | undefined,
+  freeze: boolean,
+  depth: number,
+): unknown {
   // Properties besides the indices are checked by assertJson but not written by JSON.stringify.
   if (Object.keys(value).length > value.length) return NOT_PLAIN;
   // Undefined while the copy so far is `before`'s first elements; elements share with `before`'s
@@ -288,6 +309,7 @@ function sharedPart(value: JsonValue, previous: JsonValue | undefined): JsonValu
 
 /** Sets an own property; unlike assignment, a key named "__proto__" stays data. */
 export function setOwnKey(object: JsonObject, key: string, value: JsonValue): void {
-  if (key === "__proto__") Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === "__proto__")
+    Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
   else object[key] = value;
 }

@@ -83,7 +83,9 @@ function withoutMutablePodFields(spec: JsonObject | undefined, other: JsonObject
     const containers = out[field];
     if (Array.isArray(containers) && containers !== other?.[field]) {
       out[field] = containers.map((container) =>
-        isJsonObject(container) ? Object.fromEntries(Object.entries(container).filter(([key]) => key !== "image")) : container,
+        isJsonObject(container)
+          ? Object.fromEntries(Object.entries(container).filter(([key]) => key !== "image"))
+          : container,
       );
     }
   }

@@ -32,7 +32,16 @@ function podOf(name: string, shape: PodShape = {}): KubeObject<"Pod"> {
   }));
   const spec: JsonObject = { containers, terminationGracePeriodSeconds: shape.graceSeconds ?? 30 };
   if (shape.gate === true) spec["readinessGates"] = [{ conditionType: "tandem.dev/serving" }];
-  return aPod(name, { "tandem.dev/role": "decode", "tandem.dev/group": "0", "tandem.dev/instance": `decode-${name}`, "tandem.dev/revision": "m-abc" }, spec);
+  return aPod(
+    name,
+    {
+      "tandem.dev/role": "decode",
+      "tandem.dev/group": "0",
+      "tandem.dev/instance": `decode-${name}`,
+      "tandem.dev/revision": "m-abc",
+    },
+    spec,
+  );
 }
 
 const ref = (name: string) => ({ kind: "Pod", namespace: "default", name }) as const;
@@ -56,9 +65,16 @@ function container(cluster: SimCluster, name: string, containerName = "main"): a
 /** The controller's write of the serving gate: the whole condition list, with a resourceVersion precondition. */
 async function setGate(cluster: SimCluster, name: string, status: "True" | "False"): Promise<void> {
   const pod = podNamed(cluster, name)!;
-  const others = ((pod.status?.["conditions"] ?? []) as any[]).filter((candidate) => candidate.type !== "tandem.dev/serving");
+  const others = ((pod.status?.["conditions"] ?? []) as any[]).filter(
+    (candidate) => candidate.type !== "tandem.dev/serving",
+  );
   const gate = { type: "tandem.dev/serving", status, lastTransitionTime: cluster.clock.nowRfc3339() };
-  await cluster.writer().patchStatus(ref(name), { metadata: { resourceVersion: pod.metadata.resourceVersion ?? "" }, status: { conditions: [...others, gate] } });
+  await cluster
+    .writer()
+    .patchStatus(ref(name), {
+      metadata: { resourceVersion: pod.metadata.resourceVersion ?? "" },
+      status: { conditions: [...others, gate] },
+    });
 }
 
 describe("SimKubelet: pulls, starts, readiness", () => {
@@ -78,7 +94,11 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     await cluster.runUntil(81 * SECOND - 1);
     assert.equal(condition(cluster, "a", "Ready").status, "False");
     await cluster.runUntil(81 * SECOND);
-    assert.deepEqual(condition(cluster, "a", "Ready"), { type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:01:21Z" });
+    assert.deepEqual(condition(cluster, "a", "Ready"), {
+      type: "Ready",
+      status: "True",
+      lastTransitionTime: "2026-01-01T00:01:21Z",
+    });
     assert.deepEqual(cluster.kubelet.cachedImages("gpu-0"), ["vllm:v1"]);
 
     await cluster.runUntil(100 * SECOND);
@@ -116,7 +136,11 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     await cluster.runUntil(90 * SECOND);
     await setGate(cluster, "a", "True");
     await cluster.advance(0);
-    assert.deepEqual(condition(cluster, "a", "Ready"), { type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:01:30Z" });
+    assert.deepEqual(condition(cluster, "a", "Ready"), {
+      type: "Ready",
+      status: "True",
+      lastTransitionTime: "2026-01-01T00:01:30Z",
+    });
     assert.equal(condition(cluster, "a", "tandem.dev/serving").status, "True", "the controller's condition is kept");
     assert.equal(condition(cluster, "a", "PodScheduled").status, "True", "so is the scheduler's");
 
@@ -125,8 +149,16 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     await cluster.advance(0);
     assert.equal(condition(cluster, "a", "Ready").status, "False");
     assert.equal(condition(cluster, "a", "Ready").lastTransitionTime, "2026-01-01T00:02:00Z");
-    assert.deepEqual(condition(cluster, "a", "ContainersReady"), { type: "ContainersReady", status: "True", lastTransitionTime: "2026-01-01T00:01:21Z" }, "unchanged");
-    assert.equal(cluster.server.apiWrites({ client: "controller", verb: "patchStatus" }), 2, "kubelet writes are counted apart");
+    assert.deepEqual(
+      condition(cluster, "a", "ContainersReady"),
+      { type: "ContainersReady", status: "True", lastTransitionTime: "2026-01-01T00:01:21Z" },
+      "unchanged",
+    );
+    assert.equal(
+      cluster.server.apiWrites({ client: "controller", verb: "patchStatus" }),
+      2,
+      "kubelet writes are counted apart",
+    );
   });
 
   it("reports PodScheduled=True for a pod created on a node, and keeps the scheduler's for a bound one", async () => {
@@ -134,8 +166,16 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     await cluster.writer().create({ ...podOf("direct"), spec: { ...podOf("direct").spec, nodeName: "gpu-1" } });
     await cluster.writer().create(podOf("scheduled"));
     await cluster.runUntil(5 * SECOND);
-    assert.deepEqual(condition(cluster, "direct", "PodScheduled"), { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" });
-    assert.deepEqual(condition(cluster, "scheduled", "PodScheduled"), { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:01Z" }, "bound at 1 s");
+    assert.deepEqual(condition(cluster, "direct", "PodScheduled"), {
+      type: "PodScheduled",
+      status: "True",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    });
+    assert.deepEqual(
+      condition(cluster, "scheduled", "PodScheduled"),
+      { type: "PodScheduled", status: "True", lastTransitionTime: "2026-01-01T00:00:01Z" },
+      "bound at 1 s",
+    );
   });
 
   it("keeps following pods after its watch is dropped, and so does the report's event log", async () => {
@@ -146,7 +186,13 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     await setGate(cluster, "a", "True");
     await cluster.advance(0);
     assert.equal(condition(cluster, "a", "Ready").status, "True");
-    assert.deepEqual(cluster.events().map((event) => [event.t, event.type]), [[0, "PodCreated"], [90, "PodReady"]]);
+    assert.deepEqual(
+      cluster.events().map((event) => [event.t, event.type]),
+      [
+        [0, "PodCreated"],
+        [90, "PodReady"],
+      ],
+    );
   });
 
   it("acts on an image change folded unseen into its own status write (the change's event lost with a dropped watch)", async () => {
@@ -157,7 +203,11 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     assert.equal(cluster.clock.fireNext(21 * SECOND), true);
     assert.equal(cluster.clock.nowMs(), 21 * SECOND);
     cluster.server.dropWatches("Pod");
-    await cluster.writer().patch(ref("a"), { spec: { containers: [{ name: "main", image: "vllm:v2", resources: { limits: { "nvidia.com/gpu": 1 } } }] } });
+    await cluster
+      .writer()
+      .patch(ref("a"), {
+        spec: { containers: [{ name: "main", image: "vllm:v2", resources: { limits: { "nvidia.com/gpu": 1 } } }] },
+      });
     await cluster.runUntil(200 * SECOND);
     assert.equal(container(cluster, "a").image, "vllm:v2");
     assert.equal(container(cluster, "a").restartCount, 1);
@@ -191,7 +241,11 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     cluster.server.faults.failNth({ client: "kubelet", verb: "patchStatus" }, 3, { error: "ServerError" });
     await cluster.writer().create(podOf("a"));
     await cluster.runUntil(81 * SECOND);
-    assert.equal(condition(cluster, "a", "Ready").status, "True", "ready on time; the server error was retried within a second");
+    assert.equal(
+      condition(cluster, "a", "Ready").status,
+      "True",
+      "ready on time; the server error was retried within a second",
+    );
   });
 });
 
@@ -199,24 +253,38 @@ describe("SimKubelet: crash loops and in-place image changes", () => {
   it("restarts a crashing container with back-off 10 s doubling to 300 s, counting restarts, never Ready", async () => {
     const cluster = newCluster({ images: { "vllm:bad": { crash: true, crashAfterSeconds: 5 } } });
     const restarts: [number, number][] = [];
-    cluster.server.watch("Pod", { lagMs: 0 }, {
-      onEvent: (event) => {
-        const count = (event.object.status?.["containerStatuses"] as any[] | undefined)?.[0]?.restartCount ?? 0;
-        if (count !== (restarts.at(-1)?.[1] ?? 0)) restarts.push([cluster.clock.nowMs() / SECOND, count]);
+    cluster.server.watch(
+      "Pod",
+      { lagMs: 0 },
+      {
+        onEvent: (event) => {
+          const count = (event.object.status?.["containerStatuses"] as any[] | undefined)?.[0]?.restartCount ?? 0;
+          if (count !== (restarts.at(-1)?.[1] ?? 0)) restarts.push([cluster.clock.nowMs() / SECOND, count]);
+        },
+        onClose: () => undefined,
       },
-      onClose: () => undefined,
-    });
+    );
     await cluster.writer().create(podOf("a", { images: { main: "vllm:bad" } }));
     await cluster.runUntil(30 * SECOND);
     const waiting = container(cluster, "a");
-    assert.deepEqual(waiting.state, { waiting: { reason: "CrashLoopBackOff", message: "back-off 10s restarting failed container=main pod=a" } });
+    assert.deepEqual(waiting.state, {
+      waiting: { reason: "CrashLoopBackOff", message: "back-off 10s restarting failed container=main pod=a" },
+    });
     assert.equal(waiting.restartCount, 0);
     assert.equal(waiting.lastState.terminated.exitCode, 1);
     assert.equal(waiting.lastState.terminated.finishedAt, "2026-01-01T00:00:26Z", "started at 21 s, crashed 5 s later");
 
     await cluster.runUntil(1_000 * SECOND);
     // Starts at 21; each run lasts 5 s, then waits 10, 20, 40, 80, 160, 300, 300 s.
-    assert.deepEqual(restarts, [[36, 1], [61, 2], [106, 3], [191, 4], [356, 5], [661, 6], [966, 7]]);
+    assert.deepEqual(restarts, [
+      [36, 1],
+      [61, 2],
+      [106, 3],
+      [191, 4],
+      [356, 5],
+      [661, 6],
+      [966, 7],
+    ]);
     assert.equal(statusOf(cluster, "a").phase, "Running");
     assert.equal(condition(cluster, "a", "Ready").status, "False");
     assert.equal(container(cluster, "a").state.waiting.message, "back-off 300s restarting failed container=main pod=a");
@@ -242,7 +310,9 @@ describe("SimKubelet: crash loops and in-place image changes", () => {
     assert.equal(condition(cluster, "a", "Ready").status, "True");
 
     const pod = podNamed(cluster, "a")!;
-    const containers = (pod.spec!["containers"] as any[]).map((entry) => (entry.name === "main" ? { ...entry, image: "vllm:v2" } : entry));
+    const containers = (pod.spec!["containers"] as any[]).map((entry) =>
+      entry.name === "main" ? { ...entry, image: "vllm:v2" } : entry,
+    );
     await cluster.writer().update({ ...pod, spec: { ...pod.spec, containers } });
     await cluster.advance(0);
     assert.deepEqual(container(cluster, "a", "main").state, { waiting: { reason: "ContainerCreating" } });
@@ -314,7 +384,11 @@ describe("SimKubelet: graceful termination", () => {
     await cluster.runUntil(103 * SECOND - 1);
     assert.ok(podNamed(cluster, "shortened") !== undefined);
     await cluster.runUntil(103 * SECOND);
-    assert.equal(podNamed(cluster, "shortened"), undefined, "as in Kubernetes, a shortened grace period counts from the first delete (100 s)");
+    assert.equal(
+      podNamed(cluster, "shortened"),
+      undefined,
+      "as in Kubernetes, a shortened grace period counts from the first delete (100 s)",
+    );
   });
 
   it("deletes a pod whose containers never started at once, and an unscheduled pod through the server", async () => {

@@ -22,7 +22,15 @@ import type { SimClient } from "./client.ts";
 import type { VirtualClock } from "./clock.ts";
 import { isJsonObject, mergePatchIsNoop, sameJsonText } from "./json.ts";
 import { isDeleting, refOf } from "./objects.ts";
-import { conditionsOf, containerStatus, imageIdOf, kubeletConditions, mergeConditions, newContainer, podPhase } from "./pod-status.ts";
+import {
+  conditionsOf,
+  containerStatus,
+  imageIdOf,
+  kubeletConditions,
+  mergeConditions,
+  newContainer,
+  podPhase,
+} from "./pod-status.ts";
 import type { ContainerExit, ContainerRuntime } from "./pod-status.ts";
 import type { Prng } from "./prng.ts";
 import { followStored } from "./follow.ts";
@@ -200,7 +208,10 @@ export class SimKubelet {
   /** Images whose pull has completed on `node`, sorted. */
   cachedImages(node: string): string[] {
     const nowMs = this.#clock.nowMs();
-    return [...(this.#imageCache.get(node) ?? [])].filter(([, availableAtMs]) => availableAtMs <= nowMs).map(([image]) => image).sort();
+    return [...(this.#imageCache.get(node) ?? [])]
+      .filter(([, availableAtMs]) => availableAtMs <= nowMs)
+      .map(([image]) => image)
+      .sort();
   }
 
   /** Container restarts so far by `tandem.dev/role` ("" for pods without one), sorted by role. */
@@ -261,14 +272,16 @@ export class SimKubelet {
     for (const container of runtime.containers) {
       const image = images.get(container.name) ?? container.image;
       if (image !== container.image) this.#changeImage(runtime, container, image);
-      else if (container.phase === "creating" && container.timer === undefined) this.#startContainer(runtime, container);
+      else if (container.phase === "creating" && container.timer === undefined)
+        this.#startContainer(runtime, container);
     }
   }
 
   /** An in-place image change: the container is stopped and started again with the new image. */
   #changeImage(runtime: PodRuntime, container: ContainerRuntime, image: string): void {
     container.timer?.cancel();
-    if (container.phase === "starting" || container.phase === "running") container.lastExit = this.#exit(container, 0, "Completed");
+    if (container.phase === "starting" || container.phase === "running")
+      container.lastExit = this.#exit(container, 0, "Completed");
     container.image = image;
     container.crashes = 0;
     this.#startContainer(runtime, container);
@@ -300,11 +313,14 @@ export class SimKubelet {
         this.#crash(runtime, container);
       });
     } else {
-      container.timer = this.#clock.setTimer(this.#jitteredMs(behaviour.startSeconds ?? this.#timing.startSeconds), () => {
-        container.timer = undefined;
-        container.phase = "running";
-        this.#containersChanged(runtime);
-      });
+      container.timer = this.#clock.setTimer(
+        this.#jitteredMs(behaviour.startSeconds ?? this.#timing.startSeconds),
+        () => {
+          container.timer = undefined;
+          container.phase = "running";
+          this.#containersChanged(runtime);
+        },
+      );
     }
     this.#containersChanged(runtime);
   }
@@ -318,7 +334,10 @@ export class SimKubelet {
       container.phase = "exited";
     } else {
       // The exponent is capped so the power stays finite; the cap on seconds applies long before.
-      container.backoffSeconds = Math.min(BACKOFF_MAX_SECONDS, BACKOFF_INITIAL_SECONDS * 2 ** Math.min(container.crashes - 1, 16));
+      container.backoffSeconds = Math.min(
+        BACKOFF_MAX_SECONDS,
+        BACKOFF_INITIAL_SECONDS * 2 ** Math.min(container.crashes - 1, 16),
+      );
       container.phase = "backoff";
       container.timer = this.#clock.setTimer(container.backoffSeconds * 1000, () => {
         this.#startContainer(runtime, container);
@@ -337,9 +356,16 @@ export class SimKubelet {
     const termination = runtime.termination;
     if (termination === undefined) {
       for (const container of runtime.containers) cancelTimer(container);
-      const running = runtime.containers.some((container) => container.phase === "starting" || container.phase === "running");
+      const running = runtime.containers.some(
+        (container) => container.phase === "starting" || container.phase === "running",
+      );
       const stopMs = running ? Math.min(secondsToMs(this.#timing.terminationSeconds), gracePeriodSeconds * 1000) : 0;
-      runtime.termination = { gracePeriodSeconds, graceEndMs: nowMs + gracePeriodSeconds * 1000, timer: undefined, done: false };
+      runtime.termination = {
+        gracePeriodSeconds,
+        graceEndMs: nowMs + gracePeriodSeconds * 1000,
+        timer: undefined,
+        done: false,
+      };
       runtime.termination.timer = this.#clock.setTimer(stopMs, () => {
         this.#stopContainers(runtime);
       });
@@ -362,7 +388,8 @@ export class SimKubelet {
     runtime.termination.done = true;
     runtime.termination.timer = undefined;
     for (const container of runtime.containers) {
-      if (container.phase === "starting" || container.phase === "running") container.lastExit = this.#exit(container, 0, "Completed");
+      if (container.phase === "starting" || container.phase === "running")
+        container.lastExit = this.#exit(container, 0, "Completed");
       else container.lastExit ??= this.#exit(container, UNKNOWN_EXIT.exitCode, UNKNOWN_EXIT.reason);
       container.phase = "exited";
     }
@@ -374,7 +401,8 @@ export class SimKubelet {
     runtime.statusVersion++;
     for (const container of runtime.containers) {
       cancelTimer(container);
-      if (container.phase === "starting" || container.phase === "running") container.lastExit = this.#exit(container, 255, "Unknown");
+      if (container.phase === "starting" || container.phase === "running")
+        container.lastExit = this.#exit(container, 255, "Unknown");
       if (container.phase !== "exited") container.phase = "creating";
     }
     runtime.termination?.timer?.cancel();
@@ -422,9 +450,11 @@ export class SimKubelet {
     try {
       const statusVersion = runtime.statusVersion;
       const patch = isReported(runtime, pod) ? undefined : this.#statusPatch(runtime, pod);
-      if (patch !== undefined) runtime.reported = { pod: await this.#client.patchStatus(runtime.ref, patch), statusVersion };
+      if (patch !== undefined)
+        runtime.reported = { pod: await this.#client.patchStatus(runtime.ref, patch), statusVersion };
       runtime.conflicts = 0;
-      if (runtime.termination?.done === true) await this.#client.delete(runtime.ref, { uid: runtime.uid, gracePeriodSeconds: 0 });
+      if (runtime.termination?.done === true)
+        await this.#client.delete(runtime.ref, { uid: runtime.uid, gracePeriodSeconds: 0 });
     } catch (error) {
       this.#retry(runtime, error);
     }
@@ -461,7 +491,12 @@ export class SimKubelet {
     // Field by field, in this order (the patch's); each is offered, whatever the others did.
     const changes = [
       offerField(changed, current, "phase", report.phase),
-      offerField(changed, current, "conditions", mergeConditions(conditionsOf(pod), kubeletConditions(pod, runtime.containers), this.#clock.nowRfc3339())),
+      offerField(
+        changed,
+        current,
+        "conditions",
+        mergeConditions(conditionsOf(pod), kubeletConditions(pod, runtime.containers), this.#clock.nowRfc3339()),
+      ),
       offerField(changed, current, "containerStatuses", report.containerStatuses),
       offerField(changed, current, "hostIP", runtime.hostIP),
       offerField(changed, current, "podIP", runtime.podIP),
@@ -508,7 +543,13 @@ export class SimKubelet {
   }
 
   #exit(container: ContainerRuntime, exitCode: number, reason: string): ContainerExit {
-    return { exitCode, reason, containerID: container.containerID, startedAtMs: container.startedAtMs, finishedAtMs: this.#clock.nowMs() };
+    return {
+      exitCode,
+      reason,
+      containerID: container.containerID,
+      startedAtMs: container.startedAtMs,
+      finishedAtMs: this.#clock.nowMs(),
+    };
   }
 
   #nodeExists(node: string): boolean {
@@ -600,7 +641,8 @@ function checkedTiming(options: KubeletOptions): Timing {
     retryDelayMs: options.retryDelayMs ?? 1_000,
   };
   for (const [name, value] of Object.entries(timing) as [string, number][]) checkedSeconds(name, value);
-  if (!Number.isInteger(timing.jitterPercent) || timing.jitterPercent > 100) throw new Error(`jitterPercent must be an integer 0..100`);
+  if (!Number.isInteger(timing.jitterPercent) || timing.jitterPercent > 100)
+    throw new Error(`jitterPercent must be an integer 0..100`);
   if (!Number.isSafeInteger(timing.retryDelayMs)) throw new Error(`retryDelayMs must be an integer`);
   return timing;
 }

@@ -29,7 +29,9 @@ export const MAX_SNAPSHOT_PODS = 200_000;
 /** The parts of a parsed scenario the limits read. */
 export interface LimitInput {
   readonly nodes?: readonly { readonly count: number }[] | undefined;
-  readonly router?: { readonly requestsPerSecond: number; readonly requestSeconds: number; readonly replicas?: number | undefined } | undefined;
+  readonly router?:
+    | { readonly requestsPerSecond: number; readonly requestSeconds: number; readonly replicas?: number | undefined }
+    | undefined;
   /** Each step with its path; `modelServing` set for an `apply` of a valid ModelServing. */
   readonly steps: readonly LimitStep[];
 }
@@ -44,18 +46,26 @@ export interface LimitStep {
 
 /** The pods a ModelServing asks for: `replicas × Σ role.replicas × (1 + workerReplicas)`. */
 export function podsOf(ms: ModelServing): number {
-  return ms.spec.replicas * ms.spec.template.roles.reduce((sum, role) => sum + role.replicas * (1 + role.workerReplicas), 0);
+  return (
+    ms.spec.replicas * ms.spec.template.roles.reduce((sum, role) => sum + role.replicas * (1 + role.workerReplicas), 0)
+  );
 }
 
 /** Every total of `input` beyond its limit, naming the field, the total and the limit. */
 export function limitProblems(input: LimitInput): Problem[] {
   const problems: Problem[] = [];
   const nodes = (input.nodes ?? []).reduce((sum, pool) => sum + pool.count, 0);
-  if (nodes > MAX_NODES) problems.push(problem(["cluster", "nodes"], `adds up to ${nodes} nodes; the simulator runs at most ${MAX_NODES}`));
+  if (nodes > MAX_NODES)
+    problems.push(problem(["cluster", "nodes"], `adds up to ${nodes} nodes; the simulator runs at most ${MAX_NODES}`));
   const pods = podProblems(input.steps, problems);
   const snapshots = input.steps.filter((step) => step.kind === "snapshot").length;
   if (snapshots * pods > MAX_SNAPSHOT_PODS) {
-    problems.push(problem(["steps"], `${snapshots} snapshots of up to ${pods} pods each would record ${snapshots * pods} pods; the simulator keeps at most ${MAX_SNAPSHOT_PODS}`));
+    problems.push(
+      problem(
+        ["steps"],
+        `${snapshots} snapshots of up to ${pods} pods each would record ${snapshots * pods} pods; the simulator keeps at most ${MAX_SNAPSHOT_PODS}`,
+      ),
+    );
   }
   if (input.router !== undefined) problems.push(...routerProblems(input.router, input.steps));
   return problems;
@@ -92,13 +102,32 @@ export function podsReason(pods: number, total: number): string | undefined {
 
 function routerProblems(router: NonNullable<LimitInput["router"]>, steps: readonly LimitStep[]): Problem[] {
   const { requestsPerSecond, requestSeconds, replicas = 1 } = router;
-  if (replicas > MAX_ROUTER_REPLICAS) return [problem(["cluster", "router", "replicas"], `is ${replicas}; the simulator runs at most ${MAX_ROUTER_REPLICAS} router replicas`)];
+  if (replicas > MAX_ROUTER_REPLICAS)
+    return [
+      problem(
+        ["cluster", "router", "replicas"],
+        `is ${replicas}; the simulator runs at most ${MAX_ROUTER_REPLICAS} router replicas`,
+      ),
+    ];
   const inFlight = Math.ceil(requestsPerSecond * requestSeconds);
   if (inFlight > MAX_REQUESTS_IN_FLIGHT) {
-    return [problem(["cluster", "router"], `${requestsPerSecond} requests/s lasting ${requestSeconds}s each keep ${inFlight} requests in flight; the simulator runs at most ${MAX_REQUESTS_IN_FLIGHT} at once`)];
+    return [
+      problem(
+        ["cluster", "router"],
+        `${requestsPerSecond} requests/s lasting ${requestSeconds}s each keep ${inFlight} requests in flight; the simulator runs at most ${MAX_REQUESTS_IN_FLIGHT} at once`,
+      ),
+    ];
   }
-  const seconds = Math.min(MAX_SIMULATED_SECONDS, steps.reduce((sum, step) => sum + step.maxSeconds, 0));
+  const seconds = Math.min(
+    MAX_SIMULATED_SECONDS,
+    steps.reduce((sum, step) => sum + step.maxSeconds, 0),
+  );
   const requests = Math.ceil(requestsPerSecond * seconds);
   if (requests <= MAX_REQUESTS) return [];
-  return [problem(["cluster", "router", "requestsPerSecond"], `${requestsPerSecond} requests/s over up to ${seconds}s of steps (their wait timeouts and advances) is ${requests} requests; the simulator runs at most ${MAX_REQUESTS} in all`)];
+  return [
+    problem(
+      ["cluster", "router", "requestsPerSecond"],
+      `${requestsPerSecond} requests/s over up to ${seconds}s of steps (their wait timeouts and advances) is ${requests} requests; the simulator runs at most ${MAX_REQUESTS} in all`,
+    ),
+  ];
 }

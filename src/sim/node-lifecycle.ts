@@ -77,7 +77,9 @@ export class SimNodeLifecycle {
 
   /** Nodes currently failed, with how far the lifecycle got, sorted by name. */
   outages(): { node: string; stage: Outage["stage"] }[] {
-    return [...this.#outages.values()].map(({ node, stage }) => ({ node, stage })).sort((a, b) => compareStrings(a.node, b.node));
+    return [...this.#outages.values()]
+      .map(({ node, stage }) => ({ node, stage }))
+      .sort((a, b) => compareStrings(a.node, b.node));
   }
 
   stop(): void {
@@ -96,11 +98,20 @@ export class SimNodeLifecycle {
   }
 
   async #markNotReady(node: string): Promise<void> {
-    await this.#setNodeReady(node, { status: "Unknown", reason: "NodeStatusUnknown", message: "Kubelet stopped posting node status." });
+    await this.#setNodeReady(node, {
+      status: "Unknown",
+      reason: "NodeStatusUnknown",
+      message: "Kubelet stopped posting node status.",
+    });
     for (const pod of this.#podsOn(node)) {
       const ready = conditionsOf(pod).find((condition) => condition["type"] === "Ready");
       if (ready?.["status"] === "False") continue;
-      const desired = { type: "Ready", status: "False", reason: "NodeNotReady", message: `node ${node} is not ready` } as const;
+      const desired = {
+        type: "Ready",
+        status: "False",
+        reason: "NodeNotReady",
+        message: `node ${node} is not ready`,
+      } as const;
       const conditions = mergeConditions(conditionsOf(pod), [desired], this.#server.clock.nowRfc3339());
       const precondition = { uid: pod.metadata.uid ?? "", resourceVersion: pod.metadata.resourceVersion ?? "" };
       await this.#client.patchStatus(refOf(pod), { metadata: precondition, status: { conditions } });
@@ -120,7 +131,11 @@ export class SimNodeLifecycle {
 
   /** Ready=True, retried until written or the node fails again. */
   #setReadyUntilDone(node: string): void {
-    this.#setNodeReady(node, { status: "True", reason: "KubeletReady", message: "kubelet is posting ready status" }).catch((error: unknown) => {
+    this.#setNodeReady(node, {
+      status: "True",
+      reason: "KubeletReady",
+      message: "kubelet is posting ready status",
+    }).catch((error: unknown) => {
       if (!isApiError(error)) throw error;
       this.#server.clock.setTimer(this.#retryDelayMs, () => {
         if (!this.#outages.has(node)) this.#setReadyUntilDone(node);
@@ -128,21 +143,36 @@ export class SimNodeLifecycle {
     });
   }
 
-  async #setNodeReady(node: string, ready: { status: "True" | "Unknown"; reason: string; message: string }): Promise<void> {
+  async #setNodeReady(
+    node: string,
+    ready: { status: "True" | "Unknown"; reason: string; message: string },
+  ): Promise<void> {
     const current = this.#server.get({ kind: "Node", name: node });
     const others = conditionsOf(current).filter((condition) => condition["type"] !== "Ready");
     const old = conditionsOf(current).find((condition) => condition["type"] === "Ready");
     const since = old?.["status"] === ready.status ? old["lastTransitionTime"] : undefined;
-    const condition: JsonObject = { type: "Ready", ...ready, lastTransitionTime: typeof since === "string" ? since : this.#server.clock.nowRfc3339() };
+    const condition: JsonObject = {
+      type: "Ready",
+      ...ready,
+      lastTransitionTime: typeof since === "string" ? since : this.#server.clock.nowRfc3339(),
+    };
     const precondition = { resourceVersion: current.metadata.resourceVersion ?? "" };
-    await this.#client.patchStatus({ kind: "Node", name: node }, { metadata: precondition, status: { conditions: [...others, condition] } });
+    await this.#client.patchStatus(
+      { kind: "Node", name: node },
+      { metadata: precondition, status: { conditions: [...others, condition] } },
+    );
   }
 
   /** Pods bound to `node` that have not finished, in name order. */
   #podsOn(node: string): KubeObject[] {
     return this.#server.list("Pod").items.filter((pod) => {
       const phase = pod.status?.["phase"];
-      return pod.spec?.["nodeName"] === node && phase !== "Succeeded" && phase !== "Failed" && !(isDeleting(pod) && pod.metadata.deletionGracePeriodSeconds === 0);
+      return (
+        pod.spec?.["nodeName"] === node &&
+        phase !== "Succeeded" &&
+        phase !== "Failed" &&
+        !(isDeleting(pod) && pod.metadata.deletionGracePeriodSeconds === 0)
+      );
     });
   }
 }

@@ -3,7 +3,15 @@
  * to every kind, and freezing (stored objects are immutable; the server replaces, never edits).
  */
 import { labelProblems } from "../engine/labels.ts";
-import type { JsonObject, JsonValue, Kind, KubeObject, ObjectMeta, ObjectRef, OwnerReference } from "../engine/ports.ts";
+import type {
+  JsonObject,
+  JsonValue,
+  Kind,
+  KubeObject,
+  ObjectMeta,
+  ObjectRef,
+  OwnerReference,
+} from "../engine/ports.ts";
 import { setOwnKey } from "./json.ts";
 
 /** The store key: kind, namespace ("" when cluster-scoped) and name. */
@@ -37,7 +45,8 @@ const SERVER_FIELDS: ReadonlySet<string> = new Set(SERVER_FIELDS_IN_ORDER);
 export function withoutServerFields(object: KubeObject): KubeObject {
   const source = object.metadata as unknown as JsonObject;
   const metadata: JsonObject = {};
-  for (const field of Object.keys(source)) if (!SERVER_FIELDS.has(field)) setOwnKey(metadata, field, source[field] as JsonValue);
+  for (const field of Object.keys(source))
+    if (!SERVER_FIELDS.has(field)) setOwnKey(metadata, field, source[field] as JsonValue);
   return { ...object, metadata: metadata as unknown as ObjectMeta };
 }
 
@@ -57,7 +66,10 @@ export function admissionProblem(object: KubeObject): string | undefined {
   if (labelProblem !== undefined) return `metadata.labels: ${labelProblem}`;
   const references = ownerReferences ?? [];
   const malformed = (reference: OwnerReference): boolean =>
-    !isNonEmptyString(reference.apiVersion) || !isNonEmptyString(reference.kind) || !isNonEmptyString(reference.name) || !isNonEmptyString(reference.uid);
+    !isNonEmptyString(reference.apiVersion) ||
+    !isNonEmptyString(reference.kind) ||
+    !isNonEmptyString(reference.name) ||
+    !isNonEmptyString(reference.uid);
   if (references.some(malformed)) {
     return "metadata.ownerReferences: apiVersion, kind, name and uid are required";
   }
@@ -67,7 +79,8 @@ export function admissionProblem(object: KubeObject): string | undefined {
   if ((finalizers ?? []).some((finalizer) => typeof finalizer !== "string" || finalizer === "")) {
     return "metadata.finalizers: each finalizer must be a non-empty string";
   }
-  if (object.spec !== undefined && (typeof object.spec !== "object" || Array.isArray(object.spec))) return "spec must be an object";
+  if (object.spec !== undefined && (typeof object.spec !== "object" || Array.isArray(object.spec)))
+    return "spec must be an object";
   return undefined;
 }
 

@@ -6,13 +6,26 @@ import { aPod } from "./test-fixtures.ts";
 import { deepFreeze } from "../core/frozen.ts";
 
 function gpuPod(name: string, gpus: number | string, extra: Record<string, unknown> = {}): KubeObject {
-  return aPod(name, {}, { containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": gpus } } }], ...(extra as object) });
+  return aPod(
+    name,
+    {},
+    {
+      containers: [{ name: "main", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": gpus } } }],
+      ...(extra as object),
+    },
+  );
 }
 
 describe("node pools and GPU requests", () => {
   it("builds Ready nodes named after their pool with the pool's GPUs", () => {
-    const nodes = nodesOfPools([{ name: "gpu", count: 2, gpus: 8 }, { name: "small", count: 1, gpus: 2 }]);
-    assert.deepEqual(nodes.map((node) => node.metadata.name), ["gpu-0", "gpu-1", "small-0"]);
+    const nodes = nodesOfPools([
+      { name: "gpu", count: 2, gpus: 8 },
+      { name: "small", count: 1, gpus: 2 },
+    ]);
+    assert.deepEqual(
+      nodes.map((node) => node.metadata.name),
+      ["gpu-0", "gpu-1", "small-0"],
+    );
     assert.deepEqual(freeCapacity(nodes, new Map()), [
       { name: "gpu-0", freeGpus: 8 },
       { name: "gpu-1", freeGpus: 8 },
@@ -71,9 +84,19 @@ describe("node pools and GPU requests", () => {
     assert.ok(first && second);
     const nodes = deepFreeze([first, second]);
     const used = new Map([["n-1", 3]]);
-    assert.deepEqual(freeCapacity(nodes, used), [{ name: "n-0", freeGpus: 8 }, { name: "n-1", freeGpus: 5 }]);
+    assert.deepEqual(freeCapacity(nodes, used), [
+      { name: "n-0", freeGpus: 8 },
+      { name: "n-1", freeGpus: 5 },
+    ]);
     used.set("n-0", 8);
-    assert.deepEqual(freeCapacity(nodes, used), [{ name: "n-0", freeGpus: 0 }, { name: "n-1", freeGpus: 5 }], "usage is read each time");
+    assert.deepEqual(
+      freeCapacity(nodes, used),
+      [
+        { name: "n-0", freeGpus: 0 },
+        { name: "n-1", freeGpus: 5 },
+      ],
+      "usage is read each time",
+    );
     const cordoned = deepFreeze([first, { ...second, spec: { unschedulable: true } }]);
     assert.deepEqual(freeCapacity(cordoned, used), [{ name: "n-0", freeGpus: 0 }]);
   });
@@ -97,11 +120,14 @@ describe("placeGang", () => {
       3,
     );
     assert.ok(placement.ok);
-    assert.deepEqual([...placement.nodeByPod], [
-      ["big", "a"],
-      ["small", "b"],
-      ["tiny", "c"],
-    ]);
+    assert.deepEqual(
+      [...placement.nodeByPod],
+      [
+        ["big", "a"],
+        ["small", "b"],
+        ["tiny", "c"],
+      ],
+    );
     assert.deepEqual(nodes[0], { name: "a", freeGpus: 8 }, "input not modified");
   });
 

@@ -73,7 +73,9 @@ function containerRequests(containers: unknown): number[] | undefined {
   const requests: number[] = [];
   for (const container of containers) {
     const resources: unknown = isJsonObject(container) ? container["resources"] : undefined;
-    const request = isJsonObject(resources) ? (resourceOf(resources["requests"]) ?? resourceOf(resources["limits"])) : undefined;
+    const request = isJsonObject(resources)
+      ? (resourceOf(resources["requests"]) ?? resourceOf(resources["limits"]))
+      : undefined;
     const gpus = request === undefined ? 0 : Number(request);
     if (!Number.isSafeInteger(gpus) || gpus < 0) return undefined;
     requests.push(gpus);
@@ -107,7 +109,10 @@ export function isSchedulable(node: KubeObject): boolean {
  * their GPUs until they are gone), as `HeldGpuLedger.byNode` sums them.
  */
 export function freeCapacity(nodes: readonly KubeObject[], usedGpus: ReadonlyMap<string, number>): NodeCapacity[] {
-  return schedulableNodes(nodes).map((node) => ({ name: node.name, freeGpus: node.allocatableGpus - (usedGpus.get(node.name) ?? 0) }));
+  return schedulableNodes(nodes).map((node) => ({
+    name: node.name,
+    freeGpus: node.allocatableGpus - (usedGpus.get(node.name) ?? 0),
+  }));
 }
 
 /** A schedulable node's name and allocatable GPUs. */
@@ -194,7 +199,11 @@ export type GangPlacement =
  * can miss a packing that exists; deterministic, and good enough to model fragmentation.
  * `nodes` is not modified. `totalNodes` counts unschedulable nodes too, for the message.
  */
-export function placeGang(members: readonly Demand[], nodes: readonly NodeCapacity[], totalNodes: number): GangPlacement {
+export function placeGang(
+  members: readonly Demand[],
+  nodes: readonly NodeCapacity[],
+  totalNodes: number,
+): GangPlacement {
   // Free GPUs by index into `nodes` (names are unique): a scan per member, so an array, not a map.
   const free = nodes.map((node) => node.freeGpus);
   const nodeByPod = new Map<string, string>();
@@ -205,7 +214,10 @@ export function placeGang(members: readonly Demand[], nodes: readonly NodeCapaci
     const best = tightestFit(free, gpus);
     const bestNode = nodes[best];
     if (bestNode === undefined) {
-      return { ok: false, reason: unfitReason(member.pod, gpus, { size: members.length, placed: nodeByPod.size }, free, totalNodes) };
+      return {
+        ok: false,
+        reason: unfitReason(member.pod, gpus, { size: members.length, placed: nodeByPod.size }, free, totalNodes),
+      };
     }
     free[best] = (free[best] ?? 0) - gpus;
     nodeByPod.set(member.pod, bestNode.name);

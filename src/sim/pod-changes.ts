@@ -54,7 +54,11 @@ export class PodChanges {
     const pod = after ?? before;
     if (pod === undefined) return;
     const namespace = pod.metadata.namespace ?? "";
-    const byName = getOrCreate(this.#pending, namespace, () => new Map<string, { before: Pod | undefined; after: Pod | undefined }>());
+    const byName = getOrCreate(
+      this.#pending,
+      namespace,
+      () => new Map<string, { before: Pod | undefined; after: Pod | undefined }>(),
+    );
     const change = byName.get(pod.metadata.name);
     if (change === undefined) byName.set(pod.metadata.name, { before, after });
     else change.after = after;
@@ -68,6 +72,8 @@ interface Named {
 
 /** The API server's listing order (`ApiServer.stored`): namespace, then name. */
 export function compareStored(a: Named, b: Named): number {
-  return compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") || compareStrings(a.metadata.name, b.metadata.name);
+  return (
+    compareStrings(a.metadata.namespace ?? "", b.metadata.namespace ?? "") ||
+    compareStrings(a.metadata.name, b.metadata.name)
+  );
 }
-

@@ -8,7 +8,13 @@ describe("mergeConditions", () => {
   const now = "2026-01-01T00:01:00Z";
 
   it("keeps a condition already as desired as the same object, and makes the others anew", () => {
-    const ready: JsonObject = { type: "Ready", status: "False", lastTransitionTime: before, reason: "ContainersNotReady", message: "m" };
+    const ready: JsonObject = {
+      type: "Ready",
+      status: "False",
+      lastTransitionTime: before,
+      reason: "ContainersNotReady",
+      message: "m",
+    };
     const scheduled: JsonObject = { type: "PodScheduled", status: "True", lastTransitionTime: before };
     const gate: JsonObject = { type: "tandem.dev/serving", status: "True", lastTransitionTime: before };
     const merged = mergeConditions(
@@ -35,11 +41,18 @@ describe("mergeConditions", () => {
     const reordered: JsonObject = { status: "True", type: "Ready", lastTransitionTime: before };
     const merged = mergeConditions([reordered], [{ type: "Ready", status: "True" }], now);
     assert.notEqual(merged[0], reordered);
-    assert.equal(JSON.stringify(merged), JSON.stringify([{ type: "Ready", status: "True", lastTransitionTime: before }]));
+    assert.equal(
+      JSON.stringify(merged),
+      JSON.stringify([{ type: "Ready", status: "True", lastTransitionTime: before }]),
+    );
   });
 
   it("moves lastTransitionTime when the status changes", () => {
-    const merged = mergeConditions([{ type: "Ready", status: "True", lastTransitionTime: before }], [{ type: "Ready", status: "False", reason: "r" }], now);
+    const merged = mergeConditions(
+      [{ type: "Ready", status: "True", lastTransitionTime: before }],
+      [{ type: "Ready", status: "False", reason: "r" }],
+      now,
+    );
     assert.deepEqual(merged, [{ type: "Ready", status: "False", lastTransitionTime: now, reason: "r" }]);
   });
 });

@@ -115,7 +115,12 @@ function containerState(container: ContainerRuntime, podName: string, rfc3339: R
       return { waiting: { reason: "CrashLoopBackOff", message } };
     }
     case "exited":
-      return { terminated: container.lastExit === undefined ? { exitCode: 0, reason: "Completed" } : terminatedState(container.lastExit, rfc3339) };
+      return {
+        terminated:
+          container.lastExit === undefined
+            ? { exitCode: 0, reason: "Completed" }
+            : terminatedState(container.lastExit, rfc3339),
+      };
   }
 }
 
@@ -166,11 +171,16 @@ const CONTAINERS_READY: DesiredCondition = { type: "ContainersReady", status: "T
 const READY: DesiredCondition = { type: "Ready", status: "True" };
 
 /** ContainersReady and Ready, with Kubernetes' reasons. */
-function readiness(pod: KubeObject, containers: readonly ContainerRuntime[]): readonly [DesiredCondition, DesiredCondition] {
+function readiness(
+  pod: KubeObject,
+  containers: readonly ContainerRuntime[],
+): readonly [DesiredCondition, DesiredCondition] {
   const phase = podPhase(containers);
   if (phase === "Succeeded" || phase === "Failed") return COMPLETED;
   let unready: string | undefined;
-  for (const container of containers) if (container.phase !== "running") unready = unready === undefined ? container.name : `${unready} ${container.name}`;
+  for (const container of containers)
+    if (container.phase !== "running")
+      unready = unready === undefined ? container.name : `${unready} ${container.name}`;
   if (unready !== undefined) {
     const message = `containers with unready status: [${unready}]`;
     return [
@@ -179,7 +189,11 @@ function readiness(pod: KubeObject, containers: readonly ContainerRuntime[]): re
     ];
   }
   const gateProblems = readinessGateProblems(pod);
-  if (gateProblems !== undefined) return [CONTAINERS_READY, { type: "Ready", status: "False", reason: "ReadinessGatesNotReady", message: gateProblems }];
+  if (gateProblems !== undefined)
+    return [
+      CONTAINERS_READY,
+      { type: "Ready", status: "False", reason: "ReadinessGatesNotReady", message: gateProblems },
+    ];
   return [CONTAINERS_READY, READY];
 }
 
@@ -202,7 +216,9 @@ function gateProblem(conditions: readonly JsonObject[], conditionType: string): 
   const condition = conditions[indexOfType(conditions, conditionType)];
   if (condition === undefined) return `corresponding condition of pod readiness gate "${conditionType}" does not exist`;
   const status = condition["status"];
-  return status === "True" ? undefined : `the status of pod readiness gate "${conditionType}" is not "True", but ${JSON.stringify(status)}`;
+  return status === "True"
+    ? undefined
+    : `the status of pod readiness gate "${conditionType}" is not "True", but ${JSON.stringify(status)}`;
 }
 
 /** The pod's conditions that are objects, read-only: usually the stored list itself, not a copy. */
@@ -211,7 +227,8 @@ export function conditionsOf(pod: KubeObject): readonly JsonObject[] {
   if (!Array.isArray(conditions)) return [];
   // An index loop, not `every` or for-of: this runs on every pod change, and stored lists are
   // frozen, which V8's array builtins and iterators handle on a slow path.
-  for (let index = 0; index < conditions.length; index++) if (!isJsonObject(conditions[index])) return conditions.filter(isJsonObject);
+  for (let index = 0; index < conditions.length; index++)
+    if (!isJsonObject(conditions[index])) return conditions.filter(isJsonObject);
   return conditions as readonly JsonObject[];
 }
 
@@ -221,13 +238,20 @@ export function conditionsOf(pod: KubeObject): readonly JsonObject[] {
  * conditions are kept untouched, and so is a condition already as desired (the same object, so
  * comparing the result with the stored list finds it equal at once).
  */
-export function mergeConditions(existing: readonly JsonObject[], desired: readonly DesiredCondition[], nowRfc3339: string): JsonValue[] {
+export function mergeConditions(
+  existing: readonly JsonObject[],
+  desired: readonly DesiredCondition[],
+  nowRfc3339: string,
+): JsonValue[] {
   // A new list; the existing condition objects are shared (only read), not copied.
   const merged: JsonObject[] = [...existing];
   for (const want of desired) {
     const index = indexOfType(merged, want.type);
     const old = index === -1 ? undefined : merged[index];
-    const since = old !== undefined && old["status"] === want.status && typeof old["lastTransitionTime"] === "string" ? old["lastTransitionTime"] : nowRfc3339;
+    const since =
+      old !== undefined && old["status"] === want.status && typeof old["lastTransitionTime"] === "string"
+        ? old["lastTransitionTime"]
+        : nowRfc3339;
     if (old !== undefined && isAsDesired(old, want, since)) continue;
     const next: JsonObject = { type: want.type, status: want.status, lastTransitionTime: since };
     if (want.reason !== undefined) next["reason"] = want.reason;

@@ -33,7 +33,10 @@ describe("Prng", () => {
     assert.deepEqual(draws(new Prng(1), 5), [907719866, 2142536363, 2805267771, 853508223, 4125773245]);
     assert.deepEqual(draws(new Prng(1).fork("faults"), 3), [4089320791, 3578393643, 220086673]);
     const seven = new Prng(7);
-    assert.deepEqual(Array.from({ length: 10 }, () => seven.int(0, 100)), [21, 42, 77, 82, 73, 44, 58, 2, 33, 23]);
+    assert.deepEqual(
+      Array.from({ length: 10 }, () => seven.int(0, 100)),
+      [21, 42, 77, 82, 73, 44, 58, 2, 33, 23],
+    );
     assert.deepEqual(draws(new Prng(123), 100), draws(new Prng(123), 100));
   });
 
@@ -75,7 +78,10 @@ describe("Prng", () => {
       const value = rng.int(-3, 3);
       counts.set(value, (counts.get(value) ?? 0) + 1);
     }
-    assert.deepEqual([...counts.keys()].sort((a, b) => a - b), [-3, -2, -1, 0, 1, 2]);
+    assert.deepEqual(
+      [...counts.keys()].sort((a, b) => a - b),
+      [-3, -2, -1, 0, 1, 2],
+    );
     for (const count of counts.values()) assert.ok(count > 850 && count < 1150, `count ${count}`);
     assert.equal(rng.int(7, 8), 7);
     const full = rng.int(0, 2 ** 32);

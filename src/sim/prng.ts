@@ -33,7 +33,8 @@ export class Prng implements Rng {
    * `path` is internal: the "/"-joined fork names leading to this stream.
    */
   constructor(seed: number, path = "") {
-    if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative safe integer, got ${seed}`);
+    if (!Number.isSafeInteger(seed) || seed < 0)
+      throw new Error(`seed must be a non-negative safe integer, got ${seed}`);
     this.#seed = seed;
     this.#path = path;
     const seedLow = seed >>> 0;

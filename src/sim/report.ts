@@ -94,7 +94,10 @@ export interface ControllerEventRecord {
  * Records of `events` (in the simulator only the controller writes Events), sorted by first time,
  * then object, then name (the recorder names one object's Events in the order it made them).
  */
-export function controllerEventRecords(events: readonly KubeObject[], seconds: (timestamp: string) => number): ControllerEventRecord[] {
+export function controllerEventRecords(
+  events: readonly KubeObject[],
+  seconds: (timestamp: string) => number,
+): ControllerEventRecord[] {
   const text = (value: unknown): string => (typeof value === "string" ? value : "");
   const named = events.map((event): { name: string; record: ControllerEventRecord } => {
     const involved = isJsonObject(event["involvedObject"]) ? event["involvedObject"] : {};
@@ -110,7 +113,12 @@ export function controllerEventRecords(events: readonly KubeObject[], seconds: (
     };
     return { name: event.metadata.name, record };
   });
-  named.sort((a, b) => a.record.first - b.record.first || compareStrings(a.record.object, b.record.object) || compareStrings(a.name, b.name));
+  named.sort(
+    (a, b) =>
+      a.record.first - b.record.first ||
+      compareStrings(a.record.object, b.record.object) ||
+      compareStrings(a.name, b.name),
+  );
   return named.map((entry) => entry.record);
 }
 
@@ -129,7 +137,9 @@ export function podRecord(pod: KubeObject): PodRecord {
     instance: labels[LABEL_INSTANCE] ?? null,
     entry: labels[LABEL_ENTRY] === "true",
     revision: labels[LABEL_REVISION] ?? null,
-    images: containers.flatMap((container) => (isJsonObject(container) && typeof container["image"] === "string" ? [container["image"]] : [])),
+    images: containers.flatMap((container) =>
+      isJsonObject(container) && typeof container["image"] === "string" ? [container["image"]] : [],
+    ),
     node: typeof nodeName === "string" ? nodeName : null,
     phase: typeof phase === "string" ? phase : "Pending",
     ready: pod.metadata.deletionTimestamp === undefined && isPodReady(pod),
@@ -177,17 +187,32 @@ export function controllerWrites(counts: readonly WriteCount[], client = "contro
     verbs[row.verb] = (verbs[row.verb] ?? 0) + row.count;
     total += row.count;
   }
-  return { total, byKind: Object.fromEntries(Object.keys(byKind).sort(compareStrings).map((kind) => [kind, sortedRecord(byKind[kind] ?? {})])) };
+  return {
+    total,
+    byKind: Object.fromEntries(
+      Object.keys(byKind)
+        .sort(compareStrings)
+        .map((kind) => [kind, sortedRecord(byKind[kind] ?? {})]),
+    ),
+  };
 }
 
 /** A deep copy of JSON with object keys sorted, so foreign objects print in a stable order. */
 export function canonical(value: unknown): JsonValue {
   if (Array.isArray(value)) return value.map(canonical);
-  if (isJsonObject(value)) return Object.fromEntries(Object.keys(value).sort(compareStrings).map((key) => [key, canonical(value[key])]));
+  if (isJsonObject(value))
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort(compareStrings)
+        .map((key) => [key, canonical(value[key])]),
+    );
   return value === undefined ? null : (value as JsonValue);
 }
 
 function sortedRecord<T>(record: Readonly<Record<string, T>>): Record<string, T> {
-  return Object.fromEntries(Object.keys(record).sort(compareStrings).map((key) => [key, record[key] as T]));
+  return Object.fromEntries(
+    Object.keys(record)
+      .sort(compareStrings)
+      .map((key) => [key, record[key] as T]),
+  );
 }
-

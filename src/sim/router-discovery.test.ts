@@ -11,20 +11,32 @@ import { SimDiscovery } from "./router-discovery.ts";
 const LAG_MS = 100;
 
 const route = (name: string, spec: Record<string, unknown>): KubeObject =>
-  ({ apiVersion: "tandem.dev/v1alpha1", kind: "ModelRoute", metadata: { name, namespace: "default" }, spec: { model: "llama", modelServing: "ms", engine: "vllm", ...spec } }) as unknown as KubeObject;
+  ({
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelRoute",
+    metadata: { name, namespace: "default" },
+    spec: { model: "llama", modelServing: "ms", engine: "vllm", ...spec },
+  }) as unknown as KubeObject;
 
 const pod = (name: string, entry: boolean): KubeObject =>
   ({
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name, namespace: "default", labels: { [LABEL_MODEL_SERVING]: "ms", [LABEL_ROLE]: "decode", ...(entry ? { [LABEL_ENTRY]: "true" } : {}) } },
+    metadata: {
+      name,
+      namespace: "default",
+      labels: { [LABEL_MODEL_SERVING]: "ms", [LABEL_ROLE]: "decode", ...(entry ? { [LABEL_ENTRY]: "true" } : {}) },
+    },
     spec: { containers: [{ name: "engine", image: "vllm:1" }] },
   }) as unknown as KubeObject;
 
 function setup() {
   const cluster = new SimCluster({ nodes: [] });
   const user = cluster.writer("user");
-  const discovery = new SimDiscovery(cluster, { lagMs: LAG_MS, addressOf: (found: Pod) => ({ host: "127.0.0.1", port: found.metadata.name.length }) });
+  const discovery = new SimDiscovery(cluster, {
+    lagMs: LAG_MS,
+    addressOf: (found: Pod) => ({ host: "127.0.0.1", port: found.metadata.name.length }),
+  });
   return { cluster, user, discovery };
 }
 
@@ -42,7 +54,10 @@ describe("the simulator's router Discovery", () => {
     assert.equal(seen.port, 8000, "defaults applied");
     assert.equal(seen.kvConnector, "nixl", "a disaggregated vLLM route defaults to NIXL");
     assert.equal(typeof seen.creationTimestamp, "string");
-    assert.deepEqual(discovery.pods(seen).map((found) => [found.pod.metadata.name, found.address?.port]), [["entry", 5]]);
+    assert.deepEqual(
+      discovery.pods(seen).map((found) => [found.pod.metadata.name, found.address?.port]),
+      [["entry", 5]],
+    );
     discovery.stop();
     cluster.stop();
   });
@@ -58,7 +73,10 @@ describe("the simulator's router Discovery", () => {
     await user.create(route("broken", { roles: { serve: "decode" }, engine: "trt" }));
     await cluster.advance(LAG_MS);
     assert.notEqual(discovery.routes(), first);
-    assert.deepEqual(discovery.routes().map((found) => found.name), ["llama"]);
+    assert.deepEqual(
+      discovery.routes().map((found) => found.name),
+      ["llama"],
+    );
     discovery.stop();
     cluster.stop();
   });
@@ -66,7 +84,12 @@ describe("the simulator's router Discovery", () => {
   it("decodes ControllerRevisions from its cache; an unknown one is undefined", async () => {
     const { cluster, user, discovery } = setup();
     const data = pdRevision("p:1", "d:1");
-    const revision = encodeControllerRevision({ owner: { name: "ms", namespace: "default", uid: "u-1" }, data, revision: 1, collisionCount: 0 });
+    const revision = encodeControllerRevision({
+      owner: { name: "ms", namespace: "default", uid: "u-1" },
+      data,
+      revision: 1,
+      collisionCount: 0,
+    });
     await user.create(revision as unknown as KubeObject);
     await cluster.advance(LAG_MS);
     assert.deepEqual(discovery.revision("default", revision.metadata.name), data);

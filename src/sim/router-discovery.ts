@@ -41,7 +41,11 @@ export class SimDiscovery implements Discovery {
 
   /** Starts the cache on `cluster`; stop it with `stop()`. */
   constructor(cluster: SimCluster, options: SimDiscoveryOptions) {
-    this.#cache = cluster.reader({ clientName: options.clientName ?? "router-discovery", kinds: ROUTER_DISCOVERY_KINDS, ...(options.lagMs === undefined ? {} : { lagMs: options.lagMs }) });
+    this.#cache = cluster.reader({
+      clientName: options.clientName ?? "router-discovery",
+      kinds: ROUTER_DISCOVERY_KINDS,
+      ...(options.lagMs === undefined ? {} : { lagMs: options.lagMs }),
+    });
     this.#addressOf = options.addressOf;
     this.#unsubscribe = this.#cache.subscribe((event) => {
       if (event.object.kind === "ModelRoute") this.#routes = undefined;

@@ -110,7 +110,11 @@ export class RouterReplica {
    * marked pod it has nothing on once synced: its cache shows the marks, its scrapes the engines.
    */
   start(): void {
-    const discovery = new SimDiscovery(this.#world.cluster, { clientName: this.id, lagMs: this.#options.informerLagMs, addressOf: simAddress });
+    const discovery = new SimDiscovery(this.#world.cluster, {
+      clientName: this.id,
+      lagMs: this.#options.informerLagMs,
+      addressOf: simAddress,
+    });
     this.#discovery = discovery;
     this.#inFlight = new InFlight();
     this.#stopping = false;
@@ -132,14 +136,19 @@ export class RouterReplica {
         pods: (route) => discovery.pods(route),
         revision: (namespace, name) => discovery.revision(namespace, name),
         hasSynced: () => discovery.hasSynced(),
-        onChange: (listener) => discovery.subscribe(() => { listener(); }),
+        onChange: (listener) =>
+          discovery.subscribe(() => {
+            listener();
+          }),
       },
       legs: this.#inFlight,
       engine: this.#probe(discovery),
       writer: this.#world.cluster.writer(this.id),
       clock: this.#clock,
       logger: silentLogger,
-      onConfirmed: (pod) => { this.#world.confirmed(this.id, pod); },
+      onConfirmed: (pod) => {
+        this.#world.confirmed(this.id, pod);
+      },
     });
     this.#confirmer.start();
     // Scrapes of the replicas fall at different offsets within the period, as unsynchronized processes' do.
@@ -223,7 +232,10 @@ export class RouterReplica {
   #loadOf(endpoint: Endpoint): EndpointLoad {
     const uid = this.uidOf(endpoint);
     const scrape = uid === undefined ? undefined : this.#scrapes.get(uid);
-    const engine = scrape?.queue.ok === true ? { running: scrape.queue.running, waiting: scrape.queue.waiting, ageMs: this.#clock.nowMs() - scrape.atMs } : undefined;
+    const engine =
+      scrape?.queue.ok === true
+        ? { running: scrape.queue.running, waiting: scrape.queue.waiting, ageMs: this.#clock.nowMs() - scrape.atMs }
+        : undefined;
     return { inFlight: this.#inFlight.count(endpoint.key), engine };
   }
 
@@ -241,13 +253,15 @@ export class RouterReplica {
     const round = ++this.#round;
     const scrapes = new Map<string, { atMs: number; round: number; queue: EngineQueue }>();
     const pods = discovery.entryPods();
-    for (const pod of pods) scrapes.set(pod.metadata.uid ?? "", { atMs, round, queue: this.#world.engineQueue(pod.metadata.uid ?? "") });
+    for (const pod of pods)
+      scrapes.set(pod.metadata.uid ?? "", { atMs, round, queue: this.#world.engineQueue(pod.metadata.uid ?? "") });
     this.#scrapes = scrapes;
     this.#nextScrapeAtMs = atMs + this.#options.scrapeIntervalMs;
     this.#after(this.#options.scrapeIntervalMs, () => {
       this.#scrape();
     });
-    for (const pod of pods) for (const listener of [...this.#onScrape]) listener(`${pod.metadata.namespace ?? ""}/${pod.metadata.name}`);
+    for (const pod of pods)
+      for (const listener of [...this.#onScrape]) listener(`${pod.metadata.namespace ?? ""}/${pod.metadata.name}`);
   }
 
   /**

@@ -27,11 +27,19 @@ interface PodSpecOptions {
 /** A pod of ModelServing "m" taking a whole 8-GPU node, so each pod has its own node. */
 function servingPod(name: string, options: PodSpecOptions = {}): KubeObject<"Pod"> {
   const role = options.role ?? "decode";
-  const labels: Record<string, string> = { "tandem.dev/modelserving": "m", "tandem.dev/group": "0", "tandem.dev/role": role, "tandem.dev/instance": `${role}-0` };
+  const labels: Record<string, string> = {
+    "tandem.dev/modelserving": "m",
+    "tandem.dev/group": "0",
+    "tandem.dev/role": role,
+    "tandem.dev/instance": `${role}-0`,
+  };
   if (options.entry !== false) labels["tandem.dev/entry"] = "true";
   if (options.gated === true) labels["test/gated"] = "true";
   const env = options.kvFormat === undefined ? {} : { env: [{ name: "KV_FORMAT", value: options.kvFormat }] };
-  const spec: Record<string, unknown> = { containers: [{ name: "main", image: "vllm:v1", ...env, resources: { limits: { "nvidia.com/gpu": 8 } } }], readinessGates: [{ conditionType: SERVING }] };
+  const spec: Record<string, unknown> = {
+    containers: [{ name: "main", image: "vllm:v1", ...env, resources: { limits: { "nvidia.com/gpu": 8 } } }],
+    readinessGates: [{ conditionType: SERVING }],
+  };
   const pod = aPod(name, labels, spec as never);
   if (options.annotations !== undefined) pod.metadata.annotations = options.annotations;
   return pod;
@@ -48,7 +56,12 @@ function modelServing(roles: readonly string[]): KubeObject<"ModelServing"> {
 
 /** ModelRoute "llama" to ModelServing "m" with `spec` (parsed and defaulted by the cache's reader). */
 function modelRoute(spec: Record<string, unknown>): KubeObject {
-  return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelRoute", metadata: { name: "llama", namespace: "default" }, spec: { model: "llama", modelServing: "m", engine: "vllm", ...spec } } as unknown as KubeObject;
+  return {
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelRoute",
+    metadata: { name: "llama", namespace: "default" },
+    spec: { model: "llama", modelServing: "m", engine: "vllm", ...spec },
+  } as unknown as KubeObject;
 }
 
 const DISAGGREGATED = { roles: { prefill: "prefill", decode: "decode" }, pairing: "Any" };
@@ -63,11 +76,27 @@ interface Setup {
  * A cluster of `nodes` 8-GPU nodes (pods ready 3 s after creation), ModelServing "m" with `roles`,
  * `pods`, and a router at 20 requests/s of 2 s each unless `options` say otherwise.
  */
-async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> & { seed?: number; roles?: string[]; nodes?: number; route?: Record<string, unknown>; beforeRouter?: (cluster: SimCluster) => void } = {}): Promise<Setup> {
+async function setup(
+  pods: KubeObject<"Pod">[],
+  options: Partial<RouterOptions> & {
+    seed?: number;
+    roles?: string[];
+    nodes?: number;
+    route?: Record<string, unknown>;
+    beforeRouter?: (cluster: SimCluster) => void;
+  } = {},
+): Promise<Setup> {
   const cluster = new SimCluster({
     seed: options.seed ?? 1,
     nodes: [{ name: "gpu", count: options.nodes ?? 4, gpus: 8 }],
-    timing: { scheduleSeconds: 1, pullSeconds: 1, startSeconds: 1, terminationSeconds: 5, nodeMonitorGraceSeconds: 40, podEvictionSeconds: 60 },
+    timing: {
+      scheduleSeconds: 1,
+      pullSeconds: 1,
+      startSeconds: 1,
+      terminationSeconds: 5,
+      nodeMonitorGraceSeconds: 40,
+      podEvictionSeconds: 60,
+    },
     jitterPercent: 0,
   });
   const client = cluster.writer("test");
@@ -77,7 +106,11 @@ async function setup(pods: KubeObject<"Pod">[], options: Partial<RouterOptions> 
     await client.create(pod);
     // As the controller does for a pod whose drain is not under way: the router's eligibility needs it.
     const gated = pod.metadata.labels?.["test/gated"] === "true";
-    if (!gated) await client.patchStatus({ kind: "Pod", namespace: "default", name: pod.metadata.name }, { status: { conditions: [{ type: SERVING, status: "True" }] } });
+    if (!gated)
+      await client.patchStatus(
+        { kind: "Pod", namespace: "default", name: pod.metadata.name },
+        { status: { conditions: [{ type: SERVING, status: "True" }] } },
+      );
   }
   options.beforeRouter?.(cluster);
   const router = attachRouter(cluster, { requestsPerSecond: 20, requestSeconds: 2, ...options });
@@ -95,19 +128,24 @@ function annotationsOf(cluster: SimCluster, name: string): Record<string, string
 }
 
 function podsStarted(events: readonly RouterEvent[], sinceMs = 0): Set<string | undefined> {
-  return new Set(events.filter((event) => event.type === "RequestStarted" && event.atMs >= sinceMs).map((event) => event.pod));
+  return new Set(
+    events.filter((event) => event.type === "RequestStarted" && event.atMs >= sinceMs).map((event) => event.pod),
+  );
 }
 
 describe("SimRouter: routing", () => {
   it("routes only to Ready, non-draining, non-terminating entry pods of the target role", async () => {
-    const { cluster, router, events } = await setup([
-      servingPod("d0"),
-      servingPod("d1"),
-      servingPod("d-draining", { annotations: { [DRAINING]: "2026-01-01T00:00:00Z" } }),
-      servingPod("d-gated", { gated: true }),
-      servingPod("d-worker", { entry: false }),
-      servingPod("p0", { role: "prefill" }),
-    ], { nodes: 6 });
+    const { cluster, router, events } = await setup(
+      [
+        servingPod("d0"),
+        servingPod("d1"),
+        servingPod("d-draining", { annotations: { [DRAINING]: "2026-01-01T00:00:00Z" } }),
+        servingPod("d-gated", { gated: true }),
+        servingPod("d-worker", { entry: false }),
+        servingPod("p0", { role: "prefill" }),
+      ],
+      { nodes: 6 },
+    );
     await cluster.advance(60 * SECOND);
     assert.deepEqual([...podsStarted(events)].sort(), ["d0", "d1"]);
     const metrics = router.metrics();
@@ -129,7 +167,9 @@ describe("SimRouter: routing", () => {
     await cluster.advance(10 * SECOND);
     const failed = events.filter((event) => event.type === "RequestFailed");
     assert.ok(failed.length > 150, `about 20/s for 10 s, got ${failed.length}`);
-    assert.ok(failed.every((event) => event.pod === undefined && event.role === "decode" && event.atMs >= 12 * SECOND + 100));
+    assert.ok(
+      failed.every((event) => event.pod === undefined && event.role === "decode" && event.atMs >= 12 * SECOND + 100),
+    );
     assert.equal(router.metrics().byRole["decode"]?.failed, failed.length);
   });
 
@@ -169,9 +209,15 @@ describe("SimRouter: outcomes", () => {
     await cluster.writer("test").delete({ kind: "Pod", namespace: "default", name: "d0" });
     await cluster.advance(10 * SECOND);
     const onD0 = events.filter((event) => event.pod === "d0" && event.atMs >= 20 * SECOND);
-    assert.ok(onD0.some((event) => event.type === "RequestOk" && event.atMs < 25 * SECOND), "requests ending within the 5 s grace are ok");
+    assert.ok(
+      onD0.some((event) => event.type === "RequestOk" && event.atMs < 25 * SECOND),
+      "requests ending within the 5 s grace are ok",
+    );
     const cut = onD0.filter((event) => event.type === "RequestCut");
-    assert.ok(cut.length > 0 && cut.every((event) => event.atMs === 25 * SECOND), "the rest are cut when containers stop");
+    assert.ok(
+      cut.length > 0 && cut.every((event) => event.atMs === 25 * SECOND),
+      "the rest are cut when containers stop",
+    );
     assert.equal(router.metrics().cut, cut.length);
   });
 
@@ -184,8 +230,15 @@ describe("SimRouter: outcomes", () => {
     await cluster.advance(10 * SECOND);
     const after = events.filter((event) => event.pod === "d0" && event.atMs >= 20 * SECOND);
     assert.ok(!after.some((event) => event.type === "RequestOk" || event.type === "RequestStarted"));
-    assert.equal(after.filter((event) => event.type === "RequestCut").length, inFlight, "cut when each would have ended");
-    assert.ok(after.filter((event) => event.type === "RequestFailed").length > 20, "the stale cache still routes there: refused");
+    assert.equal(
+      after.filter((event) => event.type === "RequestCut").length,
+      inFlight,
+      "cut when each would have ended",
+    );
+    assert.ok(
+      after.filter((event) => event.type === "RequestFailed").length > 20,
+      "the stale cache still routes there: refused",
+    );
   });
   it("cuts the requests on a pod whose container restarts for an in-place image change", async () => {
     const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")]);
@@ -227,7 +280,10 @@ describe("SimRouter: drain handshake", () => {
     const lastEndMs = Math.max(...onD0.filter((event) => event.type === "RequestOk").map((event) => event.atMs));
     assert.ok(!podsStarted(events, 20 * SECOND + 100).has("d0"), "no new request once the cache shows draining");
     assert.ok(lastEndMs > 21 * SECOND, "requests kept running after the drain started");
-    assert.ok(drainedAtMs > lastEndMs && drainedAtMs <= lastEndMs + SECOND, `confirmed at the first engine scrape (every second) after the last leg ended at ${lastEndMs}, not before: ${drainedAtMs}`);
+    assert.ok(
+      drainedAtMs > lastEndMs && drainedAtMs <= lastEndMs + SECOND,
+      `confirmed at the first engine scrape (every second) after the last leg ended at ${lastEndMs}, not before: ${drainedAtMs}`,
+    );
     assert.equal(onD0.filter((event) => event.type === "DrainAcked").length, 1);
     assert.equal(cluster.server.apiWrites({ client: "router-0", kind: "Pod" }), 1);
     assert.equal(router.metrics().cut, 0);
@@ -252,7 +308,11 @@ describe("SimRouter: drain handshake", () => {
 
   it("acks draining entries of roles it sends no traffic to, and never a worker", async () => {
     const draining = { [DRAINING]: "2026-01-01T00:00:00Z" };
-    const { cluster } = await setup([servingPod("d0"), servingPod("p0", { role: "prefill", annotations: draining }), servingPod("w0", { entry: false, annotations: draining })]);
+    const { cluster } = await setup([
+      servingPod("d0"),
+      servingPod("p0", { role: "prefill", annotations: draining }),
+      servingPod("w0", { entry: false, annotations: draining }),
+    ]);
     await cluster.advance(30 * SECOND);
     assert.equal(annotationsOf(cluster, "p0")[DRAINED], "true");
     assert.equal(annotationsOf(cluster, "w0")[DRAINED], undefined);
@@ -271,7 +331,10 @@ describe("SimRouter: drain handshake", () => {
     assert.equal(cluster.server.apiWrites({ client: "router-0", kind: "Pod", verb: "patch" }), 3);
     const acked = events.filter((event) => event.type === "DrainAcked");
     assert.equal(acked.length, 1);
-    const lastEndMs = Math.max(10 * SECOND + 100, ...events.filter((event) => event.pod === "d1" && event.type === "RequestOk").map((event) => event.atMs));
+    const lastEndMs = Math.max(
+      10 * SECOND + 100,
+      ...events.filter((event) => event.pod === "d1" && event.type === "RequestOk").map((event) => event.atMs),
+    );
     // The first write at the first scrape after the pod went idle, the third 200 + 400 ms later
     // (the router's confirmer: CONFIRM_RETRY_BASE_MS, doubling).
     const delayMs = (acked[0]?.atMs ?? 0) - lastEndMs - 3 * CONFIRM_RETRY_BASE_MS;
@@ -280,7 +343,10 @@ describe("SimRouter: drain handshake", () => {
 
   it("keeps retrying a confirmation the server keeps refusing, the delay doubling up to its cap", async () => {
     const { cluster } = await setup([servingPod("d0")], { requestsPerSecond: 1 });
-    cluster.server.faults.failWithChance({ verb: "patch", kind: "Pod", client: "router-0" }, 1, 1, { error: "ServerError", stream: "always" });
+    cluster.server.faults.failWithChance({ verb: "patch", kind: "Pod", client: "router-0" }, 1, 1, {
+      error: "ServerError",
+      stream: "always",
+    });
     await cluster.advance(10 * SECOND);
     await annotate(cluster, "d0", { [DRAINING]: "2026-01-01T00:00:10Z" });
     await cluster.advance(60 * SECOND);
@@ -292,14 +358,21 @@ describe("SimRouter: drain handshake", () => {
 
 describe("SimRouter: routes through the router's decisions", () => {
   it("sends a disaggregated request as a prefill leg, then a decode leg on the chosen pair, each counted by role", async () => {
-    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill" }), servingPod("d0")], { route: DISAGGREGATED, requestSeconds: 2, jitterPercent: 0 });
+    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill" }), servingPod("d0")], {
+      route: DISAGGREGATED,
+      requestSeconds: 2,
+      jitterPercent: 0,
+    });
     await cluster.advance(30 * SECOND);
     const metrics = router.metrics();
     const prefill = metrics.byRole["prefill"];
     const decode = metrics.byRole["decode"];
     assert.ok(prefill !== undefined && decode !== undefined && prefill.total > 400, JSON.stringify(metrics));
     assert.equal(metrics.failed + metrics.cut + metrics.incompatible, 0);
-    assert.ok(prefill.total - decode.total >= 0 && prefill.total - decode.total <= 5, "a decode leg starts as its prefill leg ends");
+    assert.ok(
+      prefill.total - decode.total >= 0 && prefill.total - decode.total <= 5,
+      "a decode leg starts as its prefill leg ends",
+    );
     const started = events.filter((event) => event.type === "RequestStarted");
     const firstPrefill = started.find((event) => event.role === "prefill");
     const firstDecode = started.find((event) => event.role === "decode");
@@ -308,17 +381,25 @@ describe("SimRouter: routes through the router's decisions", () => {
   });
 
   it("fails a request whose decode has another KV format than its prefill, counting it incompatible", async () => {
-    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill", kvFormat: "v2" }), servingPod("d0")], { route: DISAGGREGATED });
+    const { cluster, router, events } = await setup(
+      [servingPod("p0", { role: "prefill", kvFormat: "v2" }), servingPod("d0")],
+      { route: DISAGGREGATED },
+    );
     await cluster.advance(30 * SECOND);
     const metrics = router.metrics();
     assert.ok(metrics.incompatible > 400);
     assert.equal(metrics.byRole["decode"]?.failed, metrics.incompatible, "every decode refuses");
     assert.equal(metrics.byRole["prefill"]?.failed, 0, "the prefill leg ran");
-    assert.match(events.find((event) => event.type === "RequestFailed")?.reason ?? "", /^kv format mismatch: prefill v2, decode v1$/);
+    assert.match(
+      events.find((event) => event.type === "RequestFailed")?.reason ?? "",
+      /^kv format mismatch: prefill v2, decode v1$/,
+    );
   });
 
   it("fails fast with the pairing's reason when no compatible pair exists, never another pairing", async () => {
-    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill" }), servingPod("d0")], { route: { ...DISAGGREGATED, pairing: "SameRevision" } });
+    const { cluster, router, events } = await setup([servingPod("p0", { role: "prefill" }), servingPod("d0")], {
+      route: { ...DISAGGREGATED, pairing: "SameRevision" },
+    });
     await cluster.advance(10 * SECOND);
     assert.equal(router.metrics().total, 0, "pods without revisions never pair: the route never went live");
     assert.equal(events.length, 0);
@@ -329,7 +410,8 @@ describe("SimRouter: replicas", () => {
   function lease(cluster: SimCluster, id: string): KubeObject | undefined {
     return cluster.server.stored("Lease").find((stored) => stored.metadata.name === id);
   }
-  const renewTime = (stored: KubeObject | undefined): unknown => (stored?.spec as { renewTime?: unknown } | undefined)?.renewTime;
+  const renewTime = (stored: KubeObject | undefined): unknown =>
+    (stored?.spec as { renewTime?: unknown } | undefined)?.renewTime;
 
   it("spreads arrivals over the replicas, each registered by its own Lease renewed every third of its duration", async () => {
     const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")], { replicas: 3 });
@@ -348,11 +430,17 @@ describe("SimRouter: replicas", () => {
   it("routes nothing before its Lease is written: a failed create is tried again a second later", async () => {
     // The pods are Ready at about 3 s; the sixth create, at 5 s, is the first to succeed.
     const failFiveCreates = (cluster: SimCluster): void => {
-      for (let nth = 1; nth <= 5; nth++) cluster.server.faults.failNth({ verb: "create", kind: "Lease", client: "router-0" }, nth, { error: "ServerError" });
+      for (let nth = 1; nth <= 5; nth++)
+        cluster.server.faults.failNth({ verb: "create", kind: "Lease", client: "router-0" }, nth, {
+          error: "ServerError",
+        });
     };
     const { cluster, events } = await setup([servingPod("d0")], { beforeRouter: failFiveCreates });
     await cluster.advance(10 * SECOND);
-    assert.ok(events.length > 0 && events.every((event) => event.atMs >= 5 * SECOND), `first request at ${events[0]?.atMs}`);
+    assert.ok(
+      events.length > 0 && events.every((event) => event.atMs >= 5 * SECOND),
+      `first request at ${events[0]?.atMs}`,
+    );
     assert.ok(cluster.server.stored("Lease").some((stored) => stored.metadata.name === "router-0"));
   });
 
@@ -373,9 +461,17 @@ describe("SimRouter: replicas", () => {
     assert.equal(annotationsOf(cluster, "d0")["drained.tandem.dev/router-1"], undefined);
     assert.equal(router.restartReplica(1), undefined);
     await cluster.advance(5 * SECOND);
-    assert.equal(annotationsOf(cluster, "d0")["drained.tandem.dev/router-1"], "true", "confirmed once synced and scraped");
+    assert.equal(
+      annotationsOf(cluster, "d0")["drained.tandem.dev/router-1"],
+      "true",
+      "confirmed once synced and scraped",
+    );
     assert.notEqual(renewTime(lease(cluster, "router-1")), frozen);
-    assert.ok(events.some((event) => event.type === "RequestStarted" && event.replica === "router-1" && event.atMs > 40 * SECOND));
+    assert.ok(
+      events.some(
+        (event) => event.type === "RequestStarted" && event.replica === "router-1" && event.atMs > 40 * SECOND,
+      ),
+    );
     assert.match(router.crashReplica(5) ?? "", /^no router replica 5; replicas are 0\.\.1$/);
   });
 
@@ -383,7 +479,11 @@ describe("SimRouter: replicas", () => {
     const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1")], { replicas: 2 });
     await cluster.advance(20 * SECOND);
     const before = events.length;
-    const inFlightBefore = events.filter((event) => event.type === "RequestStarted" && event.replica === "router-1").length - events.filter((event) => (event.type === "RequestOk" || event.type === "RequestCut") && event.replica === "router-1").length;
+    const inFlightBefore =
+      events.filter((event) => event.type === "RequestStarted" && event.replica === "router-1").length -
+      events.filter(
+        (event) => (event.type === "RequestOk" || event.type === "RequestCut") && event.replica === "router-1",
+      ).length;
     assert.ok(inFlightBefore > 0, "router-1 has requests in flight when it is asked to restart");
     let leaseGoneAtMs: number | undefined;
     cluster.server.onCommit("Lease", (before, after) => {
@@ -395,16 +495,25 @@ describe("SimRouter: replicas", () => {
     const goneAtMs = leaseGoneAtMs ?? Number.NaN;
     assert.ok(goneAtMs > 20 * SECOND, "its Lease is deleted once it is idle, not before");
     const during = events.slice(before).filter((event) => event.atMs <= goneAtMs);
-    assert.ok(!during.some((event) => event.type === "RequestStarted" && event.replica === "router-1"), "no new request while it stops");
+    assert.ok(
+      !during.some((event) => event.type === "RequestStarted" && event.replica === "router-1"),
+      "no new request while it stops",
+    );
     assert.ok(!events.slice(before).some((event) => event.type === "RequestCut"), "nothing is cut");
     assert.ok(lease(cluster, "router-1") !== undefined, "registered again");
-    assert.ok(events.some((event) => event.type === "RequestStarted" && event.replica === "router-1" && event.atMs > goneAtMs));
+    assert.ok(
+      events.some((event) => event.type === "RequestStarted" && event.replica === "router-1" && event.atMs > goneAtMs),
+    );
   });
 });
 
 describe("SimRouter: determinism", () => {
   async function run(seed: number): Promise<string> {
-    const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1"), servingPod("d2")], { seed, requestsPerSecond: 30, requestSeconds: 3 });
+    const { cluster, router, events } = await setup([servingPod("d0"), servingPod("d1"), servingPod("d2")], {
+      seed,
+      requestsPerSecond: 30,
+      requestSeconds: 3,
+    });
     await cluster.advance(15 * SECOND);
     await annotate(cluster, "d1", { [DRAINING]: "2026-01-01T00:00:15Z" });
     await cluster.writer("test").delete({ kind: "Pod", namespace: "default", name: "d2" }, { gracePeriodSeconds: 0 });
@@ -423,7 +532,9 @@ describe("SimRouter: determinism", () => {
     assert.equal(servingSignature(pod), undefined);
     pod.status = { containerStatuses: [{ name: "main", containerID: "sim://n/1", state: { running: {} } }] };
     assert.equal(servingSignature(pod), "sim://n/1");
-    pod.status = { containerStatuses: [{ name: "main", containerID: "sim://n/1", state: { terminated: { exitCode: 0 } } }] };
+    pod.status = {
+      containerStatuses: [{ name: "main", containerID: "sim://n/1", state: { terminated: { exitCode: 0 } } }],
+    };
     assert.equal(servingSignature(pod), undefined);
   });
 });

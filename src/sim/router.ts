@@ -185,12 +185,16 @@ export class SimRouter {
   /** Validates the options; nothing runs until `start()`. */
   constructor(cluster: SimCluster, options: RouterOptions) {
     const { requestsPerSecond, requestSeconds } = options;
-    if (!(requestsPerSecond > 0 && Number.isFinite(requestsPerSecond))) throw new Error(`requestsPerSecond must be > 0, got ${requestsPerSecond}`);
-    if (!(requestSeconds > 0 && Number.isFinite(requestSeconds))) throw new Error(`requestSeconds must be > 0, got ${requestSeconds}`);
+    if (!(requestsPerSecond > 0 && Number.isFinite(requestsPerSecond)))
+      throw new Error(`requestsPerSecond must be > 0, got ${requestsPerSecond}`);
+    if (!(requestSeconds > 0 && Number.isFinite(requestSeconds)))
+      throw new Error(`requestSeconds must be > 0, got ${requestSeconds}`);
     const jitterPercent = options.jitterPercent ?? 10;
-    if (!(jitterPercent >= 0 && jitterPercent <= 100)) throw new Error(`jitterPercent must be within 0..100, got ${jitterPercent}`);
+    if (!(jitterPercent >= 0 && jitterPercent <= 100))
+      throw new Error(`jitterPercent must be within 0..100, got ${jitterPercent}`);
     const replicas = options.replicas ?? 1;
-    if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= MAX_ROUTER_REPLICAS)) throw new Error(`replicas must be an integer within 1..${MAX_ROUTER_REPLICAS}, got ${replicas}`);
+    if (!(Number.isInteger(replicas) && replicas >= 1 && replicas <= MAX_ROUTER_REPLICAS))
+      throw new Error(`replicas must be an integer within 1..${MAX_ROUTER_REPLICAS}, got ${replicas}`);
     this.#cluster = cluster;
     const rng = cluster.rng("router");
     this.#arrivalRng = rng.fork("arrivals");
@@ -206,7 +210,12 @@ export class SimRouter {
       cluster,
       engineQueue: (uid: string) => this.#engineQueue(uid),
       confirmed: (replica: string, pod: Pod) => {
-        this.#emit({ type: "DrainAcked", replica, role: pod.metadata.labels?.[LABEL_ROLE] ?? "", pod: pod.metadata.name });
+        this.#emit({
+          type: "DrainAcked",
+          replica,
+          role: pod.metadata.labels?.[LABEL_ROLE] ?? "",
+          pod: pod.metadata.name,
+        });
       },
     };
     const replicaOptions = {
@@ -260,7 +269,8 @@ export class SimRouter {
     const replica = this.#replicas[index];
     if (replica === undefined) return `no router replica ${index}; replicas are 0..${this.#replicas.length - 1}`;
     if (replica.down()) return `router replica ${index} is already down`;
-    for (const load of [...this.#loads.values()]) for (const leg of [...load.legs]) if (leg.request.replica === replica) this.#cutRequest(leg.request);
+    for (const load of [...this.#loads.values()])
+      for (const leg of [...load.legs]) if (leg.request.replica === replica) this.#cutRequest(leg.request);
     replica.crash();
     return undefined;
   }
@@ -337,7 +347,8 @@ export class SimRouter {
    */
   #arrive(): void {
     const replicas = this.#replicas.filter((replica) => replica.routable());
-    const replica = replicas.length === 1 ? replicas[0] : replicas.length > 1 ? this.#replicaRng.pick(replicas) : undefined;
+    const replica =
+      replicas.length === 1 ? replicas[0] : replicas.length > 1 ? this.#replicaRng.pick(replicas) : undefined;
     if (replica === undefined) return;
     const routes = replica.routes().filter((route) => this.#isLive(replica, route));
     const route = routes.length === 1 ? routes[0] : routes.length > 1 ? this.#targetRng.pick(routes) : undefined;
@@ -345,7 +356,13 @@ export class SimRouter {
     const durationMs = this.#requestMs + this.#durationRng.int(0, this.#jitterMs + 1);
     const modelServing = `${route.namespace}/${route.modelServing}`;
     if (this.#inFlight >= this.#maxInFlight) {
-      this.#failUnstarted(replica, modelServing, routeRoleNames(route.roles), undefined, `${this.#maxInFlight} legs in flight, the cap`);
+      this.#failUnstarted(
+        replica,
+        modelServing,
+        routeRoleNames(route.roles),
+        undefined,
+        `${this.#maxInFlight} legs in flight, the cap`,
+      );
       return;
     }
     this.#route(replica, route, modelServing, durationMs);
@@ -373,7 +390,10 @@ export class SimRouter {
     for (let attempt = 0; attempt <= route.retries.attempts; attempt++) {
       const decision = replica.chooseTarget(route, excluded);
       if (!decision.ok) {
-        reason = refused === undefined ? decision.reason : `connection to ${refused} refused; no other endpoint (${decision.reason})`;
+        reason =
+          refused === undefined
+            ? decision.reason
+            : `connection to ${refused} refused; no other endpoint (${decision.reason})`;
         break;
       }
       const target = decision.target;
@@ -382,7 +402,17 @@ export class SimRouter {
       const down = first.filter((endpoint) => this.#uidIfServing(replica, endpoint) === undefined);
       if (down.length === 0) {
         const releaseDecode = target.protocol === "nixl" ? replica.begin(target.decode.key) : NO_HOLD;
-        const request: Request = { replica, modelServing, target, durationMs, running: new Set(), pending: [...roles], prefillKv: undefined, done: false, releaseDecode };
+        const request: Request = {
+          replica,
+          modelServing,
+          target,
+          durationMs,
+          running: new Set(),
+          pending: [...roles],
+          prefillKv: undefined,
+          done: false,
+          releaseDecode,
+        };
         this.#startLegs(request, first);
         return;
       }
@@ -410,7 +440,14 @@ export class SimRouter {
         this.#incompatible++;
         this.#countUnstarted(role, "failed");
         const reason = `kv format mismatch: prefill ${request.prefillKv ?? "?"}, decode ${known?.kvFormat ?? "?"}`;
-        this.#emit({ type: "RequestFailed", replica: request.replica.id, modelServing: request.modelServing, role, pod: endpoint.pod, reason });
+        this.#emit({
+          type: "RequestFailed",
+          replica: request.replica.id,
+          modelServing: request.modelServing,
+          role,
+          pod: endpoint.pod,
+          reason,
+        });
         this.#finish(request, "failed");
         return;
       }
@@ -431,7 +468,13 @@ export class SimRouter {
       if (!isPrefill) request.releaseDecode();
       this.#inFlight++;
       this.#count(role, "total");
-      this.#emit({ type: "RequestStarted", replica: request.replica.id, modelServing: request.modelServing, role, pod: endpoint.pod });
+      this.#emit({
+        type: "RequestStarted",
+        replica: request.replica.id,
+        modelServing: request.modelServing,
+        role,
+        pod: endpoint.pod,
+      });
     }
   }
 
@@ -463,14 +506,21 @@ export class SimRouter {
     const { request } = leg;
     this.#forget(leg);
     this.#count(leg.role, "ok");
-    this.#emit({ type: "RequestOk", replica: request.replica.id, modelServing: request.modelServing, role: leg.role, pod: leg.podName });
+    this.#emit({
+      type: "RequestOk",
+      replica: request.replica.id,
+      modelServing: request.modelServing,
+      role: leg.role,
+      pod: leg.podName,
+    });
     if (request.running.size > 0 || request.done) return;
     if (request.pending.length === 0) {
       request.done = true;
       return;
     }
     const decode = request.target.protocol === "aggregated" ? undefined : request.target.decode;
-    if (decode !== undefined && this.#uidIfServing(request.replica, decode) !== undefined) this.#startLegs(request, [decode]);
+    if (decode !== undefined && this.#uidIfServing(request.replica, decode) !== undefined)
+      this.#startLegs(request, [decode]);
     else this.#failPending(request, decode?.pod);
   }
 
@@ -487,7 +537,13 @@ export class SimRouter {
       leg.timer.cancel();
       this.#forget(leg);
       this.#count(leg.role, "cut");
-      this.#emit({ type: "RequestCut", replica: request.replica.id, modelServing: request.modelServing, role: leg.role, pod: leg.podName });
+      this.#emit({
+        type: "RequestCut",
+        replica: request.replica.id,
+        modelServing: request.modelServing,
+        role: leg.role,
+        pod: leg.podName,
+      });
     }
     this.#finish(request, "cut");
   }
@@ -497,7 +553,14 @@ export class SimRouter {
     const role = request.pending.shift();
     if (role !== undefined) {
       this.#countUnstarted(role, "failed");
-      this.#emit({ type: "RequestFailed", replica: request.replica.id, modelServing: request.modelServing, role, ...(pod === undefined ? {} : { pod }), reason: `connection to ${pod ?? "?"} refused` });
+      this.#emit({
+        type: "RequestFailed",
+        replica: request.replica.id,
+        modelServing: request.modelServing,
+        role,
+        ...(pod === undefined ? {} : { pod }),
+        reason: `connection to ${pod ?? "?"} refused`,
+      });
     }
     this.#finish(request, "failed");
   }
@@ -510,10 +573,23 @@ export class SimRouter {
   }
 
   /** A request that never started: a failed leg on each of `roles`. */
-  #failUnstarted(replica: RouterReplica, modelServing: string, roles: readonly string[], pod: string | undefined, reason: string): void {
+  #failUnstarted(
+    replica: RouterReplica,
+    modelServing: string,
+    roles: readonly string[],
+    pod: string | undefined,
+    reason: string,
+  ): void {
     for (const role of roles) {
       this.#countUnstarted(role, "failed");
-      this.#emit({ type: "RequestFailed", replica: replica.id, modelServing, role, ...(pod === undefined ? {} : { pod }), reason });
+      this.#emit({
+        type: "RequestFailed",
+        replica: replica.id,
+        modelServing,
+        role,
+        ...(pod === undefined ? {} : { pod }),
+        reason,
+      });
     }
   }
 
@@ -553,7 +629,11 @@ export class SimRouter {
     if (pod === undefined) this.#containers.delete(uid);
     else {
       const node = pod.spec?.["nodeName"];
-      this.#containers.set(uid, { node: typeof node === "string" ? node : undefined, signature: servingSignature(pod), kvFormat: kvFormatOf(pod as unknown as Pod) });
+      this.#containers.set(uid, {
+        node: typeof node === "string" ? node : undefined,
+        signature: servingSignature(pod),
+        kvFormat: kvFormatOf(pod as unknown as Pod),
+      });
     }
     const load = this.#loads.get(uid);
     if (load !== undefined && this.#signatureNow(uid) !== load.signature) this.#cutPod(uid);
@@ -571,7 +651,8 @@ export class SimRouter {
    */
   #signatureNow(uid: string): string | undefined {
     const known = this.#containers.get(uid);
-    if (known === undefined || (known.node !== undefined && this.#cluster.kubelet.isNodeDown(known.node))) return undefined;
+    if (known === undefined || (known.node !== undefined && this.#cluster.kubelet.isNodeDown(known.node)))
+      return undefined;
     return known.signature;
   }
 

@@ -36,7 +36,15 @@ import { InvariantChecker } from "./checker.ts";
 import { SimCluster } from "./cluster.ts";
 import type { SimInformer } from "./informer.ts";
 import { mergePatch } from "./json.ts";
-import { byRole, canonical, controllerEventRecords, controllerWrites, eventRecords, eventsByRole, podRecords } from "./report.ts";
+import {
+  byRole,
+  canonical,
+  controllerEventRecords,
+  controllerWrites,
+  eventRecords,
+  eventsByRole,
+  podRecords,
+} from "./report.ts";
 import type { Metrics, PodRecord, Report, StepRecord } from "./report.ts";
 import type { Prng } from "./prng.ts";
 import { attachRouter } from "./router.ts";
@@ -45,7 +53,6 @@ import { MAX_SIMULATED_SECONDS, podsOf, podsReason } from "./limits.ts";
 import { applyObject } from "./scenario.ts";
 import type { Expectation, Scenario, Step } from "./scenario.ts";
 import { compareStrings } from "../core/maps.ts";
-
 
 export interface RunOptions {
   /** Overrides the scenario's seed. */
@@ -132,11 +139,24 @@ class ScenarioRun {
     this.#plan = options.plan;
     this.#minReconcileIntervalMs = options.minReconcileIntervalMs ?? 0;
     const { nodes, timing, images, router } = scenario.cluster;
-    this.#cluster = new SimCluster({ seed: this.#seed, ...(nodes === undefined ? {} : { nodes }), ...(timing === undefined ? {} : { timing }), ...(images === undefined ? {} : { images }) });
+    this.#cluster = new SimCluster({
+      seed: this.#seed,
+      ...(nodes === undefined ? {} : { nodes }),
+      ...(timing === undefined ? {} : { timing }),
+      ...(images === undefined ? {} : { images }),
+    });
     this.#controllerClock = this.#cluster.clock.onEpoch();
-    this.#checker = new InvariantChecker(this.#cluster.server, { podSpecs: options.podSpecs ?? true, faultActive: () => this.#crashedNodeHoldsPods(), epochNowMs: () => this.#controllerClock.nowMs(), nowMs: () => this.#cluster.clock.nowMs() });
+    this.#checker = new InvariantChecker(this.#cluster.server, {
+      podSpecs: options.podSpecs ?? true,
+      faultActive: () => this.#crashedNodeHoldsPods(),
+      epochNowMs: () => this.#controllerClock.nowMs(),
+      nowMs: () => this.#cluster.clock.nowMs(),
+    });
     this.#startController();
-    this.#chaos = options.chaos === undefined ? undefined : { options: options.chaos, watchDrops: this.#cluster.rng("chaos-watch") };
+    this.#chaos =
+      options.chaos === undefined
+        ? undefined
+        : { options: options.chaos, watchDrops: this.#cluster.rng("chaos-watch") };
     if (options.chaos !== undefined) this.#startChaos(options.chaos.percent);
     this.#router = router === undefined ? undefined : attachRouter(this.#cluster, router);
     this.#observer = options.observer;
@@ -152,7 +172,14 @@ class ScenarioRun {
       const outcome = await this.#runStep(step);
       // Finish the instant the step acted in (timers due now included), checking what it did.
       await this.#advance(0);
-      const record = { index, kind: step.kind, ok: outcome.ok, startedAt, endedAt: this.#seconds(), message: outcome.message };
+      const record = {
+        index,
+        kind: step.kind,
+        ok: outcome.ok,
+        startedAt,
+        endedAt: this.#seconds(),
+        message: outcome.message,
+      };
       steps.push(record);
       await this.#observer?.stepEnded?.(record);
       if (!outcome.ok) break;
@@ -173,9 +200,18 @@ class ScenarioRun {
   #startChaos(percent: number): void {
     const { faults } = this.#cluster.server;
     const share = percent / 4;
-    for (const [error, applied] of [["Conflict", false], ["ServerError", false], ["Timeout", false], ["Timeout", true]] as const) {
+    for (const [error, applied] of [
+      ["Conflict", false],
+      ["ServerError", false],
+      ["Timeout", false],
+      ["Timeout", true],
+    ] as const) {
       // In hundredths of a percent: the four rules add up to `percent` for any whole percent.
-      faults.failWithChance({ client: "controller" }, Math.round(share * 100), 10_000, { error, applied, stream: `chaos-${error}-${String(applied)}` });
+      faults.failWithChance({ client: "controller" }, Math.round(share * 100), 10_000, {
+        error,
+        applied,
+        stream: `chaos-${error}-${String(applied)}`,
+      });
     }
   }
 
@@ -184,7 +220,8 @@ class ScenarioRun {
     if (this.#chaos === undefined) return;
     const { options, watchDrops } = this.#chaos;
     if (index === options.untilStep) this.#cluster.server.faults.clear();
-    else if (index < options.untilStep && watchDrops.chance(Math.round(options.percent * 100), 10_000)) this.#cluster.server.dropWatches();
+    else if (index < options.untilStep && watchDrops.chance(Math.round(options.percent * 100), 10_000))
+      this.#cluster.server.dropWatches();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -200,7 +237,10 @@ class ScenarioRun {
           return await this.#wait(step.value.for, Math.min(Math.round(step.value.timeoutSeconds * 1000), budgetMs));
         case "snapshot":
           this.#snapshots[step.value] = this.#pods();
-          return { ok: true, message: `recorded ${this.#snapshots[step.value]?.length ?? 0} pod(s) as "${step.value}"` };
+          return {
+            ok: true,
+            message: `recorded ${this.#snapshots[step.value]?.length ?? 0} pod(s) as "${step.value}"`,
+          };
         case "patch":
           return await this.#patch(step.value);
         case "deletePods":
@@ -211,7 +251,10 @@ class ScenarioRun {
         case "restartController":
           await this.#stopController();
           this.#startController();
-          return { ok: true, message: `controller restarted (instance ${this.#controllerStarts}); its queue, cache and expectations start empty` };
+          return {
+            ok: true,
+            message: `controller restarted (instance ${this.#controllerStarts}); its queue, cache and expectations start empty`,
+          };
         case "rollback":
           return await this.#rollback(step.value);
         case "advance":
@@ -231,9 +274,16 @@ class ScenarioRun {
   async #apply(object: JsonObject): Promise<StepOutcome> {
     const manifest = object as unknown as KubeObject;
     const user = this.#cluster.writer("user");
-    const ref: ObjectRef = { kind: manifest.kind, name: manifest.metadata.name, ...(manifest.metadata.namespace === undefined ? {} : { namespace: manifest.metadata.namespace }) };
+    const ref: ObjectRef = {
+      kind: manifest.kind,
+      name: manifest.metadata.name,
+      ...(manifest.metadata.namespace === undefined ? {} : { namespace: manifest.metadata.namespace }),
+    };
     const label = `${manifest.kind} ${ref.namespace === undefined ? "" : `${ref.namespace}/`}${ref.name}`;
-    if (manifest.kind === "ModelServing" && !this.#applied.some((entry) => entry.namespace === ref.namespace && entry.name === ref.name)) {
+    if (
+      manifest.kind === "ModelServing" &&
+      !this.#applied.some((entry) => entry.namespace === ref.namespace && entry.name === ref.name)
+    ) {
       this.#applied.push({ namespace: ref.namespace ?? "default", name: ref.name });
     }
     const existing = this.#stored(ref);
@@ -241,7 +291,10 @@ class ScenarioRun {
       await user.create(manifest);
       return { ok: true, message: `created ${label}` };
     }
-    await user.update({ ...manifest, metadata: { ...manifest.metadata, resourceVersion: existing.metadata.resourceVersion ?? "" } });
+    await user.update({
+      ...manifest,
+      metadata: { ...manifest.metadata, resourceVersion: existing.metadata.resourceVersion ?? "" },
+    });
     return { ok: true, message: `updated ${label}` };
   }
 
@@ -251,11 +304,18 @@ class ScenarioRun {
     if (existing === undefined) return { ok: false, message: `ModelServing ${ref.namespace}/${ref.name} not found` };
     const merged = mergePatch(existing as unknown as JsonObject, value.merge as JsonObject);
     const parsed = parseModelServing(merged);
-    if (!parsed.ok) return { ok: false, message: `patch refused, the result is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}` };
+    if (!parsed.ok)
+      return {
+        ok: false,
+        message: `patch refused, the result is invalid: ${parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; ")}`,
+      };
     const tooMany = podsReason(podsOf(parsed.value), podsOf(parsed.value) + this.#podsOfOthers(ref));
     if (tooMany !== undefined) return { ok: false, message: `patch refused: the result ${tooMany}` };
     const written = await this.#cluster.writer("user").patch(ref, value.merge as JsonObject);
-    return { ok: true, message: `patched ModelServing ${ref.namespace}/${ref.name} (generation ${written.metadata.generation ?? "?"})` };
+    return {
+      ok: true,
+      message: `patched ModelServing ${ref.namespace}/${ref.name} (generation ${written.metadata.generation ?? "?"})`,
+    };
   }
 
   async #deletePods(selector: string, count: number): Promise<StepOutcome> {
@@ -273,7 +333,10 @@ class ScenarioRun {
       const nodes = this.#cluster.server.stored("Node").map((node) => node.metadata.name);
       return { ok: false, message: `no node ${name}; nodes are ${nodes.join(", ")}` };
     }
-    const hit = kind === "failNode" ? (this.#cluster.server.stored("Pod") as unknown as Pod[]).filter((pod) => pod.spec.nodeName === name) : [];
+    const hit =
+      kind === "failNode"
+        ? (this.#cluster.server.stored("Pod") as unknown as Pod[]).filter((pod) => pod.spec.nodeName === name)
+        : [];
     if (kind === "failNode") this.#cluster.failNode(name);
     else this.#cluster.recoverNode(name);
     this.#checker.faultInjected(hit);
@@ -288,9 +351,16 @@ class ScenarioRun {
     const refused = kind === "crashRouter" ? router.crashReplica(replica) : router.restartReplica(replica);
     if (refused !== undefined) return { ok: false, message: refused };
     const id = router.replicaIds()[replica] ?? "";
-    if (kind === "crashRouter") return { ok: true, message: `router replica ${id} crashed: its requests in flight are cut, its Lease is no longer renewed` };
+    if (kind === "crashRouter")
+      return {
+        ok: true,
+        message: `router replica ${id} crashed: its requests in flight are cut, its Lease is no longer renewed`,
+      };
     if (wasDown) return { ok: true, message: `router replica ${id} restarted with an empty cache` };
-    return { ok: true, message: `router replica ${id} restarting cleanly: no new requests, those in flight finish, its Lease is deleted, then it starts with an empty cache` };
+    return {
+      ok: true,
+      message: `router replica ${id} restarting cleanly: no new requests, those in flight finish, its Lease is deleted, then it starts with an empty cache`,
+    };
   }
 
   /** DESIGN §6 `expect`: every difference named, or what held. */
@@ -316,27 +386,41 @@ class ScenarioRun {
 
   #conditionDifferences(expected: NonNullable<Expectation["condition"]>): string[] {
     const primary = this.#applied.at(-1);
-    const ref = expected.name === undefined ? primary : { namespace: expected.namespace ?? "default", name: expected.name };
+    const ref =
+      expected.name === undefined ? primary : { namespace: expected.namespace ?? "default", name: expected.name };
     if (ref === undefined) return ["condition: no ModelServing has been applied"];
     const label = `ModelServing ${ref.namespace}/${ref.name}`;
     const stored = this.#stored({ kind: "ModelServing", ...ref });
     if (stored === undefined) return [`condition: ${label} does not exist`];
-    const conditions = (stored.status as { conditions?: { type?: string; status?: string; reason?: string }[] } | undefined)?.conditions ?? [];
+    const conditions =
+      (stored.status as { conditions?: { type?: string; status?: string; reason?: string }[] } | undefined)
+        ?.conditions ?? [];
     const found = conditions.find((condition) => condition.type === expected.type);
     if (found === undefined) return [`condition ${expected.type}: not in the status of ${label}`];
     const differences: string[] = [];
-    if (expected.status !== undefined && found.status !== expected.status) differences.push(`condition ${expected.type} has status ${found.status ?? "(none)"}, expected ${expected.status}`);
-    if (expected.reason !== undefined && found.reason !== expected.reason) differences.push(`condition ${expected.type} has reason ${found.reason ?? "(none)"}, expected ${expected.reason}`);
+    if (expected.status !== undefined && found.status !== expected.status)
+      differences.push(
+        `condition ${expected.type} has status ${found.status ?? "(none)"}, expected ${expected.status}`,
+      );
+    if (expected.reason !== undefined && found.reason !== expected.reason)
+      differences.push(
+        `condition ${expected.type} has reason ${found.reason ?? "(none)"}, expected ${expected.reason}`,
+      );
     return differences;
   }
 
   async #rollback(value: Extract<Step, { kind: "rollback" }>["value"]): Promise<StepOutcome> {
     const server = this.#cluster.server;
     const reader = {
-      get: <K extends KubeObject["kind"]>(kind: K, namespace: string | undefined, name: string) => this.#stored({ kind, name, ...(namespace === undefined ? {} : { namespace }) }) as KubeObject<K> | undefined,
-      list: <K extends KubeObject["kind"]>(kind: K, options?: { namespace?: string; labelSelector?: string }) => server.list(kind, options).items as KubeObject<K>[],
+      get: <K extends KubeObject["kind"]>(kind: K, namespace: string | undefined, name: string) =>
+        this.#stored({ kind, name, ...(namespace === undefined ? {} : { namespace }) }) as KubeObject<K> | undefined,
+      list: <K extends KubeObject["kind"]>(kind: K, options?: { namespace?: string; labelSelector?: string }) =>
+        server.list(kind, options).items as KubeObject<K>[],
     };
-    const result = await rollback({ reader, writer: this.#cluster.writer("user") }, { namespace: value.namespace ?? "default", name: value.name, toRevision: value.toRevision });
+    const result = await rollback(
+      { reader, writer: this.#cluster.writer("user") },
+      { namespace: value.namespace ?? "default", name: value.name, toRevision: value.toRevision },
+    );
     return { ok: result.ok, message: result.message };
   }
 
@@ -346,7 +430,10 @@ class ScenarioRun {
       return { ok: true, message: `waited ${timeoutMs / 1000}s` };
     }
     const startedMs = this.#cluster.clock.nowMs();
-    const held = await this.#cluster.waitFor(() => this.#check() && this.#instantEnded() && this.#pending(target, 1).length === 0, timeoutMs);
+    const held = await this.#cluster.waitFor(
+      () => this.#check() && this.#instantEnded() && this.#pending(target, 1).length === 0,
+      timeoutMs,
+    );
     const tookSeconds = (this.#cluster.clock.nowMs() - startedMs) / 1000;
     if (held) return { ok: true, message: `${target} after ${tookSeconds}s` };
     return { ok: false, message: `${target} not reached after ${tookSeconds}s: ${this.#pending(target).join("; ")}` };
@@ -418,9 +505,18 @@ class ScenarioRun {
   #startController(): void {
     this.#controllerStarts += 1;
     const informer = this.#cluster.reader();
-    const ports = { reader: informer, writer: this.#cluster.writer(), clock: this.#controllerClock, recorder: this.#cluster.recorder(), rng: this.#cluster.rng(`controller-${this.#controllerStarts}`) };
+    const ports = {
+      reader: informer,
+      writer: this.#cluster.writer(),
+      clock: this.#controllerClock,
+      recorder: this.#cluster.recorder(),
+      rng: this.#cluster.rng(`controller-${this.#controllerStarts}`),
+    };
     const interval = this.#minReconcileIntervalMs === 0 ? {} : { minReconcileIntervalMs: this.#minReconcileIntervalMs };
-    const controller = new Controller(ports, { ...(this.#plan === undefined ? {} : { plan: this.#plan }), ...interval });
+    const controller = new Controller(ports, {
+      ...(this.#plan === undefined ? {} : { plan: this.#plan }),
+      ...interval,
+    });
     controller.start();
     const unhook = this.#cluster.onSettle(() => controller.idle());
     this.#controller = { controller, informer, unhook };
@@ -441,7 +537,10 @@ class ScenarioRun {
   #report(steps: StepRecord[]): Report {
     const events = eventRecords(this.#cluster.events());
     const invariants = this.#checker.results();
-    const ok = steps.length === this.#scenario.steps.length && steps.every((step) => step.ok) && invariants.every((result) => result.violations === 0);
+    const ok =
+      steps.length === this.#scenario.steps.length &&
+      steps.every((step) => step.ok) &&
+      invariants.every((result) => result.violations === 0);
     const primary = this.#applied.at(-1);
     const stored = primary === undefined ? undefined : this.#stored({ kind: "ModelServing", ...primary });
     return {
@@ -455,7 +554,10 @@ class ScenarioRun {
       snapshots: this.#snapshots,
       final: { status: canonical(stored?.status ?? null), pods: this.#pods(), revisions: this.#revisionList() },
       events,
-      controllerEvents: controllerEventRecords(this.#cluster.server.stored("Event"), (timestamp) => this.#cluster.clock.parseRfc3339(timestamp) / 1000),
+      controllerEvents: controllerEventRecords(
+        this.#cluster.server.stored("Event"),
+        (timestamp) => this.#cluster.clock.parseRfc3339(timestamp) / 1000,
+      ),
     };
   }
 
@@ -468,7 +570,12 @@ class ScenarioRun {
     };
     if (this.#router !== undefined) {
       const { total, ok, failed, cut, incompatible, byRole: roles } = this.#router.metrics();
-      const byRoleCounts = Object.fromEntries(Object.entries(roles).map(([role, counts]) => [role, { total: counts.total, ok: counts.ok, failed: counts.failed, cut: counts.cut }]));
+      const byRoleCounts = Object.fromEntries(
+        Object.entries(roles).map(([role, counts]) => [
+          role,
+          { total: counts.total, ok: counts.ok, failed: counts.failed, cut: counts.cut },
+        ]),
+      );
       metrics.requests = { total, ok, failed, cut, incompatible, byRole: byRoleCounts };
     }
     return metrics;
@@ -477,7 +584,10 @@ class ScenarioRun {
   #revisionList(): { name: string; revision: number }[] {
     return this.#cluster.server
       .stored("ControllerRevision")
-      .map((stored) => ({ name: stored.metadata.name, revision: typeof stored["revision"] === "number" ? stored["revision"] : 0 }))
+      .map((stored) => ({
+        name: stored.metadata.name,
+        revision: typeof stored["revision"] === "number" ? stored["revision"] : 0,
+      }))
       .sort((a, b) => a.revision - b.revision || compareStrings(a.name, b.name));
   }
 

@@ -10,7 +10,11 @@ const modelServing = {
   apiVersion: "tandem.dev/v1alpha1",
   kind: "ModelServing",
   metadata: { name: "m" },
-  spec: { template: { roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } } }] } },
+  spec: {
+    template: {
+      roles: [{ name: "server", entryTemplate: { spec: { containers: [{ name: "c", image: "vllm:v1" }] } } }],
+    },
+  },
 };
 
 function problemsOf(input: unknown): string[] {
@@ -30,15 +34,29 @@ describe("scenario files", () => {
   });
 
   it("applies defaults: seed 1, empty cluster, wait timeout, deletePods count, default namespace", () => {
-    const result = parseScenario({ name: "s", steps: [{ apply: modelServing }, { wait: { for: "Available" } }, { deletePods: { selector: "a=b" } }, { restartController: null }] });
+    const result = parseScenario({
+      name: "s",
+      steps: [
+        { apply: modelServing },
+        { wait: { for: "Available" } },
+        { deletePods: { selector: "a=b" } },
+        { restartController: null },
+      ],
+    });
     assert.ok(result.ok);
     assert.equal(result.scenario.seed, 1);
     assert.deepEqual(result.scenario.cluster, {});
-    assert.deepEqual(result.scenario.steps.map((step) => step.kind), ["apply", "wait", "deletePods", "restartController"]);
+    assert.deepEqual(
+      result.scenario.steps.map((step) => step.kind),
+      ["apply", "wait", "deletePods", "restartController"],
+    );
     const [apply, wait, deletePods] = result.scenario.steps;
     assert.deepEqual(wait?.value, { for: "Available", timeoutSeconds: DEFAULT_WAIT_TIMEOUT_SECONDS });
     assert.deepEqual(deletePods?.value, { selector: "a=b", count: 1 });
-    assert.equal(apply?.kind === "apply" ? (applyObject(apply).metadata as { namespace?: string }).namespace : undefined, "default");
+    assert.equal(
+      apply?.kind === "apply" ? (applyObject(apply).metadata as { namespace?: string }).namespace : undefined,
+      "default",
+    );
   });
 
   it("names the field path and the reason of each problem", () => {
@@ -47,7 +65,13 @@ describe("scenario files", () => {
         name: "s",
         seed: -1,
         cluster: { nodes: [{ name: "GPU", count: 0, gpus: 8 }], colour: "red" },
-        steps: [{ apply: modelServing }, { wait: { for: "Ready", timeoutSeconds: 10 } }, { advance: { seconds: 0 } }, { snapshot: "a" }, { snapshot: "a" }],
+        steps: [
+          { apply: modelServing },
+          { wait: { for: "Ready", timeoutSeconds: 10 } },
+          { advance: { seconds: 0 } },
+          { snapshot: "a" },
+          { snapshot: "a" },
+        ],
       }),
       [
         "seed: must be 0 or more",
@@ -56,19 +80,41 @@ describe("scenario files", () => {
         "cluster.colour: is not a known field",
       ],
     );
-    assert.deepEqual(problemsOf({ name: "s", steps: [{ apply: modelServing }, { wait: { for: "Ready", timeoutSeconds: 10 } }, { advance: { seconds: 0 } }, { snapshot: "a" }, { snapshot: "a" }] }), [
-      'steps[1].wait.for: must be one of "Available", "RolloutComplete", "Seconds"',
-      "steps[2].advance.seconds: must be 0.001 or more",
-      'steps[4].snapshot: label "a" is used by an earlier snapshot',
-    ]);
+    assert.deepEqual(
+      problemsOf({
+        name: "s",
+        steps: [
+          { apply: modelServing },
+          { wait: { for: "Ready", timeoutSeconds: 10 } },
+          { advance: { seconds: 0 } },
+          { snapshot: "a" },
+          { snapshot: "a" },
+        ],
+      }),
+      [
+        'steps[1].wait.for: must be one of "Available", "RolloutComplete", "Seconds"',
+        "steps[2].advance.seconds: must be 0.001 or more",
+        'steps[4].snapshot: label "a" is used by an earlier snapshot',
+      ],
+    );
   });
 
   it("rejects unknown step kinds, steps with several keys, and unknown fields of a step", () => {
-    assert.deepEqual(problemsOf({ name: "s", steps: [{ explode: {} }, { wait: { for: "Seconds" }, advance: { seconds: 1 } }, { failNode: { name: "n", when: 3 } }] }), [
-      "steps[0].explode: is not a step kind; must be one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect",
-      "steps[1]: must be a mapping with exactly one key, the step kind (one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect)",
-      "steps[2].failNode.when: is not a known field",
-    ]);
+    assert.deepEqual(
+      problemsOf({
+        name: "s",
+        steps: [
+          { explode: {} },
+          { wait: { for: "Seconds" }, advance: { seconds: 1 } },
+          { failNode: { name: "n", when: 3 } },
+        ],
+      }),
+      [
+        "steps[0].explode: is not a step kind; must be one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect",
+        "steps[1]: must be a mapping with exactly one key, the step kind (one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect)",
+        "steps[2].failNode.when: is not a known field",
+      ],
+    );
   });
 
   it("validates applied ModelServings as tandem validate does, under the step's path", () => {
@@ -83,9 +129,17 @@ describe("scenario files", () => {
   });
 
   it("accepts a valid ModelRoute and validates one as tandem validate does", () => {
-    const route = { apiVersion: "tandem.dev/v1alpha1", kind: "ModelRoute", metadata: { name: "r" }, spec: { model: "m", modelServing: "ms", engine: "vllm", roles: { serve: "server" } } };
+    const route = {
+      apiVersion: "tandem.dev/v1alpha1",
+      kind: "ModelRoute",
+      metadata: { name: "r" },
+      spec: { model: "m", modelServing: "ms", engine: "vllm", roles: { serve: "server" } },
+    };
     assert.equal(parseScenario({ name: "s", steps: [{ apply: route }] }).ok, true);
-    const problems = problemsOf({ name: "s", steps: [{ apply: { ...route, spec: { ...route.spec, engine: "trt" } } }] });
+    const problems = problemsOf({
+      name: "s",
+      steps: [{ apply: { ...route, spec: { ...route.spec, engine: "trt" } } }],
+    });
     assert.equal(problems.length, 1);
     assert.match(problems[0] ?? "", /^steps\[0\]\.apply\.spec\.engine: /);
   });

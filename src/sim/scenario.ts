@@ -31,7 +31,18 @@ const PositiveSeconds = z.number().min(0.001).max(MAX_STEP_SECONDS);
 const Name = z.string().min(1).max(253);
 
 const ClusterSchema = z.strictObject({
-  nodes: z.array(z.strictObject({ name: z.string().regex(/^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$/, "must be a lowercase DNS label of at most 42 characters"), count: z.int().min(1).max(10_000), gpus: z.int().min(0).max(1024) })).min(1).optional(),
+  nodes: z
+    .array(
+      z.strictObject({
+        name: z
+          .string()
+          .regex(/^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$/, "must be a lowercase DNS label of at most 42 characters"),
+        count: z.int().min(1).max(10_000),
+        gpus: z.int().min(0).max(1024),
+      }),
+    )
+    .min(1)
+    .optional(),
   timing: z
     .strictObject({
       scheduleSeconds: Seconds.optional(),
@@ -42,8 +53,24 @@ const ClusterSchema = z.strictObject({
       podEvictionSeconds: Seconds.optional(),
     })
     .optional(),
-  images: z.record(z.string().min(1), z.strictObject({ crash: z.boolean().optional(), pullSeconds: Seconds.optional(), startSeconds: Seconds.optional(), crashAfterSeconds: Seconds.optional() })).optional(),
-  router: z.strictObject({ requestsPerSecond: z.number().min(0.001).max(100_000), requestSeconds: PositiveSeconds, replicas: z.int().min(1).optional() }).optional(),
+  images: z
+    .record(
+      z.string().min(1),
+      z.strictObject({
+        crash: z.boolean().optional(),
+        pullSeconds: Seconds.optional(),
+        startSeconds: Seconds.optional(),
+        crashAfterSeconds: Seconds.optional(),
+      }),
+    )
+    .optional(),
+  router: z
+    .strictObject({
+      requestsPerSecond: z.number().min(0.001).max(100_000),
+      requestSeconds: PositiveSeconds,
+      replicas: z.int().min(1).optional(),
+    })
+    .optional(),
 });
 export type ScenarioCluster = z.infer<typeof ClusterSchema>;
 
@@ -60,29 +87,54 @@ const RouterReplicaStep = z.strictObject({ replica: z.int().min(0) });
 const ExpectSchema = z
   .strictObject({
     /** Upper bounds on the legs so far, all roles together. */
-    requests: z.strictObject({ failed: Count.optional(), cut: Count.optional(), incompatible: Count.optional() }).optional(),
+    requests: z
+      .strictObject({ failed: Count.optional(), cut: Count.optional(), incompatible: Count.optional() })
+      .optional(),
     /** Exact counts so far, by role or `total`. */
     podsCreated: z.record(z.string().min(1), Count).optional(),
     podsDeleted: z.record(z.string().min(1), Count).optional(),
     /** A condition the stored status has now (of `name`, default the ModelServing applied last). */
     condition: z
-      .strictObject({ type: z.string().min(1), reason: z.string().min(1).optional(), status: z.enum(["True", "False", "Unknown"]).optional(), name: Name.optional(), namespace: z.string().min(1).optional() })
+      .strictObject({
+        type: z.string().min(1),
+        reason: z.string().min(1).optional(),
+        status: z.enum(["True", "False", "Unknown"]).optional(),
+        name: Name.optional(),
+        namespace: z.string().min(1).optional(),
+      })
       .optional(),
   })
-  .refine((value) => Object.keys(value).length > 0, "must name at least one of requests, podsCreated, podsDeleted, condition");
+  .refine(
+    (value) => Object.keys(value).length > 0,
+    "must name at least one of requests, podsCreated, podsDeleted, condition",
+  );
 export type Expectation = z.output<typeof ExpectSchema>;
 
 /** The schema of each step kind's value. */
 const STEP_SCHEMAS = {
   apply: ObjectManifest,
-  wait: z.strictObject({ for: z.enum(["Available", "RolloutComplete", "Seconds"]), timeoutSeconds: PositiveSeconds.default(DEFAULT_WAIT_TIMEOUT_SECONDS) }),
+  wait: z.strictObject({
+    for: z.enum(["Available", "RolloutComplete", "Seconds"]),
+    timeoutSeconds: PositiveSeconds.default(DEFAULT_WAIT_TIMEOUT_SECONDS),
+  }),
   snapshot: z.string().min(1).max(100),
-  patch: z.strictObject({ name: Name, namespace: z.string().min(1).optional(), merge: z.record(z.string(), z.unknown()) }),
+  patch: z.strictObject({
+    name: Name,
+    namespace: z.string().min(1).optional(),
+    merge: z.record(z.string(), z.unknown()),
+  }),
   deletePods: z.strictObject({ selector: z.string().min(1), count: z.int().min(1).max(10_000).default(1) }),
   failNode: z.strictObject({ name: Name }),
   recoverNode: z.strictObject({ name: Name }),
-  restartController: z.strictObject({}).nullable().transform(() => ({})),
-  rollback: z.strictObject({ name: Name, namespace: z.string().min(1).optional(), toRevision: z.int().min(1).optional() }),
+  restartController: z
+    .strictObject({})
+    .nullable()
+    .transform(() => ({})),
+  rollback: z.strictObject({
+    name: Name,
+    namespace: z.string().min(1).optional(),
+    toRevision: z.int().min(1).optional(),
+  }),
   advance: z.strictObject({ seconds: PositiveSeconds }),
   crashRouter: RouterReplicaStep,
   restartRouter: RouterReplicaStep,
@@ -93,7 +145,9 @@ export type StepKind = keyof typeof STEP_SCHEMAS;
 export const STEP_KINDS = Object.keys(STEP_SCHEMAS) as StepKind[];
 
 /** A validated step: its kind and its value, defaults applied. */
-export type Step = { [K in StepKind]: { readonly kind: K; readonly value: z.output<(typeof STEP_SCHEMAS)[K]> } }[StepKind];
+export type Step = {
+  [K in StepKind]: { readonly kind: K; readonly value: z.output<(typeof STEP_SCHEMAS)[K]> };
+}[StepKind];
 
 export interface Scenario {
   readonly name: string;
@@ -109,12 +163,14 @@ const TopLevel = z.strictObject({
   steps: z.array(z.unknown()).min(1).max(MAX_STEPS),
 });
 
-export type ScenarioResult = { readonly ok: true; readonly scenario: Scenario } | { readonly ok: false; readonly problems: readonly Problem[] };
+export type ScenarioResult =
+  { readonly ok: true; readonly scenario: Scenario } | { readonly ok: false; readonly problems: readonly Problem[] };
 
 /** Parses scenario YAML text. YAML errors (duplicate keys, alias bombs included) are problems at `(root)`. */
 export function parseScenarioText(text: string): ScenarioResult {
   const document = parseYamlDocument(text);
-  if (!document.ok) return { ok: false, problems: document.errors.map((error) => problem([], `not valid YAML: ${error}`)) };
+  if (!document.ok)
+    return { ok: false, problems: document.errors.map((error) => problem([], `not valid YAML: ${error}`)) };
   return parseScenario(document.value);
 }
 
@@ -127,16 +183,28 @@ export function parseScenario(input: unknown): ScenarioResult {
   const labels = new Set<string>();
   top.data.steps.forEach((raw, index) => {
     const step = parseStep(raw, ["steps", index], problems);
-    if (step?.kind === "snapshot" && labels.has(step.value)) problems.push(problem(["steps", index, "snapshot"], `label "${step.value}" is used by an earlier snapshot`));
+    if (step?.kind === "snapshot" && labels.has(step.value))
+      problems.push(problem(["steps", index, "snapshot"], `label "${step.value}" is used by an earlier snapshot`));
     if (step?.kind === "snapshot") labels.add(step.value);
     if (step !== undefined) steps.push({ step, index });
   });
   const router = top.data.cluster.router;
   const replicas = router === undefined ? undefined : (router.replicas ?? 1);
-  for (const { step, index } of steps) problems.push(...routerStepProblems(step, ["steps", index, step.kind], replicas));
-  problems.push(...limitProblems({ nodes: top.data.cluster.nodes, router: top.data.cluster.router, steps: steps.map(limitStep) }));
+  for (const { step, index } of steps)
+    problems.push(...routerStepProblems(step, ["steps", index, step.kind], replicas));
+  problems.push(
+    ...limitProblems({ nodes: top.data.cluster.nodes, router: top.data.cluster.router, steps: steps.map(limitStep) }),
+  );
   if (problems.length > 0) return { ok: false, problems };
-  return { ok: true, scenario: { name: top.data.name, seed: top.data.seed, cluster: top.data.cluster, steps: steps.map(({ step }) => step) } };
+  return {
+    ok: true,
+    scenario: {
+      name: top.data.name,
+      seed: top.data.seed,
+      cluster: top.data.cluster,
+      steps: steps.map(({ step }) => step),
+    },
+  };
 }
 
 /**
@@ -144,17 +212,25 @@ export function parseScenario(input: unknown): ScenarioResult {
  * bounds requests only when there is traffic. `replicas` is undefined without `cluster.router`.
  */
 function routerStepProblems(step: Step, path: readonly (string | number)[], replicas: number | undefined): Problem[] {
-  if (step.kind === "expect" && step.value.requests !== undefined && replicas === undefined) return [problem([...path, "requests"], "needs cluster.router: without traffic there are no requests to count")];
+  if (step.kind === "expect" && step.value.requests !== undefined && replicas === undefined)
+    return [problem([...path, "requests"], "needs cluster.router: without traffic there are no requests to count")];
   if (step.kind !== "crashRouter" && step.kind !== "restartRouter") return [];
   if (replicas === undefined) return [problem(path, "needs cluster.router: there is no router replica to act on")];
-  if (step.value.replica >= replicas) return [problem([...path, "replica"], `is ${step.value.replica}, but cluster.router.replicas is ${replicas}: replicas are numbered 0..${replicas - 1}`)];
+  if (step.value.replica >= replicas)
+    return [
+      problem(
+        [...path, "replica"],
+        `is ${step.value.replica}, but cluster.router.replicas is ${replicas}: replicas are numbered 0..${replicas - 1}`,
+      ),
+    ];
   return [];
 }
 
 /** What the limits read of a step. */
 function limitStep({ step, index }: { readonly step: Step; readonly index: number }): LimitStep {
   const path = ["steps", index, step.kind];
-  const maxSeconds = step.kind === "wait" ? step.value.timeoutSeconds : step.kind === "advance" ? step.value.seconds : 0;
+  const maxSeconds =
+    step.kind === "wait" ? step.value.timeoutSeconds : step.kind === "advance" ? step.value.seconds : 0;
   if (step.kind !== "apply" || step.value.kind !== "ModelServing") return { path, kind: step.kind, maxSeconds };
   const parsed = parseModelServing(step.value);
   return { path, kind: step.kind, maxSeconds, modelServing: parsed.ok ? parsed.value : undefined };
@@ -162,7 +238,9 @@ function limitStep({ step, index }: { readonly step: Step; readonly index: numbe
 
 function parseStep(raw: unknown, path: readonly (string | number)[], problems: Problem[]): Step | undefined {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw) || Object.keys(raw).length !== 1) {
-    problems.push(problem(path, `must be a mapping with exactly one key, the step kind (one of ${STEP_KINDS.join(", ")})`));
+    problems.push(
+      problem(path, `must be a mapping with exactly one key, the step kind (one of ${STEP_KINDS.join(", ")})`),
+    );
     return undefined;
   }
   const [kind, value] = Object.entries(raw)[0] as [string, unknown];
@@ -182,7 +260,8 @@ function parseStep(raw: unknown, path: readonly (string | number)[], problems: P
     return undefined;
   }
   const step = { kind, value: parsed.data } as Step;
-  if (step.kind === "apply") for (const found of applyProblems(step.value)) problems.push(prefixed([...path, kind], found));
+  if (step.kind === "apply")
+    for (const found of applyProblems(step.value)) problems.push(prefixed([...path, kind], found));
   return step;
 }
 
@@ -193,7 +272,8 @@ function isStepKind(kind: string): kind is StepKind {
 /** Kind and apiVersion must be one the simulator stores; a ModelServing or a ModelRoute must be valid. */
 function applyProblems(value: z.output<typeof ObjectManifest>): Problem[] {
   if (!isKind(value.kind)) return [problem(["kind"], `must be one of ${Object.keys(KINDS).join(", ")}`)];
-  if (value.apiVersion !== KINDS[value.kind].apiVersion) return [problem(["apiVersion"], `must be "${KINDS[value.kind].apiVersion}" for kind ${value.kind}`)];
+  if (value.apiVersion !== KINDS[value.kind].apiVersion)
+    return [problem(["apiVersion"], `must be "${KINDS[value.kind].apiVersion}" for kind ${value.kind}`)];
   if (value.kind !== "ModelServing" && value.kind !== "ModelRoute") return [];
   const result = value.kind === "ModelServing" ? parseModelServing(value) : parseModelRoute(value);
   return result.ok ? [] : [...result.problems];
@@ -201,12 +281,21 @@ function applyProblems(value: z.output<typeof ObjectManifest>): Problem[] {
 
 function prefixed(path: readonly (string | number)[], found: Problem): Problem {
   const prefix = formatPath(path);
-  return { path: found.path === "(root)" ? prefix : found.path.startsWith("[") ? `${prefix}${found.path}` : `${prefix}.${found.path}`, reason: found.reason };
+  return {
+    path:
+      found.path === "(root)"
+        ? prefix
+        : found.path.startsWith("[")
+          ? `${prefix}${found.path}`
+          : `${prefix}.${found.path}`,
+    reason: found.reason,
+  };
 }
 
 /** The object of an `apply` step as JSON, namespace defaulted to "default" for namespaced kinds. */
 export function applyObject(step: Extract<Step, { kind: "apply" }>): JsonObject {
   const object = structuredClone(step.value) as JsonObject & { kind: string; metadata: JsonObject };
-  if (isKind(object.kind) && KINDS[object.kind].namespaced && object.metadata["namespace"] === undefined) object.metadata["namespace"] = "default";
+  if (isKind(object.kind) && KINDS[object.kind].namespaced && object.metadata["namespace"] === undefined)
+    object.metadata["namespace"] = "default";
   return object;
 }

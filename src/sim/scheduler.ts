@@ -136,17 +136,21 @@ export class SimScheduler {
   }
 
   #watch(kind: "Pod" | "Node"): void {
-    const stream = this.#server.watch(kind, { lagMs: 0 }, {
-      onEvent: () => {
-        this.#wake();
+    const stream = this.#server.watch(
+      kind,
+      { lagMs: 0 },
+      {
+        onEvent: () => {
+          this.#wake();
+        },
+        onClose: () => {
+          this.#streams.splice(this.#streams.indexOf(stream), 1);
+          // Reopen and look again: changes made while the stream was down produced no event.
+          this.#watch(kind);
+          this.#wake();
+        },
       },
-      onClose: () => {
-        this.#streams.splice(this.#streams.indexOf(stream), 1);
-        // Reopen and look again: changes made while the stream was down produced no event.
-        this.#watch(kind);
-        this.#wake();
-      },
-    });
+    );
     this.#streams.push(stream);
   }
 
@@ -181,7 +185,11 @@ export class SimScheduler {
     }
     // Each gang's oldest creation time, found once, not once per comparison.
     return [...gangs.entries()]
-      .map(([key, gang]) => ({ key, gang, oldest: gang.map((pod) => pod.metadata.creationTimestamp ?? "").sort()[0] ?? "" }))
+      .map(([key, gang]) => ({
+        key,
+        gang,
+        oldest: gang.map((pod) => pod.metadata.creationTimestamp ?? "").sort()[0] ?? "",
+      }))
       .sort((a, b) => compareStrings(a.oldest, b.oldest) || compareStrings(a.key, b.key))
       .map(({ gang }) => gang);
   }
@@ -223,7 +231,9 @@ export class SimScheduler {
  * (`namespace/name@` for a pod without one: matched by name only).
  */
 function ownerKey(pod: KubeObject): string {
-  const owner = (pod.metadata.ownerReferences ?? []).find((reference) => reference.controller === true && reference.kind === "ModelServing");
+  const owner = (pod.metadata.ownerReferences ?? []).find(
+    (reference) => reference.controller === true && reference.kind === "ModelServing",
+  );
   return `${pod.metadata.namespace ?? ""}/${pod.metadata.labels?.[LABEL_MODEL_SERVING] ?? ""}@${owner?.uid ?? ""}`;
 }
 

@@ -3,7 +3,17 @@ import { describe, it } from "node:test";
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
-import { availableCounts, availablePending, noDuplicatePods, partitionedUnits, placedPods, podsByInstance, rolloutPending, surgeBound, surgeLimits } from "../core/invariants.ts";
+import {
+  availableCounts,
+  availablePending,
+  noDuplicatePods,
+  partitionedUnits,
+  placedPods,
+  podsByInstance,
+  rolloutPending,
+  surgeBound,
+  surgeLimits,
+} from "../core/invariants.ts";
 import type { PlacedPod, RevisionsByName } from "../core/invariants.ts";
 import { buildPod } from "../core/pods.ts";
 import type { Revision } from "../core/pods.ts";
@@ -28,12 +38,24 @@ function modelServing(image: string, replicas: number, partition: number, update
       rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { partition } },
       template: {
         roles: [
-          { name: "decode", replicas: 2, maxSurge: 1, workerReplicas: 1, entryTemplate: container, workerTemplate: container },
+          {
+            name: "decode",
+            replicas: 2,
+            maxSurge: 1,
+            workerReplicas: 1,
+            entryTemplate: container,
+            workerTemplate: container,
+          },
           { name: "prefill", replicas: 1, entryTemplate: container },
         ],
       },
     },
-    status: { observedGeneration: 1, updateRevision, currentRevision: "m-rev1", conditions: [{ type: "Available", status: "True", reason: "r", message: "x", observedGeneration: 1 }] },
+    status: {
+      observedGeneration: 1,
+      updateRevision,
+      currentRevision: "m-rev1",
+      conditions: [{ type: "Available", status: "True", reason: "r", message: "x", observedGeneration: 1 }],
+    },
   });
   if (!result.ok) throw new Error(JSON.stringify(result.problems));
   return result.value;
@@ -65,14 +87,28 @@ interface PodState {
 
 function podOf(slot: string, state: PodState, impostor = false): Pod {
   const [group, role, instance, index] = slot.split("/") as [string, string, string, string];
-  const built = buildPod(owner, state.revision, { group: Number(group), role, instance: Number(instance), index: Number(index) });
+  const built = buildPod(owner, state.revision, {
+    group: Number(group),
+    role,
+    instance: Number(instance),
+    index: Number(index),
+  });
   if (built === undefined) throw new Error(`no pod for ${slot}`);
   built.metadata.uid = `uid-${slot}-${state.generation}${impostor ? "-impostor" : ""}`;
   if (impostor) built.metadata.name = `m-impostor-${group}-${role}-${instance}-${index}`;
   if (state.rehashed) built.metadata.labels = { ...built.metadata.labels, "tandem.dev/role-hash": "rehashed" };
   const annotations = {
     ...(state.draining ? { "tandem.dev/draining": "2026-01-01T00:00:00Z" } : {}),
-    ...(state.patched ? { "tandem.dev/inplace": JSON.stringify({ from: rev1.name, to: state.revision.name, phase: "Patched", containerIDs: {} }) } : {}),
+    ...(state.patched
+      ? {
+          "tandem.dev/inplace": JSON.stringify({
+            from: rev1.name,
+            to: state.revision.name,
+            phase: "Patched",
+            containerIDs: {},
+          }),
+        }
+      : {}),
   };
   if (Object.keys(annotations).length > 0) built.metadata.annotations = annotations;
   if (state.terminating) built.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
@@ -128,7 +164,9 @@ class PodStore extends Map<string, Pod> {
 
 /** Stored pods in the server's order: by name (one namespace). */
 function listing(pods: ReadonlyMap<string, Pod>): Pod[] {
-  return [...pods.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  return [...pods.values()].sort((a, b) =>
+    a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
+  );
 }
 
 /** Changes one pod of the universe at random: creates, deletes, re-creates or edits it. */
@@ -138,14 +176,27 @@ function step(rng: Prng, states: Map<string, PodState>, pods: Map<string, Pod>):
   const choice = rng.int(0, 13);
   if (state === undefined || choice === 0) {
     const revision = rng.int(0, 2) === 0 ? rev1 : rev2;
-    states.set(slot, { revision, ready: false, draining: false, patched: false, rehashed: false, terminating: false, bound: false, impostor: rng.int(0, 6) === 0, orphan: false, generation: (state?.generation ?? 0) + 1 });
+    states.set(slot, {
+      revision,
+      ready: false,
+      draining: false,
+      patched: false,
+      rehashed: false,
+      terminating: false,
+      bound: false,
+      impostor: rng.int(0, 6) === 0,
+      orphan: false,
+      generation: (state?.generation ?? 0) + 1,
+    });
   } else if (choice === 1) {
     states.delete(slot);
     pods.delete(slot);
     pods.delete(`${slot}!`);
     return;
   } else {
-    const flip = (["ready", "draining", "terminating", "bound", "ready", "orphan", "patched", "rehashed", "impostor"] as const)[choice - 2];
+    const flip = (
+      ["ready", "draining", "terminating", "bound", "ready", "orphan", "patched", "rehashed", "impostor"] as const
+    )[choice - 2];
     if (flip !== undefined) state[flip] = !state[flip];
     else if (choice === 11) state.revision = state.revision === rev1 ? rev2 : rev1;
     else state.revision = state.revision === rev2 ? rev2Renamed : rev2;
@@ -169,7 +220,14 @@ interface SettledParts {
 
 function settledParts({ pod, id }: PlacedPod, revisions: RevisionsByName): SettledParts {
   const place = `${id.group}/${id.role}/${id.instance}/${id.index}`;
-  return { pod, place, spec: pod.spec, revisionLabel: pod.metadata.labels?.["tandem.dev/revision"], inPlace: pod.metadata.annotations?.["tandem.dev/inplace"], revisions };
+  return {
+    pod,
+    place,
+    spec: pod.spec,
+    revisionLabel: pod.metadata.labels?.["tandem.dev/revision"],
+    inPlace: pod.metadata.annotations?.["tandem.dev/inplace"],
+    revisions,
+  };
 }
 
 /**
@@ -178,7 +236,14 @@ function settledParts({ pod, id }: PlacedPod, revisions: RevisionsByName): Settl
  */
 function stillSettled(was: SettledParts | undefined, now: SettledParts): boolean {
   if (was === undefined) return false;
-  return was.pod === now.pod || (was.place === now.place && was.spec === now.spec && was.revisionLabel === now.revisionLabel && was.inPlace === now.inPlace && was.revisions === now.revisions);
+  return (
+    was.pod === now.pod ||
+    (was.place === now.place &&
+      was.spec === now.spec &&
+      was.revisionLabel === now.revisionLabel &&
+      was.inPlace === now.inPlace &&
+      was.revisions === now.revisions)
+  );
 }
 
 /** A limit no list reaches: every reason, uncapped. */
@@ -203,7 +268,12 @@ describe("SubjectIndex and IdentityClaims", () => {
       let lastPlaced: PlacedPod[] = [];
       for (let round = 0; round < 500; round++) {
         for (let count = rng.int(1, 4); count > 0; count--) step(rng, states, pods);
-        if (round === 100) revisions = new Map([[rev1.name, rev1], [rev2.name, rev2], [rev2Renamed.name, rev2Renamed]]);
+        if (round === 100)
+          revisions = new Map([
+            [rev1.name, rev1],
+            [rev2.name, rev2],
+            [rev2Renamed.name, rev2Renamed],
+          ]);
         if (round === 200) ms = modelServing("vllm:v2", 2, 1);
         // Revisions read again (another map of the same revisions): what was settled under the old one is checked again.
         if (round === 250 || round === 450) revisions = new Map(revisions);
@@ -223,10 +293,19 @@ describe("SubjectIndex and IdentityClaims", () => {
         // The claims are counted exactly: the stored pods are listed when, and only when, two pods claim one identity.
         let listed = false;
         const duplicates = noDuplicatePods(stored);
-        assert.deepEqual(claims.violations(() => ((listed = true), stored)), duplicates);
+        assert.deepEqual(
+          claims.violations(() => ((listed = true), stored)),
+          duplicates,
+        );
         assert.equal(listed, duplicates.length > 0);
-        assert.deepEqual(sortedEntries(index.counts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)));
-        assert.deepEqual(sortedEntries(index.keptCounts()), sortedEntries(availableCounts(ms, podsByInstance(placed), revisions, surgeLimits(ms))));
+        assert.deepEqual(
+          sortedEntries(index.counts()),
+          sortedEntries(availableCounts(ms, podsByInstance(placed), revisions)),
+        );
+        assert.deepEqual(
+          sortedEntries(index.keptCounts()),
+          sortedEntries(availableCounts(ms, podsByInstance(placed), revisions, surgeLimits(ms))),
+        );
         assert.deepEqual(index.surgeBound(), surgeBound(ms, placed));
         assert.deepEqual(index.partitionedUnits(), partitionedUnits(ms, placed, revisions));
         // Every reason, not only the first five that a report shows.
@@ -237,17 +316,33 @@ describe("SubjectIndex and IdentityClaims", () => {
         const rollout = rolloutPending(ms, placed, revisions, EVERY_REASON);
         assert.deepEqual(index.rolloutPending(EVERY_REASON), rollout);
         assert.deepEqual(index.rolloutPending(), rolloutPending(ms, placed, revisions));
-        assert.deepEqual(index.rolloutPending(1), rollout.slice(0, 1), "a limit of 1: the first reason, none exactly when none is left");
+        assert.deepEqual(
+          index.rolloutPending(1),
+          rollout.slice(0, 1),
+          "a limit of 1: the first reason, none exactly when none is left",
+        );
         // Unverified: the pods not settled as they are, nor in a version the spec check judges
         // alike under the same revisions; in stored order.
         const unverified = index.unverified();
-        assert.deepEqual(unverified, placed.filter((entry) => !stillSettled(settled.get(entry.pod.metadata.uid ?? ""), settledParts(entry, revisions))));
+        assert.deepEqual(
+          unverified,
+          placed.filter(
+            (entry) => !stillSettled(settled.get(entry.pod.metadata.uid ?? ""), settledParts(entry, revisions)),
+          ),
+        );
         index.settled(unverified);
         const verified = new Set(unverified.map((entry) => entry.pod));
-        settled = new Map(placed.map((entry) => {
-          const was = settled.get(entry.pod.metadata.uid ?? "");
-          return [entry.pod.metadata.uid ?? "", verified.has(entry.pod) || was === undefined ? settledParts(entry, revisions) : { ...was, pod: entry.pod }];
-        }));
+        settled = new Map(
+          placed.map((entry) => {
+            const was = settled.get(entry.pod.metadata.uid ?? "");
+            return [
+              entry.pod.metadata.uid ?? "",
+              verified.has(entry.pod) || was === undefined
+                ? settledParts(entry, revisions)
+                : { ...was, pod: entry.pod },
+            ];
+          }),
+        );
         lastPlaced = placed;
       }
     });
@@ -263,12 +358,26 @@ describe("SubjectIndex and IdentityClaims", () => {
       const stored = listing(pods);
       const duplicates = noDuplicatePods(stored);
       let listed = false;
-      assert.deepEqual(claims.violations(() => ((listed = true), stored)), duplicates);
+      assert.deepEqual(
+        claims.violations(() => ((listed = true), stored)),
+        duplicates,
+      );
       assert.equal(listed, duplicates.length > 0);
       return duplicates.length;
     };
     const slot = "0/decode/0/0";
-    const state: PodState = { revision: rev1, ready: false, draining: false, patched: false, rehashed: false, terminating: false, bound: false, impostor: false, orphan: false, generation: 1 };
+    const state: PodState = {
+      revision: rev1,
+      ready: false,
+      draining: false,
+      patched: false,
+      rehashed: false,
+      terminating: false,
+      bound: false,
+      impostor: false,
+      orphan: false,
+      generation: 1,
+    };
     pods.set(slot, podOf(slot, state));
     pods.set(`${slot}!`, podOf(slot, state, true));
     assert.equal(duplicated(), 1);
@@ -297,22 +406,38 @@ describe("SubjectIndex and IdentityClaims", () => {
 
 describe("PodChanges", () => {
   it("tells created, changed, re-created and gone pods since the last look, in stored order", () => {
-    const pod = (name: string, uid: string): Pod => deepFreeze({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default", uid }, spec: { containers: [] } });
+    const pod = (name: string, uid: string): Pod =>
+      deepFreeze({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, namespace: "default", uid },
+        spec: { containers: [] },
+      });
     const a = pod("a", "1");
     const b = pod("b", "2");
     const c = pod("c", "3");
     const pods = new PodStore();
     pods.set("b", b).set("a", a);
     const changes = new PodChanges(pods);
-    assert.deepEqual(changes.take(), [{ before: undefined, after: a }, { before: undefined, after: b }]);
+    assert.deepEqual(changes.take(), [
+      { before: undefined, after: a },
+      { before: undefined, after: b },
+    ]);
     assert.deepEqual(changes.take(), []);
     const b2 = pod("b", "2");
     pods.set("c", c).set("b", b2).delete("a");
     pods.set("d", pod("d", "5")).delete("d");
-    assert.deepEqual(changes.take(), [{ before: a, after: undefined }, { before: b, after: b2 }, { before: undefined, after: c }]);
+    assert.deepEqual(changes.take(), [
+      { before: a, after: undefined },
+      { before: b, after: b2 },
+      { before: undefined, after: c },
+    ]);
     const b3 = pod("b", "4");
     pods.delete("b");
     pods.set("b", pod("b", "4-old")).set("b", b3).delete("c");
-    assert.deepEqual(changes.take(), [{ before: b2, after: b3 }, { before: c, after: undefined }]);
+    assert.deepEqual(changes.take(), [
+      { before: b2, after: b3 },
+      { before: c, after: undefined },
+    ]);
   });
 });

@@ -17,8 +17,33 @@ import type { Pod } from "../api/kube.ts";
 import type { ModelServing, Role } from "../api/schema.ts";
 import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 import { isPodReady, isTerminating } from "../core/health.ts";
-import { availablePendingFor, claimedIdentity, countKey, inPartition, instanceAvailable, instanceRolloutReason, isDraining, noDuplicatePods, partitionedUnits, placePod, rolloutPendingFrom, surgeBound, surgeLimits, surgeOrDrainReason, surgeViolation, withinSurgeLimits } from "../core/invariants.ts";
-import type { AvailableCounts, InstanceOf, PartitionedUnit, PlacedPod, RevisionsByName, SurgeLimits, UpdateOfRole } from "../core/invariants.ts";
+import {
+  availablePendingFor,
+  claimedIdentity,
+  countKey,
+  inPartition,
+  instanceAvailable,
+  instanceRolloutReason,
+  isDraining,
+  noDuplicatePods,
+  partitionedUnits,
+  placePod,
+  rolloutPendingFrom,
+  surgeBound,
+  surgeLimits,
+  surgeOrDrainReason,
+  surgeViolation,
+  withinSurgeLimits,
+} from "../core/invariants.ts";
+import type {
+  AvailableCounts,
+  InstanceOf,
+  PartitionedUnit,
+  PlacedPod,
+  RevisionsByName,
+  SurgeLimits,
+  UpdateOfRole,
+} from "../core/invariants.ts";
 import { getOrCreate } from "../core/maps.ts";
 import { compareStored } from "./pod-changes.ts";
 import type { PodChange } from "./pod-changes.ts";
@@ -230,7 +255,10 @@ export class SubjectIndex {
   surgeBound(tolerated: ReadonlySet<string> = NO_UIDS): string[] {
     if (this.#surging.size === 0) return [];
     const placed = this.#surging.placed();
-    return surgeBound(this.#ms, tolerated.size === 0 ? placed : placed.filter((entry) => !tolerated.has(entry.pod.metadata.uid ?? "")));
+    return surgeBound(
+      this.#ms,
+      tolerated.size === 0 ? placed : placed.filter((entry) => !tolerated.has(entry.pod.metadata.uid ?? "")),
+    );
   }
 
   /** The uids of the pods `surgeBound` reports now (live, not draining, beyond the surge limits). */
@@ -280,11 +308,20 @@ export class SubjectIndex {
   /** `rolloutPending` of the ModelServing, its pods and its revisions now (the first `limit` reasons). */
   rolloutPending(limit?: number): string[] {
     this.#flush();
-    return rolloutPendingFrom(this.#ms, this.#context.revisions, {
-      // Its members are the pods with a reason, in stored order: the first `limit` are the answer.
-      surgeAndDrain: (limit) => this.#surgingOrDraining.entries().slice(0, limit).flatMap((entry) => entry.surgeOrDrain ?? []),
-      instanceReason: (where, update) => this.#instanceReason(where, update),
-    }, limit);
+    return rolloutPendingFrom(
+      this.#ms,
+      this.#context.revisions,
+      {
+        // Its members are the pods with a reason, in stored order: the first `limit` are the answer.
+        surgeAndDrain: (limit) =>
+          this.#surgingOrDraining
+            .entries()
+            .slice(0, limit)
+            .flatMap((entry) => entry.surgeOrDrain ?? []),
+        instanceReason: (where, update) => this.#instanceReason(where, update),
+      },
+      limit,
+    );
   }
 
   #instanceReason(where: InstanceOf, update: UpdateOfRole): string | undefined {
@@ -292,7 +329,8 @@ export class SubjectIndex {
     if (unit === undefined) return instanceRolloutReason(this.#ms, where, [], update);
     // The answer depends on the unit's pods and the update (cleared when either changes).
     const cached = unit.rollout;
-    if (cached !== undefined && cached.update.revision === update.revision && cached.update.hash === update.hash) return cached.reason;
+    if (cached !== undefined && cached.update.revision === update.revision && cached.update.hash === update.hash)
+      return cached.reason;
     const reason = instanceRolloutReason(this.#ms, where, unit.pods, update);
     unit.rollout = { update, reason };
     return reason;
@@ -310,8 +348,19 @@ export class SubjectIndex {
 
   #add(placed: PlacedPod): void {
     const unit = this.#unitOf(placed.id);
-    unit.pods.splice(storedIndex(unit.pods, (each) => each.pod, placed.pod), 0, placed);
-    const entry: Entry = { placed, unit, surge: undefined, surgeOrDrain: undefined, ready: isPodReady(placed.pod), settled: undefined };
+    unit.pods.splice(
+      storedIndex(unit.pods, (each) => each.pod, placed.pod),
+      0,
+      placed,
+    );
+    const entry: Entry = {
+      placed,
+      unit,
+      surge: undefined,
+      surgeOrDrain: undefined,
+      ready: isPodReady(placed.pod),
+      settled: undefined,
+    };
     this.#entries.set(placed.pod.metadata.uid ?? "", entry);
     this.#unverified.add(entry);
     this.#judge(entry);
@@ -330,11 +379,15 @@ export class SubjectIndex {
     const before = entry.placed.pod;
     unit.pods[unit.pods.indexOf(entry.placed)] = placed;
     entry.placed = placed;
-    if (entry.settled?.revisions !== this.#context.revisions || !sameSpecParts(before, placed.pod)) this.#unsettle(entry);
+    if (entry.settled?.revisions !== this.#context.revisions || !sameSpecParts(before, placed.pod))
+      this.#unsettle(entry);
     const sameVerdicts = sameVerdictParts(before, placed.pod);
     if (!sameVerdicts) this.#judge(entry);
     // Readiness is read again only when what it is read from changed (conditions are rewritten less often than status).
-    const ready = before.status?.conditions === placed.pod.status?.conditions && isTerminating(before) === isTerminating(placed.pod) ? entry.ready : isPodReady(placed.pod);
+    const ready =
+      before.status?.conditions === placed.pod.status?.conditions && isTerminating(before) === isTerminating(placed.pod)
+        ? entry.ready
+        : isPodReady(placed.pod);
     // The unit's answers read of each pod its readiness, the verdict parts and two labels.
     if (ready !== entry.ready || !sameVerdicts || !sameUnitLabels(before, placed.pod)) this.#dirty.add(unit);
     entry.ready = ready;
@@ -380,7 +433,14 @@ export class SubjectIndex {
   #unitOf({ group, role, instance }: PlacedPod["id"]): Unit {
     const roles = getOrCreate(this.#units, group, () => new Map<string, Map<number, Unit>>());
     const instances = getOrCreate(roles, role, () => new Map<number, Unit>());
-    return getOrCreate(instances, instance, (): Unit => ({ group, role, instance, pods: [], available: false, rollout: undefined }));
+    return getOrCreate(instances, instance, (): Unit => ({
+      group,
+      role,
+      instance,
+      pods: [],
+      available: false,
+      rollout: undefined,
+    }));
   }
 
   #count(key: string, delta: number): void {
@@ -402,7 +462,8 @@ export class SubjectIndex {
    * the old revisions are checked again (a pod whose settled object is unchanged stays settled).
    */
   #unsettleChanged(): void {
-    for (const entry of this.#entries.values()) if (entry.settled !== undefined && entry.settled.pod !== entry.placed.pod) this.#unsettle(entry);
+    for (const entry of this.#entries.values())
+      if (entry.settled !== undefined && entry.settled.pod !== entry.placed.pod) this.#unsettle(entry);
   }
 
   /** Everything derived from the context, again (the spec or the revisions changed). */
@@ -477,16 +538,30 @@ function sameVerdictParts(before: Pod, after: Pod): boolean {
  */
 function sameUnitLabels(before: Pod, after: Pod): boolean {
   if (before.metadata.labels === after.metadata.labels) return true;
-  return before.metadata.labels?.[LABEL_REVISION] === after.metadata.labels?.[LABEL_REVISION] && before.metadata.labels?.[LABEL_ROLE_HASH] === after.metadata.labels?.[LABEL_ROLE_HASH];
+  return (
+    before.metadata.labels?.[LABEL_REVISION] === after.metadata.labels?.[LABEL_REVISION] &&
+    before.metadata.labels?.[LABEL_ROLE_HASH] === after.metadata.labels?.[LABEL_ROLE_HASH]
+  );
 }
 
 /** Two versions of one pod (same uid) in the same instance as the same worker. */
 function samePlace(a: PlacedPod, b: PlacedPod): boolean {
-  return a.pod.metadata.uid === b.pod.metadata.uid && a.id.group === b.id.group && a.id.role === b.id.role && a.id.instance === b.id.instance && a.id.index === b.id.index;
+  return (
+    a.pod.metadata.uid === b.pod.metadata.uid &&
+    a.id.group === b.id.group &&
+    a.id.role === b.id.role &&
+    a.id.instance === b.id.instance &&
+    a.id.index === b.id.index
+  );
 }
 
 function contextOf(ms: ModelServing, revisions: RevisionsByName, specJson = JSON.stringify(ms.spec)): Context {
-  return { specJson, revisions, roles: new Map(ms.spec.template.roles.map((role) => [role.name, role])), surge: surgeLimits(ms) };
+  return {
+    specJson,
+    revisions,
+    roles: new Map(ms.spec.template.roles.map((role) => [role.name, role])),
+    surge: surgeLimits(ms),
+  };
 }
 
 /**

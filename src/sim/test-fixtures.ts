@@ -23,12 +23,29 @@ export function aPod(name: string, labels: Record<string, string> = {}, spec: Js
 }
 
 export function aModelServing(name: string, replicas = 1): KubeObject<"ModelServing"> {
-  return { apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", metadata: { name, namespace: "default" }, spec: { replicas } };
+  return {
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name, namespace: "default" },
+    spec: { replicas },
+  };
 }
 
 /** An ownerReference to `owner` as a controller sets it. */
-export function ownedBy(owner: KubeObject): { apiVersion: string; kind: string; name: string; uid: string; controller: boolean } {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? "", controller: true };
+export function ownedBy(owner: KubeObject): {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller: boolean;
+} {
+  return {
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid ?? "",
+    controller: true,
+  };
 }
 
 /** An `assert.rejects`/`assert.throws` predicate for an ApiError with `reason`. */

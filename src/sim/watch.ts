@@ -92,7 +92,8 @@ export class WatchHub {
 
   /** Opens a stream of changes committed from now on. Throws ApiError(Invalid) for a bad selector. */
   open(kind: Kind, options: WatchOptions, handlers: WatchHandlers): WatchStream {
-    if (this.#watchers.length >= this.#options.maxStreams) throw new Error(`more than ${this.#options.maxStreams} open watch streams`);
+    if (this.#watchers.length >= this.#options.maxStreams)
+      throw new Error(`more than ${this.#options.maxStreams} open watch streams`);
     const selector = parseSelector(options.labelSelector ?? "");
     const watcher: Watcher = {
       kind,
@@ -135,7 +136,8 @@ export class WatchHub {
       const seenAs = eventTypeFor(watcher, type, object, previous);
       if (seenAs === undefined) continue;
       // Frozen, as its object is: a consumer may keep it or hand it on as it is, never mutate it.
-      const event = seenAs === type ? (asCommitted ??= Object.freeze({ type, object })) : Object.freeze({ type: seenAs, object });
+      const event =
+        seenAs === type ? (asCommitted ??= Object.freeze({ type, object })) : Object.freeze({ type: seenAs, object });
       this.#enqueue(watcher, event, nowMs);
     }
   }
@@ -182,7 +184,8 @@ export class WatchHub {
         watcher.handlers.onEvent(event);
       }
     } finally {
-      if (handed < events.length && watcher.open) this.#closeByServer(watcher, "a handler failed with events left undelivered");
+      if (handed < events.length && watcher.open)
+        this.#closeByServer(watcher, "a handler failed with events left undelivered");
     }
   }
 
@@ -201,12 +204,20 @@ export class WatchHub {
     watcher.pending.length = 0;
     watcher.pendingEvents = 0;
     this.#watchers.splice(this.#watchers.indexOf(watcher), 1);
-    this.#watchersByKind.set(watcher.kind, (this.#watchersByKind.get(watcher.kind) ?? []).filter((other) => other !== watcher));
+    this.#watchersByKind.set(
+      watcher.kind,
+      (this.#watchersByKind.get(watcher.kind) ?? []).filter((other) => other !== watcher),
+    );
   }
 }
 
 /** How a change of `type` to `object` from `previous` appears on a stream with `watcher`'s filter, or undefined when it does not. */
-function eventTypeFor(watcher: Watcher, type: WatchEventType, object: KubeObject, previous: KubeObject | undefined): WatchEventType | undefined {
+function eventTypeFor(
+  watcher: Watcher,
+  type: WatchEventType,
+  object: KubeObject,
+  previous: KubeObject | undefined,
+): WatchEventType | undefined {
   const now = selected(watcher, object);
   if (type !== "MODIFIED") return now ? type : undefined;
   const before = previous !== undefined && selected(watcher, previous);

@@ -16,9 +16,24 @@ export interface Resource {
 }
 
 export const NAMESPACES: Resource = { group: "", version: "v1", plural: "namespaces", namespaced: false };
-export const CRDS: Resource = { group: "apiextensions.k8s.io", version: "v1", plural: "customresourcedefinitions", namespaced: false };
-export const MODEL_SERVINGS: Resource = { group: "tandem.dev", version: "v1alpha1", plural: "modelservings", namespaced: true };
-export const MODEL_ROUTES: Resource = { group: "tandem.dev", version: "v1alpha1", plural: "modelroutes", namespaced: true };
+export const CRDS: Resource = {
+  group: "apiextensions.k8s.io",
+  version: "v1",
+  plural: "customresourcedefinitions",
+  namespaced: false,
+};
+export const MODEL_SERVINGS: Resource = {
+  group: "tandem.dev",
+  version: "v1alpha1",
+  plural: "modelservings",
+  namespaced: true,
+};
+export const MODEL_ROUTES: Resource = {
+  group: "tandem.dev",
+  version: "v1alpha1",
+  plural: "modelroutes",
+  namespaced: true,
+};
 
 /** Selects one object, or a collection when `name` is absent, optionally a subresource of it. */
 export interface Target {
@@ -33,7 +48,8 @@ export interface Target {
 export function resourcePath(resource: Resource, target: Target = {}): string {
   const root = resource.group === "" ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
   let path = root;
-  if (resource.namespaced && target.namespace !== undefined) path += `/namespaces/${encodeURIComponent(target.namespace)}`;
+  if (resource.namespaced && target.namespace !== undefined)
+    path += `/namespaces/${encodeURIComponent(target.namespace)}`;
   path += `/${resource.plural}`;
   if (target.name !== undefined) path += `/${encodeURIComponent(target.name)}`;
   if (target.subresource !== undefined) path += `/${target.subresource}`;
@@ -104,17 +120,31 @@ export class KubeClient {
     }
     return new Promise((resolve, reject) => {
       const req = request(
-        { host: this.server.hostname, port: this.server.port, path, method, headers, agent: this.#agent, timeout: this.#requestTimeoutMs },
+        {
+          host: this.server.hostname,
+          port: this.server.port,
+          path,
+          method,
+          headers,
+          agent: this.#agent,
+          timeout: this.#requestTimeoutMs,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (chunk: Buffer) => chunks.push(chunk));
           res.on("error", reject);
           res.on("end", () => {
-            resolve({ status: res.statusCode ?? 0, body: parseBody(Buffer.concat(chunks).toString("utf8")), warnings: res.headersDistinct.warning ?? [] });
+            resolve({
+              status: res.statusCode ?? 0,
+              body: parseBody(Buffer.concat(chunks).toString("utf8")),
+              warnings: res.headersDistinct.warning ?? [],
+            });
           });
         },
       );
-      req.on("timeout", () => req.destroy(new Error(`${method} ${path}: no answer within ${this.#requestTimeoutMs} ms`)));
+      req.on("timeout", () =>
+        req.destroy(new Error(`${method} ${path}: no answer within ${this.#requestTimeoutMs} ms`)),
+      );
       req.on("error", reject);
       req.end(payload);
     });
@@ -142,7 +172,11 @@ export class KubeClient {
 
   /** PUT of a whole object (needs `metadata.resourceVersion` for optimistic concurrency). */
   replace(resource: Resource, object: any, subresource?: string): Promise<any> {
-    const target = { name: object.metadata.name, ...ns(object.metadata?.namespace), ...(subresource === undefined ? {} : { subresource }) };
+    const target = {
+      name: object.metadata.name,
+      ...ns(object.metadata?.namespace),
+      ...(subresource === undefined ? {} : { subresource }),
+    };
     return this.call("PUT", resourcePath(resource, target), object);
   }
 

@@ -13,7 +13,18 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
-import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
@@ -72,7 +83,10 @@ export function binDir(): string {
   const explicit = process.env["TANDEM_KUBE_BIN"];
   if (explicit !== undefined && explicit !== "") return explicit;
   const cacheRoot = process.env["TANDEM_KUBE_CACHE"] ?? join(homedir(), ".cache", "tandem", "kube");
-  const key = createHash("sha256").update(readFileSync(join(TESTENV_DIR, "go.sum"))).digest("hex").slice(0, 16);
+  const key = createHash("sha256")
+    .update(readFileSync(join(TESTENV_DIR, "go.sum")))
+    .digest("hex")
+    .slice(0, 16);
   return join(cacheRoot, key, "bin");
 }
 
@@ -80,7 +94,8 @@ export function binDir(): string {
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const bin = options.binDir ?? binDir();
   for (const name of ["etcd", "kube-apiserver"]) {
-    if (!existsSync(join(bin, name))) throw new Error(`${join(bin, name)} not found; run: bash hack/kube-testenv/build.sh`);
+    if (!existsSync(join(bin, name)))
+      throw new Error(`${join(bin, name)} not found; run: bash hack/kube-testenv/build.sh`);
   }
   const startTimeoutMs = options.startTimeoutMs ?? 120_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
@@ -103,7 +118,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const etcdUrl = `http://${LOOPBACK}:${etcdClientPort}`;
     processes.push(spawnLogged("etcd", join(bin, "etcd"), etcdArgs(dir, etcdClientPort, etcdPeerPort), dir));
     await waitForEtcd(etcdUrl, processes[0]!, deadline - Date.now());
-    processes.push(spawnLogged("kube-apiserver", join(bin, "kube-apiserver"), [...apiServerArgs(dir, etcdUrl, apiPort), ...(options.extraApiServerArgs ?? [])], dir));
+    processes.push(
+      spawnLogged(
+        "kube-apiserver",
+        join(bin, "kube-apiserver"),
+        [...apiServerArgs(dir, etcdUrl, apiPort), ...(options.extraApiServerArgs ?? [])],
+        dir,
+      ),
+    );
     const server = `https://${LOOPBACK}:${apiPort}`;
     const caPem = await waitForApiServer(server, dir, secrets.adminToken, processes[1]!, deadline - Date.now());
     return assemble({ server, etcdUrl, caPem, dir, secrets, teardown });
@@ -145,7 +167,16 @@ function assemble(input: AssembleInput): Cluster {
     })();
     return stopped;
   };
-  return { server: input.server, etcdUrl: input.etcdUrl, caPem: input.caPem, dir: input.dir, admin, controller, kubeconfigs, stop };
+  return {
+    server: input.server,
+    etcdUrl: input.etcdUrl,
+    caPem: input.caPem,
+    dir: input.dir,
+    admin,
+    controller,
+    kubeconfigs,
+    stop,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,11 +189,15 @@ function assemble(input: AssembleInput): Cluster {
  */
 export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const server = createServer();
-      server.once("error", reject);
-      server.listen(0, LOOPBACK, () => resolve(server));
-    })),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const server = createServer();
+          server.once("error", reject);
+          server.listen(0, LOOPBACK, () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((server) => {
     const address = server.address();
@@ -185,7 +220,11 @@ function writeCredentials(dir: string): Secrets {
   });
   writeFileSync(join(dir, "sa.pub"), publicKey, { mode: 0o600 });
   writeFileSync(join(dir, "sa.key"), privateKey, { mode: 0o600 });
-  const secrets = { adminToken: randomBytes(24).toString("hex"), controllerToken: randomBytes(24).toString("hex"), routerToken: randomBytes(24).toString("hex") };
+  const secrets = {
+    adminToken: randomBytes(24).toString("hex"),
+    controllerToken: randomBytes(24).toString("hex"),
+    routerToken: randomBytes(24).toString("hex"),
+  };
   const serviceAccountGroups = `system:serviceaccounts,system:serviceaccounts:${CONTROLLER_NAMESPACE}`;
   const lines = [
     `${secrets.adminToken},tandem-e2e-admin,tandem-e2e-admin,"system:masters"`,
@@ -273,7 +312,8 @@ function spawnLogged(name: string, file: string, args: readonly string[], dir: s
   const fd = openSync(logPath, "a");
   try {
     const setpriv = findOnPath("setpriv");
-    const [command, argv] = setpriv === undefined ? [file, args] : [setpriv, ["--pdeathsig", "KILL", "--", file, ...args]];
+    const [command, argv] =
+      setpriv === undefined ? [file, args] : [setpriv, ["--pdeathsig", "KILL", "--", file, ...args]];
     const child = spawn(command, argv, { cwd: dir, stdio: ["ignore", fd, fd] });
     const managed: ManagedProcess = {
       name,
@@ -281,8 +321,14 @@ function spawnLogged(name: string, file: string, args: readonly string[], dir: s
       logPath,
       exitStatus: undefined,
       exited: new Promise((resolve) => {
-        child.once("error", (error) => { managed.exitStatus = `spawn error: ${error.message}`; resolve(managed.exitStatus); });
-        child.once("exit", (code, signal) => { managed.exitStatus = signal ?? `exit code ${code ?? "?"}`; resolve(managed.exitStatus); });
+        child.once("error", (error) => {
+          managed.exitStatus = `spawn error: ${error.message}`;
+          resolve(managed.exitStatus);
+        });
+        child.once("exit", (code, signal) => {
+          managed.exitStatus = signal ?? `exit code ${code ?? "?"}`;
+          resolve(managed.exitStatus);
+        });
       }),
     };
     return managed;
@@ -294,7 +340,10 @@ function spawnLogged(name: string, file: string, args: readonly string[], dir: s
 /** The absolute path of executable `name` on $PATH, if any (Linux only; elsewhere undefined). */
 function findOnPath(name: string): string | undefined {
   if (process.platform !== "linux") return undefined;
-  return (process.env["PATH"] ?? "").split(delimiter).map((entry) => join(entry, name)).find((path) => existsSync(path));
+  return (process.env["PATH"] ?? "")
+    .split(delimiter)
+    .map((entry) => join(entry, name))
+    .find((path) => existsSync(path));
 }
 
 /** SIGTERM, then SIGKILL if the process is still running after `timeoutMs`. Resolves once it exited. */
@@ -302,7 +351,9 @@ async function stopProcess(managed: ManagedProcess, timeoutMs: number): Promise<
   if (managed.exitStatus !== undefined || managed.child.pid === undefined) return;
   managed.child.kill("SIGTERM");
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => { timer = setTimeout(() => resolve("timeout"), timeoutMs); });
+  const timedOut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), timeoutMs);
+  });
   const outcome = await Promise.race([managed.exited, timedOut]);
   clearTimeout(timer);
   if (outcome === "timeout") {
@@ -328,33 +379,50 @@ function assertRunning(managed: ManagedProcess): void {
 }
 
 async function waitForEtcd(url: string, etcd: ManagedProcess, timeoutMs: number): Promise<void> {
-  await waitFor(async () => {
-    assertRunning(etcd);
-    const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
-    const body = (await response.json()) as { health?: unknown };
-    return response.ok && body.health === "true" ? true : undefined;
-  }, { timeoutMs, what: `etcd healthy at ${url}` }).catch((error: unknown) => { throw withLog(error, etcd); });
+  await waitFor(
+    async () => {
+      assertRunning(etcd);
+      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
+      const body = (await response.json()) as { health?: unknown };
+      return response.ok && body.health === "true" ? true : undefined;
+    },
+    { timeoutMs, what: `etcd healthy at ${url}` },
+  ).catch((error: unknown) => {
+    throw withLog(error, etcd);
+  });
 }
 
 /** Waits for /readyz = 200 (all post-start hooks, including RBAC bootstrap); resolves with the CA PEM. */
-async function waitForApiServer(server: string, dir: string, adminToken: string, apiServer: ManagedProcess, timeoutMs: number): Promise<string> {
+async function waitForApiServer(
+  server: string,
+  dir: string,
+  adminToken: string,
+  apiServer: ManagedProcess,
+  timeoutMs: number,
+): Promise<string> {
   const certPath = join(dir, "pki", "apiserver.crt");
-  return waitFor(async () => {
-    assertRunning(apiServer);
-    if (!existsSync(certPath)) return undefined;
-    const caPem = readFileSync(certPath, "utf8");
-    const client = new KubeClient({ server, caPem, token: adminToken, requestTimeoutMs: 5_000 });
-    try {
-      const response = await client.request("GET", "/readyz");
-      return response.status === 200 ? caPem : undefined;
-    } finally {
-      client.close();
-    }
-  }, { timeoutMs, intervalMs: 250, what: `kube-apiserver /readyz at ${server}` }).catch((error: unknown) => { throw withLog(error, apiServer); });
+  return waitFor(
+    async () => {
+      assertRunning(apiServer);
+      if (!existsSync(certPath)) return undefined;
+      const caPem = readFileSync(certPath, "utf8");
+      const client = new KubeClient({ server, caPem, token: adminToken, requestTimeoutMs: 5_000 });
+      try {
+        const response = await client.request("GET", "/readyz");
+        return response.status === 200 ? caPem : undefined;
+      } finally {
+        client.close();
+      }
+    },
+    { timeoutMs, intervalMs: 250, what: `kube-apiserver /readyz at ${server}` },
+  ).catch((error: unknown) => {
+    throw withLog(error, apiServer);
+  });
 }
 
 function withLog(error: unknown, managed: ManagedProcess): Error {
-  if (error instanceof StopWaiting || !(error instanceof Error)) return error instanceof Error ? error : new Error(String(error));
+  if (error instanceof StopWaiting || !(error instanceof Error))
+    return error instanceof Error ? error : new Error(String(error));
   return new Error(`${error.message}\n${managed.name} log (last lines):\n${logTail(managed)}`);
 }
 

@@ -13,7 +13,15 @@ import { parse } from "yaml";
 import { type Cluster, freePorts, startCluster } from "./cluster.ts";
 import { type KubeClient, MODEL_SERVINGS } from "./client.ts";
 import { waitFor } from "./wait.ts";
-import { ensureNamespace, forbiddenLines, installCrd, installRbac, startTandem, startTestController, type TestController } from "./env.ts";
+import {
+  ensureNamespace,
+  forbiddenLines,
+  installCrd,
+  installRbac,
+  startTandem,
+  startTestController,
+  type TestController,
+} from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
 import { imagesOf, PODS, podsOf, readState, SERVICES, setRoleImage, waitUntil } from "./observe.ts";
 import { undoCommand, historyCommand, type RolloutClient } from "../../src/cli/rollout.ts";
@@ -35,11 +43,14 @@ const CONVERGE_MS = 60_000;
 
 /** The `tandem rollout` client as a user (admin kubeconfig) would run it. */
 function rolloutClient(cluster: Cluster, namespace: string, name: string): RolloutClient {
-  const transport = new KubeTransport(clientNodeSend(loadKubeConfig(cluster.kubeconfigs.admin)), { permissions: ROLLOUT_PERMISSIONS });
+  const transport = new KubeTransport(clientNodeSend(loadKubeConfig(cluster.kubeconfigs.admin)), {
+    permissions: ROLLOUT_PERMISSIONS,
+  });
   return { reader: new SnapshotReader(transport, namespace, name), writer: new KubeWriter(transport) };
 }
 
-const uidsOf = (pods: readonly { metadata: { uid?: string } }[]): string[] => pods.map((pod) => pod.metadata.uid ?? "").sort();
+const uidsOf = (pods: readonly { metadata: { uid?: string } }[]): string[] =>
+  pods.map((pod) => pod.metadata.uid ?? "").sort();
 
 function example(file: string, namespace: string): any {
   const object = parse(readFileSync(join(REPO_ROOT, "deploy", "examples", file), "utf8"));
@@ -60,12 +71,15 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
     return name;
   }
 
-  before(async () => {
-    cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
-    await installCrd(cluster.admin);
-    await installRbac(cluster.admin);
-    controller = await startTestController(cluster);
-  }, { timeout: CLUSTER_START_TIMEOUT_MS + TEST_TIMEOUT_MS });
+  before(
+    async () => {
+      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
+      await installCrd(cluster.admin);
+      await installRbac(cluster.admin);
+      controller = await startTestController(cluster);
+    },
+    { timeout: CLUSTER_START_TIMEOUT_MS + TEST_TIMEOUT_MS },
+  );
 
   after(async () => {
     await controller?.running.stop();
@@ -74,256 +88,471 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
   });
 
   afterEach((t) => {
-    for (const line of controller?.logger.lines().slice(-8) ?? []) t.diagnostic(`controller ${line.level}: ${line.message} ${JSON.stringify(line.fields)}`);
+    for (const line of controller?.logger.lines().slice(-8) ?? [])
+      t.diagnostic(`controller ${line.level}: ${line.message} ${JSON.stringify(line.fields)}`);
     // RBAC sufficiency: any request the shipped RBAC refused fails the test that caused it.
-    if (controller !== undefined) assert.deepEqual(forbiddenLines(controller.logger), [], "the controller was refused by RBAC");
+    if (controller !== undefined)
+      assert.deepEqual(forbiddenLines(controller.logger), [], "the controller was refused by RBAC");
   });
 
-  test("creates a 2P1D ModelServing: DESIGN §1 names, labels, env and readiness gates", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = await namespace("e2e-create");
-    const object = example("prefill-decode-2p1d.yaml", ns);
-    await admin().create(MODEL_SERVINGS, object);
-    const state = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-    // Exactly these: no surge instance at creation (a core regression this test caught, b8e8b30).
-    const names = state.pods.map((pod) => pod.metadata.name).sort();
-    assert.deepEqual(names, ["llama-pd-0-decode-0-0", "llama-pd-0-prefill-0-0", "llama-pd-0-prefill-1-0", "llama-pd-1-decode-0-0", "llama-pd-1-prefill-0-0", "llama-pd-1-prefill-1-0"]);
-    const pod = state.pods.find((candidate) => candidate.metadata.name === "llama-pd-1-prefill-1-0")!;
-    const labels = pod.metadata.labels ?? {};
-    assert.equal(labels["tandem.dev/modelserving"], "llama-pd");
-    assert.equal(labels["tandem.dev/group"], "1");
-    assert.equal(labels["tandem.dev/role"], "prefill");
-    assert.equal(labels["tandem.dev/instance"], "prefill-1");
-    assert.equal(labels["tandem.dev/entry"], "true");
-    assert.equal(labels["tandem.dev/revision"], state.ms.status?.updateRevision);
-    assert.ok(labels["tandem.dev/role-hash"]);
-    assert.deepEqual(pod.metadata.ownerReferences?.map((owner) => [owner.kind, owner.name, owner.controller]), [["ModelServing", "llama-pd", true]]);
-    const env = Object.fromEntries((pod.spec.containers[0]?.env ?? []).map((variable) => [variable.name, variable.value]));
-    assert.equal(env["GROUP_SIZE"], "1");
-    assert.equal(env["WORKER_INDEX"], "0");
-    assert.equal(env["ENTRY_ADDRESS"], `llama-pd-1-prefill-1-0.${ns}`);
-    assert.deepEqual(pod.spec.readinessGates, [{ conditionType: "tandem.dev/serving" }]);
-    assert.equal(pod.status?.conditions?.find((condition) => condition.type === "tandem.dev/serving")?.status, "True");
-    assert.equal(state.ms.status?.readyReplicas, 2);
-  });
+  test(
+    "creates a 2P1D ModelServing: DESIGN §1 names, labels, env and readiness gates",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-create");
+      const object = example("prefill-decode-2p1d.yaml", ns);
+      await admin().create(MODEL_SERVINGS, object);
+      const state = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+      // Exactly these: no surge instance at creation (a core regression this test caught, b8e8b30).
+      const names = state.pods.map((pod) => pod.metadata.name).sort();
+      assert.deepEqual(names, [
+        "llama-pd-0-decode-0-0",
+        "llama-pd-0-prefill-0-0",
+        "llama-pd-0-prefill-1-0",
+        "llama-pd-1-decode-0-0",
+        "llama-pd-1-prefill-0-0",
+        "llama-pd-1-prefill-1-0",
+      ]);
+      const pod = state.pods.find((candidate) => candidate.metadata.name === "llama-pd-1-prefill-1-0")!;
+      const labels = pod.metadata.labels ?? {};
+      assert.equal(labels["tandem.dev/modelserving"], "llama-pd");
+      assert.equal(labels["tandem.dev/group"], "1");
+      assert.equal(labels["tandem.dev/role"], "prefill");
+      assert.equal(labels["tandem.dev/instance"], "prefill-1");
+      assert.equal(labels["tandem.dev/entry"], "true");
+      assert.equal(labels["tandem.dev/revision"], state.ms.status?.updateRevision);
+      assert.ok(labels["tandem.dev/role-hash"]);
+      assert.deepEqual(
+        pod.metadata.ownerReferences?.map((owner) => [owner.kind, owner.name, owner.controller]),
+        [["ModelServing", "llama-pd", true]],
+      );
+      const env = Object.fromEntries(
+        (pod.spec.containers[0]?.env ?? []).map((variable) => [variable.name, variable.value]),
+      );
+      assert.equal(env["GROUP_SIZE"], "1");
+      assert.equal(env["WORKER_INDEX"], "0");
+      assert.equal(env["ENTRY_ADDRESS"], `llama-pd-1-prefill-1-0.${ns}`);
+      assert.deepEqual(pod.spec.readinessGates, [{ conditionType: "tandem.dev/serving" }]);
+      assert.equal(
+        pod.status?.conditions?.find((condition) => condition.type === "tandem.dev/serving")?.status,
+        "True",
+      );
+      assert.equal(state.ms.status?.readyReplicas, 2);
+    },
+  );
 
-  test("a multi-node instance gets a headless Service named after its entry pod, and worker env", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = await namespace("e2e-multinode");
-    const object = example("multinode-decode.yaml", ns);
-    object.spec.replicas = 1;
-    await admin().create(MODEL_SERVINGS, object);
-    const state = await waitUntil(admin(), ns, "deepseek", "Available", CONVERGE_MS);
-    const decode = podsOf(state, "decode");
-    assert.deepEqual(decode.map((pod) => pod.metadata.name), ["deepseek-0-decode-0-0", "deepseek-0-decode-0-1", "deepseek-0-decode-0-2", "deepseek-0-decode-0-3"]);
-    const worker = decode[2]!;
-    const env = Object.fromEntries((worker.spec.containers[0]?.env ?? []).map((variable) => [variable.name, variable.value]));
-    assert.deepEqual([env["GROUP_SIZE"], env["WORKER_INDEX"], env["ENTRY_ADDRESS"]], ["4", "2", `deepseek-0-decode-0-0.${ns}`]);
-    assert.equal(worker.metadata.labels?.["tandem.dev/entry"], undefined);
-    const services = (await admin().list(SERVICES, ns, { labelSelector: "tandem.dev/modelserving=deepseek" })).items;
-    assert.deepEqual(services.map((service: any) => service.metadata.name), ["deepseek-0-decode-0-0"]);
-    assert.equal(services[0].spec.clusterIP, "None");
-  });
+  test(
+    "a multi-node instance gets a headless Service named after its entry pod, and worker env",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-multinode");
+      const object = example("multinode-decode.yaml", ns);
+      object.spec.replicas = 1;
+      await admin().create(MODEL_SERVINGS, object);
+      const state = await waitUntil(admin(), ns, "deepseek", "Available", CONVERGE_MS);
+      const decode = podsOf(state, "decode");
+      assert.deepEqual(
+        decode.map((pod) => pod.metadata.name),
+        ["deepseek-0-decode-0-0", "deepseek-0-decode-0-1", "deepseek-0-decode-0-2", "deepseek-0-decode-0-3"],
+      );
+      const worker = decode[2]!;
+      const env = Object.fromEntries(
+        (worker.spec.containers[0]?.env ?? []).map((variable) => [variable.name, variable.value]),
+      );
+      assert.deepEqual(
+        [env["GROUP_SIZE"], env["WORKER_INDEX"], env["ENTRY_ADDRESS"]],
+        ["4", "2", `deepseek-0-decode-0-0.${ns}`],
+      );
+      assert.equal(worker.metadata.labels?.["tandem.dev/entry"], undefined);
+      const services = (await admin().list(SERVICES, ns, { labelSelector: "tandem.dev/modelserving=deepseek" })).items;
+      assert.deepEqual(
+        services.map((service: any) => service.metadata.name),
+        ["deepseek-0-decode-0-0"],
+      );
+      assert.equal(services[0].spec.clusterIP, "None");
+    },
+  );
 
-  test("scaling out and in: groups are added and removed; group 0 keeps its pods", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = "e2e-create";
-    const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-    const group0 = uidsOf(before.pods.filter((pod) => pod.metadata.labels?.["tandem.dev/group"] === "0"));
-    await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 3 } });
-    const out = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 9);
-    assert.equal(out.ms.status?.replicas, 3);
-    await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 1 } });
-    const scaledIn = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 3);
-    assert.deepEqual(uidsOf(scaledIn.pods), group0, "group 0 pods were replaced by scaling");
-    // Each action was recorded as a core/v1 Event on the ModelServing (docs/design/events.md).
-    const events = (await admin().list(EVENTS, ns)).items.filter((event: any) => event.involvedObject.kind === "ModelServing" && event.involvedObject.name === "llama-pd");
-    const reasons = new Set(events.map((event: any) => event.reason));
-    for (const reason of ["InstanceCreated", "InstanceDeleted"]) assert.ok(reasons.has(reason), `no ${reason} event among ${[...reasons].join(", ")}`);
-    assert.ok(events.every((event: any) => event.source.component === "tandem.dev/controller" && event.count >= 1));
-  });
+  test(
+    "scaling out and in: groups are added and removed; group 0 keeps its pods",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = "e2e-create";
+      const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+      const group0 = uidsOf(before.pods.filter((pod) => pod.metadata.labels?.["tandem.dev/group"] === "0"));
+      await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 3 } });
+      const out = await waitUntil(
+        admin(),
+        ns,
+        "llama-pd",
+        "Available",
+        CONVERGE_MS,
+        (state) => state.pods.length === 9,
+      );
+      assert.equal(out.ms.status?.replicas, 3);
+      await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 1 } });
+      const scaledIn = await waitUntil(
+        admin(),
+        ns,
+        "llama-pd",
+        "Available",
+        CONVERGE_MS,
+        (state) => state.pods.length === 3,
+      );
+      assert.deepEqual(uidsOf(scaledIn.pods), group0, "group 0 pods were replaced by scaling");
+      // Each action was recorded as a core/v1 Event on the ModelServing (docs/design/events.md).
+      const events = (await admin().list(EVENTS, ns)).items.filter(
+        (event: any) => event.involvedObject.kind === "ModelServing" && event.involvedObject.name === "llama-pd",
+      );
+      const reasons = new Set(events.map((event: any) => event.reason));
+      for (const reason of ["InstanceCreated", "InstanceDeleted"])
+        assert.ok(reasons.has(reason), `no ${reason} event among ${[...reasons].join(", ")}`);
+      assert.ok(events.every((event: any) => event.source.component === "tandem.dev/controller" && event.count >= 1));
+    },
+  );
 
-  test("a registered router's Lease holds a scale-down until its drain confirmation (DESIGN §3), as the ServiceAccount", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = await namespace("e2e-drain-router");
-    const manifest = example("prefill-decode-2p1d.yaml", ns);
-    manifest.spec.drain = { timeoutSeconds: 600 };
-    await admin().create(MODEL_SERVINGS, manifest);
-    await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-    // A router replica registered in another namespace, routing this one.
-    await ensureNamespace(admin(), "e2e-routers");
-    await admin().create(LEASES, routerLeaseObject({ id: "e2e-router", namespace: "e2e-routers", scope: { all: false, namespaces: [ns] }, leaseDurationSeconds: 120, nowMs: Date.now() }));
-    await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 1 } });
-    const group1Entries = (pods: readonly any[]) => pods.filter((pod) => pod.metadata.labels?.["tandem.dev/group"] === "1" && pod.metadata.labels?.["tandem.dev/entry"] === "true");
-    const waiting = await waitFor(async () => {
-      const state = await readState(admin(), ns, "llama-pd");
-      const progressing = state.ms.status?.conditions?.find((condition) => condition.type === "Progressing");
-      return progressing?.reason === "DrainWaiting" ? { state, progressing } : undefined;
-    }, { timeoutMs: CONVERGE_MS, intervalMs: 250, what: "Progressing DrainWaiting" });
-    assert.match(waiting.progressing.message ?? "", /awaiting router\(s\) e2e-router; timeout at /);
-    // Well past the 2 s settle: the controller still waits for the router's confirmation.
-    await new Promise((resolve) => setTimeout(resolve, 4_000));
-    const marked = group1Entries((await readState(admin(), ns, "llama-pd")).pods);
-    assert.equal(marked.length, 3, "group 1's entries (two prefill, one decode) are still there");
-    assert.ok(marked.every((pod) => pod.metadata.deletionTimestamp === undefined && pod.metadata.annotations?.["tandem.dev/draining"] !== undefined));
-    for (const pod of marked) await admin().mergePatch(PODS, { namespace: ns, name: pod.metadata.name }, { metadata: { uid: pod.metadata.uid, annotations: { [drainedAnnotation("e2e-router")]: "true" } } });
-    await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 3);
-    const events = (await admin().list(EVENTS, ns)).items.filter((event: any) => event.reason === "DrainConfirmed");
-    assert.ok(events.length > 0 && events.every((event: any) => String(event.message).includes("router(s) e2e-router confirmed")), JSON.stringify(events.map((event: any) => event.message)));
-    await admin().delete(LEASES, "e2e-router", "e2e-routers");
-  });
+  test(
+    "a registered router's Lease holds a scale-down until its drain confirmation (DESIGN §3), as the ServiceAccount",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-drain-router");
+      const manifest = example("prefill-decode-2p1d.yaml", ns);
+      manifest.spec.drain = { timeoutSeconds: 600 };
+      await admin().create(MODEL_SERVINGS, manifest);
+      await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+      // A router replica registered in another namespace, routing this one.
+      await ensureNamespace(admin(), "e2e-routers");
+      await admin().create(
+        LEASES,
+        routerLeaseObject({
+          id: "e2e-router",
+          namespace: "e2e-routers",
+          scope: { all: false, namespaces: [ns] },
+          leaseDurationSeconds: 120,
+          nowMs: Date.now(),
+        }),
+      );
+      await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 1 } });
+      const group1Entries = (pods: readonly any[]) =>
+        pods.filter(
+          (pod) =>
+            pod.metadata.labels?.["tandem.dev/group"] === "1" && pod.metadata.labels?.["tandem.dev/entry"] === "true",
+        );
+      const waiting = await waitFor(
+        async () => {
+          const state = await readState(admin(), ns, "llama-pd");
+          const progressing = state.ms.status?.conditions?.find((condition) => condition.type === "Progressing");
+          return progressing?.reason === "DrainWaiting" ? { state, progressing } : undefined;
+        },
+        { timeoutMs: CONVERGE_MS, intervalMs: 250, what: "Progressing DrainWaiting" },
+      );
+      assert.match(waiting.progressing.message ?? "", /awaiting router\(s\) e2e-router; timeout at /);
+      // Well past the 2 s settle: the controller still waits for the router's confirmation.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      const marked = group1Entries((await readState(admin(), ns, "llama-pd")).pods);
+      assert.equal(marked.length, 3, "group 1's entries (two prefill, one decode) are still there");
+      assert.ok(
+        marked.every(
+          (pod) =>
+            pod.metadata.deletionTimestamp === undefined &&
+            pod.metadata.annotations?.["tandem.dev/draining"] !== undefined,
+        ),
+      );
+      for (const pod of marked)
+        await admin().mergePatch(
+          PODS,
+          { namespace: ns, name: pod.metadata.name },
+          { metadata: { uid: pod.metadata.uid, annotations: { [drainedAnnotation("e2e-router")]: "true" } } },
+        );
+      await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 3);
+      const events = (await admin().list(EVENTS, ns)).items.filter((event: any) => event.reason === "DrainConfirmed");
+      assert.ok(
+        events.length > 0 &&
+          events.every((event: any) => String(event.message).includes("router(s) e2e-router confirmed")),
+        JSON.stringify(events.map((event: any) => event.message)),
+      );
+      await admin().delete(LEASES, "e2e-router", "e2e-routers");
+    },
+  );
 
-  test("the EventRecorder on the real API server, as the controller's ServiceAccount: a repeat increments count", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = await namespace("e2e-events");
-    const transport = new KubeTransport(clientNodeSend(loadKubeConfig(cluster.kubeconfigs.controller)));
-    const recorder = new EventRecorder({ writer: new KubeWriter(transport), clock: new WallClock(), component: "tandem-controller", instance: "e2e" });
-    const event = { regarding: { kind: "ModelServing" as const, namespace: ns, name: "m" }, type: "Warning" as const, reason: "DrainTimeout" as const, message: "a repeat" };
-    recorder.record(event);
-    recorder.record(event);
-    await recorder.flushed();
-    assert.equal(recorder.droppedCount(), 0, "the API server refused a create or a patch");
-    const stored = (await admin().list(EVENTS, ns)).items;
-    assert.deepEqual(stored.map((item: any) => [item.reason, item.type, item.count, item.message, item.involvedObject.kind]), [["DrainTimeout", "Warning", 2, "a repeat", "ModelServing"]]);
-  });
+  test(
+    "the EventRecorder on the real API server, as the controller's ServiceAccount: a repeat increments count",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-events");
+      const transport = new KubeTransport(clientNodeSend(loadKubeConfig(cluster.kubeconfigs.controller)));
+      const recorder = new EventRecorder({
+        writer: new KubeWriter(transport),
+        clock: new WallClock(),
+        component: "tandem-controller",
+        instance: "e2e",
+      });
+      const event = {
+        regarding: { kind: "ModelServing" as const, namespace: ns, name: "m" },
+        type: "Warning" as const,
+        reason: "DrainTimeout" as const,
+        message: "a repeat",
+      };
+      recorder.record(event);
+      recorder.record(event);
+      await recorder.flushed();
+      assert.equal(recorder.droppedCount(), 0, "the API server refused a create or a patch");
+      const stored = (await admin().list(EVENTS, ns)).items;
+      assert.deepEqual(
+        stored.map((item: any) => [item.reason, item.type, item.count, item.message, item.involvedObject.kind]),
+        [["DrainTimeout", "Warning", 2, "a repeat", "ModelServing"]],
+      );
+    },
+  );
 
-  test("ServingGroupRecreate: a deleted single-pod prefill rebuilds its whole group; deleting the ModelServing leaves no pod held by the recovery finalizer", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = await namespace("e2e-tracking");
-    const manifest = example("prefill-decode-2p1d.yaml", ns);
-    manifest.spec.recoveryPolicy = "ServingGroupRecreate";
-    manifest.spec.drain = { timeoutSeconds: 0 };
-    await admin().create(MODEL_SERVINGS, manifest);
-    const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-    assert.ok(before.pods.every((pod) => pod.metadata.finalizers?.includes("tandem.dev/recovery")), "every pod tracked");
-    const groupUids = (state: typeof before, group: string) => uidsOf(state.pods.filter((pod) => pod.metadata.labels?.["tandem.dev/group"] === group));
-    await admin().delete(PODS, "llama-pd-1-prefill-0-0", ns);
-    const rebuilt = (state: typeof before) => state.pods.length === before.pods.length && groupUids(state, "1").every((uid) => !groupUids(before, "1").includes(uid));
-    const after = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, rebuilt);
-    assert.deepEqual(groupUids(after, "0"), groupUids(before, "0"), "group 0 untouched");
-    // No garbage collector runs here: the test deletes the pods as it would, after their owner.
-    await admin().delete(MODEL_SERVINGS, "llama-pd", ns);
-    for (const pod of after.pods) await admin().delete(PODS, pod.metadata.name, ns);
-    await waitFor(async () => ((await admin().list(PODS, ns)).items.length === 0 ? true : undefined), { timeoutMs: CONVERGE_MS, intervalMs: 250, what: `the pods of ${ns}/llama-pd gone` });
-  });
+  test(
+    "ServingGroupRecreate: a deleted single-pod prefill rebuilds its whole group; deleting the ModelServing leaves no pod held by the recovery finalizer",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-tracking");
+      const manifest = example("prefill-decode-2p1d.yaml", ns);
+      manifest.spec.recoveryPolicy = "ServingGroupRecreate";
+      manifest.spec.drain = { timeoutSeconds: 0 };
+      await admin().create(MODEL_SERVINGS, manifest);
+      const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+      assert.ok(
+        before.pods.every((pod) => pod.metadata.finalizers?.includes("tandem.dev/recovery")),
+        "every pod tracked",
+      );
+      const groupUids = (state: typeof before, group: string) =>
+        uidsOf(state.pods.filter((pod) => pod.metadata.labels?.["tandem.dev/group"] === group));
+      await admin().delete(PODS, "llama-pd-1-prefill-0-0", ns);
+      const rebuilt = (state: typeof before) =>
+        state.pods.length === before.pods.length &&
+        groupUids(state, "1").every((uid) => !groupUids(before, "1").includes(uid));
+      const after = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, rebuilt);
+      assert.deepEqual(groupUids(after, "0"), groupUids(before, "0"), "group 0 untouched");
+      // No garbage collector runs here: the test deletes the pods as it would, after their owner.
+      await admin().delete(MODEL_SERVINGS, "llama-pd", ns);
+      for (const pod of after.pods) await admin().delete(PODS, pod.metadata.name, ns);
+      await waitFor(async () => ((await admin().list(PODS, ns)).items.length === 0 ? true : undefined), {
+        timeoutMs: CONVERGE_MS,
+        intervalMs: 250,
+        what: `the pods of ${ns}/llama-pd gone`,
+      });
+    },
+  );
 
-  test("a Decode-only update replaces decode instances and keeps every prefill pod (same UIDs)", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = await namespace("e2e-update");
-    await admin().create(MODEL_SERVINGS, example("prefill-decode-2p1d.yaml", ns));
-    const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-    const prefill = uidsOf(podsOf(before, "prefill"));
-    const decode = uidsOf(podsOf(before, "decode"));
-    await setRoleImage(admin(), ns, "llama-pd", "decode", "vllm/vllm-openai:v0.11.1");
-    const updated = (state: Parameters<typeof podsOf>[0]): boolean => podsOf(state, "decode").every((pod) => imagesOf(pod)[0] === "vllm/vllm-openai:v0.11.1");
-    const after = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS, (state) => updated(state) && state.ms.status?.currentRevision === state.ms.status?.updateRevision);
-    assert.deepEqual(uidsOf(podsOf(after, "prefill")), prefill, "prefill pods were replaced");
-    assert.equal(uidsOf(podsOf(after, "decode")).filter((uid) => decode.includes(uid)).length, 0, "decode pods kept their UIDs");
-    assert.notEqual(after.ms.status?.updateRevision, before.ms.status?.updateRevision);
-  });
+  test(
+    "a Decode-only update replaces decode instances and keeps every prefill pod (same UIDs)",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-update");
+      await admin().create(MODEL_SERVINGS, example("prefill-decode-2p1d.yaml", ns));
+      const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+      const prefill = uidsOf(podsOf(before, "prefill"));
+      const decode = uidsOf(podsOf(before, "decode"));
+      await setRoleImage(admin(), ns, "llama-pd", "decode", "vllm/vllm-openai:v0.11.1");
+      const updated = (state: Parameters<typeof podsOf>[0]): boolean =>
+        podsOf(state, "decode").every((pod) => imagesOf(pod)[0] === "vllm/vllm-openai:v0.11.1");
+      const after = await waitUntil(
+        admin(),
+        ns,
+        "llama-pd",
+        "RolloutComplete",
+        CONVERGE_MS,
+        (state) => updated(state) && state.ms.status?.currentRevision === state.ms.status?.updateRevision,
+      );
+      assert.deepEqual(uidsOf(podsOf(after, "prefill")), prefill, "prefill pods were replaced");
+      assert.equal(
+        uidsOf(podsOf(after, "decode")).filter((uid) => decode.includes(uid)).length,
+        0,
+        "decode pods kept their UIDs",
+      );
+      assert.notEqual(after.ms.status?.updateRevision, before.ms.status?.updateRevision);
+    },
+  );
 
   test("partition: groups below the partition keep their revision", { timeout: TEST_TIMEOUT_MS }, async () => {
     const ns = "e2e-update";
-    await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { rolloutStrategy: { rollingUpdateConfiguration: { partition: 1 } } } });
+    await admin().mergePatch(
+      MODEL_SERVINGS,
+      { namespace: ns, name: "llama-pd" },
+      { spec: { rolloutStrategy: { rollingUpdateConfiguration: { partition: 1 } } } },
+    );
     await setRoleImage(admin(), ns, "llama-pd", "decode", "vllm/vllm-openai:v0.12.0");
-    const decodeImage = (state: Parameters<typeof podsOf>[0], group: string): string | undefined => imagesOf(podsOf(state, "decode").find((pod) => pod.metadata.labels?.["tandem.dev/group"] === group)!)[0];
-    const state = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS, (current) => decodeImage(current, "1") === "vllm/vllm-openai:v0.12.0");
+    const decodeImage = (state: Parameters<typeof podsOf>[0], group: string): string | undefined =>
+      imagesOf(podsOf(state, "decode").find((pod) => pod.metadata.labels?.["tandem.dev/group"] === group)!)[0];
+    const state = await waitUntil(
+      admin(),
+      ns,
+      "llama-pd",
+      "RolloutComplete",
+      CONVERGE_MS,
+      (current) => decodeImage(current, "1") === "vllm/vllm-openai:v0.12.0",
+    );
     assert.equal(decodeImage(state, "0"), "vllm/vllm-openai:v0.11.1", "group 0 (below the partition) was updated");
   });
 
-  test("tandem rollout undo rolls group 1 back through the API server; history lists the revisions", { timeout: TEST_TIMEOUT_MS }, async (t) => {
-    const ns = "e2e-update";
-    const history = await historyCommand(rolloutClient(cluster, ns, "llama-pd"), { namespace: ns, name: "llama-pd" });
-    t.diagnostic(history.stdout);
-    assert.equal(history.exitCode, 0);
-    assert.match(history.stdout, /^3 +llama-pd-\w+ +decode=vllm\/vllm-openai:v0\.12\.0 prefill=vllm\/vllm-openai:v0\.11\.0 +update$/m);
-    const undo = await undoCommand(rolloutClient(cluster, ns, "llama-pd"), { namespace: ns, name: "llama-pd" }, undefined);
-    assert.equal(undo.exitCode, 0, undo.stderr);
-    assert.match(undo.stdout, /to revision 2/);
-    const state = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS, (current) => podsOf(current, "decode").every((pod) => imagesOf(pod)[0] === "vllm/vllm-openai:v0.11.1"));
-    assert.equal(state.ms.spec.rolloutStrategy.rollingUpdateConfiguration.partition, 1, "undo changed a runtime field");
-  });
+  test(
+    "tandem rollout undo rolls group 1 back through the API server; history lists the revisions",
+    { timeout: TEST_TIMEOUT_MS },
+    async (t) => {
+      const ns = "e2e-update";
+      const history = await historyCommand(rolloutClient(cluster, ns, "llama-pd"), { namespace: ns, name: "llama-pd" });
+      t.diagnostic(history.stdout);
+      assert.equal(history.exitCode, 0);
+      assert.match(
+        history.stdout,
+        /^3 +llama-pd-\w+ +decode=vllm\/vllm-openai:v0\.12\.0 prefill=vllm\/vllm-openai:v0\.11\.0 +update$/m,
+      );
+      const undo = await undoCommand(
+        rolloutClient(cluster, ns, "llama-pd"),
+        { namespace: ns, name: "llama-pd" },
+        undefined,
+      );
+      assert.equal(undo.exitCode, 0, undo.stderr);
+      assert.match(undo.stdout, /to revision 2/);
+      const state = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS, (current) =>
+        podsOf(current, "decode").every((pod) => imagesOf(pod)[0] === "vllm/vllm-openai:v0.11.1"),
+      );
+      assert.equal(
+        state.ms.spec.rolloutStrategy.rollingUpdateConfiguration.partition,
+        1,
+        "undo changed a runtime field",
+      );
+    },
+  );
 
-  test("a controller restarted mid-rollout finishes it: prefill untouched, no updated pod replaced again", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const ns = await namespace("e2e-restart");
-    await admin().create(MODEL_SERVINGS, example("prefill-decode-2p1d.yaml", ns));
-    const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-    const prefill = uidsOf(podsOf(before, "prefill"));
-    await setRoleImage(admin(), ns, "llama-pd", "decode", "vllm/vllm-openai:v0.11.1");
-    // Mid-rollout: a new decode instance exists, and an old one still runs.
-    const isNew = (pod: any): boolean => imagesOf(pod)[0] === "vllm/vllm-openai:v0.11.1";
-    const middle = await waitFor(async () => {
-      const current = await readState(admin(), ns, "llama-pd");
-      const decode = podsOf(current, "decode");
-      return decode.some(isNew) && decode.some((pod) => !isNew(pod)) ? current : undefined;
-    }, { timeoutMs: CONVERGE_MS, intervalMs: 50, what: "the decode rollout to be under way" });
-    // Surge instances (decode-1) are temporary by design; the regular instance's new pods must stay.
-    const regular = (pod: any): boolean => pod.metadata.labels["tandem.dev/instance"] === "decode-0";
-    const newBefore = uidsOf(podsOf(middle, "decode").filter((pod) => isNew(pod) && regular(pod)));
-    await controller?.running.stop();
-    controller = await startTestController(cluster);
-    const after = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS, (state) => podsOf(state, "decode").every(isNew));
-    assert.deepEqual(uidsOf(podsOf(after, "prefill")), prefill, "prefill pods were replaced");
-    const newAfter = uidsOf(podsOf(after, "decode").filter(regular));
-    for (const uid of newBefore) assert.ok(newAfter.includes(uid), `updated decode pod ${uid} was replaced again after the restart`);
-  });
+  test(
+    "a controller restarted mid-rollout finishes it: prefill untouched, no updated pod replaced again",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-restart");
+      await admin().create(MODEL_SERVINGS, example("prefill-decode-2p1d.yaml", ns));
+      const before = await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+      const prefill = uidsOf(podsOf(before, "prefill"));
+      await setRoleImage(admin(), ns, "llama-pd", "decode", "vllm/vllm-openai:v0.11.1");
+      // Mid-rollout: a new decode instance exists, and an old one still runs.
+      const isNew = (pod: any): boolean => imagesOf(pod)[0] === "vllm/vllm-openai:v0.11.1";
+      const middle = await waitFor(
+        async () => {
+          const current = await readState(admin(), ns, "llama-pd");
+          const decode = podsOf(current, "decode");
+          return decode.some(isNew) && decode.some((pod) => !isNew(pod)) ? current : undefined;
+        },
+        { timeoutMs: CONVERGE_MS, intervalMs: 50, what: "the decode rollout to be under way" },
+      );
+      // Surge instances (decode-1) are temporary by design; the regular instance's new pods must stay.
+      const regular = (pod: any): boolean => pod.metadata.labels["tandem.dev/instance"] === "decode-0";
+      const newBefore = uidsOf(podsOf(middle, "decode").filter((pod) => isNew(pod) && regular(pod)));
+      await controller?.running.stop();
+      controller = await startTestController(cluster);
+      const after = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS, (state) =>
+        podsOf(state, "decode").every(isNew),
+      );
+      assert.deepEqual(uidsOf(podsOf(after, "prefill")), prefill, "prefill pods were replaced");
+      const newAfter = uidsOf(podsOf(after, "decode").filter(regular));
+      for (const uid of newBefore)
+        assert.ok(newAfter.includes(uid), `updated decode pod ${uid} was replaced again after the restart`);
+    },
+  );
 
-  test("leader hand-over: the standby takes the Lease when the leader stops, and reconciles", { timeout: TEST_TIMEOUT_MS }, async () => {
-    await controller?.running.stop();
-    controller = undefined;
-    const lease = { namespace: "tandem-system", name: "e2e-leader", timings: { retryPeriodMs: 500 } };
-    const a = await startTestController(cluster, { leaderElection: { ...lease, identity: "controller-a" } });
-    const b = await startTestController(cluster, { leaderElection: { ...lease, identity: "controller-b" } });
-    try {
-      const leader = await waitFor(() => Promise.resolve(a.running.isLeader() ? a : b.running.isLeader() ? b : undefined), { timeoutMs: 30_000, what: "a leader" });
-      const standby = leader === a ? b : a;
-      assert.equal(standby.running.isLeader(), false, "two leaders");
-      const ns = await namespace("e2e-leader");
-      const object = example("prefill-decode-2p1d.yaml", ns);
-      object.spec.replicas = 1;
-      await admin().create(MODEL_SERVINGS, object);
-      await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-      assert.equal(standby.running.isSynced(), false, "the standby runs its caches");
-      await leader.running.stop();
-      await waitFor(() => Promise.resolve(standby.running.isLeader() ? true : undefined), { timeoutMs: 30_000, what: "the standby to take over" });
-      const stored = await admin().get(LEASES, "e2e-leader", "tandem-system");
-      assert.equal(stored.spec.holderIdentity, standby.running.identity);
-      assert.match(stored.spec.renewTime, /\.\d{6}Z$/, "renewTime is not a MicroTime");
-      assert.ok(stored.spec.leaseTransitions >= 1);
-      await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 2 } });
-      await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 6);
-      assert.deepEqual(forbiddenLines(leader.logger), []);
-    } finally {
-      await a.running.stop();
-      await b.running.stop();
-      controller = b;
-    }
-  });
+  test(
+    "leader hand-over: the standby takes the Lease when the leader stops, and reconciles",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      await controller?.running.stop();
+      controller = undefined;
+      const lease = { namespace: "tandem-system", name: "e2e-leader", timings: { retryPeriodMs: 500 } };
+      const a = await startTestController(cluster, { leaderElection: { ...lease, identity: "controller-a" } });
+      const b = await startTestController(cluster, { leaderElection: { ...lease, identity: "controller-b" } });
+      try {
+        const leader = await waitFor(
+          () => Promise.resolve(a.running.isLeader() ? a : b.running.isLeader() ? b : undefined),
+          { timeoutMs: 30_000, what: "a leader" },
+        );
+        const standby = leader === a ? b : a;
+        assert.equal(standby.running.isLeader(), false, "two leaders");
+        const ns = await namespace("e2e-leader");
+        const object = example("prefill-decode-2p1d.yaml", ns);
+        object.spec.replicas = 1;
+        await admin().create(MODEL_SERVINGS, object);
+        await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+        assert.equal(standby.running.isSynced(), false, "the standby runs its caches");
+        await leader.running.stop();
+        await waitFor(() => Promise.resolve(standby.running.isLeader() ? true : undefined), {
+          timeoutMs: 30_000,
+          what: "the standby to take over",
+        });
+        const stored = await admin().get(LEASES, "e2e-leader", "tandem-system");
+        assert.equal(stored.spec.holderIdentity, standby.running.identity);
+        assert.match(stored.spec.renewTime, /\.\d{6}Z$/, "renewTime is not a MicroTime");
+        assert.ok(stored.spec.leaseTransitions >= 1);
+        await admin().mergePatch(MODEL_SERVINGS, { namespace: ns, name: "llama-pd" }, { spec: { replicas: 2 } });
+        await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS, (state) => state.pods.length === 6);
+        assert.deepEqual(forbiddenLines(leader.logger), []);
+      } finally {
+        await a.running.stop();
+        await b.running.stop();
+        controller = b;
+      }
+    },
+  );
 
-  test("tandem controller as a process: one namespace, /healthz, /readyz, /metrics, JSON logs, exit 0 on SIGTERM", { timeout: TEST_TIMEOUT_MS }, async () => {
-    // The only controller of this namespace: the in-process one (if still running) stops first.
-    await controller?.running.stop();
-    controller = undefined;
-    const ns = await namespace("e2e-cli");
-    const [port] = await freePorts(1);
-    const { child, output: outputSoFar, exited } = startTandem(["controller", "--kubeconfig", cluster.kubeconfigs.controller, "--namespace", ns, "--metrics-addr", `127.0.0.1:${port}`]);
-    try {
-      const url = `http://127.0.0.1:${port}`;
-      await waitFor(async () => ((await fetch(`${url}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, what: "/readyz 200" });
-      assert.equal((await fetch(`${url}/healthz`)).status, 200);
-      const object = example("prefill-decode-2p1d.yaml", ns);
-      object.spec.replicas = 1;
-      await admin().create(MODEL_SERVINGS, object);
-      await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
-      const metrics = await waitFor(async () => {
-        const text = await (await fetch(`${url}/metrics`)).text();
-        return text.includes(`tandem_rollout_updated_ratio{modelserving="${ns}/llama-pd",role="decode"} 1`) ? text : undefined;
-      }, { timeoutMs: 10_000, what: "rollout ratio in /metrics" });
-      assert.match(metrics, /tandem_reconcile_duration_seconds_count \d+/);
-      assert.match(metrics, /# TYPE tandem_api_errors_total counter/);
-      child.kill("SIGTERM");
-      const code = await exited;
-      const output = outputSoFar();
-      assert.equal(code, 0, output);
-      const lines = output.trim().split("\n").map((line) => JSON.parse(line) as { msg: string; level: number });
-      assert.ok(lines.some((line) => line.msg === "controller started"));
-      assert.ok(lines.some((line) => line.msg === "controller stopped"));
-      assert.ok(!/ 403 |forbidden/i.test(output), output);
-    } finally {
-      if (child.exitCode === null) child.kill("SIGKILL");
-    }
-  });
+  test(
+    "tandem controller as a process: one namespace, /healthz, /readyz, /metrics, JSON logs, exit 0 on SIGTERM",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      // The only controller of this namespace: the in-process one (if still running) stops first.
+      await controller?.running.stop();
+      controller = undefined;
+      const ns = await namespace("e2e-cli");
+      const [port] = await freePorts(1);
+      const {
+        child,
+        output: outputSoFar,
+        exited,
+      } = startTandem([
+        "controller",
+        "--kubeconfig",
+        cluster.kubeconfigs.controller,
+        "--namespace",
+        ns,
+        "--metrics-addr",
+        `127.0.0.1:${port}`,
+      ]);
+      try {
+        const url = `http://127.0.0.1:${port}`;
+        await waitFor(async () => ((await fetch(`${url}/readyz`)).status === 200 ? true : undefined), {
+          timeoutMs: 30_000,
+          what: "/readyz 200",
+        });
+        assert.equal((await fetch(`${url}/healthz`)).status, 200);
+        const object = example("prefill-decode-2p1d.yaml", ns);
+        object.spec.replicas = 1;
+        await admin().create(MODEL_SERVINGS, object);
+        await waitUntil(admin(), ns, "llama-pd", "Available", CONVERGE_MS);
+        const metrics = await waitFor(
+          async () => {
+            const text = await (await fetch(`${url}/metrics`)).text();
+            return text.includes(`tandem_rollout_updated_ratio{modelserving="${ns}/llama-pd",role="decode"} 1`)
+              ? text
+              : undefined;
+          },
+          { timeoutMs: 10_000, what: "rollout ratio in /metrics" },
+        );
+        assert.match(metrics, /tandem_reconcile_duration_seconds_count \d+/);
+        assert.match(metrics, /# TYPE tandem_api_errors_total counter/);
+        child.kill("SIGTERM");
+        const code = await exited;
+        const output = outputSoFar();
+        assert.equal(code, 0, output);
+        const lines = output
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line) as { msg: string; level: number });
+        assert.ok(lines.some((line) => line.msg === "controller started"));
+        assert.ok(lines.some((line) => line.msg === "controller stopped"));
+        assert.ok(!/ 403 |forbidden/i.test(output), output);
+      } finally {
+        if (child.exitCode === null) child.kill("SIGKILL");
+      }
+    },
+  );
 });

@@ -45,7 +45,9 @@ export function enginePods(port: number, latency: EngineLatency): EnginePods {
   const onRunning = (pod: any): void => {
     const uid: string = pod.metadata.uid;
     if (pod.metadata.labels?.["tandem.dev/entry"] !== "true" || engines.has(uid) || seenDeleting.has(uid)) return;
-    const started = startEngineMock({ host: pod.status.podIP, port, kvFormat: kvFormat(pod), ...latency }).catch(() => undefined);
+    const started = startEngineMock({ host: pod.status.podIP, port, kvFormat: kvFormat(pod), ...latency }).catch(
+      () => undefined,
+    );
     engines.set(uid, started);
   };
   const onTerminating = async (pod: any): Promise<void> => {
@@ -53,7 +55,11 @@ export function enginePods(port: number, latency: EngineLatency): EnginePods {
     if (seenDeleting.has(uid)) return;
     seenDeleting.add(uid);
     if (pod.metadata.labels?.["tandem.dev/entry"] === "true") {
-      deleted.push({ name: pod.metadata.name, role: pod.metadata.labels["tandem.dev/role"] ?? "", annotations: { ...(pod.metadata.annotations ?? {}) } });
+      deleted.push({
+        name: pod.metadata.name,
+        role: pod.metadata.labels["tandem.dev/role"] ?? "",
+        annotations: { ...(pod.metadata.annotations ?? {}) },
+      });
     }
     const engine = engines.get(uid);
     engines.delete(uid);

@@ -16,18 +16,33 @@ import { rbacManifests, routerRbacManifests } from "../../src/kube/install.ts";
 import { runController } from "../../src/kube/run.ts";
 import type { RunOptions, RunningController } from "../../src/kube/run.ts";
 import type { Cluster } from "./cluster.ts";
-import { CRDS, type KubeClient, KubeError, MODEL_ROUTES, MODEL_SERVINGS, type Resource, resourcePath } from "./client.ts";
+import {
+  CRDS,
+  type KubeClient,
+  KubeError,
+  MODEL_ROUTES,
+  MODEL_SERVINGS,
+  type Resource,
+  resourcePath,
+} from "./client.ts";
 import { waitFor } from "./wait.ts";
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..");
 /** Every CRD in deploy/crd.yaml (ModelServing, ModelRoute). */
-export const CRD_DOCUMENTS: readonly any[] = parseAllDocuments(readFileSync(join(REPO_ROOT, "deploy", "crd.yaml"), "utf8")).map((document) => document.toJS());
+export const CRD_DOCUMENTS: readonly any[] = parseAllDocuments(
+  readFileSync(join(REPO_ROOT, "deploy", "crd.yaml"), "utf8"),
+).map((document) => document.toJS());
 
 const RBAC_RESOURCES: Readonly<Record<string, Resource>> = {
   Namespace: { group: "", version: "v1", plural: "namespaces", namespaced: false },
   ServiceAccount: { group: "", version: "v1", plural: "serviceaccounts", namespaced: true },
   ClusterRole: { group: "rbac.authorization.k8s.io", version: "v1", plural: "clusterroles", namespaced: false },
-  ClusterRoleBinding: { group: "rbac.authorization.k8s.io", version: "v1", plural: "clusterrolebindings", namespaced: false },
+  ClusterRoleBinding: {
+    group: "rbac.authorization.k8s.io",
+    version: "v1",
+    plural: "clusterrolebindings",
+    namespaced: false,
+  },
   Role: { group: "rbac.authorization.k8s.io", version: "v1", plural: "roles", namespaced: true },
   RoleBinding: { group: "rbac.authorization.k8s.io", version: "v1", plural: "rolebindings", namespaced: true },
 };
@@ -39,10 +54,13 @@ export async function installCrd(admin: KubeClient): Promise<void> {
     if (response.status !== 201) throw new KubeError("POST", resourcePath(CRDS), response);
   }
   for (const resource of [MODEL_SERVINGS, MODEL_ROUTES]) {
-    await waitFor(async () => {
-      const list = await admin.request("GET", resourcePath(resource));
-      return list.status === 200 ? true : undefined;
-    }, { timeoutMs: 60_000, what: `LIST ${resource.plural} to succeed (CRD established, watch cache ready)` });
+    await waitFor(
+      async () => {
+        const list = await admin.request("GET", resourcePath(resource));
+        return list.status === 200 ? true : undefined;
+      },
+      { timeoutMs: 60_000, what: `LIST ${resource.plural} to succeed (CRD established, watch cache ready)` },
+    );
   }
 }
 
@@ -65,7 +83,10 @@ export interface TestController {
 }
 
 /** Runs the controller in-process as the ServiceAccount (kubeconfig `controller`). */
-export async function startTestController(cluster: Cluster, options: Partial<Omit<RunOptions, "kubeConfig" | "logger">> = {}): Promise<TestController> {
+export async function startTestController(
+  cluster: Cluster,
+  options: Partial<Omit<RunOptions, "kubeConfig" | "logger">> = {},
+): Promise<TestController> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(cluster.kubeconfigs.controller);
   const logger = new MemoryLogger();
@@ -78,7 +99,10 @@ export async function startTestController(cluster: Cluster, options: Partial<Omi
  * RBAC does not grant. Each line names the request (`patch pods/status ns/name: 403 ...`).
  */
 export function forbiddenLines(logger: MemoryLogger): string[] {
-  return logger.lines().map((line) => `${line.message} ${JSON.stringify(line.fields)}`).filter((text) => / 403 |forbidden/i.test(text));
+  return logger
+    .lines()
+    .map((line) => `${line.message} ${JSON.stringify(line.fields)}`)
+    .filter((text) => / 403 |forbidden/i.test(text));
 }
 
 export interface TandemProcess {
@@ -91,10 +115,21 @@ export interface TandemProcess {
 
 /** Runs `tandem ARGS...` (src/cli/main.ts) as a child process, collecting its output; `env` adds to ours. */
 export function startTandem(args: readonly string[], env: Readonly<Record<string, string>> = {}): TandemProcess {
-  const child = spawn(process.execPath, [join(REPO_ROOT, "src", "cli", "main.ts"), ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [join(REPO_ROOT, "src", "cli", "main.ts"), ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
   let output = "";
-  child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr.on("data", (chunk: Buffer) => { output += chunk.toString(); });
-  const exited = new Promise<number | null>((resolve) => { child.once("exit", (code) => { resolve(code); }); });
+  child.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once("exit", (code) => {
+      resolve(code);
+    });
+  });
   return { child, output: () => output, exited };
 }

@@ -59,7 +59,9 @@ export function startFakeKubelet(admin: KubeClient, namespace: string, options: 
     while (!stopped) {
       try {
         const list = await admin.list(PODS, namespace);
-        for (const pod of list.items as any[]) if (pod.metadata.deletionTimestamp !== undefined || !held(pod)) removed += await tend(admin, namespace, pod, options);
+        for (const pod of list.items as any[])
+          if (pod.metadata.deletionTimestamp !== undefined || !held(pod))
+            removed += await tend(admin, namespace, pod, options);
       } catch {
         // A failed tick (conflict, API hiccup) is retried on the next one.
       }
@@ -82,17 +84,30 @@ async function tend(admin: KubeClient, namespace: string, pod: any, options: Fak
     await options.onTerminating?.(pod);
     // Deleted with grace 0 already: only its finalizers hold it, which are not the kubelet's.
     if (pod.metadata.deletionGracePeriodSeconds === 0) return 0;
-    const response = await admin.request("DELETE", resourcePath(PODS, { namespace, name }), { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
+    const response = await admin.request("DELETE", resourcePath(PODS, { namespace, name }), {
+      apiVersion: "v1",
+      kind: "DeleteOptions",
+      gracePeriodSeconds: 0,
+      preconditions: { uid: pod.metadata.uid },
+    });
     return response.status === 200 ? 1 : 0;
   }
   if (pod.spec.nodeName === undefined || pod.spec.nodeName === "") {
-    const binding = { apiVersion: "v1", kind: "Binding", metadata: { name }, target: { apiVersion: "v1", kind: "Node", name: FAKE_NODE } };
+    const binding = {
+      apiVersion: "v1",
+      kind: "Binding",
+      metadata: { name },
+      target: { apiVersion: "v1", kind: "Node", name: FAKE_NODE },
+    };
     await admin.request("POST", resourcePath(PODS, { namespace, name, subresource: "binding" }), binding);
     return 0;
   }
   const status = desiredStatus(pod, options.podIp);
   if (!isDeepStrictEqual(status, pod.status)) {
-    const response = await admin.request("PUT", resourcePath(PODS, { namespace, name, subresource: "status" }), { ...pod, status });
+    const response = await admin.request("PUT", resourcePath(PODS, { namespace, name, subresource: "status" }), {
+      ...pod,
+      status,
+    });
     if (response.status === 200) await options.onRunning?.(response.body);
   } else {
     await options.onRunning?.(pod);
@@ -107,28 +122,51 @@ export function desiredStatus(pod: any, podIp: (pod: any) => string = fakeIp): a
   const containerStatuses = (pod.spec.containers as any[]).map((container) => {
     const previous = (old.containerStatuses ?? []).find((status: any) => status.name === container.name);
     const same = previous?.image === container.image;
-    return same ? previous : {
-      name: container.name,
-      image: container.image,
-      imageID: `fake://${container.image}`,
-      containerID: `fake://${pod.metadata.uid}/${container.name}/${container.image}`,
-      ready: true,
-      started: true,
-      restartCount: 0,
-      state: { running: { startedAt: now } },
-      lastState: {},
-    };
+    return same
+      ? previous
+      : {
+          name: container.name,
+          image: container.image,
+          imageID: `fake://${container.image}`,
+          containerID: `fake://${pod.metadata.uid}/${container.name}/${container.image}`,
+          ready: true,
+          started: true,
+          restartCount: 0,
+          state: { running: { startedAt: now } },
+          lastState: {},
+        };
   });
   const conditions: any[] = old.conditions ?? [];
   const find = (type: string): any => conditions.find((condition) => condition.type === type);
   const gatesTrue = (pod.spec.readinessGates ?? []).every((gate: any) => find(gate.conditionType)?.status === "True");
-  const owned: Record<string, string> = { PodScheduled: "True", Initialized: "True", ContainersReady: "True", Ready: gatesTrue ? "True" : "False" };
+  const owned: Record<string, string> = {
+    PodScheduled: "True",
+    Initialized: "True",
+    ContainersReady: "True",
+    Ready: gatesTrue ? "True" : "False",
+  };
   const kept = conditions.filter((condition) => !(condition.type in owned));
   const mine = Object.entries(owned).map(([type, status]) => {
     const previous = find(type);
-    return previous?.status === status ? previous : { type, status, lastProbeTime: null, lastTransitionTime: now, ...(status === "False" ? { reason: "ReadinessGatesNotReady" } : {}) };
+    return previous?.status === status
+      ? previous
+      : {
+          type,
+          status,
+          lastProbeTime: null,
+          lastTransitionTime: now,
+          ...(status === "False" ? { reason: "ReadinessGatesNotReady" } : {}),
+        };
   });
-  return { ...old, phase: "Running", hostIP: "127.0.0.1", podIP: old.podIP ?? podIp(pod), startTime: old.startTime ?? now, conditions: [...mine, ...kept], containerStatuses };
+  return {
+    ...old,
+    phase: "Running",
+    hostIP: "127.0.0.1",
+    podIP: old.podIP ?? podIp(pod),
+    startTime: old.startTime ?? now,
+    conditions: [...mine, ...kept],
+    containerStatuses,
+  };
 }
 
 function fakeIp(pod: any): string {

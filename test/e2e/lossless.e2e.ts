@@ -21,7 +21,15 @@ import { drainedAnnotation } from "../../src/api/router-lease.ts";
 import { type Cluster, CONTROLLER_NAMESPACE, freePorts, startCluster } from "./cluster.ts";
 import { type KubeClient, MODEL_ROUTES, MODEL_SERVINGS } from "./client.ts";
 import { enginePods, type EnginePods } from "./engine-pods.ts";
-import { ensureNamespace, installCrd, installRbac, startTandem, startTestController, type TandemProcess, type TestController } from "./env.ts";
+import {
+  ensureNamespace,
+  installCrd,
+  installRbac,
+  startTandem,
+  startTestController,
+  type TandemProcess,
+  type TestController,
+} from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
 import { type Load, type LoadCounts, startLoad } from "../../src/router/proxy/load.ts";
 import { setRoleImage, waitUntil } from "./observe.ts";
@@ -52,7 +60,11 @@ function modelServing(name: string, drainTimeoutSeconds: number): any {
   const role = (roleName: string): any => ({
     name: roleName,
     replicas: 2,
-    entryTemplate: { spec: { containers: [{ name: "engine", image: `engine:${roleName}-1`, env: [{ name: "KV_FORMAT", value: "v1" }] }] } },
+    entryTemplate: {
+      spec: {
+        containers: [{ name: "engine", image: `engine:${roleName}-1`, env: [{ name: "KV_FORMAT", value: "v1" }] }],
+      },
+    },
   });
   return {
     apiVersion: "tandem.dev/v1alpha1",
@@ -72,7 +84,14 @@ function modelRoute(name: string, pairing: "SameGroup" | "SameRevision", port: n
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelRoute",
     metadata: { name, namespace: NAMESPACE },
-    spec: { model: MODEL, modelServing: name, engine: "vllm", port, roles: { prefill: "prefill", decode: "decode" }, pairing },
+    spec: {
+      model: MODEL,
+      modelServing: name,
+      engine: "vllm",
+      port,
+      roles: { prefill: "prefill", decode: "decode" },
+      pairing,
+    },
   };
 }
 
@@ -107,7 +126,19 @@ async function startRouters(cluster: Cluster): Promise<RouterProcess[]> {
   const ports = await freePorts(ROUTER_IDS.length);
   return ROUTER_IDS.map((id, index) => {
     const url = `http://127.0.0.1:${ports[index]}`;
-    const args = ["router", "--kubeconfig", cluster.kubeconfigs.router, "--namespace", NAMESPACE, "--listen", url.slice("http://".length), "--id", id, "--log-level", "warn"];
+    const args = [
+      "router",
+      "--kubeconfig",
+      cluster.kubeconfigs.router,
+      "--namespace",
+      NAMESPACE,
+      "--listen",
+      url.slice("http://".length),
+      "--id",
+      id,
+      "--log-level",
+      "warn",
+    ];
     return { id, url, process: startTandem(args, { POD_NAME: id, POD_NAMESPACE: CONTROLLER_NAMESPACE }) };
   });
 }
@@ -115,12 +146,19 @@ async function startRouters(cluster: Cluster): Promise<RouterProcess[]> {
 /** Until one request through every router is answered 200 (its Lease, caches and endpoints are up). */
 async function waitServing(routers: readonly RouterProcess[]): Promise<void> {
   for (const router of routers) {
-    await waitFor(async () => {
-      const body = JSON.stringify({ model: MODEL, prompt: "ping", max_tokens: 1 });
-      const response = await request(`${router.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body }).catch(() => undefined);
-      await response?.body.dump();
-      return response?.statusCode === 200 ? true : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 200, what: `router ${router.id} serving ${MODEL}` }).catch((error: unknown) => {
+    await waitFor(
+      async () => {
+        const body = JSON.stringify({ model: MODEL, prompt: "ping", max_tokens: 1 });
+        const response = await request(`${router.url}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        }).catch(() => undefined);
+        await response?.body.dump();
+        return response?.statusCode === 200 ? true : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 200, what: `router ${router.id} serving ${MODEL}` },
+    ).catch((error: unknown) => {
       throw new Error(`${String(error)}; router output:\n${router.process.output().slice(-3000)}`);
     });
   }
@@ -132,98 +170,156 @@ function describeCounts(counts: LoadCounts): string {
 
 /** Runs `rollout` once the load is under way, and checks the load still ran when the rollout ended. */
 async function underLoad(load: Load, total: number, rollout: () => Promise<void>): Promise<void> {
-  await waitFor(() => Promise.resolve(load.counts.sent > 200 ? true : undefined), { timeoutMs: 30_000, intervalMs: 20, what: "the load to start" });
+  await waitFor(() => Promise.resolve(load.counts.sent > 200 ? true : undefined), {
+    timeoutMs: 30_000,
+    intervalMs: 20,
+    what: "the load to start",
+  });
   await rollout();
   assert.ok(load.counts.sent < total, `the rollout ended while the load ran (${load.counts.sent} of ${total} sent)`);
 }
 
-describe("lossless rollouts on real HTTP (two routers, engine-mocks, the controller)", { timeout: CLUSTER_START_TIMEOUT_MS + 4 * TEST_TIMEOUT_MS }, () => {
-  let cluster: Cluster | undefined;
-  let engines: EnginePods | undefined;
-  let kubelet: FakeKubelet | undefined;
-  let controller: TestController | undefined;
-  let routers: RouterProcess[] = [];
-  let enginePort = 0;
-  const admin = (): KubeClient => {
-    if (cluster === undefined) throw new Error("cluster not started");
-    return cluster.admin;
-  };
+describe(
+  "lossless rollouts on real HTTP (two routers, engine-mocks, the controller)",
+  { timeout: CLUSTER_START_TIMEOUT_MS + 4 * TEST_TIMEOUT_MS },
+  () => {
+    let cluster: Cluster | undefined;
+    let engines: EnginePods | undefined;
+    let kubelet: FakeKubelet | undefined;
+    let controller: TestController | undefined;
+    let routers: RouterProcess[] = [];
+    let enginePort = 0;
+    const admin = (): KubeClient => {
+      if (cluster === undefined) throw new Error("cluster not started");
+      return cluster.admin;
+    };
 
-  before(async () => {
-    cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
-    await installCrd(cluster.admin);
-    await installRbac(cluster.admin);
-    await ensureNamespace(cluster.admin, NAMESPACE);
-    [enginePort] = (await freePorts(1)) as [number];
-    engines = enginePods(enginePort, LATENCY);
-    kubelet = startFakeKubelet(cluster.admin, NAMESPACE, { ...engines.kubelet, holdMs });
-    controller = await startTestController(cluster);
-    routers = await startRouters(cluster);
-  });
-
-  after(async () => {
-    for (const router of routers) router.process.child.kill("SIGTERM");
-    await Promise.all(routers.map((router) => router.process.exited));
-    await controller?.running.stop();
-    await kubelet?.stop();
-    await engines?.close();
-    await cluster?.stop();
-  });
-
-  test("decode rolling updates with the drain: 10,000 requests, none failed or cut; every deleted pod had both routers' confirmations", { timeout: TEST_TIMEOUT_MS }, async () => {
-    await admin().create(MODEL_SERVINGS, modelServing("pd", 60));
-    await admin().create(MODEL_ROUTES, modelRoute("pd", "SameRevision", enginePort));
-    await waitUntil(admin(), NAMESPACE, "pd", "Available", ROLLOUT_TIMEOUT_MS);
-    await waitServing(routers);
-    const load = startLoad({ routers: routers.map((router) => router.url), model: MODEL, total: DRAINED_REQUESTS, concurrency: CONCURRENCY, maxTokens: MAX_TOKENS, requestTimeoutMs: 30_000 });
-    await underLoad(load, DRAINED_REQUESTS, async () => {
-      for (const image of ["engine:decode-2", "engine:decode-3"]) {
-        await setRoleImage(admin(), NAMESPACE, "pd", "decode", image);
-        await waitUntil(admin(), NAMESPACE, "pd", "RolloutComplete", ROLLOUT_TIMEOUT_MS);
-      }
+    before(async () => {
+      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
+      await installCrd(cluster.admin);
+      await installRbac(cluster.admin);
+      await ensureNamespace(cluster.admin, NAMESPACE);
+      [enginePort] = (await freePorts(1)) as [number];
+      engines = enginePods(enginePort, LATENCY);
+      kubelet = startFakeKubelet(cluster.admin, NAMESPACE, { ...engines.kubelet, holdMs });
+      controller = await startTestController(cluster);
+      routers = await startRouters(cluster);
     });
-    await load.done;
-    assert.equal(load.counts.failed + load.counts.cut, 0, describeCounts(load.counts));
-    assert.equal(load.counts.ok, DRAINED_REQUESTS, describeCounts(load.counts));
-    const deleted = engines?.deleted() ?? [];
-    assert.ok(deleted.length === 12 && deleted.every((pod) => pod.role === "decode"), `two updates of 6 decode pods, no prefill touched: ${deleted.map((pod) => pod.name).join(", ")}`);
-    for (const pod of deleted) {
-      const missing = ROUTER_IDS.filter((id) => pod.annotations[drainedAnnotation(id)] !== "true");
-      assert.deepEqual(missing, [], `${pod.name} was deleted without the confirmation of ${missing.join(", ")}: ${JSON.stringify(pod.annotations)}`);
-    }
-  });
 
-  test("the same update with drain.timeoutSeconds 0: requests are cut", { timeout: TEST_TIMEOUT_MS }, async () => {
-    await admin().mergePatch(MODEL_SERVINGS, { namespace: NAMESPACE, name: "pd" }, { spec: { drain: { timeoutSeconds: 0 } } });
-    // Longer answers (1 s of tokens) than elsewhere: a pod deleted at once must have some mid-stream.
-    const load = startLoad({ routers: routers.map((router) => router.url), model: MODEL, total: UNDRAINED_REQUESTS, concurrency: CONCURRENCY, maxTokens: LONG_MAX_TOKENS, requestTimeoutMs: 30_000 });
-    await underLoad(load, UNDRAINED_REQUESTS, async () => {
-      await setRoleImage(admin(), NAMESPACE, "pd", "decode", "engine:decode-4");
-      await waitUntil(admin(), NAMESPACE, "pd", "RolloutComplete", ROLLOUT_TIMEOUT_MS);
+    after(async () => {
+      for (const router of routers) router.process.child.kill("SIGTERM");
+      await Promise.all(routers.map((router) => router.process.exited));
+      await controller?.running.stop();
+      await kubelet?.stop();
+      await engines?.close();
+      await cluster?.stop();
     });
-    load.stop();
-    await load.done;
-    assert.ok(load.counts.cut > 0, `without the drain some requests are cut: ${describeCounts(load.counts)}`);
-  });
 
-  test("prefill and decode change KV format together: SameRevision pairs none across it, SameGroup does and the decode refuses", { timeout: 2 * TEST_TIMEOUT_MS }, async (t) => {
-    for (const [pairing, format] of [["SameRevision", "v2"], ["SameGroup", "v3"]] as const) {
-      await admin().mergePatch(MODEL_ROUTES, { namespace: NAMESPACE, name: "pd" }, { spec: { pairing } });
-      await admin().mergePatch(MODEL_SERVINGS, { namespace: NAMESPACE, name: "pd" }, { spec: { drain: { timeoutSeconds: 60 } } });
-      await waitServing(routers);
-      const load = startLoad({ routers: routers.map((router) => router.url), model: MODEL, total: PAIRING_REQUESTS, concurrency: CONCURRENCY, maxTokens: MAX_TOKENS, requestTimeoutMs: 30_000 });
-      await underLoad(load, PAIRING_REQUESTS, async () => {
-        await setRoles(admin(), "pd", format);
+    test(
+      "decode rolling updates with the drain: 10,000 requests, none failed or cut; every deleted pod had both routers' confirmations",
+      { timeout: TEST_TIMEOUT_MS },
+      async () => {
+        await admin().create(MODEL_SERVINGS, modelServing("pd", 60));
+        await admin().create(MODEL_ROUTES, modelRoute("pd", "SameRevision", enginePort));
+        await waitUntil(admin(), NAMESPACE, "pd", "Available", ROLLOUT_TIMEOUT_MS);
+        await waitServing(routers);
+        const load = startLoad({
+          routers: routers.map((router) => router.url),
+          model: MODEL,
+          total: DRAINED_REQUESTS,
+          concurrency: CONCURRENCY,
+          maxTokens: MAX_TOKENS,
+          requestTimeoutMs: 30_000,
+        });
+        await underLoad(load, DRAINED_REQUESTS, async () => {
+          for (const image of ["engine:decode-2", "engine:decode-3"]) {
+            await setRoleImage(admin(), NAMESPACE, "pd", "decode", image);
+            await waitUntil(admin(), NAMESPACE, "pd", "RolloutComplete", ROLLOUT_TIMEOUT_MS);
+          }
+        });
+        await load.done;
+        assert.equal(load.counts.failed + load.counts.cut, 0, describeCounts(load.counts));
+        assert.equal(load.counts.ok, DRAINED_REQUESTS, describeCounts(load.counts));
+        const deleted = engines?.deleted() ?? [];
+        assert.ok(
+          deleted.length === 12 && deleted.every((pod) => pod.role === "decode"),
+          `two updates of 6 decode pods, no prefill touched: ${deleted.map((pod) => pod.name).join(", ")}`,
+        );
+        for (const pod of deleted) {
+          const missing = ROUTER_IDS.filter((id) => pod.annotations[drainedAnnotation(id)] !== "true");
+          assert.deepEqual(
+            missing,
+            [],
+            `${pod.name} was deleted without the confirmation of ${missing.join(", ")}: ${JSON.stringify(pod.annotations)}`,
+          );
+        }
+      },
+    );
+
+    test("the same update with drain.timeoutSeconds 0: requests are cut", { timeout: TEST_TIMEOUT_MS }, async () => {
+      await admin().mergePatch(
+        MODEL_SERVINGS,
+        { namespace: NAMESPACE, name: "pd" },
+        { spec: { drain: { timeoutSeconds: 0 } } },
+      );
+      // Longer answers (1 s of tokens) than elsewhere: a pod deleted at once must have some mid-stream.
+      const load = startLoad({
+        routers: routers.map((router) => router.url),
+        model: MODEL,
+        total: UNDRAINED_REQUESTS,
+        concurrency: CONCURRENCY,
+        maxTokens: LONG_MAX_TOKENS,
+        requestTimeoutMs: 30_000,
+      });
+      await underLoad(load, UNDRAINED_REQUESTS, async () => {
+        await setRoleImage(admin(), NAMESPACE, "pd", "decode", "engine:decode-4");
         await waitUntil(admin(), NAMESPACE, "pd", "RolloutComplete", ROLLOUT_TIMEOUT_MS);
       });
       load.stop();
       await load.done;
-      t.diagnostic(`${pairing}: ${describeCounts(load.counts)}`);
-      if (pairing === "SameRevision") {
-        assert.equal(load.counts.failed + load.counts.cut, 0, `SameRevision: ${describeCounts(load.counts)}`);
-      } else {
-        assert.ok(load.counts.kvMismatch > 0, `SameGroup pairs a new prefill with an old decode, which refuses it: ${describeCounts(load.counts)}`);
-      }
-    }
-  });
-});
+      assert.ok(load.counts.cut > 0, `without the drain some requests are cut: ${describeCounts(load.counts)}`);
+    });
+
+    test(
+      "prefill and decode change KV format together: SameRevision pairs none across it, SameGroup does and the decode refuses",
+      { timeout: 2 * TEST_TIMEOUT_MS },
+      async (t) => {
+        for (const [pairing, format] of [
+          ["SameRevision", "v2"],
+          ["SameGroup", "v3"],
+        ] as const) {
+          await admin().mergePatch(MODEL_ROUTES, { namespace: NAMESPACE, name: "pd" }, { spec: { pairing } });
+          await admin().mergePatch(
+            MODEL_SERVINGS,
+            { namespace: NAMESPACE, name: "pd" },
+            { spec: { drain: { timeoutSeconds: 60 } } },
+          );
+          await waitServing(routers);
+          const load = startLoad({
+            routers: routers.map((router) => router.url),
+            model: MODEL,
+            total: PAIRING_REQUESTS,
+            concurrency: CONCURRENCY,
+            maxTokens: MAX_TOKENS,
+            requestTimeoutMs: 30_000,
+          });
+          await underLoad(load, PAIRING_REQUESTS, async () => {
+            await setRoles(admin(), "pd", format);
+            await waitUntil(admin(), NAMESPACE, "pd", "RolloutComplete", ROLLOUT_TIMEOUT_MS);
+          });
+          load.stop();
+          await load.done;
+          t.diagnostic(`${pairing}: ${describeCounts(load.counts)}`);
+          if (pairing === "SameRevision") {
+            assert.equal(load.counts.failed + load.counts.cut, 0, `SameRevision: ${describeCounts(load.counts)}`);
+          } else {
+            assert.ok(
+              load.counts.kvMismatch > 0,
+              `SameGroup pairs a new prefill with an old decode, which refuses it: ${describeCounts(load.counts)}`,
+            );
+          }
+        }
+      },
+    );
+  },
+);

@@ -35,7 +35,8 @@ export async function readState(admin: KubeClient, namespace: string, name: stri
   const revisions = new Map<string, { name: string; data: any }>();
   for (const object of revisionObjects) {
     const decoded = decodeControllerRevision({ ...object, kind: "ControllerRevision" });
-    if (decoded.ok && decoded.revision.ownerUid === stored.metadata.uid) revisions.set(decoded.revision.name, { name: decoded.revision.name, data: decoded.revision.data });
+    if (decoded.ok && decoded.revision.ownerUid === stored.metadata.uid)
+      revisions.set(decoded.revision.name, { name: decoded.revision.name, data: decoded.revision.data });
   }
   return { ms: parsed.value, pods, revisions, revisionObjects };
 }
@@ -45,28 +46,49 @@ export type Target = "Available" | "RolloutComplete";
 /** Reasons `target` does not hold now; empty when it does. */
 export function pending(state: State, target: Target): string[] {
   const placed = placedPods(state.ms, state.pods);
-  return target === "Available" ? availablePending(state.ms, placed, state.revisions) : rolloutPending(state.ms, placed, state.revisions);
+  return target === "Available"
+    ? availablePending(state.ms, placed, state.revisions)
+    : rolloutPending(state.ms, placed, state.revisions);
 }
 
 /** Waits until `target` holds (and `extra`, if given, returns true), resolving with the state. */
-export async function waitUntil(admin: KubeClient, namespace: string, name: string, target: Target, timeoutMs: number, extra?: (state: State) => boolean): Promise<State> {
+export async function waitUntil(
+  admin: KubeClient,
+  namespace: string,
+  name: string,
+  target: Target,
+  timeoutMs: number,
+  extra?: (state: State) => boolean,
+): Promise<State> {
   let last: string[] = [];
   let lastState: State | undefined;
-  return waitFor(async () => {
-    const state = await readState(admin, namespace, name);
-    lastState = state;
-    last = pending(state, target);
-    return last.length === 0 && (extra === undefined || extra(state)) ? state : undefined;
-  }, { timeoutMs, intervalMs: 250, what: `${namespace}/${name} ${target}` }).catch((error: unknown) => {
-    const pods = (lastState?.pods ?? []).map((pod) => `${pod.metadata.name} ${JSON.stringify(pod.metadata.annotations ?? {})} ${(pod.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(",")}${pod.metadata.deletionTimestamp === undefined ? "" : " terminating"}`);
-    const conditions = (lastState?.ms.status?.conditions ?? []).map((c) => `${c.type}=${c.status} ${c.reason}: ${c.message}`);
-    throw new Error(`${error instanceof Error ? error.message : String(error)}; pending: ${last.join("; ") || "(extra condition)"}\nconditions:\n${conditions.join("\n")}\npods:\n${pods.join("\n")}`);
+  return waitFor(
+    async () => {
+      const state = await readState(admin, namespace, name);
+      lastState = state;
+      last = pending(state, target);
+      return last.length === 0 && (extra === undefined || extra(state)) ? state : undefined;
+    },
+    { timeoutMs, intervalMs: 250, what: `${namespace}/${name} ${target}` },
+  ).catch((error: unknown) => {
+    const pods = (lastState?.pods ?? []).map(
+      (pod) =>
+        `${pod.metadata.name} ${JSON.stringify(pod.metadata.annotations ?? {})} ${(pod.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(",")}${pod.metadata.deletionTimestamp === undefined ? "" : " terminating"}`,
+    );
+    const conditions = (lastState?.ms.status?.conditions ?? []).map(
+      (c) => `${c.type}=${c.status} ${c.reason}: ${c.message}`,
+    );
+    throw new Error(
+      `${error instanceof Error ? error.message : String(error)}; pending: ${last.join("; ") || "(extra condition)"}\nconditions:\n${conditions.join("\n")}\npods:\n${pods.join("\n")}`,
+    );
   });
 }
 
 /** Pods of `role` (not terminating), by name. */
 export function podsOf(state: State, role: string): Pod[] {
-  return state.pods.filter((pod) => pod.metadata.labels?.["tandem.dev/role"] === role && pod.metadata.deletionTimestamp === undefined).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  return state.pods
+    .filter((pod) => pod.metadata.labels?.["tandem.dev/role"] === role && pod.metadata.deletionTimestamp === undefined)
+    .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
 }
 
 export function imagesOf(pod: Pod): string[] {
@@ -77,16 +99,26 @@ export function imagesOf(pod: Pod): string[] {
  * Replaces the image of every container of `role` (entry and workers): read, modify, update with
  * the resourceVersion read, again on a Conflict (the controller writes status concurrently).
  */
-export async function setRoleImage(admin: KubeClient, namespace: string, name: string, role: string, image: string): Promise<void> {
-  await waitFor(async () => {
-    const object = await admin.get(MODEL_SERVINGS, name, namespace);
-    const spec = object.spec.template.roles.find((candidate: any) => candidate.name === role);
-    for (const template of [spec.entryTemplate, spec.workerTemplate]) for (const container of template?.spec.containers ?? []) container.image = image;
-    try {
-      return await admin.replace(MODEL_SERVINGS, object);
-    } catch (error) {
-      if (error instanceof KubeError && error.status === 409) return undefined;
-      throw new StopWaiting(String(error));
-    }
-  }, { timeoutMs: 10_000, intervalMs: 50, what: `update of ${namespace}/${name} role ${role} to ${image}` });
+export async function setRoleImage(
+  admin: KubeClient,
+  namespace: string,
+  name: string,
+  role: string,
+  image: string,
+): Promise<void> {
+  await waitFor(
+    async () => {
+      const object = await admin.get(MODEL_SERVINGS, name, namespace);
+      const spec = object.spec.template.roles.find((candidate: any) => candidate.name === role);
+      for (const template of [spec.entryTemplate, spec.workerTemplate])
+        for (const container of template?.spec.containers ?? []) container.image = image;
+      try {
+        return await admin.replace(MODEL_SERVINGS, object);
+      } catch (error) {
+        if (error instanceof KubeError && error.status === 409) return undefined;
+        throw new StopWaiting(String(error));
+      }
+    },
+    { timeoutMs: 10_000, intervalMs: 50, what: `update of ${namespace}/${name} role ${role} to ${image}` },
+  );
 }

@@ -24,7 +24,13 @@ const V1: ModelServingInput = {
       gangPolicy: { minRoleReplicas: { prefill: 2, decode: 1 } },
       roles: [
         { name: "prefill", replicas: 4, maxUnavailable: 1, entryTemplate: template("vllm:v1") },
-        { name: "decode", replicas: 2, workerReplicas: 1, entryTemplate: template("vllm:v1"), workerTemplate: template("vllm:v1") },
+        {
+          name: "decode",
+          replicas: 2,
+          workerReplicas: 1,
+          entryTemplate: template("vllm:v1"),
+          workerTemplate: template("vllm:v1"),
+        },
       ],
     },
   },
@@ -62,10 +68,13 @@ describe("applyRevision", () => {
     });
     const rolledBack = valid({ ...scaled, spec: applyRevision(scaled.spec, v1Data) });
     assert.equal(rolledBack.spec.replicas, 6);
-    assert.deepEqual(rolledBack.spec.template.roles.map((role) => [role.name, role.replicas, role.workerReplicas]), [
-      ["prefill", 6, 0],
-      ["decode", 2, 1],
-    ]);
+    assert.deepEqual(
+      rolledBack.spec.template.roles.map((role) => [role.name, role.replicas, role.workerReplicas]),
+      [
+        ["prefill", 6, 0],
+        ["decode", 2, 1],
+      ],
+    );
     assert.equal(revisionBytes(revisionData(rolledBack)), revisionBytes(v1Data));
     assert.deepEqual(rolledBack.spec.rolloutStrategy, scaled.spec.rolloutStrategy);
     assert.deepEqual(rolledBack.spec.template.gangPolicy, scaled.spec.template.gangPolicy);
@@ -92,27 +101,36 @@ describe("applyRevision", () => {
       ];
     });
     const onlyRouter = edited(v1, (spec) => {
-      spec.rolloutStrategy = { type: "ServingGroupRollingUpdate", paused: false, rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 0, partition: 0 } };
+      spec.rolloutStrategy = {
+        type: "ServingGroupRollingUpdate",
+        paused: false,
+        rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 0, partition: 0 },
+      };
       delete spec.template.gangPolicy;
       spec.template.roles = [{ name: "router", replicas: 5, workerReplicas: 0, entryTemplate: template("router:v0") }];
     });
     const result = applyRevision(onlyRouter.spec, revisionData(three));
-    assert.deepEqual(result.template.roles.map((role) => [role.name, role.replicas]), [
-      ["router", 5],
-      ["decode", 1],
-      ["embed", 1],
-      ["prefill", 1],
-    ]);
+    assert.deepEqual(
+      result.template.roles.map((role) => [role.name, role.replicas]),
+      [
+        ["router", 5],
+        ["decode", 1],
+        ["embed", 1],
+        ["prefill", 1],
+      ],
+    );
     assert.deepEqual(result.template.roles[0]?.entryTemplate, template("router:v1"));
     valid({ ...onlyRouter, spec: result });
   });
 
   it("removes references to removed roles from gangPolicy and coordination", () => {
-    const prefillOnly = revisionData(edited(v1, (spec) => {
-      spec.rolloutStrategy.coordination = undefined;
-      spec.template.gangPolicy = undefined;
-      spec.template.roles = spec.template.roles.slice(0, 1);
-    }));
+    const prefillOnly = revisionData(
+      edited(v1, (spec) => {
+        spec.rolloutStrategy.coordination = undefined;
+        spec.template.gangPolicy = undefined;
+        spec.template.roles = spec.template.roles.slice(0, 1);
+      }),
+    );
     const result = applyRevision(v1.spec, prefillOnly);
     assert.deepEqual(result.template.gangPolicy, { minRoleReplicas: { prefill: 2 } });
     // One role left: nothing to coordinate, so the rollback stays valid.
@@ -121,14 +139,23 @@ describe("applyRevision", () => {
 
   it("drops a coordination whose explicit role list loses every member", () => {
     const coordinated = edited(v1, (spec) => {
-      spec.template.roles.push({ name: "router", replicas: 1, workerReplicas: 0, entryTemplate: template("router:v1") });
+      spec.template.roles.push({
+        name: "router",
+        replicas: 1,
+        workerReplicas: 0,
+        entryTemplate: template("router:v1"),
+      });
       spec.rolloutStrategy.coordination = { maxSkew: "10%", roles: ["prefill", "decode"] };
     });
-    const routerOnly = revisionData(edited(v1, (spec) => {
-      spec.rolloutStrategy.coordination = undefined;
-      spec.template.gangPolicy = undefined;
-      spec.template.roles = [{ name: "router", replicas: 1, workerReplicas: 0, entryTemplate: template("router:v1") }];
-    }));
+    const routerOnly = revisionData(
+      edited(v1, (spec) => {
+        spec.rolloutStrategy.coordination = undefined;
+        spec.template.gangPolicy = undefined;
+        spec.template.roles = [
+          { name: "router", replicas: 1, workerReplicas: 0, entryTemplate: template("router:v1") },
+        ];
+      }),
+    );
     assert.equal(applyRevision(coordinated.spec, routerOnly).rolloutStrategy.coordination, undefined);
   });
 
@@ -148,6 +175,9 @@ describe("applyRevision", () => {
     assert.equal(result.plugins, undefined);
     assert.equal(result.template.roles[1]?.workerTemplate, undefined);
     assert.equal(JSON.stringify([withExtras.spec, data]), before);
-    assert.notEqual(result.template.roles[0]?.entryTemplate, data.roles.find((role) => role.name === "prefill")?.entryTemplate);
+    assert.notEqual(
+      result.template.roles[0]?.entryTemplate,
+      data.roles.find((role) => role.name === "prefill")?.entryTemplate,
+    );
   });
 });

@@ -55,7 +55,9 @@ function versionedFields(versioned: RevisionRole): Pick<Role, "entryTemplate" | 
 function removeFromGangPolicy(template: ModelServingSpec["template"], roleNames: ReadonlySet<string>): void {
   const gangPolicy = template.gangPolicy;
   if (gangPolicy?.minRoleReplicas === undefined) return;
-  gangPolicy.minRoleReplicas = Object.fromEntries(Object.entries(gangPolicy.minRoleReplicas).filter(([role]) => roleNames.has(role)));
+  gangPolicy.minRoleReplicas = Object.fromEntries(
+    Object.entries(gangPolicy.minRoleReplicas).filter(([role]) => roleNames.has(role)),
+  );
 }
 
 /**

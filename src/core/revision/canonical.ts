@@ -95,14 +95,19 @@ export function sameCanonicalJson(a: JsonValue, b: JsonValue): boolean {
     // Rare, and not always unequal: `[undefined]` serializes as `[]`.
     if (a.length !== b.length) return canonicalJson(a) === canonicalJson(b);
     // Indices, not `every`: a hole serializes (as "") and must be compared too.
-    for (let index = 0; index < a.length; index++) if (!sameCanonicalJson(a[index] as JsonValue, b[index] as JsonValue)) return false;
+    for (let index = 0; index < a.length; index++)
+      if (!sameCanonicalJson(a[index] as JsonValue, b[index] as JsonValue)) return false;
     return true;
   }
   const aObject = a as { readonly [key: string]: JsonValue };
   const bObject = b as { readonly [key: string]: JsonValue };
   const keys = Object.keys(aObject);
   if (keys.length !== Object.keys(bObject).length) return false;
-  return keys.every((key) => Object.prototype.propertyIsEnumerable.call(bObject, key) && sameCanonicalJson(aObject[key] as JsonValue, bObject[key] as JsonValue));
+  return keys.every(
+    (key) =>
+      Object.prototype.propertyIsEnumerable.call(bObject, key) &&
+      sameCanonicalJson(aObject[key] as JsonValue, bObject[key] as JsonValue),
+  );
 }
 
 /** True when `value` is JSON all the way down: what `canonicalJson` can serialize faithfully. */

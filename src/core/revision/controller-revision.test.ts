@@ -13,14 +13,20 @@ function dataWithImage(image: string) {
       apiVersion: "tandem.dev/v1alpha1",
       kind: "ModelServing",
       metadata: { name: "llama" },
-      spec: { template: { roles: [{ name: "decode", entryTemplate: { spec: { containers: [{ name: "engine", image }] } } }] } },
+      spec: {
+        template: { roles: [{ name: "decode", entryTemplate: { spec: { containers: [{ name: "engine", image }] } } }] },
+      },
     }),
   );
 }
 
 /** The encoded revision as plain JSON, the way it comes back from the API server. */
 function stored(collisionCount = 0): Record<string, any> {
-  return JSON.parse(JSON.stringify(encodeControllerRevision({ owner: OWNER, data: dataWithImage("vllm:v1"), revision: 2, collisionCount }))) as Record<string, any>;
+  return JSON.parse(
+    JSON.stringify(
+      encodeControllerRevision({ owner: OWNER, data: dataWithImage("vllm:v1"), revision: 2, collisionCount }),
+    ),
+  ) as Record<string, any>;
 }
 
 function reasonOf(result: DecodeResult): string {
@@ -30,7 +36,12 @@ function reasonOf(result: DecodeResult): string {
 
 describe("encodeControllerRevision", () => {
   it("writes an apps/v1 ControllerRevision named after the hash, owned by the ModelServing", () => {
-    const revision = encodeControllerRevision({ owner: OWNER, data: dataWithImage("vllm:v1"), revision: 4, collisionCount: 0 });
+    const revision = encodeControllerRevision({
+      owner: OWNER,
+      data: dataWithImage("vllm:v1"),
+      revision: 4,
+      collisionCount: 0,
+    });
     const hash = revision.metadata.labels["tandem.dev/revision-hash"] ?? "";
     assert.match(hash, /^[0-9a-f]{10}$/);
     assert.deepEqual(revision.metadata, {
@@ -38,7 +49,16 @@ describe("encodeControllerRevision", () => {
       namespace: "inference",
       labels: { "tandem.dev/modelserving": "llama", "tandem.dev/revision-hash": hash },
       annotations: { "tandem.dev/revision-format": "1" },
-      ownerReferences: [{ apiVersion: "tandem.dev/v1alpha1", kind: "ModelServing", name: "llama", uid: "uid-1", controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: "tandem.dev/v1alpha1",
+          kind: "ModelServing",
+          name: "llama",
+          uid: "uid-1",
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     });
     assert.equal(revision.apiVersion, "apps/v1");
     assert.equal(revision.kind, "ControllerRevision");
@@ -47,8 +67,18 @@ describe("encodeControllerRevision", () => {
   });
 
   it("records a collision count above 0 and changes the name with it", () => {
-    const plain = encodeControllerRevision({ owner: OWNER, data: dataWithImage("vllm:v1"), revision: 1, collisionCount: 0 });
-    const bumped = encodeControllerRevision({ owner: OWNER, data: dataWithImage("vllm:v1"), revision: 1, collisionCount: 2 });
+    const plain = encodeControllerRevision({
+      owner: OWNER,
+      data: dataWithImage("vllm:v1"),
+      revision: 1,
+      collisionCount: 0,
+    });
+    const bumped = encodeControllerRevision({
+      owner: OWNER,
+      data: dataWithImage("vllm:v1"),
+      revision: 1,
+      collisionCount: 2,
+    });
     assert.equal(bumped.metadata.annotations["tandem.dev/collision-count"], "2");
     assert.notEqual(bumped.metadata.name, plain.metadata.name);
   });
@@ -96,17 +126,23 @@ describe("decodeControllerRevision", () => {
   });
 
   it("reports corrupted data: missing, a string, or not JSON", () => {
-    for (const data of [undefined, "{\"roles\":", { roles: [Number.NaN] }]) {
+    for (const data of [undefined, '{"roles":', { roles: [Number.NaN] }]) {
       const object = stored();
       object.data = data;
-      assert.match(reasonOf(decodeControllerRevision(object)), /^data (is missing or not JSON|is not a revision format 1 projection)/);
+      assert.match(
+        reasonOf(decodeControllerRevision(object)),
+        /^data (is missing or not JSON|is not a revision format 1 projection)/,
+      );
     }
   });
 
   it("reports data nested 20,000 deep (an edited revision) instead of overflowing the stack", () => {
     const object = stored();
     object.data.roles[0].entryTemplate.spec.extra = JSON.parse(`${"[".repeat(20_000)}${"]".repeat(20_000)}`);
-    assert.match(reasonOf(decodeControllerRevision(object)), /^data roles\[0\]\.entryTemplate\.spec\.extra(\[0\]){95}: nests objects and lists more than 100 levels deep$/);
+    assert.match(
+      reasonOf(decodeControllerRevision(object)),
+      /^data roles\[0\]\.entryTemplate\.spec\.extra(\[0\]){95}: nests objects and lists more than 100 levels deep$/,
+    );
   });
 
   it("reports duplicate role names", () => {
@@ -118,7 +154,10 @@ describe("decodeControllerRevision", () => {
   it("refuses an unknown or missing format instead of guessing", () => {
     const future = stored();
     future.metadata.annotations["tandem.dev/revision-format"] = "2";
-    assert.match(reasonOf(decodeControllerRevision(future)), /revision format "2" is not one this controller reads \(it reads format 1\): upgrade the controller/);
+    assert.match(
+      reasonOf(decodeControllerRevision(future)),
+      /revision format "2" is not one this controller reads \(it reads format 1\): upgrade the controller/,
+    );
     const unmarked = stored();
     delete unmarked.metadata.annotations["tandem.dev/revision-format"];
     assert.match(reasonOf(decodeControllerRevision(unmarked)), /annotation tandem.dev\/revision-format is missing/);
@@ -145,7 +184,15 @@ describe("decodeControllerRevision", () => {
   });
 
   it("never throws, whatever it is given", () => {
-    for (const junk of [null, 42, "x", [], {}, { metadata: { name: "" }, revision: 1 }, { metadata: { name: "a" }, revision: 1.5 }]) {
+    for (const junk of [
+      null,
+      42,
+      "x",
+      [],
+      {},
+      { metadata: { name: "" }, revision: 1 },
+      { metadata: { name: "a" }, revision: 1.5 },
+    ]) {
       const result = decodeControllerRevision(junk);
       assert.equal(result.ok, false);
       assert.match(result.reason, /^not a ControllerRevision: /);

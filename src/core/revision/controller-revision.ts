@@ -6,7 +6,12 @@
 import { z } from "zod";
 import { problemsFromZod } from "../../api/index.ts";
 import { nestingProblem } from "../../api/nesting.ts";
-import { ANNOTATION_COLLISION_COUNT, ANNOTATION_REVISION_FORMAT, LABEL_MODEL_SERVING, LABEL_REVISION_HASH } from "../../api/wellknown.ts";
+import {
+  ANNOTATION_COLLISION_COUNT,
+  ANNOTATION_REVISION_FORMAT,
+  LABEL_MODEL_SERVING,
+  LABEL_REVISION_HASH,
+} from "../../api/wellknown.ts";
 import type { OwnerReference } from "../../api/kube.ts";
 import type { Owner } from "../identity.ts";
 import { ownerReference } from "../identity.ts";
@@ -15,7 +20,6 @@ import { isJsonValue } from "./canonical.ts";
 import { REVISION_FORMAT, RevisionDataSchema } from "./format.ts";
 import type { RevisionData } from "./format.ts";
 import { revisionHash, revisionName } from "./hash.ts";
-
 
 /** An `apps/v1` ControllerRevision as Tandem writes it. */
 export interface ControllerRevision {
@@ -78,7 +82,12 @@ export interface StoredRevision {
  */
 export type DecodeResult =
   | { readonly ok: true; readonly revision: StoredRevision }
-  | { readonly ok: false; readonly name: string | undefined; readonly revision: number | undefined; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly name: string | undefined;
+      readonly revision: number | undefined;
+      readonly reason: string;
+    };
 
 const Envelope = z.looseObject({
   metadata: z.looseObject({
@@ -104,7 +113,12 @@ const COLLISION_COUNT_PATTERN = /^(0|[1-9][0-9]{0,8})$/;
 export function decodeControllerRevision(object: unknown): DecodeResult {
   const envelope = Envelope.safeParse(object);
   if (!envelope.success) {
-    return { ok: false, name: undefined, revision: undefined, reason: `not a ControllerRevision: ${describeIssues(envelope.error)}` };
+    return {
+      ok: false,
+      name: undefined,
+      revision: undefined,
+      reason: `not a ControllerRevision: ${describeIssues(envelope.error)}`,
+    };
   }
   const { name } = envelope.data.metadata;
   const unreadable = (reason: string): DecodeResult => ({ ok: false, name, revision: envelope.data.revision, reason });
@@ -121,7 +135,17 @@ export function decodeControllerRevision(object: unknown): DecodeResult {
   }
   if (!name.endsWith(`-${identity.hash}`)) return unreadable(`name does not end with its hash "-${identity.hash}"`);
   const ownerUid = envelope.data.metadata.ownerReferences?.find((reference) => reference.controller === true)?.uid;
-  return { ok: true, revision: { name, hash: identity.hash, revision: envelope.data.revision, collisionCount: identity.collisionCount, ownerUid, data } };
+  return {
+    ok: true,
+    revision: {
+      name,
+      hash: identity.hash,
+      revision: envelope.data.revision,
+      collisionCount: identity.collisionCount,
+      ownerUid,
+      data,
+    },
+  };
 }
 
 /** The format, hash and collision count recorded in metadata, or why they cannot be trusted. */
@@ -149,7 +173,8 @@ function readData(data: unknown): RevisionData | string {
   if (tooDeep !== undefined) return `data ${tooDeep.path}: ${tooDeep.reason}`;
   if (!isJsonValue(data)) return "data is missing or not JSON";
   const parsed = RevisionDataSchema.safeParse(data);
-  if (!parsed.success) return `data is not a revision format ${REVISION_FORMAT} projection: ${describeIssues(parsed.error)}`;
+  if (!parsed.success)
+    return `data is not a revision format ${REVISION_FORMAT} projection: ${describeIssues(parsed.error)}`;
   // Validation has no defaults or transforms, so the parsed value is the stored data itself.
   // Frozen when the stored data is (read from a cache), so the hash memos apply to it; a caller's
   // mutable object is left as it is.

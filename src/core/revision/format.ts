@@ -40,7 +40,9 @@ export type RevisionRole = z.infer<typeof RevisionRole>;
 const RevisionPlugin = z.strictObject({
   name: z.string().min(1),
   config: z.looseObject({}).optional(),
-  scope: z.strictObject({ roles: z.array(z.string()).optional(), target: z.enum(["All", "Entry", "Worker"]) }).optional(),
+  scope: z
+    .strictObject({ roles: z.array(z.string()).optional(), target: z.enum(["All", "Entry", "Worker"]) })
+    .optional(),
 });
 export type RevisionPlugin = z.infer<typeof RevisionPlugin>;
 
@@ -50,7 +52,9 @@ export const RevisionDataSchema = z.strictObject({
   roles: z
     .array(RevisionRole)
     .min(1)
-    .refine((roles) => new Set(roles.map((role) => role.name)).size === roles.length, { error: "role names must be unique" }),
+    .refine((roles) => new Set(roles.map((role) => role.name)).size === roles.length, {
+      error: "role names must be unique",
+    }),
 });
 
 /** The canonical projection of a ModelServing's versioned fields: what a revision stores and hashes. */

@@ -30,7 +30,9 @@ function loadManifest(file: string) {
 }
 
 describe("golden revision hashes (format 1)", () => {
-  const manifests = readdirSync(GOLDEN_DIR).filter((file) => file.endsWith(".yaml")).sort();
+  const manifests = readdirSync(GOLDEN_DIR)
+    .filter((file) => file.endsWith(".yaml"))
+    .sort();
 
   it("has a golden entry for every manifest, and a manifest for every entry", () => {
     assert.deepEqual(Object.keys(golden).sort(), manifests);
@@ -45,7 +47,7 @@ describe("golden revision hashes (format 1)", () => {
     });
   }
 
-  it("hashes exactly as documented: sha256 of the canonical bytes, then of bytes ‖ \"\\n\" ‖ count", () => {
+  it('hashes exactly as documented: sha256 of the canonical bytes, then of bytes ‖ "\\n" ‖ count', () => {
     const bytes =
       '{"roles":[{"entryTemplate":{"spec":{"containers":[{"image":"vllm/vllm-openai:v0.11.0","name":"engine"}]}},"name":"server","workerReplicas":0}],"schedulerName":"default-scheduler"}';
     const data = revisionData(loadManifest("minimal.yaml"));

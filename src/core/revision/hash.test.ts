@@ -12,7 +12,9 @@ function dataWithImage(image: string): RevisionData {
       apiVersion: "tandem.dev/v1alpha1",
       kind: "ModelServing",
       metadata: { name: "m" },
-      spec: { template: { roles: [{ name: "decode", entryTemplate: { spec: { containers: [{ name: "engine", image }] } } }] } },
+      spec: {
+        template: { roles: [{ name: "decode", entryTemplate: { spec: { containers: [{ name: "engine", image }] } } }] },
+      },
     }),
   );
 }
@@ -40,7 +42,13 @@ describe("sameRevision", () => {
 
   it("is false for different data, even under an equal hash (a collision)", () => {
     assert.equal(sameRevision(hashed(dataWithImage("v1")), hashed(dataWithImage("v2"))), false);
-    assert.equal(sameRevision({ hash: "0123456789", data: dataWithImage("v1") }, { hash: "0123456789", data: dataWithImage("v2") }), false);
+    assert.equal(
+      sameRevision(
+        { hash: "0123456789", data: dataWithImage("v1") },
+        { hash: "0123456789", data: dataWithImage("v2") },
+      ),
+      false,
+    );
   });
 
   it("is true for data stored by an older controller that kept injected env, the serving gate and empty fields", () => {

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { liveRevisionNames, planHistoryGc } from "./history.ts";
 
-const revisions = (count: number) => Array.from({ length: count }, (_, index) => ({ name: `m-r${index + 1}`, revision: index + 1 }));
+const revisions = (count: number) =>
+  Array.from({ length: count }, (_, index) => ({ name: `m-r${index + 1}`, revision: index + 1 }));
 
 describe("liveRevisionNames", () => {
   it("collects status, pod and unit-record references", () => {
@@ -16,7 +17,17 @@ describe("liveRevisionNames", () => {
   });
 
   it("handles a ModelServing with no status yet", () => {
-    assert.deepEqual([...liveRevisionNames({ currentRevision: undefined, updateRevision: undefined, podRevisionNames: [], unitRecordRevisionNames: [] })], []);
+    assert.deepEqual(
+      [
+        ...liveRevisionNames({
+          currentRevision: undefined,
+          updateRevision: undefined,
+          podRevisionNames: [],
+          unitRecordRevisionNames: [],
+        }),
+      ],
+      [],
+    );
   });
 });
 
@@ -39,6 +50,17 @@ describe("planHistoryGc", () => {
   });
 
   it("orders equal numbers by name, so the plan is deterministic", () => {
-    assert.deepEqual(planHistoryGc([{ name: "m-b", revision: 1 }, { name: "m-a", revision: 1 }, { name: "m-c", revision: 2 }], new Set(), 1), ["m-a", "m-b"]);
+    assert.deepEqual(
+      planHistoryGc(
+        [
+          { name: "m-b", revision: 1 },
+          { name: "m-a", revision: 1 },
+          { name: "m-c", revision: 2 },
+        ],
+        new Set(),
+        1,
+      ),
+      ["m-a", "m-b"],
+    );
   });
 });

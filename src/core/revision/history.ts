@@ -33,7 +33,11 @@ export interface RevisionSummary {
  * counts only non-live revisions), oldest (lowest number, then name) first. Live revisions are never
  * returned, however many there are.
  */
-export function planHistoryGc(revisions: readonly RevisionSummary[], live: ReadonlySet<string>, revisionHistoryLimit: number): string[] {
+export function planHistoryGc(
+  revisions: readonly RevisionSummary[],
+  live: ReadonlySet<string>,
+  revisionHistoryLimit: number,
+): string[] {
   const candidates = revisions
     .filter((summary) => !live.has(summary.name))
     .sort((a, b) => a.revision - b.revision || compareStrings(a.name, b.name));

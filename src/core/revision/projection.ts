@@ -9,7 +9,6 @@ import { pruneEmpty } from "./canonical.ts";
 import { compareStrings } from "../maps.ts";
 import type { RevisionData } from "./format.ts";
 
-
 /** Env vars the controller injects into every container (DESIGN §1); a template's copy is overwritten. */
 const CONTROLLER_ENV_NAMES: ReadonlySet<string> = new Set(CONTROLLER_ENV);
 
@@ -131,7 +130,10 @@ function stripPodSpec(spec: Record<string, unknown>): Record<string, unknown> {
 }
 
 function stripContainerEnv(container: Record<string, unknown>): Record<string, unknown> {
-  const env = filterRecords(container.env, (variable) => !(typeof variable.name === "string" && CONTROLLER_ENV_NAMES.has(variable.name)));
+  const env = filterRecords(
+    container.env,
+    (variable) => !(typeof variable.name === "string" && CONTROLLER_ENV_NAMES.has(variable.name)),
+  );
   return { ...container, env };
 }
 

@@ -26,10 +26,13 @@ type Json = Record<string, unknown>;
 // ---- arbitraries: ModelServing inputs as a user writes them (defaults mostly omitted) ----
 
 const imageArb = fc.constantFrom("vllm:v1", "vllm:v2", "sglang:v1", "registry.local/engine@sha256:abc");
-const envArb = fc.uniqueArray(fc.record({ name: fc.constantFrom("A", "B", "HF_HOME"), value: fc.constantFrom("1", "x", "/data") }), {
-  selector: (env) => env.name,
-  maxLength: 3,
-});
+const envArb = fc.uniqueArray(
+  fc.record({ name: fc.constantFrom("A", "B", "HF_HOME"), value: fc.constantFrom("1", "x", "/data") }),
+  {
+    selector: (env) => env.name,
+    maxLength: 3,
+  },
+);
 const containerArb = (name: string) =>
   fc.record(
     {
@@ -46,12 +49,20 @@ const containersArb = fc
   .chain((names) => fc.tuple(...names.map(containerArb)));
 const templateArb = fc.record(
   {
-    metadata: fc.record({ labels: fc.dictionary(fc.constantFrom("app", "tier", "canary"), fc.constantFrom("", "a", "b"), { minKeys: 1, maxKeys: 2 }) }),
+    metadata: fc.record({
+      labels: fc.dictionary(fc.constantFrom("app", "tier", "canary"), fc.constantFrom("", "a", "b"), {
+        minKeys: 1,
+        maxKeys: 2,
+      }),
+    }),
     spec: fc.record(
       {
         containers: containersArb,
         initContainers: fc.tuple(containerArb("init")),
-        nodeSelector: fc.dictionary(fc.constantFrom("pool", "zone"), fc.constantFrom("gpu", "a"), { minKeys: 1, maxKeys: 2 }),
+        nodeSelector: fc.dictionary(fc.constantFrom("pool", "zone"), fc.constantFrom("gpu", "a"), {
+          minKeys: 1,
+          maxKeys: 2,
+        }),
       },
       { requiredKeys: ["containers"] },
     ),
@@ -59,21 +70,32 @@ const templateArb = fc.record(
   { requiredKeys: ["spec"] },
 );
 const roleArb = (name: string) =>
-  fc.record({ replicas: fc.integer({ min: 0, max: 4 }), workerReplicas: fc.integer({ min: 0, max: 3 }), entry: templateArb, worker: templateArb }).map(
-    ({ replicas, workerReplicas, entry, worker }): Json => ({
+  fc
+    .record({
+      replicas: fc.integer({ min: 0, max: 4 }),
+      workerReplicas: fc.integer({ min: 0, max: 3 }),
+      entry: templateArb,
+      worker: templateArb,
+    })
+    .map(({ replicas, workerReplicas, entry, worker }): Json => ({
       name,
       replicas,
       entryTemplate: entry,
       ...(workerReplicas > 0 ? { workerReplicas, workerTemplate: worker } : {}),
-    }),
-  );
+    }));
 const pluginsArb = (roleNames: readonly string[]) =>
   fc.array(
     fc.record(
       {
         name: fc.constantFrom("lora", "metrics", "topology"),
-        config: fc.record({ level: fc.integer({ min: 0, max: 3 }), mode: fc.constantFrom("fast", "safe") }, { requiredKeys: [] }),
-        scope: fc.record({ roles: fc.subarray([...roleNames]), target: fc.constantFrom("All", "Entry", "Worker") }, { requiredKeys: [] }),
+        config: fc.record(
+          { level: fc.integer({ min: 0, max: 3 }), mode: fc.constantFrom("fast", "safe") },
+          { requiredKeys: [] },
+        ),
+        scope: fc.record(
+          { roles: fc.subarray([...roleNames]), target: fc.constantFrom("All", "Entry", "Worker") },
+          { requiredKeys: [] },
+        ),
       },
       { requiredKeys: ["name"] },
     ),
@@ -118,7 +140,9 @@ function rolesOf(input: Json): Json[] {
 }
 
 function templatesOf(input: Json): Json[] {
-  return rolesOf(input).flatMap((role) => [role.entryTemplate, role.workerTemplate].filter((t) => t !== undefined) as Json[]);
+  return rolesOf(input).flatMap(
+    (role) => [role.entryTemplate, role.workerTemplate].filter((t) => t !== undefined) as Json[],
+  );
 }
 
 function containersOf(template: Json): Json[] {
@@ -130,7 +154,11 @@ function containersOf(template: Json): Json[] {
 function reverseKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reverseKeys);
   if (value === null || typeof value !== "object") return value;
-  return Object.fromEntries(Object.entries(value).reverse().map(([key, member]) => [key, reverseKeys(member)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .reverse()
+      .map(([key, member]) => [key, reverseKeys(member)]),
+  );
 }
 
 /** Writes out the defaults of every versioned field the input omits. */
@@ -145,7 +173,17 @@ function withExplicitDefaults(input: Json): Json {
   return out;
 }
 
-const EMPTY_ADDITIONS = ["labels", "annotations", "env", "initContainers", "volumes", "plugins", "workingDir", "resources", "securityContext"] as const;
+const EMPTY_ADDITIONS = [
+  "labels",
+  "annotations",
+  "env",
+  "initContainers",
+  "volumes",
+  "plugins",
+  "workingDir",
+  "resources",
+  "securityContext",
+] as const;
 type EmptyAddition = (typeof EMPTY_ADDITIONS)[number];
 
 /** Adds empty values where the input has none: `{}`, `[]`, `""`, nested empties. */
@@ -180,7 +218,12 @@ function withInjected(ms: ModelServing): ModelServing {
       labels["tandem.dev/revision"] = "m-0123456789";
       (template.spec as Json).readinessGates = [{ conditionType: "tandem.dev/serving" }];
       for (const container of [...template.spec.containers, ...(template.spec.initContainers ?? [])]) {
-        container.env = [{ name: "GROUP_SIZE", value: "2" }, ...(container.env ?? []), { name: "ENTRY_ADDRESS", value: "m-0-a-0-0.ns" }, { name: "WORKER_INDEX", value: "0" }];
+        container.env = [
+          { name: "GROUP_SIZE", value: "2" },
+          ...(container.env ?? []),
+          { name: "ENTRY_ADDRESS", value: "m-0-a-0-0.ns" },
+          { name: "WORKER_INDEX", value: "0" },
+        ];
       }
     }
   }
@@ -211,7 +254,11 @@ describe("revision hash ignores what does not change pods", () => {
   });
 
   it("ignores empty maps, arrays and strings vs absent", () => {
-    run(fc.property(modelServingArb, fc.subarray([...EMPTY_ADDITIONS]), (input, kinds) => assert.equal(hashOf(withEmpties(input, kinds)), hashOf(input))));
+    run(
+      fc.property(modelServingArb, fc.subarray([...EMPTY_ADDITIONS]), (input, kinds) =>
+        assert.equal(hashOf(withEmpties(input, kinds)), hashOf(input)),
+      ),
+    );
   });
 
   it("ignores controller-injected env, the serving readiness gate and reserved labels", () => {
@@ -231,10 +278,17 @@ describe("revision hash ignores what does not change pods", () => {
       (spec) => (spec.revisionHistoryLimit = 2),
       (spec) => (spec.recoveryPolicy = "None"),
       (spec) => (spec.drain = { timeoutSeconds: 5 }),
-      (spec) => (spec.rolloutStrategy = { type: "RoleRollingUpdate", paused: true, rollingUpdateConfiguration: { maxUnavailable: 3, maxSurge: 1, partition: "50%" } }),
-      (spec, roles) => ((spec.rolloutStrategy = { coordination: { maxSkew: "10%", roles: roles.map((role) => role.name) } })),
+      (spec) =>
+        (spec.rolloutStrategy = {
+          type: "RoleRollingUpdate",
+          paused: true,
+          rollingUpdateConfiguration: { maxUnavailable: 3, maxSurge: 1, partition: "50%" },
+        }),
+      (spec, roles) =>
+        (spec.rolloutStrategy = { coordination: { maxSkew: "10%", roles: roles.map((role) => role.name) } }),
       (spec) => ((spec.template as Json).restartGracePeriodSeconds = 30),
-      (spec, roles) => ((spec.template as Json).gangPolicy = { minRoleReplicas: { [(roles[0] as Json).name as string]: 1 } }),
+      (spec, roles) =>
+        ((spec.template as Json).gangPolicy = { minRoleReplicas: { [(roles[0] as Json).name as string]: 1 } }),
     ];
     run(
       fc.property(modelServingArb, fc.nat({ max: runtimeChanges.length - 1 }), (input, which) => {
@@ -255,8 +309,13 @@ describe("revision hash sees every versioned change", () => {
     (_spec, roles) => (firstContainer(roles).args = ["--changed"]),
     (_spec, roles) => (firstContainer(roles).env = [{ name: "NEW", value: "1" }]),
     (_spec, roles) => (((roles[0] as Json).entryTemplate as Json).metadata = { labels: { fresh: "" } }),
-    (_spec, roles) => Object.assign(roles[0] as Json, { workerReplicas: ((roles[0] as Json).workerReplicas as number | undefined ?? 0) + 1, workerTemplate: { spec: { containers: [{ name: "w", image: "w:1" }] } } }),
-    (_spec, roles) => roles.push({ name: "extra", entryTemplate: { spec: { containers: [{ name: "c", image: "c:1" }] } } }),
+    (_spec, roles) =>
+      Object.assign(roles[0] as Json, {
+        workerReplicas: (((roles[0] as Json).workerReplicas as number | undefined) ?? 0) + 1,
+        workerTemplate: { spec: { containers: [{ name: "w", image: "w:1" }] } },
+      }),
+    (_spec, roles) =>
+      roles.push({ name: "extra", entryTemplate: { spec: { containers: [{ name: "c", image: "c:1" }] } } }),
     (_spec, roles) => ((roles[0] as Json).name = "renamed"),
   ];
   it("changes the hash on any change to a versioned field", () => {
@@ -286,17 +345,27 @@ describe("revision data round trips", () => {
 
   it("decodes what it encodes, for any collision count", () => {
     run(
-      fc.property(modelServingArb, fc.integer({ min: 0, max: 3 }), fc.integer({ min: 1, max: 50 }), (input, collisionCount, revision) => {
-        const data = revisionData(parse(input));
-        const encoded = encodeControllerRevision({ owner: { name: "m", uid: "u-1" }, data, revision, collisionCount });
-        // Through JSON, as the API server stores it.
-        const decoded = decodeControllerRevision(JSON.parse(JSON.stringify(encoded)));
-        assert.ok(decoded.ok, decoded.ok ? "" : decoded.reason);
-        assert.equal(decoded.revision.name, encoded.metadata.name);
-        assert.equal(decoded.revision.revision, revision);
-        assert.equal(decoded.revision.collisionCount, collisionCount);
-        assert.equal(revisionBytes(decoded.revision.data), revisionBytes(data));
-      }),
+      fc.property(
+        modelServingArb,
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 1, max: 50 }),
+        (input, collisionCount, revision) => {
+          const data = revisionData(parse(input));
+          const encoded = encodeControllerRevision({
+            owner: { name: "m", uid: "u-1" },
+            data,
+            revision,
+            collisionCount,
+          });
+          // Through JSON, as the API server stores it.
+          const decoded = decodeControllerRevision(JSON.parse(JSON.stringify(encoded)));
+          assert.ok(decoded.ok, decoded.ok ? "" : decoded.reason);
+          assert.equal(decoded.revision.name, encoded.metadata.name);
+          assert.equal(decoded.revision.revision, revision);
+          assert.equal(decoded.revision.collisionCount, collisionCount);
+          assert.equal(revisionBytes(decoded.revision.data), revisionBytes(data));
+        },
+      ),
     );
   });
 

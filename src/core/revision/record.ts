@@ -28,9 +28,21 @@ export type RevisionRecordPlan =
   /** The latest revision already equals the data: nothing to write. */
   | { readonly kind: "reuse"; readonly name: string; readonly revision: number; readonly collisionCount: number }
   /** An older revision equals the data (a rollback): set its `revision` to `revision`; data unchanged. */
-  | { readonly kind: "advance"; readonly name: string; readonly from: number; readonly revision: number; readonly collisionCount: number }
+  | {
+      readonly kind: "advance";
+      readonly name: string;
+      readonly from: number;
+      readonly revision: number;
+      readonly collisionCount: number;
+    }
   /** No revision equals the data: create `controllerRevision`. */
-  | { readonly kind: "create"; readonly name: string; readonly revision: number; readonly collisionCount: number; readonly controllerRevision: ControllerRevision }
+  | {
+      readonly kind: "create";
+      readonly name: string;
+      readonly revision: number;
+      readonly collisionCount: number;
+      readonly controllerRevision: ControllerRevision;
+    }
   /** Every candidate name was taken: only possible with a hash collision between collision counts. */
   | { readonly kind: "blocked"; readonly reason: string };
 
@@ -45,7 +57,9 @@ export type RevisionRecordPlan =
  */
 export function planRevisionRecord(input: RevisionRecordInput): RevisionRecordPlan {
   const { owner, existing, data, collisionCount } = input;
-  const readable = existing.flatMap((result) => (result.ok && result.revision.ownerUid === owner.uid ? [result.revision] : []));
+  const readable = existing.flatMap((result) =>
+    result.ok && result.revision.ownerUid === owner.uid ? [result.revision] : [],
+  );
   const maxRevision = Math.max(0, ...existing.map(revisionNumberOf));
   const equal = latestEqual(readable, data, collisionCount);
   if (equal !== undefined && equal.revision === maxRevision) {
@@ -54,18 +68,32 @@ export function planRevisionRecord(input: RevisionRecordInput): RevisionRecordPl
   if (equal !== undefined) {
     return { kind: "advance", name: equal.name, from: equal.revision, revision: maxRevision + 1, collisionCount };
   }
-  const taken = new Set(existing.flatMap((result) => (result.ok ? [result.revision.name] : result.name === undefined ? [] : [result.name])));
+  const taken = new Set(
+    existing.flatMap((result) => (result.ok ? [result.revision.name] : result.name === undefined ? [] : [result.name])),
+  );
   for (let count = collisionCount; count <= collisionCount + existing.length; count++) {
     const name = revisionName(owner.name, revisionHash(data, count));
     if (taken.has(name)) continue; // a different revision holds this name: a collision
-    const controllerRevision = encodeControllerRevision({ owner, data, revision: maxRevision + 1, collisionCount: count });
+    const controllerRevision = encodeControllerRevision({
+      owner,
+      data,
+      revision: maxRevision + 1,
+      collisionCount: count,
+    });
     return { kind: "create", name, revision: maxRevision + 1, collisionCount: count, controllerRevision };
   }
-  return { kind: "blocked", reason: `every revision name for collision counts ${collisionCount}..${collisionCount + existing.length} is taken` };
+  return {
+    kind: "blocked",
+    reason: `every revision name for collision counts ${collisionCount}..${collisionCount + existing.length} is taken`,
+  };
 }
 
 /** The highest-numbered readable revision equal to `data` (ties broken by name, for determinism). */
-function latestEqual(readable: readonly StoredRevision[], data: RevisionData, collisionCount: number): StoredRevision | undefined {
+function latestEqual(
+  readable: readonly StoredRevision[],
+  data: RevisionData,
+  collisionCount: number,
+): StoredRevision | undefined {
   const current = { hash: revisionHash(data, collisionCount), data };
   const equal = readable.filter((stored) => sameRevision(stored, current));
   return equal.sort((a, b) => b.revision - a.revision || compareStrings(a.name, b.name))[0];

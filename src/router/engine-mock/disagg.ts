@@ -37,28 +37,51 @@ function refuse(message: string): Parsed<Leg> {
 export function legOf(body: Readonly<Record<string, unknown>>, engine: Engine, kvFormat: string): Parsed<Leg> {
   const params = body["kv_transfer_params"] as Readonly<Record<string, unknown>> | null | undefined;
   const bootstrap = BOOTSTRAP_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null);
-  if (params !== undefined && params !== null && (params["do_remote_decode"] === true || params["do_remote_prefill"] === true)) {
-    if (engine !== "vllm") return refuse(`kv_transfer_params is vLLM's NIXL protocol, but this engine is ${engine} (use bootstrap_host, bootstrap_port and bootstrap_room)`);
+  if (
+    params !== undefined &&
+    params !== null &&
+    (params["do_remote_decode"] === true || params["do_remote_prefill"] === true)
+  ) {
+    if (engine !== "vllm")
+      return refuse(
+        `kv_transfer_params is vLLM's NIXL protocol, but this engine is ${engine} (use bootstrap_host, bootstrap_port and bootstrap_room)`,
+      );
     return nixlLeg(params, body, kvFormat);
   }
   if (bootstrap.length === 0) return { ok: true, value: "aggregated" };
-  if (engine !== "sglang") return refuse(`${bootstrap.join(", ")}: SGLang's bootstrap protocol, but this engine is ${engine} (use kv_transfer_params)`);
+  if (engine !== "sglang")
+    return refuse(
+      `${bootstrap.join(", ")}: SGLang's bootstrap protocol, but this engine is ${engine} (use kv_transfer_params)`,
+    );
   return bootstrapLeg(body);
 }
 
-function nixlLeg(params: Readonly<Record<string, unknown>>, body: Readonly<Record<string, unknown>>, kvFormat: string): Parsed<Leg> {
-  if (params["do_remote_decode"] === true && params["do_remote_prefill"] === true) return refuse("kv_transfer_params: do_remote_decode and do_remote_prefill cannot both be true");
+function nixlLeg(
+  params: Readonly<Record<string, unknown>>,
+  body: Readonly<Record<string, unknown>>,
+  kvFormat: string,
+): Parsed<Leg> {
+  if (params["do_remote_decode"] === true && params["do_remote_prefill"] === true)
+    return refuse("kv_transfer_params: do_remote_decode and do_remote_prefill cannot both be true");
   if (params["do_remote_decode"] === true) {
-    if (body["stream"] === true) return refuse("stream: a prefill leg (kv_transfer_params.do_remote_decode) must not stream: its kv_transfer_params come in the JSON answer");
+    if (body["stream"] === true)
+      return refuse(
+        "stream: a prefill leg (kv_transfer_params.do_remote_decode) must not stream: its kv_transfer_params come in the JSON answer",
+      );
     return { ok: true, value: "prefill" };
   }
   const problem = remotePrefillProblem(params);
   if (problem !== undefined) return refuse(`kv_transfer_params.${problem}`);
   const format = params["kv_format"];
   if (format !== kvFormat) {
-    return refuse(`kv format mismatch: kv_transfer_params.kv_format is ${typeof format === "string" ? JSON.stringify(format) : "missing"}, this decode reads ${JSON.stringify(kvFormat)} (the prefill runs another --kv-format)`);
+    return refuse(
+      `kv format mismatch: kv_transfer_params.kv_format is ${typeof format === "string" ? JSON.stringify(format) : "missing"}, this decode reads ${JSON.stringify(kvFormat)} (the prefill runs another --kv-format)`,
+    );
   }
-  if (params["remote_host"] === "localhost") return refuse('kv_transfer_params.remote_host is "localhost", the prefill engine\'s own view: the router must set it to the prefill pod\'s address');
+  if (params["remote_host"] === "localhost")
+    return refuse(
+      "kv_transfer_params.remote_host is \"localhost\", the prefill engine's own view: the router must set it to the prefill pod's address",
+    );
   return { ok: true, value: "decode" };
 }
 
@@ -68,9 +91,17 @@ function remotePrefillProblem(params: Readonly<Record<string, unknown>>): string
   const checks: [string, (value: unknown) => boolean, string][] = [
     ["remote_engine_id", nonEmptyString, "a non-empty string"],
     ["remote_request_id", nonEmptyString, "a non-empty string"],
-    ["remote_block_ids", (value) => Array.isArray(value) && value.every((id) => Number.isInteger(id) && (id as number) >= 0), "a list of block ids (integers ≥ 0)"],
+    [
+      "remote_block_ids",
+      (value) => Array.isArray(value) && value.every((id) => Number.isInteger(id) && (id as number) >= 0),
+      "a list of block ids (integers ≥ 0)",
+    ],
     ["remote_host", nonEmptyString, "a non-empty string"],
-    ["remote_port", (value) => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 65_535, "a port (an integer from 1 to 65535)"],
+    [
+      "remote_port",
+      (value) => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 65_535,
+      "a port (an integer from 1 to 65535)",
+    ],
   ];
   for (const [field, ok, what] of checks) {
     if (!ok(params[field])) return `${field} must be ${what}, not ${JSON.stringify(params[field] ?? null)}`;
@@ -80,13 +111,19 @@ function remotePrefillProblem(params: Readonly<Record<string, unknown>>): string
 
 function bootstrapLeg(body: Readonly<Record<string, unknown>>): Parsed<Leg> {
   const missing = BOOTSTRAP_FIELDS.filter((field) => body[field] === undefined || body[field] === null);
-  if (missing.length > 0) return refuse(`${missing.join(", ")}: required with ${BOOTSTRAP_FIELDS.filter((field) => !missing.includes(field)).join(", ")} (SGLang's bootstrap protocol sends all three)`);
+  if (missing.length > 0)
+    return refuse(
+      `${missing.join(", ")}: required with ${BOOTSTRAP_FIELDS.filter((field) => !missing.includes(field)).join(", ")} (SGLang's bootstrap protocol sends all three)`,
+    );
   const host = body["bootstrap_host"];
   const port = body["bootstrap_port"];
   const room = body["bootstrap_room"];
-  if (typeof host !== "string" || host === "") return refuse(`bootstrap_host must be a non-empty string, not ${JSON.stringify(host)}`);
-  if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65_535) return refuse(`bootstrap_port must be a port (an integer from 1 to 65535), not ${JSON.stringify(port)}`);
-  if (!Number.isInteger(room) || (room as number) < 0) return refuse(`bootstrap_room must be an integer ≥ 0, not ${JSON.stringify(room)}`);
+  if (typeof host !== "string" || host === "")
+    return refuse(`bootstrap_host must be a non-empty string, not ${JSON.stringify(host)}`);
+  if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65_535)
+    return refuse(`bootstrap_port must be a port (an integer from 1 to 65535), not ${JSON.stringify(port)}`);
+  if (!Number.isInteger(room) || (room as number) < 0)
+    return refuse(`bootstrap_room must be an integer ≥ 0, not ${JSON.stringify(room)}`);
   return { ok: true, value: "bootstrap" };
 }
 

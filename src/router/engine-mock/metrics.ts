@@ -29,8 +29,18 @@ export interface EngineMetrics {
 }
 
 const NAMES: Readonly<Record<Engine, { running: string; waiting: string; usage: string; usageHelp: string }>> = {
-  vllm: { running: "vllm:num_requests_running", waiting: "vllm:num_requests_waiting", usage: "vllm:kv_cache_usage_perc", usageHelp: "KV-cache usage. 1 means 100 percent usage." },
-  sglang: { running: "sglang:num_running_reqs", waiting: "sglang:num_queue_reqs", usage: "sglang:token_usage", usageHelp: "The token usage." },
+  vllm: {
+    running: "vllm:num_requests_running",
+    waiting: "vllm:num_requests_waiting",
+    usage: "vllm:kv_cache_usage_perc",
+    usageHelp: "KV-cache usage. 1 means 100 percent usage.",
+  },
+  sglang: {
+    running: "sglang:num_running_reqs",
+    waiting: "sglang:num_queue_reqs",
+    usage: "sglang:token_usage",
+    usageHelp: "The token usage.",
+  },
 };
 
 export function engineMetrics(engine: Engine, modelName: string, load: EngineLoad): EngineMetrics {
@@ -38,16 +48,34 @@ export function engineMetrics(engine: Engine, modelName: string, load: EngineLoa
   const labels = { model_name: modelName };
   const names = NAMES[engine];
   const gauge = (name: string, help: string, read: () => number): void => {
-    new Gauge({ name, help, labelNames: ["model_name"], registers: [registry], collect() { this.set(labels, read()); } });
+    new Gauge({
+      name,
+      help,
+      labelNames: ["model_name"],
+      registers: [registry],
+      collect() {
+        this.set(labels, read());
+      },
+    });
   };
   gauge(names.running, "Number of requests running.", load.running);
   gauge(names.waiting, "Number of requests waiting to be processed.", load.waiting);
   gauge(names.usage, names.usageHelp, load.kvUsage);
-  const counter = (name: string, help: string, labelNames: string[] = ["model_name"]): Counter => new Counter({ name, help, labelNames, registers: [registry] });
+  const counter = (name: string, help: string, labelNames: string[] = ["model_name"]): Counter =>
+    new Counter({ name, help, labelNames, registers: [registry] });
   const promptTokens = counter(`${engine}:prompt_tokens_total`, "Number of prefill tokens processed.");
   const generationTokens = counter(`${engine}:generation_tokens_total`, "Number of generation tokens processed.");
-  const success = engine === "vllm" ? counter("vllm:request_success_total", "Count of finished requests by finish reason.", ["model_name", "finished_reason"]) : undefined;
-  const aborted = counter("engine_mock_requests_aborted_total", "Requests whose client went away before the answer ended (engine mock only).");
+  const success =
+    engine === "vllm"
+      ? counter("vllm:request_success_total", "Count of finished requests by finish reason.", [
+          "model_name",
+          "finished_reason",
+        ])
+      : undefined;
+  const aborted = counter(
+    "engine_mock_requests_aborted_total",
+    "Requests whose client went away before the answer ended (engine mock only).",
+  );
   // Initialised at 0, so a scrape before the first request already shows every series.
   for (const metric of [promptTokens, generationTokens, aborted]) metric.inc(labels, 0);
   for (const reason of ["stop", "length", "abort"]) success?.inc({ ...labels, finished_reason: reason }, 0);

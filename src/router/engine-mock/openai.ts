@@ -37,7 +37,9 @@ const ChatRequest = z.looseObject({
   max_completion_tokens: TokenCount,
   min_completion_tokens: z.int().min(0).nullish(),
   messages: z
-    .array(z.looseObject({ role: z.string(), content: z.union([z.string(), z.array(ContentPart), z.null()]).optional() }))
+    .array(
+      z.looseObject({ role: z.string(), content: z.union([z.string(), z.array(ContentPart), z.null()]).optional() }),
+    )
     .min(1),
 });
 
@@ -68,19 +70,35 @@ interface Asked {
 }
 
 function asked(endpoint: Endpoint, input: unknown): Parsed<Asked> {
-  const failed = (error: z.ZodError): Parsed<Asked> => ({ ok: false, message: problemsFromZod(error.issues).map((p) => `${p.path}: ${p.reason}`).join("; ") });
+  const failed = (error: z.ZodError): Parsed<Asked> => ({
+    ok: false,
+    message: problemsFromZod(error.issues)
+      .map((p) => `${p.path}: ${p.reason}`)
+      .join("; "),
+  });
   if (endpoint === "chat") {
     const parsed = ChatRequest.safeParse(input, { reportInput: true });
     if (!parsed.success) return failed(parsed.error);
     const body = parsed.data;
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS;
-    return { ok: true, value: { body, prompt: renderMessages(body.messages), maxTokens, minTokens: body.min_completion_tokens ?? body.min_tokens ?? 0 } };
+    return {
+      ok: true,
+      value: {
+        body,
+        prompt: renderMessages(body.messages),
+        maxTokens,
+        minTokens: body.min_completion_tokens ?? body.min_tokens ?? 0,
+      },
+    };
   }
   const parsed = CompletionRequest.safeParse(input, { reportInput: true });
   if (!parsed.success) return failed(parsed.error);
   const body = parsed.data;
   const prompt = typeof body.prompt === "string" ? body.prompt : body.prompt[0];
-  return { ok: true, value: { body, prompt, maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS, minTokens: body.min_tokens ?? 0 } };
+  return {
+    ok: true,
+    value: { body, prompt, maxTokens: body.max_tokens ?? DEFAULT_MAX_TOKENS, minTokens: body.min_tokens ?? 0 },
+  };
 }
 
 /** Checks a request body and says what to generate; the message names the field and the reason. */
@@ -88,7 +106,8 @@ export function parseGeneration(endpoint: Endpoint, input: unknown): Parsed<Gene
   const read = asked(endpoint, input);
   if (!read.ok) return read;
   const { body, prompt, maxTokens, minTokens } = read.value;
-  if (minTokens > maxTokens) return { ok: false, message: `min_tokens (${minTokens}) must be less than or equal to max_tokens (${maxTokens})` };
+  if (minTokens > maxTokens)
+    return { ok: false, message: `min_tokens (${minTokens}) must be less than or equal to max_tokens (${maxTokens})` };
   const natural = Math.max(naturalLength(prompt), minTokens);
   // Capped before the answer ends by itself: "length"; else the answer ends with its EOS: "stop".
   const capped = body.ignore_eos === true || maxTokens <= natural;
@@ -109,7 +128,10 @@ export function parseGeneration(endpoint: Endpoint, input: unknown): Parsed<Gene
 
 function renderMessages(messages: z.infer<typeof ChatRequest>["messages"]): string {
   return messages
-    .map(({ role, content }) => `${role}: ${typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join("")}`)
+    .map(
+      ({ role, content }) =>
+        `${role}: ${typeof content === "string" ? content : (content ?? []).map((part) => part.text ?? "").join("")}`,
+    )
     .join("\n");
 }
 
@@ -126,14 +148,28 @@ export function answerId(endpoint: Endpoint, requestId: string): string {
 }
 
 function usageOf(generation: Generation, completionTokens: number): Record<string, number> {
-  return { prompt_tokens: generation.promptTokens, total_tokens: generation.promptTokens + completionTokens, completion_tokens: completionTokens };
+  return {
+    prompt_tokens: generation.promptTokens,
+    total_tokens: generation.promptTokens + completionTokens,
+    completion_tokens: completionTokens,
+  };
 }
 
 /** The JSON answer (`stream: false`), with `extra` top-level fields (a prefill's kv_transfer_params). */
-export function answerJson(generation: Generation, header: AnswerHeader, text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function answerJson(
+  generation: Generation,
+  header: AnswerHeader,
+  text: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   const choice =
     generation.endpoint === "chat"
-      ? { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: generation.finishReason }
+      ? {
+          index: 0,
+          message: { role: "assistant", content: text },
+          logprobs: null,
+          finish_reason: generation.finishReason,
+        }
       : { index: 0, text, logprobs: null, finish_reason: generation.finishReason };
   return {
     id: header.id,
@@ -146,9 +182,21 @@ export function answerJson(generation: Generation, header: AnswerHeader, text: s
   };
 }
 
-function chunk(generation: Generation, header: AnswerHeader, choices: unknown[], usage?: Record<string, number>): string {
+function chunk(
+  generation: Generation,
+  header: AnswerHeader,
+  choices: unknown[],
+  usage?: Record<string, number>,
+): string {
   const object = generation.endpoint === "chat" ? "chat.completion.chunk" : "text_completion";
-  const body = { id: header.id, object, created: header.created, model: header.model, choices, ...(usage === undefined ? {} : { usage }) };
+  const body = {
+    id: header.id,
+    object,
+    created: header.created,
+    model: header.model,
+    choices,
+    ...(usage === undefined ? {} : { usage }),
+  };
   return `data: ${JSON.stringify(body)}\n\n`;
 }
 
@@ -158,14 +206,25 @@ function chunk(generation: Generation, header: AnswerHeader, choices: unknown[],
  */
 export function tokenEvents(generation: Generation, header: AnswerHeader, index: number, token: string): string {
   const finishReason = index === generation.completionTokens - 1 ? generation.finishReason : null;
-  if (generation.endpoint === "completion") return chunk(generation, header, [{ index: 0, text: token, logprobs: null, finish_reason: finishReason }]);
-  const opening = index === 0 ? chunk(generation, header, [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]) : "";
-  return opening + chunk(generation, header, [{ index: 0, delta: { content: token }, logprobs: null, finish_reason: finishReason }]);
+  if (generation.endpoint === "completion")
+    return chunk(generation, header, [{ index: 0, text: token, logprobs: null, finish_reason: finishReason }]);
+  const opening =
+    index === 0
+      ? chunk(generation, header, [
+          { index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
+        ])
+      : "";
+  return (
+    opening +
+    chunk(generation, header, [{ index: 0, delta: { content: token }, logprobs: null, finish_reason: finishReason }])
+  );
 }
 
 /** The SSE events after the last token: the usage chunk when asked for, then `[DONE]`. */
 export function closingEvents(generation: Generation, header: AnswerHeader): string {
-  const usage = generation.includeUsage ? chunk(generation, header, [], usageOf(generation, generation.completionTokens)) : "";
+  const usage = generation.includeUsage
+    ? chunk(generation, header, [], usageOf(generation, generation.completionTokens))
+    : "";
   return `${usage}data: [DONE]\n\n`;
 }
 

@@ -33,7 +33,10 @@ describe("Slots", () => {
     const order: string[] = [];
     const cancelled = new AbortController();
     const second = slots.acquire(never).then(() => order.push("second"));
-    const third = slots.acquire(cancelled.signal).then(() => order.push("third"), () => order.push("third aborted"));
+    const third = slots.acquire(cancelled.signal).then(
+      () => order.push("third"),
+      () => order.push("third aborted"),
+    );
     await assert.rejects(slots.acquire(never), QueueFullError);
     assert.deepEqual([slots.running, slots.waiting], [1, 2]);
     cancelled.abort(new Error("gone"));

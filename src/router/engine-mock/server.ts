@@ -50,7 +50,13 @@ export interface EngineMockOptions {
 }
 
 /** The defaults of `tandem engine-mock`'s flags (DESIGN §7). */
-export const ENGINE_MOCK_DEFAULTS = { engine: "vllm", ttftMs: 50, tpotMs: 10, kvFormat: "v1", maxRunning: 256 } as const satisfies EngineMockOptions;
+export const ENGINE_MOCK_DEFAULTS = {
+  engine: "vllm",
+  ttftMs: 50,
+  tpotMs: 10,
+  kvFormat: "v1",
+  maxRunning: 256,
+} as const satisfies EngineMockOptions;
 
 /** What `/v1/models` lists and `model_name` labels when no model is set. */
 export const ANY_MODEL_NAME = "engine-mock";
@@ -98,7 +104,14 @@ interface EngineState {
   /** Per running request, the tokens it holds in the KV cache. */
   readonly cached: Map<AbortController, number>;
   readonly active: Set<AbortController>;
-  readonly counts: { received: number; completed: number; aborted: number; rejected: number; requests: number; nextBlockId: number };
+  readonly counts: {
+    received: number;
+    completed: number;
+    aborted: number;
+    rejected: number;
+    requests: number;
+    nextBlockId: number;
+  };
   readonly legs: Record<Leg, number>;
   engineId: string;
 }
@@ -121,11 +134,16 @@ function settingsOf(options: EngineMockOptions): Settings {
 function newState(settings: Settings): EngineState {
   const slots = new Slots(settings.maxRunning, MAX_WAITING);
   const cached = new Map<AbortController, number>();
-  const kvUsage = (): number => Math.min(1, [...cached.values()].reduce((sum, tokens) => sum + tokens, 0) / KV_CAPACITY_TOKENS);
+  const kvUsage = (): number =>
+    Math.min(1, [...cached.values()].reduce((sum, tokens) => sum + tokens, 0) / KV_CAPACITY_TOKENS);
   return {
     settings,
     slots,
-    metrics: engineMetrics(settings.engine, settings.model ?? ANY_MODEL_NAME, { running: () => slots.running, waiting: () => slots.waiting, kvUsage }),
+    metrics: engineMetrics(settings.engine, settings.model ?? ANY_MODEL_NAME, {
+      running: () => slots.running,
+      waiting: () => slots.waiting,
+      kvUsage,
+    }),
     cached,
     active: new Set(),
     counts: { received: 0, completed: 0, aborted: 0, rejected: 0, requests: 0, nextBlockId: 0 },
@@ -167,26 +185,40 @@ export async function startEngineMock(options: EngineMockOptions = {}): Promise<
 
 function statsOf(state: EngineState): EngineMockStats {
   const { received, completed, aborted, rejected } = state.counts;
-  return { received, completed, aborted, rejected, running: state.slots.running, waiting: state.slots.waiting, legs: { ...state.legs } };
+  return {
+    received,
+    completed,
+    aborted,
+    rejected,
+    running: state.slots.running,
+    waiting: state.slots.waiting,
+    legs: { ...state.legs },
+  };
 }
 
 function closeEngine(state: EngineState, server: Server): Promise<void> {
   for (const job of state.active) job.abort(new Error("engine mock stopped"));
   return new Promise((resolve) => {
-    server.close(() => { resolve(); });
+    server.close(() => {
+      resolve();
+    });
     server.closeAllConnections();
   });
 }
 
 async function route(state: EngineState, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const path = (request.url ?? "/").split("?")[0] ?? "/";
-  const endpoint: Endpoint | undefined = path === "/v1/completions" ? "completion" : path === "/v1/chat/completions" ? "chat" : undefined;
+  const endpoint: Endpoint | undefined =
+    path === "/v1/completions" ? "completion" : path === "/v1/chat/completions" ? "chat" : undefined;
   const method = endpoint === undefined ? "GET" : "POST";
   if (request.method !== method) reply(state, response, 405, errorJson(405, `${path} takes ${method}`));
   else if (endpoint !== undefined) await serveGeneration(state, endpoint, request, response);
   else if (path === "/health") response.writeHead(200).end();
   else if (path === "/v1/models") reply(state, response, 200, modelList(state));
-  else if (path === "/metrics") response.writeHead(200, { "content-type": state.metrics.registry.contentType }).end(await state.metrics.registry.metrics());
+  else if (path === "/metrics")
+    response
+      .writeHead(200, { "content-type": state.metrics.registry.contentType })
+      .end(await state.metrics.registry.metrics());
   else reply(state, response, 404, errorJson(404, `no route ${path}`));
 }
 
@@ -198,7 +230,10 @@ function reply(state: EngineState, response: ServerResponse, status: number, bod
 function modelList(state: EngineState): Record<string, unknown> {
   const id = state.settings.model ?? ANY_MODEL_NAME;
   const created = Math.floor(state.settings.nowMs() / 1000);
-  return { object: "list", data: [{ id, object: "model", created, owned_by: state.settings.engine, root: id, parent: null }] };
+  return {
+    object: "list",
+    data: [{ id, object: "model", created, owned_by: state.settings.engine, root: id, parent: null }],
+  };
 }
 
 async function readJson(request: IncomingMessage): Promise<Parsed<unknown>> {
@@ -206,13 +241,17 @@ async function readJson(request: IncomingMessage): Promise<Parsed<unknown>> {
   let bytes = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     bytes += chunk.length;
-    if (bytes > MAX_BODY_BYTES) return { ok: false, message: `the request body is larger than ${MAX_BODY_BYTES} bytes` };
+    if (bytes > MAX_BODY_BYTES)
+      return { ok: false, message: `the request body is larger than ${MAX_BODY_BYTES} bytes` };
     chunks.push(chunk);
   }
   try {
     return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown };
   } catch (error) {
-    return { ok: false, message: `the request body is not JSON: ${error instanceof Error ? error.message : String(error)}` };
+    return {
+      ok: false,
+      message: `the request body is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
 }
 
@@ -237,19 +276,26 @@ async function accept(state: EngineState, endpoint: Endpoint, request: IncomingM
   const generation = parseGeneration(endpoint, body.value);
   if (!generation.ok) return { status: 400, message: generation.message };
   const model = generation.value.body.model ?? state.settings.model ?? ANY_MODEL_NAME;
-  if (state.settings.model !== undefined && model !== state.settings.model) return { status: 404, message: `The model \`${model}\` does not exist.` };
+  if (state.settings.model !== undefined && model !== state.settings.model)
+    return { status: 404, message: `The model \`${model}\` does not exist.` };
   const leg = legOf(generation.value.body, state.settings.engine, state.settings.kvFormat);
   if (!leg.ok) return { status: 400, message: leg.message };
   state.legs[leg.value] += 1;
   state.counts.requests += 1;
   const headerId = request.headers["x-request-id"];
   // vLLM takes the caller's X-Request-Id as the request id, so both legs of a pair share it.
-  const requestId = typeof headerId === "string" && /^[\w.:-]{1,128}$/.test(headerId) ? headerId : `mock-${state.counts.requests}`;
+  const requestId =
+    typeof headerId === "string" && /^[\w.:-]{1,128}$/.test(headerId) ? headerId : `mock-${state.counts.requests}`;
   const header = { id: answerId(endpoint, requestId), created: Math.floor(state.settings.nowMs() / 1000), model };
   return { generation: generation.value, leg: leg.value, header, requestId };
 }
 
-async function serveGeneration(state: EngineState, endpoint: Endpoint, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function serveGeneration(
+  state: EngineState,
+  endpoint: Endpoint,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
   state.counts.received += 1;
   const accepted = await accept(state, endpoint, request);
   if ("status" in accepted) {
@@ -265,7 +311,8 @@ async function serveGeneration(state: EngineState, endpoint: Endpoint, request: 
     await state.slots.acquire(job.signal);
   } catch (error) {
     state.active.delete(job);
-    if (error instanceof QueueFullError) reply(state, response, 503, errorJson(503, `the engine is full: ${error.message}`));
+    if (error instanceof QueueFullError)
+      reply(state, response, 503, errorJson(503, `the engine is full: ${error.message}`));
     else aborted(state, accepted.generation, 0);
     return;
   }
@@ -273,12 +320,24 @@ async function serveGeneration(state: EngineState, endpoint: Endpoint, request: 
 }
 
 /** Generates the answer of a running request, then frees its slot. */
-async function run(state: EngineState, accepted: Accepted, job: AbortController, response: ServerResponse): Promise<void> {
+async function run(
+  state: EngineState,
+  accepted: Accepted,
+  job: AbortController,
+  response: ServerResponse,
+): Promise<void> {
   const { generation } = accepted;
   let generated = 0;
   state.cached.set(job, generation.promptTokens);
   try {
-    if (generation.stream) response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-request-id": accepted.requestId }).flushHeaders();
+    if (generation.stream)
+      response
+        .writeHead(200, {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache",
+          "x-request-id": accepted.requestId,
+        })
+        .flushHeaders();
     let text = "";
     for await (const token of tokens(state, accepted, job.signal)) {
       generated += 1;
@@ -287,7 +346,10 @@ async function run(state: EngineState, accepted: Accepted, job: AbortController,
       else text += token;
     }
     if (generation.stream) response.end(closingEvents(generation, accepted.header));
-    else response.writeHead(200, { "content-type": "application/json", "x-request-id": accepted.requestId }).end(JSON.stringify(answerJson(generation, accepted.header, text, prefillExtra(state, accepted))));
+    else
+      response
+        .writeHead(200, { "content-type": "application/json", "x-request-id": accepted.requestId })
+        .end(JSON.stringify(answerJson(generation, accepted.header, text, prefillExtra(state, accepted))));
     state.counts.completed += 1;
     state.metrics.finished(generation.finishReason, generation.promptTokens, generated);
   } catch {
@@ -320,6 +382,11 @@ function prefillExtra(state: EngineState, accepted: Accepted): Record<string, un
   if (accepted.leg !== "prefill" || accepted.generation.finishReason !== "length") return {};
   const firstBlockId = state.counts.nextBlockId;
   state.counts.nextBlockId += blocksFor(accepted.generation.promptTokens);
-  const identity = { engineId: state.engineId, requestId: accepted.requestId, kvFormat: state.settings.kvFormat, firstBlockId };
+  const identity = {
+    engineId: state.engineId,
+    requestId: accepted.requestId,
+    kvFormat: state.settings.kvFormat,
+    firstBlockId,
+  };
   return { kv_transfer_params: prefillTransferParams(identity, accepted.generation.promptTokens) };
 }

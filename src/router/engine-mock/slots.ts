@@ -37,7 +37,8 @@ export class Slots {
       this.#running += 1;
       return Promise.resolve();
     }
-    if (this.#queue.length >= this.maxWaiting) return Promise.reject(new QueueFullError(`${this.maxWaiting} requests are already waiting`));
+    if (this.#queue.length >= this.maxWaiting)
+      return Promise.reject(new QueueFullError(`${this.maxWaiting} requests are already waiting`));
     return new Promise((resolve, reject) => {
       const start = (): void => {
         signal.removeEventListener("abort", onAbort);

@@ -40,7 +40,8 @@ export interface KubeDiscoveryOptions {
 /** One ModelRoute object as stored, with its parse: the route served, or why it is not. */
 export interface StoredRoute {
   readonly object: KubeObject<"ModelRoute">;
-  readonly parsed: { readonly ok: true; readonly value: RouterRoute } | { readonly ok: false; readonly invalid: string };
+  readonly parsed:
+    { readonly ok: true; readonly value: RouterRoute } | { readonly ok: false; readonly invalid: string };
 }
 
 export class KubeDiscovery implements Discovery {
@@ -104,7 +105,9 @@ export class KubeDiscovery implements Discovery {
     let pods = this.#pods.get(key);
     if (pods === undefined) {
       const selector = `${LABEL_MODEL_SERVING}=${route.modelServing},${LABEL_ENTRY}=true`;
-      pods = this.#reader.list("Pod", { namespace: route.namespace, labelSelector: selector }).map((object) => discovered(object as unknown as Pod, route.port));
+      pods = this.#reader
+        .list("Pod", { namespace: route.namespace, labelSelector: selector })
+        .map((object) => discovered(object as unknown as Pod, route.port));
       this.#pods.set(key, pods);
     }
     return pods;
@@ -126,7 +129,9 @@ export class KubeDiscovery implements Discovery {
     let parsed = this.#parsed.get(object);
     if (parsed === undefined) {
       const result = parseModelRoute(object);
-      parsed = result.ok ? { ok: true, value: routerRouteOf(result.value) } : { ok: false, invalid: result.problems.map((problem) => `${problem.path}: ${problem.reason}`).join("; ") };
+      parsed = result.ok
+        ? { ok: true, value: routerRouteOf(result.value) }
+        : { ok: false, invalid: result.problems.map((problem) => `${problem.path}: ${problem.reason}`).join("; ") };
       this.#parsed.set(object, parsed);
     }
     return parsed;
@@ -140,7 +145,8 @@ export class KubeDiscovery implements Discovery {
       // A route's port is part of its pods' addresses.
       this.#pods = new Map();
     } else if (kind === "Pod") this.#pods = new Map();
-    else if (kind === "ControllerRevision" && event.type === "DELETED") this.#revisions.delete(`${event.object.metadata.namespace ?? ""}\u0000${event.object.metadata.name}`);
+    else if (kind === "ControllerRevision" && event.type === "DELETED")
+      this.#revisions.delete(`${event.object.metadata.namespace ?? ""}\u0000${event.object.metadata.name}`);
     for (const listener of this.#onChange) listener(kind);
   }
 }

@@ -107,11 +107,24 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
   });
   const metrics = createRouterMetrics({
     inFlight: router.inFlight,
-    endpoints: () => [...routesByModel(discovery.routes()).winners.values()].map((route) => ({ route, roles: routeEndpointCounts(discovery.pods(route), route) })),
+    endpoints: () =>
+      [...routesByModel(discovery.routes()).winners.values()].map((route) => ({
+        route,
+        roles: routeEndpointCounts(discovery.pods(route), route),
+      })),
     leaseState: () => registration.state(),
   });
   observers.push(metrics);
-  const confirmer = confirmerOf(router, { routerId: options.id, discovery, writer, clock, logger: options.logger, onConfirmed: () => { metrics.drainConfirmed(); } });
+  const confirmer = confirmerOf(router, {
+    routerId: options.id,
+    discovery,
+    writer,
+    clock,
+    logger: options.logger,
+    onConfirmed: () => {
+      metrics.drainConfirmed();
+    },
+  });
   const ready = (): boolean => !stopping && discovery.hasSynced() && registration.refusal() === undefined;
   const { server, address, health } = await serve(router, { registry: metrics.registry, ready }, options);
   registration.start();
@@ -129,16 +142,42 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
     await health?.close();
   };
   let done: Promise<void> | undefined;
-  return { address, metricsAddress: health?.address, discovery, isReady: ready, shutdown: (deadlineMs) => (done ??= stop(deadlineMs)) };
+  return {
+    address,
+    metricsAddress: health?.address,
+    discovery,
+    isReady: ready,
+    shutdown: (deadlineMs) => (done ??= stop(deadlineMs)),
+  };
 }
 
 /** The router's parts that talk to the API server: discovery, the ModelRoute status writer, the router's Lease. */
-function clusterSide(options: RouterRunOptions, { transport, writer, clock }: { transport: KubeTransport; writer: KubeWriter; clock: WallClock }) {
-  const discovery = new KubeDiscovery({ transport, clock, logger: options.logger, namespace: options.namespace, reflector: options.reflector });
-  const statusSync = new RouteStatusSync({ discovery, writer, clock, logger: options.logger, ...(options.statusDelayMs === undefined ? {} : { delayMs: options.statusDelayMs }) });
+function clusterSide(
+  options: RouterRunOptions,
+  { transport, writer, clock }: { transport: KubeTransport; writer: KubeWriter; clock: WallClock },
+) {
+  const discovery = new KubeDiscovery({
+    transport,
+    clock,
+    logger: options.logger,
+    namespace: options.namespace,
+    reflector: options.reflector,
+  });
+  const statusSync = new RouteStatusSync({
+    discovery,
+    writer,
+    clock,
+    logger: options.logger,
+    ...(options.statusDelayMs === undefined ? {} : { delayMs: options.statusDelayMs }),
+  });
   const registration = new RouterRegistration({
-    id: options.id, namespace: options.leaseNamespace, scope: parseRouterScope(options.namespace ?? "*"), leaseDurationSeconds: options.leaseDurationSeconds,
-    writer, clock, logger: options.logger,
+    id: options.id,
+    namespace: options.leaseNamespace,
+    scope: parseRouterScope(options.namespace ?? "*"),
+    leaseDurationSeconds: options.leaseDurationSeconds,
+    writer,
+    clock,
+    logger: options.logger,
   });
   return { discovery, statusSync, registration };
 }
@@ -147,19 +186,28 @@ function clusterSide(options: RouterRunOptions, { transport, writer, clock }: { 
  * The router's listener (requests and, on the same port, the health and metrics paths) and, with
  * `--metrics-addr`, a separate health server. A listen failure names its flag and closes what was opened.
  */
-async function serve(router: RequestRouter, ops: Pick<HealthServerOptions, "registry" | "ready">, options: RouterRunOptions): Promise<{ server: Server; address: string; health: HealthServer | undefined }> {
+async function serve(
+  router: RequestRouter,
+  ops: Pick<HealthServerOptions, "registry" | "ready">,
+  options: RouterRunOptions,
+): Promise<{ server: Server; address: string; health: HealthServer | undefined }> {
   const server = createServer({ noDelay: true }, (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (OPS_PATHS.has(path)) serveHealth(req, res, ops);
     else router.handle(req, res);
   });
-  const address = await listen(server, options.listen).catch((error: unknown) => { throw new ListenError("--listen", options.listen, error); });
-  const metricsAddress = options.metricsAddress;
-  const health = metricsAddress === undefined ? undefined : await startHealthServer({ address: metricsAddress, ...ops }).catch(async (error: unknown) => {
-    await router.close();
-    await new Promise((resolve) => server.close(resolve));
-    throw new ListenError("--metrics-addr", metricsAddress, error);
+  const address = await listen(server, options.listen).catch((error: unknown) => {
+    throw new ListenError("--listen", options.listen, error);
   });
+  const metricsAddress = options.metricsAddress;
+  const health =
+    metricsAddress === undefined
+      ? undefined
+      : await startHealthServer({ address: metricsAddress, ...ops }).catch(async (error: unknown) => {
+          await router.close();
+          await new Promise((resolve) => server.close(resolve));
+          throw new ListenError("--metrics-addr", metricsAddress, error);
+        });
   return { server, address, health };
 }
 
@@ -174,19 +222,29 @@ async function listen(server: Server, address: string): Promise<string> {
   const { host, port } = parseAddress(address, "--listen");
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => { resolve(); });
+    server.listen(port, host, () => {
+      resolve();
+    });
   });
   return boundAddress(server, host);
 }
 
 /** Stops accepting, waits for open requests up to `deadlineMs`, then cuts the rest. */
 async function drainServer(server: Server, deadlineMs: number): Promise<void> {
-  const closed = new Promise<void>((resolve) => { server.close(() => { resolve(); }); });
+  const closed = new Promise<void>((resolve) => {
+    server.close(() => {
+      resolve();
+    });
+  });
   server.closeIdleConnections();
   // Keep-alive connections that finish a request while draining are closed once idle.
-  const idle = setInterval(() => { server.closeIdleConnections(); }, 100);
+  const idle = setInterval(() => {
+    server.closeIdleConnections();
+  }, 100);
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); });
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, deadlineMs);
+  });
   await Promise.race([closed, deadline]);
   clearInterval(idle);
   clearTimeout(timer);

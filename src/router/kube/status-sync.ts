@@ -121,13 +121,16 @@ export class RouteStatusSync {
     const { discovery, clock } = this.#options;
     const { object, parsed } = route;
     const winner = parsed.ok ? winners.get(parsed.value.model) : undefined;
-    const lost = winner !== undefined && (winner.namespace !== object.metadata.namespace || winner.name !== object.metadata.name);
+    const lost =
+      winner !== undefined && (winner.namespace !== object.metadata.namespace || winner.name !== object.metadata.name);
     return routeStatus({
       route: parsed,
       generation: object.metadata.generation,
       previous: object.status,
       conflictWinner: lost ? `${winner.namespace}/${winner.name}` : undefined,
-      modelServingRoles: parsed.ok ? discovery.modelServingRoles(parsed.value.namespace, parsed.value.modelServing) : undefined,
+      modelServingRoles: parsed.ok
+        ? discovery.modelServingRoles(parsed.value.namespace, parsed.value.modelServing)
+        : undefined,
       pods: parsed.ok ? discovery.pods(parsed.value) : [],
       nowIso: new Date(clock.nowMs()).toISOString(),
     });
@@ -142,7 +145,10 @@ export class RouteStatusSync {
       return "written";
     } catch (error) {
       if (isApiError(error) && (error.reason === "Conflict" || error.reason === "NotFound")) return "conflict";
-      this.#options.logger.warn({ route: `${ref.namespace}/${ref.name}`, error: error instanceof Error ? error.message : String(error) }, "route status write failed; retrying");
+      this.#options.logger.warn(
+        { route: `${ref.namespace}/${ref.name}`, error: error instanceof Error ? error.message : String(error) },
+        "route status write failed; retrying",
+      );
       return "failed";
     }
   }

@@ -1,13 +1,18 @@
 /** Bounded reading of request and small response bodies: never more than the limit in memory. */
 import type { IncomingMessage } from "node:http";
 
-export type BodyRead = { readonly ok: true; readonly bytes: Buffer } | { readonly ok: false; readonly tooLarge: boolean; readonly reason: string };
+export type BodyRead =
+  | { readonly ok: true; readonly bytes: Buffer }
+  | { readonly ok: false; readonly tooLarge: boolean; readonly reason: string };
 
 /**
  * Reads `stream` to its end, refusing (and destroying it) past `maxBytes`. A stream that fails
  * or is aborted midway reads as not ok with `tooLarge` false.
  */
-export async function readBounded(stream: AsyncIterable<unknown> & { destroy(): void }, maxBytes: number): Promise<BodyRead> {
+export async function readBounded(
+  stream: AsyncIterable<unknown> & { destroy(): void },
+  maxBytes: number,
+): Promise<BodyRead> {
   const chunks: Buffer[] = [];
   let length = 0;
   try {

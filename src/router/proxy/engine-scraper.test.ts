@@ -90,7 +90,10 @@ describe("EngineScraper", () => {
     engine.metrics = "garbage";
     nowMs = 2_000;
     await scraper.refresh(endpoint, "vllm");
-    assert.deepEqual(scraper.queueAfter(endpoint.key, seen), { ok: false, reason: 'line 1 is not a Prometheus sample: "garbage"' });
+    assert.deepEqual(scraper.queueAfter(endpoint.key, seen), {
+      ok: false,
+      reason: 'line 1 is not a Prometheus sample: "garbage"',
+    });
     assert.deepEqual(done, ["ns/a", "ns/a", "ns/a"]);
   });
 
@@ -103,14 +106,21 @@ describe("EngineScraper", () => {
     const [a, b] = [endpointOn("a", busy.port), endpointOn("b", idle.port)];
     await Promise.all([scraper.refresh(a, "vllm"), scraper.refresh(b, "vllm")]);
     const router = new RequestRouter({
-      discovery: new StaticDiscovery({ routes: [aRoute()], pods: [aPod({ name: "a", port: busy.port }), aPod({ name: "b", port: idle.port })] }),
+      discovery: new StaticDiscovery({
+        routes: [aRoute()],
+        pods: [aPod({ name: "a", port: busy.port }), aPod({ name: "b", port: idle.port })],
+      }),
       rng: firstDraw(), // without readings, "a" would win the tie
       engineLoad: (endpoint, route) => scraper.reading(endpoint, route.engine),
       debugHeaders: true,
     });
     const { port } = await router.listen("127.0.0.1", 0);
     const client = new Agent();
-    const response = await request(`http://127.0.0.1:${port}/v1/completions`, { dispatcher: client, method: "POST", body: JSON.stringify({ model: "m", prompt: "x" }) });
+    const response = await request(`http://127.0.0.1:${port}/v1/completions`, {
+      dispatcher: client,
+      method: "POST",
+      body: JSON.stringify({ model: "m", prompt: "x" }),
+    });
     await response.body.dump();
     assert.equal(response.headers["x-tandem-endpoint"], "b");
     await client.close();

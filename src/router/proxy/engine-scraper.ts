@@ -66,9 +66,12 @@ export class EngineScraper {
     const nowMs = this.#options.nowMs();
     const scraped = this.#entry(endpoint.key, nowMs);
     scraped.lastAskedMs = nowMs;
-    if (scraped.inFlight === undefined && nowMs - scraped.lastStartMs >= (this.#options.intervalMs ?? 1_000)) void this.refresh(endpoint, engine);
+    if (scraped.inFlight === undefined && nowMs - scraped.lastStartMs >= (this.#options.intervalMs ?? 1_000))
+      void this.refresh(endpoint, engine);
     const reading = scraped.reading;
-    return reading === undefined ? undefined : { running: reading.running, waiting: reading.waiting, ageMs: Math.max(0, nowMs - reading.atMs) };
+    return reading === undefined
+      ? undefined
+      : { running: reading.running, waiting: reading.waiting, ageMs: Math.max(0, nowMs - reading.atMs) };
   }
 
   /** The sequence number of the last scrape started, of any endpoint; later scrapes have higher ones. */
@@ -134,7 +137,11 @@ export class EngineScraper {
 
   async #scrape(endpoint: ScrapeTarget, engine: EngineKind): Promise<{ running: number; waiting: number } | string> {
     try {
-      const response = await this.#options.upstreams.get(endpoint.address, "/metrics", this.#options.timeoutMs ?? 2_000);
+      const response = await this.#options.upstreams.get(
+        endpoint.address,
+        "/metrics",
+        this.#options.timeoutMs ?? 2_000,
+      );
       const page = await readBounded(response.body, this.#options.maxPageBytes ?? 4 * 1024 * 1024);
       if (response.statusCode !== 200) return `GET /metrics answered ${response.statusCode}`;
       if (!page.ok) return page.reason;
@@ -148,7 +155,14 @@ export class EngineScraper {
   #entry(key: string, nowMs: number): Scraped {
     let scraped = this.#byKey.get(key);
     if (scraped === undefined) {
-      scraped = { reading: undefined, lastStartMs: Number.NEGATIVE_INFINITY, lastAskedMs: nowMs, inFlight: undefined, lastError: undefined, last: undefined };
+      scraped = {
+        reading: undefined,
+        lastStartMs: Number.NEGATIVE_INFINITY,
+        lastAskedMs: nowMs,
+        inFlight: undefined,
+        lastError: undefined,
+        last: undefined,
+      };
       this.#byKey.set(key, scraped);
     }
     return scraped;
@@ -160,6 +174,7 @@ export class EngineScraper {
     // A sweep at most once per interval keeps it O(endpoints) per second, not per scrape.
     if (nowMs - this.#lastForgetMs < (this.#options.intervalMs ?? 1_000)) return;
     this.#lastForgetMs = nowMs;
-    for (const [key, scraped] of this.#byKey) if (scraped.inFlight === undefined && nowMs - scraped.lastAskedMs > forgetAfterMs) this.#byKey.delete(key);
+    for (const [key, scraped] of this.#byKey)
+      if (scraped.inFlight === undefined && nowMs - scraped.lastAskedMs > forgetAfterMs) this.#byKey.delete(key);
   }
 }

@@ -41,15 +41,25 @@ export function statusOf(code: ErrorCode): number {
   return STATUS[code];
 }
 
-export function errorBody(error: RouterError): { error: { message: string; type: string; param: null; code: ErrorCode } } {
+export function errorBody(error: RouterError): {
+  error: { message: string; type: string; param: null; code: ErrorCode };
+} {
   const type = statusOf(error.code) < 500 ? "invalid_request_error" : "server_error";
   return { error: { message: error.message, type, param: null, code: error.code } };
 }
 
 /** Answers `error` unless the response has started (then there is nothing left to say). */
-export function sendError(res: ServerResponse, error: RouterError, headers: Readonly<Record<string, string>> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  error: RouterError,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   const bytes = JSON.stringify(errorBody(error));
-  res.writeHead(statusOf(error.code), { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(bytes) });
+  res.writeHead(statusOf(error.code), {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(bytes),
+  });
   res.end(bytes);
 }

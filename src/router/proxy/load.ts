@@ -65,7 +65,12 @@ export function startLoad(options: LoadOptions): Load {
 }
 
 async function one(agent: Agent, router: string, options: LoadOptions, counts: LoadCounts): Promise<void> {
-  const body = JSON.stringify({ model: options.model, messages: [{ role: "user", content: "Say something." }], max_tokens: options.maxTokens, stream: true });
+  const body = JSON.stringify({
+    model: options.model,
+    messages: [{ role: "user", content: "Say something." }],
+    max_tokens: options.maxTokens,
+    stream: true,
+  });
   let status = 0;
   try {
     const response = await request(`${router}/v1/chat/completions`, {

@@ -46,37 +46,80 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  const requests = new Counter({ name: "tandem_router_requests_total", help: "Completion requests by model, answering role and HTTP status.", labelNames: ["model", "role", "code"], registers });
-  const duration = new Histogram({ name: "tandem_router_request_duration_seconds", help: "Time from a request's arrival to the end of its response.", labelNames: ["model"], buckets: DURATION_BUCKETS, registers });
-  const ttft = new Histogram({ name: "tandem_router_time_to_first_token_seconds", help: "Time from a request's arrival to the first byte of its answer's body.", labelNames: ["model"], buckets: DURATION_BUCKETS, registers });
-  const errors = new Counter({ name: "tandem_router_upstream_errors_total", help: "Failed legs to engines, by reason.", labelNames: ["model", "reason"], registers });
-  const retries = new Counter({ name: "tandem_router_retries_total", help: "Requests tried again on another endpoint or pair.", labelNames: ["model"], registers });
-  const confirmations = new Counter({ name: "tandem_router_drain_confirmations_total", help: "Drain confirmations (drained.tandem.dev/<router-id>) this replica wrote.", registers });
+  const requests = new Counter({
+    name: "tandem_router_requests_total",
+    help: "Completion requests by model, answering role and HTTP status.",
+    labelNames: ["model", "role", "code"],
+    registers,
+  });
+  const duration = new Histogram({
+    name: "tandem_router_request_duration_seconds",
+    help: "Time from a request's arrival to the end of its response.",
+    labelNames: ["model"],
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const ttft = new Histogram({
+    name: "tandem_router_time_to_first_token_seconds",
+    help: "Time from a request's arrival to the first byte of its answer's body.",
+    labelNames: ["model"],
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const errors = new Counter({
+    name: "tandem_router_upstream_errors_total",
+    help: "Failed legs to engines, by reason.",
+    labelNames: ["model", "reason"],
+    registers,
+  });
+  const retries = new Counter({
+    name: "tandem_router_retries_total",
+    help: "Requests tried again on another endpoint or pair.",
+    labelNames: ["model"],
+    registers,
+  });
+  const confirmations = new Counter({
+    name: "tandem_router_drain_confirmations_total",
+    help: "Drain confirmations (drained.tandem.dev/<router-id>) this replica wrote.",
+    registers,
+  });
   registerStateGauges(registers, sources);
   return {
     registry,
-    drainConfirmed: () => { confirmations.inc(); },
+    drainConfirmed: () => {
+      confirmations.inc();
+    },
     requestDone: (record) => {
       requests.inc({ model: record.model, role: record.role, code: String(record.status) });
       duration.observe({ model: record.model }, record.durationMs / 1000);
       if (record.ttftMs !== undefined) ttft.observe({ model: record.model }, record.ttftMs / 1000);
     },
-    legFailed: (route, _endpoint, failure) => { errors.inc({ model: route.model, reason: failure.reason }); },
-    retried: (route) => { retries.inc({ model: route.model }); },
+    legFailed: (route, _endpoint, failure) => {
+      errors.inc({ model: route.model, reason: failure.reason });
+    },
+    retried: (route) => {
+      retries.inc({ model: route.model });
+    },
   };
 }
 
 /** The gauges read at scrape time from `sources`: in-flight legs, endpoints per route and role, the Lease state. */
 function registerStateGauges(registers: Registry[], sources: RouterMetricsSources): void {
   new Gauge({
-    name: "tandem_router_inflight_requests", help: "This router's legs in flight per endpoint (namespace/pod).", labelNames: ["endpoint"], registers,
+    name: "tandem_router_inflight_requests",
+    help: "This router's legs in flight per endpoint (namespace/pod).",
+    labelNames: ["endpoint"],
+    registers,
     collect() {
       this.reset();
       for (const [endpoint, count] of sources.inFlight.snapshot()) this.set({ endpoint }, count);
     },
   });
   new Gauge({
-    name: "tandem_router_endpoints", help: "Entry pods of each route's roles, ready or draining.", labelNames: ["model", "role", "state"], registers,
+    name: "tandem_router_endpoints",
+    help: "Entry pods of each route's roles, ready or draining.",
+    labelNames: ["model", "role", "state"],
+    registers,
     collect() {
       this.reset();
       for (const { route, roles } of sources.endpoints()) {
@@ -88,7 +131,10 @@ function registerStateGauges(registers: Registry[], sources: RouterMetricsSource
     },
   });
   new Gauge({
-    name: "tandem_router_lease_state", help: "1 for the state of this replica's router Lease (unregistered, registered, fenced, stopped), 0 for the others.", labelNames: ["state"], registers,
+    name: "tandem_router_lease_state",
+    help: "1 for the state of this replica's router Lease (unregistered, registered, fenced, stopped), 0 for the others.",
+    labelNames: ["state"],
+    registers,
     collect() {
       const current = sources.leaseState?.();
       if (current === undefined) return;
@@ -118,7 +164,10 @@ export function accessLogFields(record: RequestRecord): LogFields {
 }
 
 /** An observer writing one access-log line per request (info; a 5xx or a cut response: warn). */
-export function accessLog(logger: { info(fields: LogFields, message: string): void; warn(fields: LogFields, message: string): void }): RouterObserver {
+export function accessLog(logger: {
+  info(fields: LogFields, message: string): void;
+  warn(fields: LogFields, message: string): void;
+}): RouterObserver {
   return {
     requestDone: (record) => {
       const failedRequest = record.status >= 500 || !record.complete;

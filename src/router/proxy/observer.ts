@@ -44,9 +44,15 @@ export interface RouterObserver {
 /** Several observers as one. */
 export function allObservers(observers: readonly RouterObserver[]): RouterObserver {
   return {
-    requestDone: (record) => { for (const observer of observers) observer.requestDone(record); },
-    legFailed: (route, endpoint, failure) => { for (const observer of observers) observer.legFailed(route, endpoint, failure); },
-    retried: (route) => { for (const observer of observers) observer.retried(route); },
+    requestDone: (record) => {
+      for (const observer of observers) observer.requestDone(record);
+    },
+    legFailed: (route, endpoint, failure) => {
+      for (const observer of observers) observer.legFailed(route, endpoint, failure);
+    },
+    retried: (route) => {
+      for (const observer of observers) observer.retried(route);
+    },
   };
 }
 
@@ -79,7 +85,10 @@ export class AnswerTap extends Transform {
 
   /** The last `usage` figures seen in the answer's tail. */
   usage(): { promptTokens: number | undefined; completionTokens: number | undefined } {
-    return { promptTokens: lastCount(this.#tail, "prompt_tokens"), completionTokens: lastCount(this.#tail, "completion_tokens") };
+    return {
+      promptTokens: lastCount(this.#tail, "prompt_tokens"),
+      completionTokens: lastCount(this.#tail, "completion_tokens"),
+    };
   }
 }
 

@@ -41,7 +41,16 @@ const COMPLETION_PATHS = new Set(["/v1/completions", "/v1/chat/completions"]);
 /** Client-supplied request ids longer than this, or with other characters, are replaced. */
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 /** Response headers that describe one connection, not the message (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
 /** Headers of the engine's answer the router sets itself. */
 const ROUTER_SET = new Set(["x-request-id"]);
 /** Client request headers a leg carries on, besides the request id. */
@@ -108,10 +117,12 @@ interface SentLeg {
 type Sent = ({ readonly ok: true } & SentLeg) | { readonly ok: false; readonly failure: LegFailure };
 
 /** `done`: the client has its answer (or is gone); otherwise nothing was sent and another attempt may follow. */
-type Outcome = { readonly done: true } | { readonly done: false; readonly failed: readonly string[]; readonly failure: LegFailure };
+type Outcome =
+  { readonly done: true } | { readonly done: false; readonly failed: readonly string[]; readonly failure: LegFailure };
 const DONE: Outcome = { done: true };
 /** Which SGLang leg settled the attempt first. */
-type First = { readonly kind: "decode"; readonly sent: Sent } | { readonly kind: "prefill"; readonly failure: LegFailure };
+type First =
+  { readonly kind: "decode"; readonly sent: Sent } | { readonly kind: "prefill"; readonly failure: LegFailure };
 
 export class RequestRouter {
   /** This replica's legs in flight per endpoint key: selection and the drain confirmation read it. */
@@ -130,7 +141,8 @@ export class RequestRouter {
   constructor(options: RequestRouterOptions) {
     for (const name of ["maxBodyBytes", "connectTimeoutMs"] as const) {
       const value = options[name];
-      if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new Error(`router option ${name} must be a positive integer, got ${value}`);
+      if (value !== undefined && !(Number.isSafeInteger(value) && value > 0))
+        throw new Error(`router option ${name} must be a positive integer, got ${value}`);
     }
     this.#options = options;
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -174,19 +186,26 @@ export class RequestRouter {
   /** The node:http request listener; never throws. */
   handle(req: IncomingMessage, res: ServerResponse): void {
     this.#handle(req, res).catch((error: unknown) => {
-      sendError(res, { code: "internal_error", message: `router error: ${error instanceof Error ? error.message : String(error)}` });
+      sendError(res, {
+        code: "internal_error",
+        message: `router error: ${error instanceof Error ? error.message : String(error)}`,
+      });
     });
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/v1/models") {
-      if (req.method !== "GET") sendError(res, { code: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET" });
+      if (req.method !== "GET")
+        sendError(res, { code: "method_not_allowed", message: `${path} takes GET` }, { allow: "GET" });
       else this.#models(res);
       return;
     }
     if (!COMPLETION_PATHS.has(path)) {
-      sendError(res, { code: "not_found", message: `no such path ${path}: the router serves /v1/completions, /v1/chat/completions and /v1/models` });
+      sendError(res, {
+        code: "not_found",
+        message: `no such path ${path}: the router serves /v1/completions, /v1/chat/completions and /v1/models`,
+      });
       return;
     }
     if (req.method !== "POST") {
@@ -205,7 +224,12 @@ export class RequestRouter {
   #models(res: ServerResponse): void {
     const data = [...this.#routes().values()]
       .sort((a, b) => compareStrings(a.model, b.model))
-      .map((route) => ({ id: route.model, object: "model", created: createdSeconds(route), owned_by: route.namespace }));
+      .map((route) => ({
+        id: route.model,
+        object: "model",
+        created: createdSeconds(route),
+        owned_by: route.namespace,
+      }));
     const bytes = JSON.stringify({ object: "list", data });
     res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(bytes) });
     res.end(bytes);
@@ -213,14 +237,34 @@ export class RequestRouter {
 
   async #completion(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const requestIdHeader = req.headers["x-request-id"];
-    const requestId = typeof requestIdHeader === "string" && REQUEST_ID.test(requestIdHeader) ? requestIdHeader : (this.#options.newRequestId ?? randomUUID)();
+    const requestId =
+      typeof requestIdHeader === "string" && REQUEST_ID.test(requestIdHeader)
+        ? requestIdHeader
+        : (this.#options.newRequestId ?? randomUUID)();
     res.setHeader("x-request-id", requestId);
     const client = new AbortController();
-    const trace: Trace = { model: "", attempts: 0, endpoints: [], role: "", revision: "", firstByteMs: undefined, tap: undefined };
+    const trace: Trace = {
+      model: "",
+      attempts: 0,
+      endpoints: [],
+      role: "",
+      revision: "",
+      firstByteMs: undefined,
+      tap: undefined,
+    };
     const startedMs = this.#nowMs();
     res.once("close", () => {
       if (!res.writableFinished) client.abort();
-      this.#options.observer?.requestDone(recordOf(trace, { id: requestId, path, status: res.headersSent ? res.statusCode : 0, startedMs, endedMs: this.#nowMs(), complete: res.writableFinished }));
+      this.#options.observer?.requestDone(
+        recordOf(trace, {
+          id: requestId,
+          path,
+          status: res.headersSent ? res.statusCode : 0,
+          startedMs,
+          endedMs: this.#nowMs(),
+          complete: res.writableFinished,
+        }),
+      );
     });
     const read = await readRequestBody(req, this.#maxBodyBytes);
     if (!read.ok) {
@@ -243,7 +287,16 @@ export class RequestRouter {
       const value = req.headers[name];
       if (typeof value === "string") headers[name] = value;
     }
-    await this.#proxy({ res, route: parsed.route, path, raw: read.bytes, body: parsed.body, headers, signal: client.signal, trace });
+    await this.#proxy({
+      res,
+      route: parsed.route,
+      path,
+      raw: read.bytes,
+      body: parsed.body,
+      headers,
+      signal: client.signal,
+      trace,
+    });
   }
 
   /** Attempts until one answers the client, a failure may not be retried, or attempts run out. */
@@ -259,13 +312,21 @@ export class RequestRouter {
         route,
         pods: this.#options.discovery.pods(route),
         revisions: (name) => this.#options.discovery.revision(route.namespace, name),
-        loadOf: (endpoint) => ({ inFlight: this.inFlight.count(endpoint.key), engine: this.#engineLoad(endpoint, route) }),
+        loadOf: (endpoint) => ({
+          inFlight: this.inFlight.count(endpoint.key),
+          engine: this.#engineLoad(endpoint, route),
+        }),
         rng: this.#options.rng,
         excluded,
       });
       if (!decision.ok) {
         const reason = `model ${route.model}: ${decision.reason}`;
-        sendError(exchange.res, lastFailure === undefined ? { code: "no_eligible_endpoint", message: reason } : { ...lastFailure, message: `${lastFailure.message}; no other endpoint to retry on (${reason})` });
+        sendError(
+          exchange.res,
+          lastFailure === undefined
+            ? { code: "no_eligible_endpoint", message: reason }
+            : { ...lastFailure, message: `${lastFailure.message}; no other endpoint to retry on (${reason})` },
+        );
         return;
       }
       exchange.trace.attempts++;
@@ -297,7 +358,10 @@ export class RequestRouter {
   async #aggregated(exchange: Exchange, endpoint: Endpoint, last: boolean): Promise<Outcome> {
     const sent = await this.#send(exchange, endpoint, exchange.raw, exchange.signal);
     if (!sent.ok) return failed(endpoint, sent.failure);
-    return this.#deliver(exchange, sent, last, { "x-tandem-endpoint": endpoint.pod, "x-tandem-revision": endpoint.revision });
+    return this.#deliver(exchange, sent, last, {
+      "x-tandem-endpoint": endpoint.pod,
+      "x-tandem-revision": endpoint.revision,
+    });
   }
 
   /**
@@ -320,7 +384,13 @@ export class RequestRouter {
       if (exchange.signal.aborted) return DONE;
       const json = answer.ok ? parseJson(answer.bytes) : undefined;
       const leg = nixlDecodeBody(exchange.body, json, prefill);
-      if (!leg.ok) return failed(prefill, { code: "upstream_error", message: answer.ok ? leg.reason : `prefill ${prefill.pod}: ${answer.reason}`, retryable: true, reason: "prefill_answer_unusable" });
+      if (!leg.ok)
+        return failed(prefill, {
+          code: "upstream_error",
+          message: answer.ok ? leg.reason : `prefill ${prefill.pod}: ${answer.reason}`,
+          retryable: true,
+          reason: "prefill_answer_unusable",
+        });
       decodeBody = JSON.stringify(leg.body);
     } finally {
       // The decode leg's own count (`#send`) begins at once below, so the decode is never at zero.
@@ -342,11 +412,15 @@ export class RequestRouter {
     const body = JSON.stringify(sglangBody(exchange.body, prefill, bootstrapRoom));
     const legs = new AbortController();
     const signal = AbortSignal.any([exchange.signal, legs.signal]);
-    const prefillFailure = this.#send(exchange, prefill, body, signal).then((sent) => settlePrefill(sent, this.#maxBodyBytes));
+    const prefillFailure = this.#send(exchange, prefill, body, signal).then((sent) =>
+      settlePrefill(sent, this.#maxBodyBytes),
+    );
     const decodeLeg = this.#send(exchange, decode, body, signal);
     const decodeFirst: Promise<First> = decodeLeg.then((sent) => ({ kind: "decode", sent }));
     // A prefill that succeeds leaves the race to the decode.
-    const prefillFirst: Promise<First> = prefillFailure.then((failure) => (failure === undefined ? decodeFirst : { kind: "prefill", failure }));
+    const prefillFirst: Promise<First> = prefillFailure.then((failure) =>
+      failure === undefined ? decodeFirst : { kind: "prefill", failure },
+    );
     const first = await Promise.race([decodeFirst, prefillFirst]);
     if (first.kind === "prefill") {
       legs.abort();
@@ -371,7 +445,14 @@ export class RequestRouter {
   async #send(exchange: Exchange, endpoint: Endpoint, body: string | Buffer, signal: AbortSignal): Promise<Sent> {
     const release = this.inFlight.begin(endpoint.key);
     try {
-      const response = await this.#upstreams.send({ endpoint, route: exchange.route, path: exchange.path, body, headers: exchange.headers, signal });
+      const response = await this.#upstreams.send({
+        endpoint,
+        route: exchange.route,
+        path: exchange.path,
+        body,
+        headers: exchange.headers,
+        signal,
+      });
       return { ok: true, endpoint, response, release };
     } catch (error) {
       release();
@@ -389,7 +470,12 @@ export class RequestRouter {
     if (response.statusCode >= 500 && !last) {
       await response.body.dump().catch(() => undefined);
       release();
-      return failed(endpoint, { code: "upstream_error", message: `${endpoint.pod} answered ${response.statusCode}`, retryable: true, reason: "status_5xx" });
+      return failed(endpoint, {
+        code: "upstream_error",
+        message: `${endpoint.pod} answered ${response.statusCode}`,
+        retryable: true,
+        reason: "status_5xx",
+      });
     }
     const { res } = exchange;
     if (res.destroyed) {
@@ -397,12 +483,17 @@ export class RequestRouter {
       release();
       return DONE;
     }
-    res.writeHead(response.statusCode, { ...forwardedHeaders(response.headers), ...(this.#options.debugHeaders === true ? debug : {}) });
+    res.writeHead(response.statusCode, {
+      ...forwardedHeaders(response.headers),
+      ...(this.#options.debugHeaders === true ? debug : {}),
+    });
     res.flushHeaders();
     const { trace } = exchange;
     trace.role = endpoint.role;
     trace.revision = endpoint.revision;
-    const tap = new AnswerTap(() => { trace.firstByteMs = this.#nowMs(); });
+    const tap = new AnswerTap(() => {
+      trace.firstByteMs = this.#nowMs();
+    });
     trace.tap = tap;
     try {
       await pipeline(response.body, tap, res);
@@ -416,7 +507,10 @@ export class RequestRouter {
   }
 }
 
-function recordOf(trace: Trace, end: { id: string; path: string; status: number; startedMs: number; endedMs: number; complete: boolean }): RequestRecord {
+function recordOf(
+  trace: Trace,
+  end: { id: string; path: string; status: number; startedMs: number; endedMs: number; complete: boolean },
+): RequestRecord {
   const usage = trace.tap?.usage();
   return {
     id: end.id,
@@ -451,19 +545,31 @@ async function settlePrefill(sent: Sent, maxBytes: number): Promise<LegFailure |
   release();
   if (response.statusCode < 400) return undefined;
   const detail = text.ok ? text.bytes.toString("utf8").slice(0, 500) : text.reason;
-  return { code: "upstream_error", message: `prefill ${endpoint.pod} answered ${response.statusCode}: ${detail}`, retryable: response.statusCode >= 500, reason: response.statusCode >= 500 ? "status_5xx" : "prefill_status_4xx" };
+  return {
+    code: "upstream_error",
+    message: `prefill ${endpoint.pod} answered ${response.statusCode}: ${detail}`,
+    retryable: response.statusCode >= 500,
+    reason: response.statusCode >= 500 ? "status_5xx" : "prefill_status_4xx",
+  };
 }
 
 /** The client's JSON body and its route, or the 400/404 to answer. */
-function parseRequest(bytes: Buffer, routes: ReadonlyMap<string, RouterRoute>): { body: JsonObject; route: RouterRoute } | RouterError {
+function parseRequest(
+  bytes: Buffer,
+  routes: ReadonlyMap<string, RouterRoute>,
+): { body: JsonObject; route: RouterRoute } | RouterError {
   const body = parseJson(bytes);
   if (!isJsonObject(body)) return { code: "invalid_json", message: "the request body must be a JSON object" };
   const model = body.model;
-  if (typeof model !== "string" || model === "") return { code: "missing_model", message: "the request body needs a string field model" };
+  if (typeof model !== "string" || model === "")
+    return { code: "missing_model", message: "the request body needs a string field model" };
   const route = routes.get(model);
   if (route === undefined) {
     const known = [...routes.keys()].sort();
-    return { code: "model_not_found", message: `the model ${JSON.stringify(model)} does not exist; ${known.length === 0 ? "no models are served" : `models: ${known.join(", ")}`}` };
+    return {
+      code: "model_not_found",
+      message: `the model ${JSON.stringify(model)} does not exist; ${known.length === 0 ? "no models are served" : `models: ${known.join(", ")}`}`,
+    };
   }
   return { body, route };
 }
@@ -478,7 +584,8 @@ function parseJson(bytes: Buffer): unknown {
 
 function forwardedHeaders(headers: UpstreamResponse["headers"]): Record<string, string | string[]> {
   const kept: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name) && !ROUTER_SET.has(name)) kept[name] = value;
+  for (const [name, value] of Object.entries(headers))
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !ROUTER_SET.has(name)) kept[name] = value;
   return kept;
 }
 

@@ -28,7 +28,11 @@ export const answerJson =
 
 export class FakeEngine {
   readonly requests: Received[] = [];
-  behaviour: Behaviour = answerJson(200, { id: "cmpl-1", object: "text_completion", choices: [{ index: 0, text: "ok" }] });
+  behaviour: Behaviour = answerJson(200, {
+    id: "cmpl-1",
+    object: "text_completion",
+    choices: [{ index: 0, text: "ok" }],
+  });
   /** The Prometheus page `GET /metrics` serves; undefined answers 404. */
   metrics: string | undefined;
   metricsScrapes = 0;
@@ -50,7 +54,13 @@ export class FakeEngine {
             if (!res.writableFinished) resolve();
           });
         });
-        const received: Received = { path: req.url ?? "", headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>, res, aborted };
+        const received: Received = {
+          path: req.url ?? "",
+          headers: req.headers,
+          body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>,
+          res,
+          aborted,
+        };
         this.requests.push(received);
         this.behaviour(received);
         this.#waiting.shift()?.(received);

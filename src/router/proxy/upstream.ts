@@ -55,7 +55,13 @@ export class Upstreams {
 
   /** A GET (an engine's `/metrics`) whose headers and body must each arrive within `timeoutMs`. */
   get(address: Address, path: string, timeoutMs: number): Promise<UpstreamResponse> {
-    return this.#agent.request({ origin: originOf(address), path, method: "GET", headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    return this.#agent.request({
+      origin: originOf(address),
+      path,
+      method: "GET",
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
   }
 
   /** Closes idle connections and waits for the ones in use. */
@@ -68,7 +74,15 @@ function originOf(address: Address): string {
   return `http://${address.host.includes(":") ? `[${address.host}]` : address.host}:${address.port}`;
 }
 
-const CONNECT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
+const CONNECT_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+]);
 
 /**
  * What a failed `send` means for the client. Connection failures are retried on another endpoint
@@ -78,9 +92,26 @@ const CONNECT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "EN
 export function classifyFailure(error: unknown, endpoint: Endpoint): LegFailure {
   const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : "";
   const at = `${endpoint.pod} (${endpoint.address.host}:${endpoint.address.port})`;
-  if (code === "UND_ERR_CONNECT_TIMEOUT") return { code: "upstream_timeout", message: `connecting to ${at} timed out`, retryable: true, reason: "connect_timeout" };
-  if (code === "UND_ERR_HEADERS_TIMEOUT") return { code: "upstream_timeout", message: `${at} sent no response within the route's firstByteSeconds`, retryable: false, reason: "first_byte_timeout" };
+  if (code === "UND_ERR_CONNECT_TIMEOUT")
+    return {
+      code: "upstream_timeout",
+      message: `connecting to ${at} timed out`,
+      retryable: true,
+      reason: "connect_timeout",
+    };
+  if (code === "UND_ERR_HEADERS_TIMEOUT")
+    return {
+      code: "upstream_timeout",
+      message: `${at} sent no response within the route's firstByteSeconds`,
+      retryable: false,
+      reason: "first_byte_timeout",
+    };
   const detail = error instanceof Error ? error.message : String(error);
   const retryable = CONNECT_CODES.has(code);
-  return { code: "upstream_error", message: `${at}: ${detail}`, retryable, reason: retryable ? "connect_failed" : "transport_error" };
+  return {
+    code: "upstream_error",
+    message: `${at}: ${detail}`,
+    retryable,
+    reason: retryable ? "connect_failed" : "transport_error",
+  };
 }
