@@ -69,12 +69,10 @@ async function setGate(cluster: SimCluster, name: string, status: "True" | "Fals
     (candidate) => candidate.type !== "tandem.dev/serving",
   );
   const gate = { type: "tandem.dev/serving", status, lastTransitionTime: cluster.clock.nowRfc3339() };
-  await cluster
-    .writer()
-    .patchStatus(ref(name), {
-      metadata: { resourceVersion: pod.metadata.resourceVersion ?? "" },
-      status: { conditions: [...others, gate] },
-    });
+  await cluster.writer().patchStatus(ref(name), {
+    metadata: { resourceVersion: pod.metadata.resourceVersion ?? "" },
+    status: { conditions: [...others, gate] },
+  });
 }
 
 describe("SimKubelet: pulls, starts, readiness", () => {
@@ -203,11 +201,9 @@ describe("SimKubelet: pulls, starts, readiness", () => {
     assert.equal(cluster.clock.fireNext(21 * SECOND), true);
     assert.equal(cluster.clock.nowMs(), 21 * SECOND);
     cluster.server.dropWatches("Pod");
-    await cluster
-      .writer()
-      .patch(ref("a"), {
-        spec: { containers: [{ name: "main", image: "vllm:v2", resources: { limits: { "nvidia.com/gpu": 1 } } }] },
-      });
+    await cluster.writer().patch(ref("a"), {
+      spec: { containers: [{ name: "main", image: "vllm:v2", resources: { limits: { "nvidia.com/gpu": 1 } } }] },
+    });
     await cluster.runUntil(200 * SECOND);
     assert.equal(container(cluster, "a").image, "vllm:v2");
     assert.equal(container(cluster, "a").restartCount, 1);
