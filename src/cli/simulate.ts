@@ -3,8 +3,11 @@
  * scenario in virtual time against the real controller and exits 0 when every step succeeded and
  * no invariant was violated, 1 otherwise (also for an invalid scenario, which runs nothing).
  *
- * Output: by default one line per step (simulated start → end, ok/FAIL, message), the invariant
- * summary, the seed, the derived cluster options and the replay command; `--json` prints the
+ * Output: by default one line per step (simulated start → end, ok/FAIL, message) and under it a
+ * line per role it created or deleted pods of or ended request legs of, the totals by role, the
+ * final status and its conditions, the controller's Events, the invariant summary, a verdict line
+ * that says how many legs were lost and whether an `expect` step bounds them, the seed, the
+ * derived cluster options and the replay command (`simulate-story.ts`); `--json` prints the
  * report instead; `--out` writes the report (2-space JSON, trailing newline) in either case.
  */
 import { writeFile } from "node:fs/promises";
@@ -17,6 +20,7 @@ import { parseScenarioText } from "../sim/scenario.ts";
 import type { Scenario } from "../sim/scenario.ts";
 import type { CommandOutput } from "./io.ts";
 import { emit, fail, writeErrorText } from "./io.ts";
+import { finalLines, roleColumnWidth, roleTotalLines, stepActivityLines, verdictLine } from "./simulate-story.ts";
 import { readSource } from "./validate.ts";
 
 export interface SimulateOptions {
@@ -55,24 +59,24 @@ function parseSeed(value: string | undefined): number | undefined | string {
 /** The default, human output. */
 export function humanReport(file: string, scenario: Scenario, report: Report): string {
   const lines = [`scenario ${report.scenario} (seed ${report.seed})`, `options: ${derivedOptions(scenario)}`];
+  const width = roleColumnWidth(report);
   for (const step of report.steps) {
     const span = `${step.startedAt.toFixed(3).padStart(10)}s → ${step.endedAt.toFixed(3).padStart(10)}s`;
     lines.push(
       `  [${String(step.index).padStart(2)}] ${step.kind.padEnd(17)} ${span}  ${step.ok ? "ok  " : "FAIL"}  ${step.message}`,
     );
+    lines.push(...stepActivityLines(step, "         ", width));
   }
   const skipped = scenario.steps.length - report.steps.length;
   if (skipped > 0) lines.push(`  ${skipped} later step(s) not run: the run stops at the first failed step`);
-  lines.push(...eventLines(report.controllerEvents));
+  lines.push(...roleTotalLines(report));
   const requests = report.metrics.requests;
   if (requests !== undefined) {
-    const roles = Object.entries(requests.byRole)
-      .map(([role, counts]) => `${role} ${counts.total}`)
-      .join(", ");
     lines.push(
-      `requests (every leg): ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed (${requests.incompatible} incompatible), ${requests.cut} cut; by role ${roles || "none"}`,
+      `requests (every leg): ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed (${requests.incompatible} incompatible), ${requests.cut} cut, ${requests.inFlight} in flight at the end`,
     );
   }
+  lines.push(...finalLines(report), ...eventLines(report.controllerEvents));
   const violated = report.invariants.filter((result) => result.violations > 0);
   if (violated.length === 0)
     lines.push(
@@ -82,7 +86,7 @@ export function humanReport(file: string, scenario: Scenario, report: Report): s
     lines.push(
       `invariant ${result.name}: ${result.violations} violation(s), first at ${result.first?.t ?? "?"}s: ${result.first?.message ?? ""}`,
     );
-  lines.push(`verdict: ${report.verdict} after ${report.simulatedSeconds}s simulated`);
+  lines.push(verdictLine(scenario, report));
   lines.push(`replay: tandem simulate ${file} --seed ${report.seed}`);
   return lines.map((line) => `${line}\n`).join("");
 }

@@ -173,8 +173,8 @@ export class SimCluster {
   }
 
   /** Report events so far (PodCreated, PodDeleted, PodReady, PodNotReady). */
-  events(): PodEvent[] {
-    return this.podEvents.events();
+  events(fromIndex = 0): PodEvent[] {
+    return this.podEvents.events(fromIndex);
   }
 
   // -------------------------------------------------------------------------------------------

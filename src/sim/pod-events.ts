@@ -74,9 +74,14 @@ export class PodEventLog {
     this.#follower = undefined;
   }
 
-  /** Events so far, in the order they happened. */
-  events(): PodEvent[] {
-    return this.#events.map((event) => ({ ...event }));
+  /** Events so far, in the order they happened; from the `fromIndex`-th on (events are only ever appended). */
+  events(fromIndex = 0): PodEvent[] {
+    return this.#events.slice(fromIndex).map((event) => ({ ...event }));
+  }
+
+  /** How many events there are so far (the `fromIndex` of the next one). */
+  count(): number {
+    return this.#events.length;
   }
 
   droppedCount(): number {

@@ -35,6 +35,19 @@ export interface StepRecord {
   startedAt: number;
   endedAt: number;
   message: string;
+  /** Pods that appeared on the server during the step, by role (roles with none left out). */
+  podsCreated: Record<string, number>;
+  /** Pods that disappeared from the server during the step, by role (roles with none left out). */
+  podsDeleted: Record<string, number>;
+  /** Only with `cluster.router`: the legs that ended during the step, by role (roles with none left out). */
+  requests?: Record<string, StepRequests>;
+}
+
+/** Leg outcomes within one step. */
+export interface StepRequests {
+  ok: number;
+  failed: number;
+  cut: number;
 }
 
 /** A count in total and by `tandem.dev/role` (keys sorted). */
@@ -48,6 +61,8 @@ export interface RequestCounts {
   ok: number;
   failed: number;
   cut: number;
+  /** Still in flight when the run ended: `total - ok - failed - cut`. */
+  inFlight: number;
 }
 
 export interface Metrics {
@@ -169,6 +184,21 @@ export function eventsByRole(events: readonly PodEvent[], type: PodEvent["type"]
   const counts: Record<string, number> = {};
   for (const event of events) if (event.type === type) counts[event.role ?? ""] = (counts[event.role ?? ""] ?? 0) + 1;
   return byRole(counts);
+}
+
+/** What each role's leg counters gained from `before` to `after` (cumulative counts by role), roles with none left out. */
+export function requestsDuring(
+  before: Readonly<Record<string, StepRequests>>,
+  after: Readonly<Record<string, StepRequests>>,
+): Record<string, StepRequests> {
+  const during: Record<string, StepRequests> = {};
+  for (const role of Object.keys(after).sort(compareStrings)) {
+    const now = after[role] as StepRequests;
+    const then = before[role] ?? { ok: 0, failed: 0, cut: 0 };
+    const gained = { ok: now.ok - then.ok, failed: now.failed - then.failed, cut: now.cut - then.cut };
+    if (gained.ok + gained.failed + gained.cut > 0) during[role] = gained;
+  }
+  return during;
 }
 
 /** A by-role map as `{total, byRole}` with sorted keys. */

@@ -8,7 +8,7 @@ import type { PlanFunction } from "../engine/reconciler.ts";
 import type { SimCluster } from "./cluster.ts";
 import { runScenario } from "./runner.ts";
 import { parseScenario, parseScenarioText } from "./scenario.ts";
-import type { Scenario } from "./scenario.ts";
+import type { Scenario, Step } from "./scenario.ts";
 
 const SCENARIOS = join(import.meta.dirname, "../../deploy/examples/scenarios");
 
@@ -153,6 +153,56 @@ describe("scenario runner", () => {
       .flatMap((pod) => pod.images);
     assert.deepEqual([...new Set(decodeImages)], ["vllm:v2"]);
     assert.ok(report.invariants.every((result) => result.violations === 0));
+  });
+
+  it("records per step, by role, the pods created and deleted and the legs ended; they add up to the run's totals, and the legs left are in flight", async () => {
+    const { steps, ...scenario } = load("decode-update-under-traffic.yaml");
+    const [route, servings, available, serving, , patch, , , complete] = steps;
+    const crashAndRestart: Step[] = [
+      { kind: "crashRouter", value: { replica: 0 } },
+      { kind: "advance", value: { seconds: 5 } },
+      { kind: "restartRouter", value: { replica: 0 } },
+    ];
+    const report = await runScenario({
+      ...scenario,
+      steps: [route, servings, available, serving, ...crashAndRestart, patch, complete].map(
+        (step) => step ?? assert.fail("a step of the shipped scenario is missing"),
+      ),
+    });
+    assert.equal(report.verdict, "pass");
+    const requests = report.metrics.requests;
+    assert.ok(requests !== undefined);
+    for (const field of ["podsCreated", "podsDeleted"] as const) {
+      const summed: Record<string, number> = {};
+      for (const step of report.steps)
+        for (const [role, count] of Object.entries(step[field])) summed[role] = (summed[role] ?? 0) + count;
+      assert.deepEqual(summed, report.metrics[field].byRole, field);
+    }
+    for (const [role, counts] of Object.entries(requests.byRole)) {
+      const summed = { ok: 0, failed: 0, cut: 0 };
+      for (const step of report.steps)
+        for (const key of ["ok", "failed", "cut"] as const) summed[key] += step.requests?.[role]?.[key] ?? 0;
+      assert.deepEqual(summed, { ok: counts.ok, failed: counts.failed, cut: counts.cut }, role);
+      assert.equal(counts.inFlight, counts.total - counts.ok - counts.failed - counts.cut, role);
+    }
+    assert.ok(requests.inFlight > 0, "requests of 8 s are in flight when the run ends");
+    const crashed = report.steps.find((step) => step.kind === "crashRouter");
+    assert.ok(
+      crashed !== undefined &&
+        Object.values(crashed.requests ?? {}).every((counts) => counts.ok === 0 && counts.cut > 0),
+      "the crash cuts, on both roles, and nothing ends ok in its instant",
+    );
+    assert.deepEqual(report.steps[0], {
+      index: 0,
+      kind: "apply",
+      ok: true,
+      startedAt: 0,
+      endedAt: 0,
+      message: "created ModelRoute default/llama",
+      podsCreated: {},
+      podsDeleted: {},
+      requests: {},
+    });
   });
 
   it("with minReconcileIntervalMs, plans less often, holds every invariant, and is still byte-identical per seed", async () => {

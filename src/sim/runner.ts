@@ -44,8 +44,9 @@ import {
   eventRecords,
   eventsByRole,
   podRecords,
+  requestsDuring,
 } from "./report.ts";
-import type { Metrics, PodRecord, Report, StepRecord } from "./report.ts";
+import type { Metrics, PodRecord, Report, StepRecord, StepRequests } from "./report.ts";
 import type { Prng } from "./prng.ts";
 import { attachRouter } from "./router.ts";
 import type { SimRouter } from "./router.ts";
@@ -86,6 +87,12 @@ export interface Chaos {
 }
 
 type StepOutcome = { readonly ok: boolean; readonly message: string };
+
+/** The pod event count and the cumulative leg counts by role (with a router) at a point of the run. */
+interface ActivityMark {
+  readonly events: number;
+  readonly requests: Readonly<Record<string, StepRequests>> | undefined;
+}
 
 /**
  * Hooks for watching a run without changing it: the cluster and router once built, and each step
@@ -167,6 +174,7 @@ class ScenarioRun {
     const steps: StepRecord[] = [];
     for (const [index, step] of this.#scenario.steps.entries()) {
       const startedAt = this.#seconds();
+      const before = this.#activityMark();
       this.#chaosAt(index);
       await this.#observer?.stepStarted?.(index, step);
       const outcome = await this.#runStep(step);
@@ -179,12 +187,29 @@ class ScenarioRun {
         startedAt,
         endedAt: this.#seconds(),
         message: outcome.message,
+        ...this.#activitySince(before),
       };
       steps.push(record);
       await this.#observer?.stepEnded?.(record);
       if (!outcome.ok) break;
     }
     return this.#report(steps);
+  }
+
+  /** Where the pod events and the leg counters stand, for `#activitySince`. */
+  #activityMark(): ActivityMark {
+    return { events: this.#cluster.podEvents.count(), requests: this.#router?.metrics().byRole };
+  }
+
+  /** What happened since `mark`, by role: pods created and deleted, and legs ended (with a router). */
+  #activitySince(mark: ActivityMark): Pick<StepRecord, "podsCreated" | "podsDeleted" | "requests"> {
+    const events = this.#cluster.events(mark.events);
+    const pods = {
+      podsCreated: eventsByRole(events, "PodCreated").byRole,
+      podsDeleted: eventsByRole(events, "PodDeleted").byRole,
+    };
+    const requests = this.#router?.metrics().byRole;
+    return requests === undefined ? pods : { ...pods, requests: requestsDuring(mark.requests ?? {}, requests) };
   }
 
   async close(): Promise<void> {
@@ -569,14 +594,20 @@ class ScenarioRun {
       apiWrites: controllerWrites(this.#cluster.server.apiWriteCounts()),
     };
     if (this.#router !== undefined) {
-      const { total, ok, failed, cut, incompatible, byRole: roles } = this.#router.metrics();
+      const { total, ok, failed, cut, inFlight, incompatible, byRole: roles } = this.#router.metrics();
       const byRoleCounts = Object.fromEntries(
         Object.entries(roles).map(([role, counts]) => [
           role,
-          { total: counts.total, ok: counts.ok, failed: counts.failed, cut: counts.cut },
+          {
+            total: counts.total,
+            ok: counts.ok,
+            failed: counts.failed,
+            cut: counts.cut,
+            inFlight: counts.total - counts.ok - counts.failed - counts.cut,
+          },
         ]),
       );
-      metrics.requests = { total, ok, failed, cut, incompatible, byRole: byRoleCounts };
+      metrics.requests = { total, ok, failed, cut, inFlight, incompatible, byRole: byRoleCounts };
     }
     return metrics;
   }
