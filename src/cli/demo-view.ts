@@ -3,6 +3,7 @@
  * states, per-role update progress bars, traffic counters and the latest events. Pure: a frame is
  * a function of its input, so it is tested as text.
  */
+import { stripVTControlCharacters } from "node:util";
 import type { KubeObject } from "../engine/ports.ts";
 import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_ROLE, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 
@@ -17,6 +18,12 @@ export interface FrameInput {
   readonly pods: readonly KubeObject[];
   /** Per role, the role hash of the update revision: pods with it run the new role spec. */
   readonly updateRoleHashes: Readonly<Record<string, string>>;
+  /**
+   * Per role, the role hash of the revision the update came from (the one numbered just below
+   * it); a role with the same hash in both is one the update does not change. Empty when there is
+   * no earlier revision.
+   */
+  readonly previousRoleHashes: Readonly<Record<string, string>>;
   readonly requests: { readonly ok: number; readonly failed: number; readonly cut: number } | undefined;
   /** Latest events, oldest first, already formatted. */
   readonly events: readonly string[];
@@ -34,6 +41,8 @@ const ANSI: Readonly<Record<PodGlyph["color"], string>> = {
   dim: "\x1b[2m",
 };
 const RESET = "\x1b[0m";
+/** How every color code starts (Control Sequence Introducer). */
+const CSI = "\x1b[";
 const BAR_WIDTH = 20;
 
 export const LEGEND = "● Ready  ◐ starting  ○ pending  ↓ draining  ✕ failing  (new revision in cyan)";
@@ -95,10 +104,16 @@ function clock(seconds: number): string {
   return `${pad(Math.floor(whole / 3600))}:${pad(Math.floor(whole / 60) % 60)}:${pad(whole % 60)}`;
 }
 
-/** Per role: the share of its Ready pods that run the update revision's role spec. */
+/**
+ * Per role: the share of its Ready pods that run the update revision's role spec, or that the
+ * update does not change the role (its pods run the spec they ran before, not a new one).
+ */
 function progressLines(input: FrameInput): string[] {
   const width = Math.max(...input.roles.map((role) => role.length));
   return input.roles.map((role) => {
+    const previous = input.previousRoleHashes[role];
+    if (previous !== undefined && previous === input.updateRoleHashes[role])
+      return `  ${role.padEnd(width)} unchanged by this update`;
     const ready = input.pods.filter(
       (pod) => pod.metadata.labels?.[LABEL_ROLE] === role && condition(pod, "Ready") === "True",
     );
@@ -108,9 +123,30 @@ function progressLines(input: FrameInput): string[] {
   });
 }
 
-/** Renders one frame as lines of text (no trailing newline). */
-export function renderFrame(input: FrameInput): string {
-  const lines = [`${input.title} · t=${clock(input.seconds)} (simulated) · ${input.step}`, ""];
+/** A terminal's size in character cells. */
+export interface TerminalSize {
+  readonly rows: number;
+  readonly columns: number;
+}
+
+/** The parts of a frame, each a list of lines, before they are fitted to a terminal. */
+interface FrameParts {
+  readonly title: string;
+  readonly gridHeader: string;
+  readonly gridRows: readonly string[];
+  readonly progress: readonly string[];
+  readonly requests: readonly string[];
+  readonly events: readonly string[];
+}
+
+/**
+ * Renders one frame as lines of text (no trailing newline). With `size`, the frame fits it: at
+ * most `rows - 1` lines (the demo writes a newline after the frame, which takes the last row) of
+ * at most `columns` characters, cut with "…". Room is given up in this order: the oldest events,
+ * the events, the legend and blank lines, then ServingGroups past those that fit ("… N more
+ * ServingGroup(s)"), and last any line that still does not fit ("… N more line(s)").
+ */
+export function renderFrame(input: FrameInput, size?: TerminalSize): string {
   const cells = Array.from({ length: input.groups }, (_, group) =>
     input.roles.map((role) =>
       roleCell(
@@ -122,15 +158,88 @@ export function renderFrame(input: FrameInput): string {
     ),
   );
   const widths = input.roles.map((role, index) => Math.max(role.length, ...cells.map((row) => row[index]?.width ?? 0)));
-  lines.push(`  group  ${input.roles.map((role, index) => role.padEnd(widths[index] ?? 0)).join("   ")}`);
-  cells.forEach((row, group) => {
-    lines.push(
-      `  ${String(group).padEnd(5)}  ${row.map((cell, index) => cell.text + " ".repeat(Math.max(0, (widths[index] ?? 0) - cell.width))).join("   ")}`,
-    );
-  });
-  lines.push(`  ${LEGEND}`, "", "  update progress", ...progressLines(input));
-  if (input.requests !== undefined)
-    lines.push("", `  requests  ok ${input.requests.ok}  failed ${input.requests.failed}  cut ${input.requests.cut}`);
-  lines.push("", "  events", ...input.events.map((event) => `    ${event}`));
-  return lines.join("\n");
+  const parts: FrameParts = {
+    title: `${input.title} · t=${clock(input.seconds)} (simulated) · ${input.step}`,
+    gridHeader: `  group  ${input.roles.map((role, index) => role.padEnd(widths[index] ?? 0)).join("   ")}`,
+    gridRows: cells.map(
+      (row, group) =>
+        `  ${String(group).padEnd(5)}  ${row.map((cell, index) => cell.text + " ".repeat(Math.max(0, (widths[index] ?? 0) - cell.width))).join("   ")}`,
+    ),
+    progress: progressLines(input),
+    requests:
+      input.requests === undefined
+        ? []
+        : [`  requests  ok ${input.requests.ok}  failed ${input.requests.failed}  cut ${input.requests.cut}`],
+    events: input.events.map((event) => `    ${event}`),
+  };
+  const lines =
+    size === undefined ? fullLayout(parts, parts.events.length) : fitRows(parts, Math.max(1, size.rows - 1));
+  return (size === undefined ? lines : lines.map((line) => fitColumns(line, Math.max(1, size.columns)))).join("\n");
+}
+
+/** Every part with blank lines between, the legend, and the newest `eventCount` events. */
+function fullLayout(parts: FrameParts, eventCount: number): string[] {
+  const requests = parts.requests.length === 0 ? [] : ["", ...parts.requests];
+  const events = eventCount === 0 ? [] : ["", "  events", ...parts.events.slice(parts.events.length - eventCount)];
+  return [
+    parts.title,
+    "",
+    parts.gridHeader,
+    ...parts.gridRows,
+    `  ${LEGEND}`,
+    "",
+    "  update progress",
+    ...parts.progress,
+    ...requests,
+    ...events,
+  ];
+}
+
+/** The richest layout of `parts` in at most `rows` lines (see `renderFrame`). */
+function fitRows(parts: FrameParts, rows: number): string[] {
+  const withoutEvents = fullLayout(parts, 0);
+  const eventRoom = Math.min(parts.events.length, rows - withoutEvents.length - 2);
+  if (eventRoom >= 1) return fullLayout(parts, eventRoom);
+  if (withoutEvents.length <= rows) return withoutEvents;
+  const compact = [parts.title, parts.gridHeader, ...parts.gridRows, ...parts.progress, ...parts.requests];
+  if (compact.length <= rows) return compact;
+  const groupRoom = rows - (compact.length - parts.gridRows.length) - 1;
+  if (groupRoom >= 1) {
+    const hidden = parts.gridRows.length - groupRoom;
+    return [
+      parts.title,
+      parts.gridHeader,
+      ...parts.gridRows.slice(0, groupRoom),
+      `  … ${hidden} more ServingGroup(s)`,
+      ...parts.progress,
+      ...parts.requests,
+    ];
+  }
+  return rows === 1 ? [parts.title] : [...compact.slice(0, rows - 1), `… ${compact.length - rows + 1} more line(s)`];
+}
+
+/**
+ * `line` cut to `columns` visible characters, the last one "…" when cut (a character outside
+ * the BMP counts as two: never too wide); the color codes are kept whole, and reset after a cut.
+ */
+function fitColumns(line: string, columns: number): string {
+  if (stripVTControlCharacters(line).length <= columns) return line;
+  let out = "";
+  let visible = 0;
+  let index = 0;
+  while (index < line.length) {
+    if (line.startsWith(CSI, index)) {
+      const end = line.indexOf("m", index);
+      const code = line.slice(index, end === -1 ? line.length : end + 1);
+      out += code;
+      index += code.length;
+      continue;
+    }
+    const char = String.fromCodePoint(line.codePointAt(index) ?? 0);
+    if (visible + char.length > columns - 1) break;
+    out += char;
+    visible += char.length;
+    index += char.length;
+  }
+  return `${out}…${out.includes(CSI) ? RESET : ""}`;
 }

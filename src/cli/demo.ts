@@ -5,11 +5,13 @@
  * scaled real time and drawn as a live groups × roles view; otherwise (`--no-tty`, or when stdout
  * is not a terminal) it prints plain lines at full speed, for logs.
  */
-import { join } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { quote } from "../api/problems.ts";
+import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
+import type { StoredRevision } from "../core/revision/controller-revision.ts";
 import { roleHash } from "../core/role-hash.ts";
 import type { KubeObject } from "../engine/ports.ts";
 import type { SimCluster } from "../sim/cluster.ts";
@@ -21,6 +23,7 @@ import type { Scenario, Step } from "../sim/scenario.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
 import { runServe } from "./demo-serve.ts";
 import { renderFrame } from "./demo-view.ts";
+import type { TerminalSize } from "./demo-view.ts";
 import { FlagError } from "./io.ts";
 import { readSource } from "./validate.ts";
 
@@ -41,6 +44,8 @@ export interface DemoOptions {
   readonly tty: boolean;
   /** Without a TTY: print pod events as they happen, not when the step ends (real-time runs). */
   readonly liveEvents?: boolean;
+  /** The terminal's size now, read for each frame (it may be resized); frames fit it. */
+  readonly terminalSize?: () => TerminalSize | undefined;
   readonly write: (text: string) => void;
 }
 
@@ -149,10 +154,6 @@ class ActView implements RunObserver {
     await sleep(waitMs);
   }
 
-  #updateRoleHashes(name: string | undefined, roles: readonly string[]): Record<string, string> {
-    return roleHashesOf(this.#cluster?.server.stored("ControllerRevision") ?? [], name, roles);
-  }
-
   frame(): string {
     const pods = (this.#cluster?.server.stored("Pod") ?? []) as KubeObject[];
     const msList = (this.#cluster?.server.stored("ModelServing") ?? []) as KubeObject[];
@@ -161,32 +162,58 @@ class ActView implements RunObserver {
     const status = ms?.status as { updateRevision?: string } | undefined;
     const roles = spec?.template?.roles?.map((role) => role.name) ?? [];
     const requests = this.#router?.metrics();
-    return renderFrame({
-      title: this.title,
-      seconds: this.#seconds(),
-      step: this.#step,
-      roles,
-      groups: spec?.replicas ?? 0,
-      pods,
-      updateRoleHashes: this.#updateRoleHashes(status?.updateRevision, roles),
-      requests: requests === undefined ? undefined : { ok: requests.ok, failed: requests.failed, cut: requests.cut },
-      events: this.#recent,
-      color: true,
-    });
+    const revisions = (this.#cluster?.server.stored("ControllerRevision") ?? []).filter(
+      (revision) => revision.metadata.labels?.[LABEL_MODEL_SERVING] === ms?.metadata.name,
+    );
+    const hashes = rolloutRoleHashes(revisions, status?.updateRevision, roles);
+    return renderFrame(
+      {
+        title: this.title,
+        seconds: this.#seconds(),
+        step: this.#step,
+        roles,
+        groups: spec?.replicas ?? 0,
+        pods,
+        updateRoleHashes: hashes.update,
+        previousRoleHashes: hashes.previous,
+        requests: requests === undefined ? undefined : { ok: requests.ok, failed: requests.failed, cut: requests.cut },
+        events: this.#recent,
+        color: true,
+      },
+      this.options.terminalSize?.(),
+    );
   }
 }
 
-/** Role hashes of the update revision, read from its stored ControllerRevision. */
-function roleHashesOf(
+/**
+ * Role hashes of the update revision `updateName` and of the revision numbered just below it —
+ * the one the update came from (a rollback renumbers the revision it restores, so this holds for
+ * it too) — read from `revisions`, the stored ControllerRevisions of one ModelServing. A revision
+ * that cannot be read, or is not there, gives no hashes.
+ */
+function rolloutRoleHashes(
   revisions: readonly KubeObject[],
-  name: string | undefined,
+  updateName: string | undefined,
   roles: readonly string[],
-): Record<string, string> {
-  const decoded = decodeControllerRevision(revisions.find((revision) => revision.metadata.name === name));
-  if (!decoded.ok) return {};
+): { update: Record<string, string>; previous: Record<string, string> } {
+  const decoded = revisions.flatMap((object) => {
+    const result = decodeControllerRevision(object);
+    return result.ok ? [result.revision] : [];
+  });
+  const update = decoded.find((revision) => revision.name === updateName);
+  const previous =
+    update === undefined
+      ? undefined
+      : decoded.filter((revision) => revision.revision < update.revision).sort((a, b) => b.revision - a.revision)[0];
+  return { update: roleHashesOf(update, roles), previous: roleHashesOf(previous, roles) };
+}
+
+/** The role hash of each of `roles` in `revision` (none without it). */
+function roleHashesOf(revision: StoredRevision | undefined, roles: readonly string[]): Record<string, string> {
+  if (revision === undefined) return {};
   return Object.fromEntries(
     roles.flatMap((role) => {
-      const hash = roleHash(decoded.revision.data, role);
+      const hash = roleHash(revision.data, role);
       return hash === undefined ? [] : [[role, hash]];
     }),
   );
@@ -198,8 +225,8 @@ function clock(seconds: number): string {
   return `${pad(Math.floor(whole / 60))}:${pad(whole % 60)}`;
 }
 
-/** The closing summary of one act, from its report. */
-export function summarize(report: Report): string {
+/** The closing summary of one act, from its report; `replay` is the path of its scenario file for the replay command. */
+export function summarize(report: Report, replay: string): string {
   const lines = [
     `${report.scenario}: ${report.verdict === "pass" ? "PASS" : "FAIL"} after ${Math.round(report.simulatedSeconds)}s simulated (seed ${report.seed})`,
   ];
@@ -210,7 +237,7 @@ export function summarize(report: Report): string {
   );
   if (requests !== undefined)
     lines.push(
-      `  requests: ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed, ${requests.cut} cut (in flight on a pod that went away)`,
+      `  requests: ${requests.total} total, ${requests.ok} ok, ${requests.failed} failed, ${requests.cut} cut (in flight on a pod that went away), ${requests.inFlight} in flight at the end`,
     );
   const violated = report.invariants.filter((result) => result.violations > 0);
   lines.push(
@@ -220,8 +247,20 @@ export function summarize(report: Report): string {
   );
   const untouched = untouchedPrefill(report);
   if (untouched !== undefined) lines.push(`  ${untouched}`);
-  lines.push(`  replay: tandem simulate deploy/examples/scenarios/${report.scenario}.yaml --seed ${report.seed}`);
+  lines.push(`  replay: tandem simulate ${shellWord(replay)} --seed ${report.seed}`);
   return `${lines.join("\n")}\n`;
+}
+
+/** `path` as the replay command names it: relative to `cwd` when it is under it, else as given. */
+export function replayPath(path: string, cwd: string): string {
+  if (!isAbsolute(path)) return path;
+  const under = relative(cwd, path);
+  return under === "" || under.startsWith("..") || isAbsolute(under) ? path : under;
+}
+
+/** `word` as one shell word: as it is when it needs no quoting, else in single quotes. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 /** For the lifecycle act: whether every prefill pod kept its UID through the decode update. */
@@ -271,7 +310,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     const view = new ActView(title, options, speed);
     const report = await runScenario(scenario, { observer: view });
     if (options.tty) options.write(`\x1b[H\x1b[2J${view.frame()}\n\n`);
-    summaries.push(summarize(report));
+    summaries.push(summarize(report, replayPath(path, process.cwd())));
     options.write(summaries.at(-1) ?? "");
     failed ||= report.verdict !== "pass";
   }
@@ -396,6 +435,7 @@ export function registerDemo(program: Command): void {
       const scenarios =
         flags.scenario === undefined ? DEFAULT_ACTS.map((act) => join(SCENARIOS, act)) : [flags.scenario];
       const tty = flags.tty && process.stdout.isTTY;
-      process.exitCode = await runDemo({ scenarios, speed: parseSpeed(flags.speed), tty, write });
+      const terminalSize = (): TerminalSize => ({ rows: process.stdout.rows, columns: process.stdout.columns });
+      process.exitCode = await runDemo({ scenarios, speed: parseSpeed(flags.speed), tty, terminalSize, write });
     });
 }
