@@ -170,7 +170,8 @@ describe("tandem demo --serve", () => {
       assert.equal(code, 0, out);
       assert.match(out, /^clients: 3 streaming chat completions of llama from now to the end$/m);
       const totals = /^router requests: (\d+) total, (\d+) ok, 0 failed, 0 aborted by the client$/m.exec(out);
-      assert.ok(totals !== null && Number(totals[1]) > 50 && totals[1] === totals[2], out);
+      // Every client got through, and none failed; how many depends on the machine's speed.
+      assert.ok(totals !== null && Number(totals[1]) >= 3 && totals[1] === totals[2], out);
     },
   );
 

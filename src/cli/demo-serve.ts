@@ -14,7 +14,7 @@
 import { createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
+import { setImmediate, setTimeout as sleep } from "node:timers/promises";
 import { parseModelRoute } from "../api/parse.ts";
 import type { Pod } from "../api/kube.ts";
 import type { Engine } from "../api/route.ts";
@@ -250,21 +250,32 @@ class ServeRun implements RunObserver {
    * Paces virtual time to the wall clock: after every simulated instant, sleeps until the wall
    * clock has caught up with it (`speed` simulated seconds per wall second), and a tick every
    * PACE_TICK_MS keeps the instants close together, so nothing happens more than a tick early.
-   * The sleeps are where the router and the engine-mocks serve. Stopping rejects the sleep, which
-   * ends the run at its current step.
+   * The sleeps are where the router and the engine-mocks serve. Virtual time never runs faster
+   * than `speed`: on a machine too busy to keep up, the run falls behind the wall clock and goes on
+   * from there instead of catching up in a burst, in which virtual deadlines (a drain's timeout)
+   * would expire under requests still streaming; and each instant behind lets the sockets be served.
+   * Stopping rejects the sleep, which ends the run at its current step.
    */
   #pace(cluster: SimCluster): void {
     const { speed, signal } = this.#options;
-    const virtualStartMs = cluster.clock.nowMs();
-    const wallStartMs = Date.now();
+    let virtualBaseMs = cluster.clock.nowMs();
+    let wallBaseMs = Date.now();
     const tick = (): void => {
       this.#tick = cluster.clock.setTimer(PACE_TICK_MS, tick);
     };
     tick();
     this.#unhook = cluster.onSettle(async () => {
       signal.throwIfAborted();
-      const aheadMs = (cluster.clock.nowMs() - virtualStartMs) / speed - (Date.now() - wallStartMs);
-      if (aheadMs >= 1) await sleep(aheadMs, undefined, { signal });
+      const aheadMs = (cluster.clock.nowMs() - virtualBaseMs) / speed - (Date.now() - wallBaseMs);
+      if (aheadMs >= 1) {
+        await sleep(aheadMs, undefined, { signal });
+        return;
+      }
+      if (aheadMs < -PACE_TICK_MS / speed) {
+        virtualBaseMs = cluster.clock.nowMs();
+        wallBaseMs = Date.now();
+      }
+      await setImmediate(undefined, { signal });
     });
   }
 

@@ -88,7 +88,7 @@ describe("tandem: errors name the cause and the fix, without a stack trace (proc
       ["rollout", ["rollout", "status", "m"]],
     ] as const) {
       assert.deepEqual(
-        await runTandem(args, { env: NO_CLUSTER_ENV, timeoutMs: 20_000 }),
+        await runTandem(args, { env: NO_CLUSTER_ENV, timeoutMs: 60_000 }),
         { code: 1, signal: null, stdout: "", stderr: `tandem ${command}: ${NO_CLUSTER}\n` },
         command,
       );

@@ -5,6 +5,7 @@
  * - `tandem_workqueue_depth` (gauge): ModelServing keys waiting in the work queue after a pass;
  * - `tandem_rollout_updated_ratio{modelserving,role}`: updated / desired instances per role, from
  *   the status a pass observed or planned (1 when the role wants none);
+ * - `tandem_api_requests_total{verb,kind}`: API requests sent (retries included) by RBAC verb and kind;
  * - `tandem_api_errors_total{verb,kind,reason}`: failed API requests by RBAC verb, kind, and
  *   HTTP reason (`Conflict`, `NotFound`, `TooManyRequests`, `NoAnswer`, ...);
  * - Node process metrics (`process_*`, `nodejs_*`).
@@ -26,6 +27,8 @@ export interface ControllerMetrics {
   reconciled(pass: ReconcilePass): void;
   /** Counts one failed request (transport `onError`). */
   apiError(verb: Verb, kind: Kind, error: KubeHttpError): void;
+  /** Counts one request sent (transport `onRequest`). */
+  apiRequest(verb: Verb, kind: Kind): void;
 }
 
 export function createMetrics(): ControllerMetrics {
@@ -48,6 +51,12 @@ export function createMetrics(): ControllerMetrics {
     labelNames: ["modelserving", "role"],
     registers: [registry],
   });
+  const requests = new Counter({
+    name: "tandem_api_requests_total",
+    help: "Kubernetes API requests sent, retries included.",
+    labelNames: ["verb", "kind"],
+    registers: [registry],
+  });
   const errors = new Counter({
     name: "tandem_api_errors_total",
     help: "Failed Kubernetes API requests.",
@@ -68,6 +77,9 @@ export function createMetrics(): ControllerMetrics {
     },
     apiError: (verb, kind, error) => {
       errors.inc({ verb, kind, reason: errorReason(error) });
+    },
+    apiRequest: (verb, kind) => {
+      requests.inc({ verb, kind });
     },
   };
 }

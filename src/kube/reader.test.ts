@@ -83,6 +83,26 @@ describe("KubeReader", () => {
     );
   });
 
+  it("keeps objects without metadata.managedFields, from lists and watch events alike", async () => {
+    const managed = (name: string, resourceVersion: string): object => {
+      const object = pod(name, resourceVersion) as { metadata: object };
+      return {
+        ...object,
+        metadata: { ...object.metadata, managedFields: [{ manager: "kubelet", operation: "Update" }] },
+      };
+    };
+    const { reader, clock, events } = podReader((request, watch) => {
+      if (watch === -1) return jsonResponse(200, list("10", managed("a", "5")));
+      return watchResponse(watch === 0 ? [{ type: "ADDED", object: managed("b", "11") }] : [], request.signal);
+    });
+    await until(clock, "2 events", () => events.length === 2);
+    for (const name of ["a", "b"]) {
+      const metadata: Record<string, unknown> = { ...reader.get("Pod", "ns", name)?.metadata };
+      assert.equal(metadata["resourceVersion"], name === "a" ? "5" : "11");
+      assert.equal("managedFields" in metadata, false, name);
+    }
+  });
+
   it("on 410 Gone relists and delivers the difference: vanished objects DELETED, changed MODIFIED, new ADDED", async () => {
     let lists = 0;
     const { reader, clock, events, watchQueries } = podReader((request, watch) => {

@@ -3,7 +3,8 @@
  * a local cache by list + watch (see reflector.ts for restart, relist and watchdog rules); the
  * cache delivers ADDED/MODIFIED/DELETED to subscribers in the order it applies them, and a relist
  * is delivered as the difference between the old and new cache (unchanged objects: nothing), the
- * same contract as the simulator's informer (src/sim/informer.ts).
+ * same contract as the simulator's informer (src/sim/informer.ts). The cache keeps objects without
+ * `metadata.managedFields` (`dropUnread`).
  */
 import { deepFreeze } from "../core/frozen.ts";
 import { Listeners } from "../engine/listeners.ts";
@@ -16,6 +17,7 @@ import type {
   Kind,
   KubeObject,
   ListOptions,
+  ObjectMeta,
   WatchEvent,
   WatchEventType,
 } from "../engine/ports.ts";
@@ -138,12 +140,24 @@ export class KubeReader implements ClusterReader {
 
   #apply(cache: Map<string, KubeObject>, type: WatchEventType, object: KubeObject): void {
     const key = keyOf(object);
+    dropUnread(object);
     // Frozen once here and shared by every read (the ports' read-only contract), not copied per read.
     deepFreeze(object);
     if (type === "DELETED") cache.delete(key);
     else cache.set(key, object);
     this.#subscribers.notify({ type, object });
   }
+}
+
+/**
+ * Removes, in place, what no reader of the cache reads: `metadata.managedFields` (server-side
+ * apply's field ownership, a third or more of a Pod as the API server stores it). The objects are
+ * fresh from the wire and not yet shared, so nothing is copied; the writes never send a cached
+ * object back whole (they patch), so nothing is lost on the server.
+ */
+function dropUnread(object: KubeObject): void {
+  const metadata: ObjectMeta & { managedFields?: unknown } = object.metadata;
+  delete metadata.managedFields;
 }
 
 /** Sort and lookup key: namespace, NUL, name (so the order is by namespace then name). */

@@ -25,6 +25,7 @@ import { EventRecorder } from "../engine/recorder.ts";
 import { startHealthServer } from "./server.ts";
 import type { HealthServer } from "./server.ts";
 import { KubeTransport, clientNodeSend } from "./transport.ts";
+import type { TransportOptions } from "./transport.ts";
 import { KubeWriter } from "./writer.ts";
 import { LABEL_ROUTER } from "../api/wellknown.ts";
 
@@ -50,6 +51,7 @@ export interface RunOptions {
   /** `host:port` of /metrics, /healthz, /readyz; no server when absent. */
   readonly metricsAddress?: string | undefined;
   readonly reflector?: KubeReaderOptions["reflector"];
+  /** Engine options; its `onReconciled` is called after the metrics have recorded the pass. */
   readonly controller?: Omit<ControllerOptions, "plan">;
 }
 
@@ -69,11 +71,16 @@ export interface RunningController {
 
 export async function runController(options: RunOptions): Promise<RunningController> {
   const metrics = createMetrics();
-  const transport = new KubeTransport(clientNodeSend(options.kubeConfig), {
+  // Both transports count their requests and failures.
+  const counted: Pick<TransportOptions, "onError" | "onRequest"> = {
     onError: (verb, kind, error) => {
       metrics.apiError(verb, kind, error);
     },
-  });
+    onRequest: (verb, kind) => {
+      metrics.apiRequest(verb, kind);
+    },
+  };
+  const transport = new KubeTransport(clientNodeSend(options.kubeConfig), counted);
   const clock = new WallClock();
   const identity = options.leaderElection?.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
   let working: { reader: KubeReader; controller: Controller } | undefined;
@@ -107,12 +114,7 @@ export async function runController(options: RunOptions): Promise<RunningControl
     const lease = options.leaderElection;
     elector = new LeaderElector({
       ...lease.timings,
-      transport: new KubeTransport(clientNodeSend(options.kubeConfig), {
-        requestTimeoutMs: 5_000,
-        onError: (verb, kind, error) => {
-          metrics.apiError(verb, kind, error);
-        },
-      }),
+      transport: new KubeTransport(clientNodeSend(options.kubeConfig), { requestTimeoutMs: 5_000, ...counted }),
       clock,
       namespace: lease.namespace,
       name: lease.name,
@@ -161,6 +163,7 @@ function startWork(
     plan: metrics.instrumentPlan(corePlan),
     onReconciled: (pass) => {
       metrics.reconciled(pass);
+      options.controller?.onReconciled?.(pass);
     },
   });
   controller.start();

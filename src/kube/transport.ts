@@ -83,6 +83,8 @@ export interface TransportOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Called for every failed request (after its retries), for metrics. */
   readonly onError?: (verb: Verb, kind: Kind, error: KubeHttpError) => void;
+  /** Called for every request sent (each retry too), for metrics. */
+  readonly onRequest?: (verb: Verb, kind: Kind) => void;
 }
 
 const METHODS: Readonly<Record<Verb, string>> = {
@@ -102,6 +104,7 @@ export class KubeTransport {
   readonly #maxRetryAfterMs: number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #onError: TransportOptions["onError"];
+  readonly #onRequest: TransportOptions["onRequest"];
   readonly #permissions: readonly Permission[];
 
   constructor(send: Send, options: TransportOptions = {}) {
@@ -111,6 +114,7 @@ export class KubeTransport {
     this.#maxRetryAfterMs = options.maxRetryAfterMs ?? 10_000;
     this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.#onError = options.onError;
+    this.#onRequest = options.onRequest;
     this.#permissions = options.permissions ?? PERMISSIONS;
   }
 
@@ -164,6 +168,7 @@ export class KubeTransport {
     if (access.body !== undefined) headers["content-type"] = access.contentType ?? "application/json";
     const signal = watchSignal ?? AbortSignal.timeout(this.#requestTimeoutMs);
     const body = access.body === undefined ? undefined : JSON.stringify(access.body);
+    this.#onRequest?.(access.verb, access.kind);
     return this.#send({ method: METHODS[access.verb], path, headers, body, signal });
   }
 }

@@ -137,19 +137,23 @@ describe("KubeTransport", () => {
     assert.deepEqual(waits, [2_000, 2_000]);
   });
 
-  it("gives up on 429 after maxThrottleRetries and reports every failure for metrics", async () => {
+  it("gives up on 429 after maxThrottleRetries and reports every request sent and every failure for metrics", async () => {
     const failures: string[] = [];
+    const sent: string[] = [];
     const { send } = fakeSend(() => jsonResponse(429, status(429, "TooManyRequests")));
     const transport = new KubeTransport(send, {
       maxThrottleRetries: 2,
       sleep: () => Promise.resolve(),
       onError: (verb, kind, error) => failures.push(`${verb} ${kind} ${error.reason}`),
+      onRequest: (verb, kind) => sent.push(`${verb} ${kind}`),
     });
     await assert.rejects(
       transport.request({ verb: "list", kind: "Pod", target: {} }),
       (error) => error instanceof KubeHttpError && error.status === 429,
     );
     assert.deepEqual(failures, ["list Pod TooManyRequests"]);
+    // The first try and both retries were sent.
+    assert.deepEqual(sent, ["list Pod", "list Pod", "list Pod"]);
   });
 
   it("refuses a request outside its permission list before sending it", async () => {

@@ -539,6 +539,7 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
         );
         assert.match(metrics, /tandem_reconcile_duration_seconds_count \d+/);
         assert.match(metrics, /# TYPE tandem_api_errors_total counter/);
+        assert.match(metrics, /tandem_api_requests_total\{verb="watch",kind="Pod"\} [1-9]/);
         child.kill("SIGTERM");
         const code = await exited;
         const output = outputSoFar();

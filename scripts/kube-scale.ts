@@ -1,0 +1,184 @@
+/**
+ * The controller at scale on a real kube-apiserver (`npm run scale:kube`): N ModelServings of the
+ * multinode-decode example's shape (1 prefill pod + a decode instance of an entry and 3 workers per
+ * ServingGroup), each in a namespace of its own, created and converged, then a decode image update of them all,
+ * rolled out to completion. The controller runs in this process as its ServiceAccount; fake
+ * kubelets (test/e2e/fake-kubelet.ts) bind pods and report them Running and Ready.
+ *
+ * Prints the controller's heap per pod (after a full GC, minus the heap before the first
+ * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
+ *
+ * Usage: `npm run scale:kube -- [--servings 50] [--groups 40]` (defaults: 10,000 pods). Needs the
+ * binaries of `bash hack/kube-testenv/build.sh` and Node's --expose-gc (the npm script passes it).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { parse } from "yaml";
+import type { ReconcilePass } from "../src/engine/controller.ts";
+import { startCluster } from "../test/e2e/cluster.ts";
+import type { Cluster } from "../test/e2e/cluster.ts";
+import { MODEL_SERVINGS } from "../test/e2e/client.ts";
+import { ensureNamespace, installCrd, installRbac, startTestController } from "../test/e2e/env.ts";
+import { startFakeKubelet } from "../test/e2e/fake-kubelet.ts";
+import type { FakeKubelet } from "../test/e2e/fake-kubelet.ts";
+import { pending, readState } from "../test/e2e/observe.ts";
+import type { Target } from "../test/e2e/observe.ts";
+
+/** The parts of the example this run reads or changes (the rest is passed through as it is). */
+interface PodTemplate {
+  readonly spec: { readonly containers: readonly { readonly image: string }[] };
+}
+interface Example {
+  readonly spec: {
+    readonly replicas: number;
+    readonly template: {
+      readonly roles: readonly { readonly name: string; entryTemplate: PodTemplate; workerTemplate?: PodTemplate }[];
+    };
+  };
+}
+
+const PODS_PER_GROUP = 5;
+/** The fake kubelets' poll: each lists its namespace's pods every tick. */
+const KUBELET_INTERVAL_MS = 1_000;
+const CONVERGE_TIMEOUT_MS = 30 * 60_000;
+/** The decode image the rollout moves to (the example runs v0.5.2). */
+const NEW_IMAGE = "lmsysorg/sglang:v0.5.3";
+const EXAMPLE = join(import.meta.dirname, "..", "deploy", "examples", "multinode-decode.yaml");
+
+const { values } = parseArgs({
+  options: { servings: { type: "string", default: "50" }, groups: { type: "string", default: "40" } },
+});
+const servings = positive(values.servings, "--servings");
+const groups = positive(values.groups, "--groups");
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc === undefined) throw new Error("run with node --expose-gc (npm run scale:kube does)");
+
+function positive(text: string, flag: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${flag} must be a positive integer, got "${text}"`);
+  return value;
+}
+
+function heapUsedBytes(): number {
+  gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+}
+
+/** Resolves once every ModelServing reaches `target`; prints progress every 10 s. */
+async function waitAll(cluster: Cluster, names: readonly string[], target: Target): Promise<void> {
+  const deadline = Date.now() + CONVERGE_TIMEOUT_MS;
+  let left = [...names];
+  let lastPrintMs = 0;
+  while (left.length > 0) {
+    if (Date.now() > deadline) throw new Error(`${left.length} ModelServing(s) not ${target} in time`);
+    const done = await Promise.all(
+      left.map(async (name) => pending(await readState(cluster.admin, name, name), target).length === 0),
+    );
+    left = left.filter((_name, index) => done[index] !== true);
+    if (Date.now() - lastPrintMs > 10_000) {
+      console.log(`  ${names.length - left.length}/${names.length} ${target}`);
+      lastPrintMs = Date.now();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}
+
+/** `tandem_api_requests_total` by verb, from the controller's /metrics. */
+async function apiRequests(metricsAddress: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://${metricsAddress}/metrics`)).text();
+  const byVerb = new Map<string, number>();
+  for (const [, verb = "", count] of text.matchAll(/^tandem_api_requests_total\{verb="(\w+)",kind="\w+"\} (\d+)$/gm))
+    byVerb.set(verb, (byVerb.get(verb) ?? 0) + Number(count));
+  return byVerb;
+}
+
+function perPod(byVerb: ReadonlyMap<string, number>, pods: number): string {
+  const total = [...byVerb.values()].reduce((sum, count) => sum + count, 0);
+  const verbs = [...byVerb].map(([verb, count]) => `${verb} ${(count / pods).toFixed(2)}`).join(", ");
+  return `${(total / pods).toFixed(2)} (${verbs})`;
+}
+
+function difference(after: ReadonlyMap<string, number>, before: ReadonlyMap<string, number>): Map<string, number> {
+  return new Map([...after].map(([verb, count]) => [verb, count - (before.get(verb) ?? 0)]));
+}
+
+function passesLine(passes: readonly number[]): string {
+  const sorted = [...passes].sort((a, b) => a - b);
+  return `${sorted.length} passes, p50 ${quantile(sorted, 0.5).toFixed(1)} ms, p99 ${quantile(sorted, 0.99).toFixed(1)} ms`;
+}
+
+const pods = servings * groups * PODS_PER_GROUP;
+console.log(`scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods`);
+const cluster = await startCluster({ startTimeoutMs: 300_000 });
+const kubelets: FakeKubelet[] = [];
+try {
+  await installCrd(cluster.admin);
+  await installRbac(cluster.admin);
+  const passes: number[] = [];
+  const controller = await startTestController(cluster, {
+    metricsAddress: "127.0.0.1:0",
+    controller: { onReconciled: (pass: ReconcilePass) => passes.push(pass.durationMs) },
+  });
+  const metricsAddress = controller.running.metricsAddress ?? "";
+  const example = parse(readFileSync(EXAMPLE, "utf8")) as Example;
+  // One namespace per ModelServing (named alike), each with its own fake kubelet: they work in parallel.
+  const names = Array.from({ length: servings }, (_unused, index) => `ms-${index}`);
+  for (const name of names) {
+    await ensureNamespace(cluster.admin, name);
+    kubelets.push(startFakeKubelet(cluster.admin, name, { intervalMs: KUBELET_INTERVAL_MS }));
+  }
+  const heapBeforeBytes = heapUsedBytes();
+  const startMs = Date.now();
+  for (const name of names)
+    await cluster.admin.create(MODEL_SERVINGS, {
+      ...example,
+      metadata: { name, namespace: name },
+      spec: { ...example.spec, replicas: groups },
+    });
+  await waitAll(cluster, names, "Available");
+  const createdMs = Date.now() - startMs;
+  const heapPerPodBytes = (heapUsedBytes() - heapBeforeBytes) / pods;
+  const createRequests = await apiRequests(metricsAddress);
+  console.log(`created and Available in ${(createdMs / 1000).toFixed(0)} s`);
+  console.log(`  controller heap per pod: ${(heapPerPodBytes / 1024).toFixed(1)} KiB`);
+  console.log(`  reconcile: ${passesLine(passes)}`);
+  console.log(`  API requests per pod: ${perPod(createRequests, pods)}`);
+  passes.length = 0;
+  const rolloutStartMs = Date.now();
+  for (const name of names) {
+    const roles = example.spec.template.roles.map((role) =>
+      role.name !== "decode"
+        ? role
+        : {
+            ...role,
+            entryTemplate: withImage(role.entryTemplate, NEW_IMAGE),
+            ...(role.workerTemplate === undefined ? {} : { workerTemplate: withImage(role.workerTemplate, NEW_IMAGE) }),
+          },
+    );
+    await cluster.admin.mergePatch(
+      MODEL_SERVINGS,
+      { namespace: name, name },
+      { spec: { template: { ...example.spec.template, roles } } },
+    );
+  }
+  await waitAll(cluster, names, "RolloutComplete");
+  console.log(`decode image update of all, complete in ${((Date.now() - rolloutStartMs) / 1000).toFixed(0)} s`);
+  console.log(`  reconcile: ${passesLine(passes)}`);
+  console.log(`  API requests per pod: ${perPod(difference(await apiRequests(metricsAddress), createRequests), pods)}`);
+  await controller.running.stop();
+} finally {
+  for (const kubelet of kubelets) await kubelet.stop();
+  await cluster.stop();
+}
+
+function withImage(template: PodTemplate, image: string): PodTemplate {
+  return {
+    ...template,
+    spec: { ...template.spec, containers: template.spec.containers.map((c) => ({ ...c, image })) },
+  };
+}
