@@ -8,7 +8,8 @@
  * Prints the controller's heap per pod (after a full GC, minus the heap before the first
  * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
  *
- * Usage: `npm run scale:kube -- [--servings 50] [--groups 40]` (defaults: 10,000 pods). Needs the
+ * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2]` (defaults: 10,000 pods;
+ * the controller's workers as `tandem controller --workers`). Needs the
  * binaries of `bash hack/kube-testenv/build.sh` and Node's --expose-gc (the npm script passes it).
  */
 import { readFileSync } from "node:fs";
@@ -47,10 +48,16 @@ const NEW_IMAGE = "lmsysorg/sglang:v0.5.3";
 const EXAMPLE = join(import.meta.dirname, "..", "deploy", "examples", "multinode-decode.yaml");
 
 const { values } = parseArgs({
-  options: { servings: { type: "string", default: "50" }, groups: { type: "string", default: "40" } },
+  options: {
+    servings: { type: "string", default: "50" },
+    groups: { type: "string", default: "40" },
+    // `tandem controller`'s default.
+    workers: { type: "string", default: "2" },
+  },
 });
 const servings = positive(values.servings, "--servings");
 const groups = positive(values.groups, "--groups");
+const workers = positive(values.workers, "--workers");
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with node --expose-gc (npm run scale:kube does)");
 
@@ -113,7 +120,9 @@ function passesLine(passes: readonly number[]): string {
 }
 
 const pods = servings * groups * PODS_PER_GROUP;
-console.log(`scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods`);
+console.log(
+  `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods, ${workers} controller worker(s)`,
+);
 const cluster = await startCluster({ startTimeoutMs: 300_000 });
 const kubelets: FakeKubelet[] = [];
 try {
@@ -122,7 +131,7 @@ try {
   const passes: number[] = [];
   const controller = await startTestController(cluster, {
     metricsAddress: "127.0.0.1:0",
-    controller: { onReconciled: (pass: ReconcilePass) => passes.push(pass.durationMs) },
+    controller: { workers, onReconciled: (pass: ReconcilePass) => passes.push(pass.durationMs) },
   });
   const metricsAddress = controller.running.metricsAddress ?? "";
   const example = parse(readFileSync(EXAMPLE, "utf8")) as Example;
