@@ -11,10 +11,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import type { Pod } from "../src/api/kube.ts";
 import type { Action } from "../src/core/actions.ts";
 import { plan } from "../src/core/plan.ts";
-import { apply, idealCluster, observe } from "./ideal-cluster.ts";
+import { apply, availableInstances, idealCluster, label, observe } from "./ideal-cluster.ts";
 import type { IdealCluster } from "./ideal-cluster.ts";
 
 const SEED = 20261202;
@@ -79,36 +78,13 @@ function manifest(c: Case): Record<string, any> {
   };
 }
 
-const label = (pod: Pod, key: string) => pod.metadata.labels?.[`tandem.dev/${key}`] ?? "";
-const ready = (pod: Pod) =>
-  pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true &&
-  pod.metadata.annotations?.["tandem.dev/draining"] === undefined;
-
-/** Available instances per `group/role`: every pod present and Ready. */
-function availability(cluster: IdealCluster, c: Case): Map<string, number> {
-  const instances = new Map<string, Pod[]>();
-  for (const pod of cluster.pods.values()) {
-    if (pod.metadata.deletionTimestamp !== undefined) continue;
-    const key = `${label(pod, "group")}/${label(pod, "role")}/${label(pod, "instance")}`;
-    instances.set(key, [...(instances.get(key) ?? []), pod]);
-  }
-  const counts = new Map<string, number>();
-  for (const [key, pods] of instances) {
-    const role = c.roles.find((r) => key.split("/")[1] === r.name);
-    if (role === undefined || pods.length !== 1 + role.workerReplicas || !pods.every(ready)) continue;
-    const groupRole = key.split("/").slice(0, 2).join("/");
-    counts.set(groupRole, (counts.get(groupRole) ?? 0) + 1);
-  }
-  return counts;
-}
-
 /**
  * The budgets a recreate must keep: at most the group maxUnavailable groups down; and, where
  * it moves instances one by one (a role's, or a group's under RoleRollingUpdate), each role of
  * the group keeps `replicas − maxUnavailable` available.
  */
 function checkBudgets(cluster: IdealCluster, c: Case, group: number, role: string | undefined): void {
-  const counts = availability(cluster, c);
+  const counts = availableInstances(cluster, c.roles);
   const down = Array.from({ length: c.replicas }, (_, g) => g).filter((g) =>
     c.roles.some((r) => (counts.get(`${g}/${r.name}`) ?? 0) < r.replicas),
   );
