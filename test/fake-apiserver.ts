@@ -3,7 +3,7 @@
  * answers the three lists the rollout commands make (ModelServings by name, ControllerRevisions
  * and Pods by label) for one ModelServing `m` in namespace `default` with revisions 1 (vllm:v1)
  * and 2 (vllm:v2), and a status that moves one stage on at each ModelServing list, staying on
- * the last. Anything else is a 404. `kubeconfig` writes a file whose current context points
+ * the last; and it accepts updates of `m` (recorded, not stored). Anything else is a 404. `kubeconfig` writes a file whose current context points
  * elsewhere (a closed port) and whose context `fake` points here.
  */
 import { writeFileSync } from "node:fs";
@@ -79,24 +79,42 @@ export const BLOCKING: readonly object[] = [
 ];
 
 /** What the API server holds at a status stage: the ModelServing `m` and its revisions. */
-export function objectsAt(status: object): object[] {
-  return [{ ...manifest("vllm:v2"), status }, ...REVISIONS];
+export function objectsAt(status: object, replicas = 0): object[] {
+  const stored = manifest("vllm:v2");
+  return [{ ...stored, spec: { ...stored.spec, replicas }, status }, ...REVISIONS];
 }
 
 export interface FakeApiServer {
   readonly url: string;
+  /** The bodies of the updates (PUT) of `m` it accepted, in order. */
+  readonly updates: readonly Record<string, any>[];
   /** Writes a kubeconfig at `path`: current context `elsewhere` (nothing listens), context `fake` here. */
   kubeconfig(path: string): void;
   close(): Promise<void>;
 }
 
-export async function startFakeApiServer(stages: readonly object[]): Promise<FakeApiServer> {
+/**
+ * `replicas` sets the ModelServing's spec.replicas (default 0). An update (PUT) of `m` is accepted
+ * and answered with its body, and recorded in `updates`; the lists keep serving the stages.
+ */
+export async function startFakeApiServer(stages: readonly object[], replicas = 0): Promise<FakeApiServer> {
   let served = 0;
+  const updates: Record<string, any>[] = [];
   const server = createServer((request, response) => {
     const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    if (request.method === "PUT" && path === "/apis/tandem.dev/v1alpha1/namespaces/default/modelservings/m") {
+      let body = "";
+      request.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      request.on("end", () => {
+        updates.push(JSON.parse(body) as Record<string, any>);
+        response.writeHead(200, { "content-type": "application/json" });
+        response.end(body);
+      });
+      return;
+    }
     const items =
       path === "/apis/tandem.dev/v1alpha1/namespaces/default/modelservings"
-        ? objectsAt(stages[Math.min(served++, stages.length - 1)] ?? {}).slice(0, 1)
+        ? objectsAt(stages[Math.min(served++, stages.length - 1)] ?? {}, replicas).slice(0, 1)
         : path === "/apis/apps/v1/namespaces/default/controllerrevisions"
           ? REVISIONS
           : path === "/api/v1/namespaces/default/pods"
@@ -115,6 +133,7 @@ export async function startFakeApiServer(stages: readonly object[]): Promise<Fak
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
+    updates,
     kubeconfig: (path) => {
       writeFileSync(path, kubeconfigText(url));
     },

@@ -241,3 +241,32 @@ export function converge(cluster: IdealCluster, nowMs: number, maxRounds = 20): 
   }
   throw new Error(`no convergence after ${maxRounds} rounds`);
 }
+
+/** A pod's `tandem.dev/<key>` label, "" when absent. */
+export const label = (pod: Pod, key: string): string => pod.metadata.labels?.[`tandem.dev/${key}`] ?? "";
+
+/** Ready and not marked for a drain: it serves. */
+export const servesReady = (pod: Pod): boolean =>
+  pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true &&
+  pod.metadata.annotations?.["tandem.dev/draining"] === undefined;
+
+/** Available instances per `group/role` (every pod present, live and serving), surge included. */
+export function availableInstances(
+  cluster: IdealCluster,
+  roles: readonly { readonly name: string; readonly workerReplicas: number }[],
+): Map<string, number> {
+  const instances = new Map<string, Pod[]>();
+  for (const pod of cluster.pods.values()) {
+    if (pod.metadata.deletionTimestamp !== undefined) continue;
+    const key = `${label(pod, "group")}/${label(pod, "role")}/${label(pod, "instance")}`;
+    instances.set(key, [...(instances.get(key) ?? []), pod]);
+  }
+  const counts = new Map<string, number>();
+  for (const [key, pods] of instances) {
+    const role = roles.find((r) => key.split("/")[1] === r.name);
+    if (role === undefined || pods.length !== 1 + role.workerReplicas || !pods.every(servesReady)) continue;
+    const groupRole = key.split("/").slice(0, 2).join("/");
+    counts.set(groupRole, (counts.get(groupRole) ?? 0) + 1);
+  }
+  return counts;
+}

@@ -6,9 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import type { Pod } from "../src/api/kube.ts";
 import { plan } from "../src/core/plan.ts";
-import { apply, idealCluster, observe } from "./ideal-cluster.ts";
+import { apply, availableInstances, idealCluster, label, observe } from "./ideal-cluster.ts";
 import type { IdealCluster } from "./ideal-cluster.ts";
 
 const SEED = 20261130;
@@ -76,35 +75,13 @@ function manifest(c: Case): Record<string, any> {
   };
 }
 
-const label = (pod: Pod, key: string) => pod.metadata.labels?.[`tandem.dev/${key}`] ?? "";
-const ready = (pod: Pod) =>
-  pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true &&
-  pod.metadata.annotations?.["tandem.dev/draining"] === undefined;
-
-/** Available instances per `group/role` (every pod present and Ready), surge included. */
-function availability(cluster: IdealCluster, c: Case): Map<string, number> {
-  const instances = new Map<string, Pod[]>();
-  for (const pod of cluster.pods.values()) {
-    const key = `${label(pod, "group")}/${label(pod, "role")}/${label(pod, "instance")}`;
-    instances.set(key, [...(instances.get(key) ?? []), pod]);
-  }
-  const counts = new Map<string, number>();
-  for (const [key, pods] of instances) {
-    const role = c.roles.find((r) => key.split("/")[1] === r.name);
-    if (role === undefined || pods.length !== 1 + role.workerReplicas || !pods.every(ready)) continue;
-    const groupRole = key.split("/").slice(0, 2).join("/");
-    counts.set(groupRole, (counts.get(groupRole) ?? 0) + 1);
-  }
-  return counts;
-}
-
 function groupAvailable(counts: Map<string, number>, c: Case, group: number): boolean {
   return c.roles.every((r) => (counts.get(`${group}/${r.name}`) ?? 0) >= r.replicas);
 }
 
 /** Budgets, checked only when no fault touched the cluster since the rollout began. */
 function checkBudgets(cluster: IdealCluster, c: Case): void {
-  const counts = availability(cluster, c);
+  const counts = availableInstances(cluster, c.roles);
   const groups = Array.from({ length: c.replicas }, (_, g) => g);
   if (c.strategy === "RoleRollingUpdate") {
     for (const g of groups)

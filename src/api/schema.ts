@@ -202,6 +202,21 @@ export const UnitRecord = z.strictObject({
 });
 export type UnitRecord = z.infer<typeof UnitRecord>;
 
+/**
+ * The explicit recreate request the controller took up last (annotation `tandem.dev/recreate`,
+ * src/api/recreate.ts; src/core/recreate.ts): its id and unit, how far it got, and while it is
+ * `Replacing` the UIDs of the pods it replaces, so it happens once across controller restarts.
+ */
+export const RecreateRecord = z.strictObject({
+  id: z.string(),
+  group: nonNegativeInt().optional(),
+  role: z.string().optional(),
+  phase: z.enum(["Replacing", "Done", "Rejected"]),
+  pods: z.array(z.string()).optional().describe("UIDs of the pods the request replaces, while Replacing."),
+  message: z.string().optional().describe("Why a Rejected request was refused."),
+});
+export type RecreateRecord = z.infer<typeof RecreateRecord>;
+
 export const ModelServingStatus = z.strictObject({
   observedGeneration: z.int32().optional(),
   replicas: z.int32().optional(),
@@ -217,6 +232,7 @@ export const ModelServingStatus = z.strictObject({
     .optional(),
   conditions: z.array(Condition).optional(),
   units: z.array(UnitRecord).optional(),
+  recreate: RecreateRecord.optional(),
 });
 export type ModelServingStatus = z.infer<typeof ModelServingStatus>;
 

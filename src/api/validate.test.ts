@@ -231,6 +231,22 @@ describe("pod templates", () => {
       ],
     );
   });
+
+  it("lets a template carry tandem.dev/restartedAt (set by tandem rollout restart) as an annotation only", () => {
+    rejects(
+      (m) =>
+        (m.spec.template.roles[0].entryTemplate.metadata = {
+          annotations: { "tandem.dev/restartedAt": "2026-12-02T01:00:00Z" },
+        }),
+    );
+    rejects(
+      (m) => (m.spec.template.roles[0].entryTemplate.metadata = { labels: { "tandem.dev/restartedAt": "now" } }),
+      [
+        'spec.template.roles[0].entryTemplate.metadata.labels["tandem.dev/restartedAt"]',
+        "uses the prefix tandem.dev/, which is reserved for the controller",
+      ],
+    );
+  });
 });
 
 describe("budgets", () => {

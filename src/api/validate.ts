@@ -8,7 +8,13 @@ import type { PathSegment, Problem } from "./problems.ts";
 import { problem, quote } from "./problems.ts";
 import type { Container, Coordination, ModelServing, PodTemplateSpec, Role } from "./schema.ts";
 import { DNS1035_LABEL, DNS1035_REASON } from "./schema.ts";
-import { CONTROLLER_ENV, MAX_LABEL_VALUE_LENGTH, MAX_MODEL_SERVING_NAME_LENGTH, RESERVED_PREFIX } from "./wellknown.ts";
+import {
+  CONTROLLER_ENV,
+  MAX_LABEL_VALUE_LENGTH,
+  MAX_MODEL_SERVING_NAME_LENGTH,
+  RESERVED_PREFIX,
+  isReservedTemplateKey,
+} from "./wellknown.ts";
 
 const SPEC = ["spec"] as const;
 const ROLES = ["spec", "template", "roles"] as const;
@@ -104,7 +110,7 @@ function validatePodTemplate(template: PodTemplateSpec, path: readonly PathSegme
   const problems: Problem[] = [];
   for (const field of ["labels", "annotations"] as const) {
     for (const key of Object.keys(template.metadata?.[field] ?? {})) {
-      if (key.startsWith(RESERVED_PREFIX))
+      if (isReservedTemplateKey(field, key))
         problems.push(
           problem(
             [...path, "metadata", field, key],

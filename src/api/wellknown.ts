@@ -34,6 +34,25 @@ export const ANNOTATION_ROUTER_SCOPE = "tandem.dev/scope";
  * prefix: validation rejects it in templates and the revision projection strips it.
  */
 export const ANNOTATION_IN_PLACE = "tandem.dev/inplace";
+/**
+ * On pod templates: when `tandem rollout restart` asked for new pods (RFC 3339), as kubectl's
+ * `kubectl.kubernetes.io/restartedAt`. The one key under the reserved prefix a template may
+ * carry: the user's command sets it, and it is versioned, so a restart is a new revision that the
+ * rollout strategy carries out.
+ */
+export const ANNOTATION_RESTARTED_AT = "tandem.dev/restartedAt";
+/**
+ * On the ModelServing: an explicit recreate request, JSON `{"id","group","role"?}`
+ * (src/api/recreate.ts); the controller records the one it took up in `status.recreate`.
+ */
+export const ANNOTATION_RECREATE = "tandem.dev/recreate";
+/**
+ * A pod template key the controller owns: every label and annotation under the reserved prefix
+ * except the restart annotation, which the user's `tandem rollout restart` sets.
+ */
+export function isReservedTemplateKey(field: "labels" | "annotations", key: string): boolean {
+  return key.startsWith(RESERVED_PREFIX) && !(field === "annotations" && key === ANNOTATION_RESTARTED_AT);
+}
 /** On ControllerRevisions: the data format version. */
 export const ANNOTATION_REVISION_FORMAT = "tandem.dev/revision-format";
 /** On ControllerRevisions: the collision count the hash was computed with; absent means 0. */

@@ -68,6 +68,10 @@ export function describeStep(step: Step): string {
       return `Updating ModelServing ${step.value.name}`;
     case "rollback":
       return `Rolling back ${step.value.name}${step.value.toRevision === undefined ? "" : ` to revision ${step.value.toRevision}`}`;
+    case "restart":
+      return `Restarting every pod of ${step.value.name} (tandem rollout restart)`;
+    case "recreate":
+      return `Rebuilding ${step.value.role === undefined ? "" : `role ${step.value.role} in `}group ${step.value.group} of ${step.value.name} by replacement (tandem rollout restart --recreate)`;
     case "restartController":
       return "Restarting the controller (all memory lost)";
     case "snapshot":

@@ -136,6 +136,20 @@ describe("tandem rollout status --watch (virtual time)", () => {
   });
 });
 
+describe("tandem rollout status with an explicit recreate", () => {
+  it("shows the request and says the rollout waits for it until its pods are replaced", async () => {
+    const recreate = { id: "r1", group: 0, role: "server", phase: "Replacing", pods: ["uid-1"] };
+    const output = await statusCommand(stagedClient([{ ...WAITING_STAGE, recreate }]), target);
+    assert.equal(output.exitCode, 0);
+    const lines = output.stdout.split("\n");
+    assert.ok(lines.includes("recreate r1 of role server in group 0: Replacing"), output.stdout);
+    assert.ok(lines.includes("  m: recreate r1 of role server in group 0 is replacing its pods"), output.stdout);
+    const json = await statusCommand(stagedClient([{ ...WAITING_STAGE, recreate }]), target, { output: "json" });
+    const report = JSON.parse(json.stdout) as { recreate: unknown };
+    assert.deepEqual(report.recreate, { id: "r1", group: 0, role: "server", phase: "Replacing" }, "without the UIDs");
+  });
+});
+
 describe("tandem rollout against an API server (processes)", () => {
   let server: FakeApiServer;
   let blocking: FakeApiServer;
@@ -221,4 +235,82 @@ describe("tandem rollout against an API server (processes)", () => {
       stderr: `tandem rollout: --context: no context "prod" in ${join(dir, "config")} (it has fake, elsewhere)\n`,
     });
   });
+});
+
+describe("tandem rollout restart against an API server (processes)", () => {
+  let server: FakeApiServer;
+  const dir = mkdtempSync(join(tmpdir(), "tandem-restart-"));
+  const kubeconfig = () => ["--kubeconfig", join(dir, "config"), "--context", "fake"];
+  before(async () => {
+    server = await startFakeApiServer(COMPLETING, 3);
+    server.kubeconfig(join(dir, "config"));
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("restart stamps tandem.dev/restartedAt into the pod templates: exit 0, what happens next on stdout", async () => {
+    const result = await runTandem(["rollout", "restart", "m", ...kubeconfig()]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, "");
+    assert.match(
+      result.stdout,
+      /^ModelServing default\/m restarted: every pod template carries tandem\.dev\/restartedAt=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, a new revision that ServingGroupRollingUpdate rolls out within its budgets \(follow it: tandem rollout status m --watch\)\n$/,
+    );
+    const written = server.updates.at(-1);
+    assert.match(
+      written?.spec.template.roles[0].entryTemplate.metadata.annotations["tandem.dev/restartedAt"],
+      /^\d{4}-/,
+    );
+    assert.equal(written?.spec.replicas, 3);
+  });
+
+  it("restart --recreate --group --role writes one request with a fresh id", async () => {
+    const count = server.updates.length;
+    const result = await runTandem([
+      "rollout",
+      "restart",
+      "m",
+      "--recreate",
+      "--group",
+      "2",
+      "--role",
+      "server",
+      ...kubeconfig(),
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stdout,
+      /^ModelServing default\/m: recreate of role server in group 2 requested \(id [0-9a-f-]{36}\); the controller replaces its pods once, within the budgets/,
+    );
+    assert.equal(server.updates.length, count + 1);
+    const request = JSON.parse(server.updates.at(-1)?.metadata.annotations["tandem.dev/recreate"]);
+    assert.deepEqual({ ...request, id: typeof request.id }, { id: "string", group: 2, role: "server" });
+  });
+
+  for (const [args, stderr] of [
+    [
+      ["--group", "1"],
+      "tandem: --group: needs --recreate: a restart without it restarts every group through a new revision\n",
+    ],
+    [["--role", "server"], "tandem: --role: needs --recreate --group G: it names the role to rebuild in that group\n"],
+    [["--recreate"], "tandem: --recreate: needs --group G: the ServingGroup (index) to rebuild\n"],
+    [["--recreate", "--group", "-1"], 'tandem: --group: must be a ServingGroup index (0 or more), not "-1"\n'],
+    [
+      ["--recreate", "--group", "3"],
+      "tandem rollout restart: --group 3: ModelServing default/m: there is no ServingGroup 3: its ServingGroups are 0..2\n",
+    ],
+    [
+      ["--recreate", "--group", "0", "--role", "decode"],
+      'tandem rollout restart: --role decode: ModelServing default/m: there is no role "decode": its roles are server\n',
+    ],
+  ] as const) {
+    it(`restart ${args.join(" ")}: exit 1, the flag named on stderr, nothing written`, async () => {
+      const count = server.updates.length;
+      const result = await runTandem(["rollout", "restart", "m", ...args, ...kubeconfig()]);
+      assert.deepEqual(result, { code: 1, signal: null, stdout: "", stderr });
+      assert.equal(server.updates.length, count);
+    });
+  }
 });

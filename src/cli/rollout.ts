@@ -1,11 +1,12 @@
 /**
- * `tandem rollout status|history|undo|pause|resume NAME [-n NAMESPACE] [--kubeconfig FILE]
+ * `tandem rollout status|history|undo|pause|resume|restart NAME [-n NAMESPACE] [--kubeconfig FILE]
  * [--context NAME]` against a real cluster, on the port-based commands of
  * src/engine/rollout-commands.ts (the simulator runs the same ones); `status` and `history` take
  * `-o json|yaml|wide`, `status --watch` follows the rollout one line per change. Reads come from
  * a fresh snapshot (SnapshotReader), writes go through KubeWriter. Also works as `kubectl tandem
  * rollout ...` with the `kubectl-tandem` shim.
  */
+import { randomUUID } from "node:crypto";
 import { Option } from "commander";
 import type { Command } from "commander";
 import { stringify } from "yaml";
@@ -13,6 +14,8 @@ import { quote } from "../api/problems.ts";
 import type { ClusterWriter } from "../engine/ports.ts";
 import {
   MAX_PENDING_LINES,
+  requestRecreate,
+  restart,
   rollback,
   rolloutHistory,
   rolloutStatus,
@@ -208,6 +211,49 @@ export async function undoCommand(
   return result.ok ? succeed(`${result.message}\n`) : fail(`${result.message}\n`);
 }
 
+/** What `tandem rollout restart` asks: a restart of every pod, or the explicit recreate of one unit. */
+export type RestartMode =
+  | { readonly recreate: false }
+  | { readonly recreate: true; readonly group: number; readonly role?: string | undefined };
+
+/** Injected so tests are deterministic: the restart time and the recreate request's id. */
+export interface RestartSources {
+  readonly nowIso: () => string;
+  readonly newId: () => string;
+}
+
+const REAL_SOURCES: RestartSources = {
+  nowIso: () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+  newId: () => randomUUID(),
+};
+
+/**
+ * `tandem rollout restart NAME`: a new revision with `tandem.dev/restartedAt`, rolled out by the
+ * strategy; with `--recreate --group G [--role R]`, the request to rebuild that unit by
+ * replacement. A request that does not fit names the flag at fault.
+ */
+export async function restartCommand(
+  client: RolloutClient,
+  target: RolloutTarget,
+  mode: RestartMode,
+  sources: RestartSources = REAL_SOURCES,
+): Promise<CommandOutput> {
+  const refreshed = await refresh(client);
+  if (refreshed !== undefined) return fail(`${refreshed}\n`);
+  const ports = { reader: client.reader, writer: client.writer, refresh: () => client.reader.refresh() };
+  const result = mode.recreate
+    ? await requestRecreate(ports, { ...target, id: sources.newId(), group: mode.group, role: mode.role })
+    : await restart(ports, { ...target, restartedAt: sources.nowIso() });
+  if (result.ok) return succeed(`${result.message}\n`);
+  const flag =
+    !mode.recreate || result.field === undefined
+      ? ""
+      : result.field === "group"
+        ? `--group ${mode.group}: `
+        : `--role ${mode.role ?? ""}: `;
+  return fail(`tandem rollout restart: ${flag}${result.message}\n`);
+}
+
 export async function pauseCommand(
   client: RolloutClient,
   target: RolloutTarget,
@@ -215,6 +261,26 @@ export async function pauseCommand(
 ): Promise<CommandOutput> {
   const result = await setPaused(client.writer, target, paused);
   return result.ok ? succeed(`${result.message}\n`) : fail(`${result.message}\n`);
+}
+
+/** The restart's mode from its flags: `--recreate` and `--group` go together, `--role` only with them. */
+function restartMode(flags: { recreate?: boolean; group?: string; role?: string }): RestartMode {
+  if (flags.recreate !== true) {
+    if (flags.group !== undefined)
+      throw new FlagError(
+        "--group",
+        "needs --recreate: a restart without it restarts every group through a new revision",
+      );
+    if (flags.role !== undefined)
+      throw new FlagError("--role", "needs --recreate --group G: it names the role to rebuild in that group");
+    return { recreate: false };
+  }
+  if (flags.group === undefined)
+    throw new FlagError("--recreate", "needs --group G: the ServingGroup (index) to rebuild");
+  if (!/^(0|[1-9][0-9]{0,8})$/.test(flags.group))
+    throw new FlagError("--group", `must be a ServingGroup index (0 or more), not ${quote(flags.group)}`);
+  if (flags.role === "") throw new FlagError("--role", "must be a role name");
+  return { recreate: true, group: Number(flags.group), role: flags.role };
 }
 
 /** Undefined when the snapshot was read; else why not. */
@@ -312,6 +378,23 @@ export function registerRollout(program: Command): void {
       if (flags.toRevision !== undefined && !/^[1-9][0-9]{0,8}$/.test(flags.toRevision))
         throw new FlagError("--to-revision", `must be a revision number (1 or more), not ${quote(flags.toRevision)}`);
       return run(name, flags, (client, target) => undoCommand(client, target, toRevision));
+    });
+  withClusterFlags(
+    rollout
+      .command("restart")
+      .description(
+        "Restart every pod through a new revision the strategy rolls out; with --recreate --group G [--role R], rebuild that unit by replacement, once.",
+      ),
+  )
+    .option(
+      "--recreate",
+      "rebuild one unit by replacement (e.g. one an in-place update left on a bad image); needs --group",
+    )
+    .option("--group <index>", "with --recreate: the ServingGroup to rebuild")
+    .option("--role <name>", "with --recreate: only this role's instances in the group")
+    .action((name: string, flags: ClusterFlags & { recreate?: boolean; group?: string; role?: string }) => {
+      const mode = restartMode(flags);
+      return run(name, flags, (client, target) => restartCommand(client, target, mode));
     });
   withClusterFlags(rollout.command("pause").description("Pause the rollout: no new updates start.")).action(
     (name: string, flags: ClusterFlags) => run(name, flags, (client, target) => pauseCommand(client, target, true)),

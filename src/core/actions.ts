@@ -17,7 +17,7 @@ import type { ControllerRevision } from "./revision/controller-revision.ts";
 import type { EventReason } from "./events.ts";
 
 /** Why a pod is deleted; shown in events and logs. */
-export type DeleteReason = "ScaleDown" | "Recovery" | "Update" | "Orphan";
+export type DeleteReason = "ScaleDown" | "Recovery" | "Update" | "Orphan" | "Recreate";
 
 export type Action =
   | { readonly type: "CreateRevision"; readonly revision: ControllerRevision; readonly barrier: true }

@@ -84,12 +84,12 @@ function setImage(cluster: IdealCluster, image: string): void {
 }
 
 describe("events: one per controller action, on transitions only", () => {
-  it("every reason has one fixed type; DrainTimeout, InPlaceVerifyFailed and Recovering are Warnings", () => {
+  it("every reason has one fixed type; DrainTimeout, InPlaceVerifyFailed, Recovering and RecreateRejected are Warnings", () => {
     assert.deepEqual(
       Object.entries(EVENT_TYPES)
         .filter(([, type]) => type === "Warning")
         .map(([reason]) => reason),
-      ["DrainTimeout", "InPlaceVerifyFailed", "Recovering"],
+      ["DrainTimeout", "InPlaceVerifyFailed", "Recovering", "RecreateRejected"],
     );
     for (const event of eventsOf(settle(idealCluster(manifest()), NOW)))
       assert.equal(event.eventType, EVENT_TYPES[event.reason]);

@@ -44,6 +44,12 @@ export const EVENT_TYPES = {
   InPlaceVerifyFailed: "Warning",
   /** A failed unit is deleted to be rebuilt, as `spec.recoveryPolicy` says. */
   Recovering: "Warning",
+  /** An explicit recreate request (`tandem rollout restart --recreate`) is taken up: its unit's pods are replaced. */
+  RecreateStarted: "Normal",
+  /** Every pod an explicit recreate request replaces is gone; the unit is rebuilt. */
+  RecreateCompleted: "Normal",
+  /** An explicit recreate request does not fit the spec (or cannot be read) and is refused. */
+  RecreateRejected: "Warning",
 } as const satisfies Record<string, "Normal" | "Warning">;
 
 export type EventReason = keyof typeof EVENT_TYPES;

@@ -23,7 +23,13 @@
  * anything else is refused (`inPlaceDifferences`), never turned into a recreate. Pure.
  */
 import type { ContainerStatus, Pod } from "../api/kube.ts";
-import { ANNOTATION_IN_PLACE, LABEL_REVISION, LABEL_ROLE_HASH } from "../api/wellknown.ts";
+import {
+  ANNOTATION_IN_PLACE,
+  LABEL_GROUP,
+  LABEL_MODEL_SERVING,
+  LABEL_REVISION,
+  LABEL_ROLE_HASH,
+} from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
 import { planDrain, podList, setServing } from "./drain.ts";
 import type { DrainStep } from "./drain.ts";
@@ -441,7 +447,9 @@ function markStalled(move: PodMove, detail: string, label: string): Action[] {
     recordEvent(
       "InPlaceVerifyFailed",
       `${label}: ${pod.metadata.name} does not run revision ${progress.to}: ${detail}. The group stays out of traffic and holds the update budget; it is not recreated. ` +
-        "To recover, fix or revert the image in the spec (the pod is patched again in place), or switch spec.rolloutStrategy.type to a rolling update to replace the pods.",
+        "To recover, fix or revert the image in the spec (the pod is patched again in place), rebuild the group by replacement " +
+        `(tandem rollout restart ${pod.metadata.labels?.[LABEL_MODEL_SERVING] ?? "NAME"} --recreate --group ${pod.metadata.labels?.[LABEL_GROUP] ?? "G"}), ` +
+        "or switch spec.rolloutStrategy.type to a rolling update to replace the pods.",
       pod.metadata.name,
     ),
   ];

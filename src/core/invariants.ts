@@ -31,6 +31,7 @@ import { drainingSinceMs, isPodReady, isTerminating, podCondition } from "./heal
 import { drainConfirmations } from "../api/router-lease.ts";
 import { instanceId, parsePodIdentity } from "./identity.ts";
 import { readProgress } from "./inplace.ts";
+import { recreatePending } from "./recreate.ts";
 import type { PodIdentity } from "./identity.ts";
 import { buildPod } from "./pods.ts";
 import type { Revision } from "./pods.ts";
@@ -887,7 +888,7 @@ export function rolloutPendingFrom(
   const update = status.updateRevision === undefined ? undefined : revisions.get(status.updateRevision);
   if (update === undefined)
     return [`${ms.metadata.name}: update revision ${status.updateRevision ?? "(none)"} is not readable`];
-  const reasons = [...evidence.surgeAndDrain(limit)];
+  const reasons = [...recreatePending(ms), ...evidence.surgeAndDrain(limit)];
   if (reasons.length < limit) reasons.push(...unitsPending(ms, update, evidence, limit - reasons.length));
   // The pods are done; the status must say so too, or a report's final status would not agree.
   if (reasons.length === 0) reasons.push(...statusPending(ms));

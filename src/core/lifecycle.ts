@@ -21,6 +21,7 @@ import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
 import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
 import { deletePod, releasePods, trackPod } from "./tracking.ts";
+import { recreateKey } from "./recreate.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -61,6 +62,14 @@ interface Context {
   readonly current: Revision | undefined;
   /** The layout's current revision (events say why a unit is created or removed). */
   readonly currentName: string;
+  readonly recreate: LifecycleRecreate;
+}
+
+/** The instances an explicit recreate replaces now (src/core/recreate.ts), and why, for events. */
+export interface LifecycleRecreate {
+  /** `recreateKey`s. */
+  readonly replaceNow: ReadonlySet<string>;
+  readonly why: string;
 }
 
 /**
@@ -68,7 +77,13 @@ interface Context {
  * desired instances' states. A Service is kept while its instance is desired with workers or
  * still has pods (workers being drained still resolve their entry).
  */
-export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: number, work: Work): InstanceState[] {
+export function planLifecycle(
+  states: InstanceStates,
+  layout: Layout,
+  nowMs: number,
+  work: Work,
+  recreate: LifecycleRecreate,
+): InstanceState[] {
   const { model, revisions } = states;
   const resolve = resolver(revisions, work.unreadable);
   // Only ServingGroupRecreate asks which roles the rollout changes (`movedByRollout`).
@@ -83,6 +98,7 @@ export function planLifecycle(states: InstanceStates, layout: Layout, nowMs: num
     changedRoles,
     current: currentLookup?.ok === true ? currentLookup.revision : undefined,
     currentName: layout.currentName,
+    recreate,
   };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
@@ -211,7 +227,12 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
 function planGroup(context: Context, group: number, states: readonly InstanceState[]): void {
   const broken =
     context.model.ms.spec.recoveryPolicy === "ServingGroupRecreate"
-      ? states.filter((state) => hasFailed(context, state) && !movedByRollout(context, state))
+      ? states.filter(
+          (state) =>
+            !context.recreate.replaceNow.has(recreateKey(state)) &&
+            hasFailed(context, state) &&
+            !movedByRollout(context, state),
+        )
       : [];
   if (broken.length > 0) {
     const why = broken
@@ -334,16 +355,21 @@ function planInstance(context: Context, state: InstanceState): void {
     health.marked &&
     health.live.some((view) => (readProgress(view.pod)?.phase ?? "Draining") !== "Draining");
   releaseStrays(context, state);
-  if ((state.replacing && !inPlace) || abandoned) {
+  // An explicit recreate replaces the instance whatever the strategy: in place too, which is
+  // what it is for (seed §5); it is rebuilt at its target like any replacement.
+  const recreating = context.recreate.replaceNow.has(recreateKey(state));
+  if ((state.replacing && !inPlace) || abandoned || recreating) {
     // The replacement rebuilds the instance anyway: a loss needs nothing more.
     releaseLost(context, state);
-    const why =
-      abandoned && !state.replacing
+    const why = recreating
+      ? context.recreate.why
+      : abandoned && !state.replacing
         ? "in-place update abandoned"
         : `replacing ${state.running?.name ?? "?"} with ${state.target.name}`;
+    const reason = recreating ? "Recreate" : "Update";
     addDrainStep(
       work,
-      planDrainedDeletion(health.live, model.drain, "Update", `${instanceLabel(state)} (${why})`, nowMs),
+      planDrainedDeletion(health.live, model.drain, reason, `${instanceLabel(state)} (${why})`, nowMs),
     );
     return;
   }

@@ -5,12 +5,13 @@
  * Order of the returned actions (docs/design/controller-model.md): revision records (barriers),
  * the rollout's events (events.ts), pod and Service writes, the status write, then revision GC.
  */
-import type { Condition, ModelServingStatus } from "../api/schema.ts";
+import type { Condition, ModelServingStatus, RecreateRecord } from "../api/schema.ts";
 import { LABEL_REVISION } from "../api/wellknown.ts";
 import type { Pod } from "../api/kube.ts";
 import type { Action, Plan } from "./actions.ts";
 import { releaseUnplaced } from "./tracking.ts";
-import { baseLayout, instanceStates } from "./instances.ts";
+import { baseLayout, instanceStates, resolver } from "./instances.ts";
+import { planRecreate } from "./recreate.ts";
 import type { Layout } from "./instances.ts";
 import { pauseBroken } from "./invariants.ts";
 import { planRollout } from "./rollout.ts";
@@ -70,17 +71,22 @@ export function plan(observed: Observed, nowMs: number): Plan {
       },
       nowMs,
     );
-  // New unit records are durable before any pod that depends on them is created or deleted.
+  const recreate = planRecreate(states, layout, resolver(revisions.revisions, work.unreadable));
+  // New unit records, and a recreate request taken up, are durable before any pod that depends
+  // on them is created or deleted.
   let written: ModelServingStatus = model.ms.status ?? {};
-  if (rollout.recordsChanged) {
-    written = recordsStatus(written, revisions.revisions, layout);
+  if (rollout.recordsChanged || recreate.taken) {
+    written = withRecreate(recordsStatus(written, revisions.revisions, layout), recreate.record);
     work.actions.push({ type: "WriteStatus", status: written, barrier: true });
   }
   // The rollout's events go here, once the revision and records writes they follow are made.
   const eventsAt = work.actions.length;
-  const desired = planLifecycle(states, layout, nowMs, work);
+  work.actions.push(...recreate.events);
+  const desired = planLifecycle(states, layout, nowMs, work, recreate.lifecycle);
   work.actions.push(...releaseUnplaced(observed.pods, (pod) => isPlaced(model, pod)));
-  const status = computeStatus(model, revisions.revisions, layout, desired, rollout, work, nowMs);
+  const waiting = { ...rollout, waiting: [...rollout.waiting, ...recreate.waiting] };
+  const computed = computeStatus(model, revisions.revisions, layout, desired, waiting, work, nowMs);
+  const status = withRecreate(computed, recreate.record);
   if (!sameStatus(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });
   work.actions.splice(
     eventsAt,
@@ -125,6 +131,12 @@ function recordsStatus(stored: ModelServingStatus, revisions: Revisions, layout:
     collisionCount: revisions.collisionCount,
     ...(layout.units.length > 0 ? { units: [...layout.units] } : {}),
   };
+}
+
+/** `status` with `record` as its `recreate` (none when undefined). */
+function withRecreate(status: ModelServingStatus, record: RecreateRecord | undefined): ModelServingStatus {
+  const { recreate: _stored, ...rest } = status; // eslint-disable-line @typescript-eslint/no-unused-vars -- replaced on purpose
+  return record === undefined ? rest : { ...rest, recreate: record };
 }
 
 /** Deletes the revisions GC may collect: not live after this plan, beyond the history limit. */

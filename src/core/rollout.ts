@@ -520,7 +520,7 @@ function surgeForFloor(inputs: SurgeInputs): number {
 }
 
 /** Every role of the group has at least its desired number of available instances. */
-function groupAvailable(states: readonly InstanceState[], roles: readonly Role[]): boolean {
+export function groupAvailable(states: readonly InstanceState[], roles: readonly Role[]): boolean {
   return roles.every((role) => {
     let available = 0;
     for (const state of states) if (state.role === role.name && state.available) available += 1;

@@ -5,7 +5,7 @@ import { encodeControllerRevision } from "../core/revision/controller-revision.t
 import { revisionData } from "../core/revision/projection.ts";
 import { setupServer } from "../sim/test-fixtures.ts";
 import type { JsonObject, KubeObject } from "./ports.ts";
-import { rollback } from "./rollout-commands.ts";
+import { requestRecreate, restart, rollback } from "./rollout-commands.ts";
 
 const ref = { kind: "ModelServing", namespace: "default", name: "m" } as const;
 
@@ -94,5 +94,83 @@ describe("rollback", () => {
     const result = await rollback({ reader, writer }, { namespace: "default", name: "m", maxAttempts: 2 });
     assert.equal(result.ok, false);
     assert.match(result.message, /kept changing \(2 conflicts/);
+  });
+});
+
+const entryAnnotations = (object: KubeObject): Record<string, string> | undefined =>
+  (
+    object.spec as JsonObject & {
+      template: { roles: { entryTemplate: { metadata?: { annotations?: Record<string, string> } } }[] };
+    }
+  ).template.roles[0]?.entryTemplate.metadata?.annotations;
+
+describe("restart", () => {
+  it("stamps tandem.dev/restartedAt into every pod template: a new spec generation and a new revision", async () => {
+    const { server, reader, writer } = cluster();
+    const before = parseModelServing(server.get(ref));
+    const result = await restart(
+      { reader, writer },
+      { namespace: "default", name: "m", restartedAt: "2026-12-02T01:00:00Z" },
+    );
+    assert.deepEqual(result, {
+      ok: true,
+      message:
+        "ModelServing default/m restarted: every pod template carries tandem.dev/restartedAt=2026-12-02T01:00:00Z, a new revision that ServingGroupRollingUpdate rolls out within its budgets (follow it: tandem rollout status m --watch)",
+    });
+    const after = server.get(ref);
+    assert.deepEqual(entryAnnotations(after), { "tandem.dev/restartedAt": "2026-12-02T01:00:00Z" });
+    assert.equal(after.metadata.generation, 2);
+    assert.equal(after.spec?.["replicas"], 6, "runtime parameters kept");
+    const parsed = parseModelServing(after);
+    assert.ok(before.ok && parsed.ok);
+    assert.notDeepEqual(revisionData(parsed.value), revisionData(before.value), "the annotation is versioned");
+  });
+
+  it("is refused while paused and under InPlaceUpdate, saying what to do instead", async () => {
+    const { server, reader, writer } = cluster();
+    const request = { namespace: "default", name: "m", restartedAt: "2026-12-02T01:00:00Z" };
+    server.patch(ref, { spec: { rolloutStrategy: { paused: true } } });
+    assert.match((await restart({ reader, writer }, request)).message, /is paused: .*tandem rollout resume m/);
+    server.patch(ref, { spec: { rolloutStrategy: { paused: false, type: "InPlaceUpdate" } } });
+    assert.match((await restart({ reader, writer }, request)).message, /changes images only: .*--recreate --group G/);
+    assert.equal(entryAnnotations(server.get(ref)), undefined, "nothing written");
+  });
+});
+
+describe("requestRecreate", () => {
+  const request = { namespace: "default", name: "m", id: "r1", group: 5 };
+
+  it("writes the request annotation without a new spec generation", async () => {
+    const { server, reader, writer } = cluster();
+    const result = await requestRecreate({ reader, writer }, request);
+    assert.equal(result.ok, true, result.message);
+    assert.match(result.message, /recreate of group 5 requested \(id r1\); the controller replaces its pods once/);
+    const after = server.get(ref);
+    assert.equal(after.metadata.annotations?.["tandem.dev/recreate"], '{"id":"r1","group":5}');
+    assert.equal(after.metadata.generation, 1);
+  });
+
+  it("names the field that does not fit: a group out of range, an unknown role", async () => {
+    const { reader, writer } = cluster();
+    assert.deepEqual(await requestRecreate({ reader, writer }, { ...request, group: 6 }), {
+      ok: false,
+      field: "group",
+      message: "ModelServing default/m: there is no ServingGroup 6: its ServingGroups are 0..5",
+    });
+    assert.deepEqual(await requestRecreate({ reader, writer }, { ...request, role: "decode" }), {
+      ok: false,
+      field: "role",
+      message: 'ModelServing default/m: there is no role "decode": its roles are server',
+    });
+  });
+
+  it("never writes over a request the controller has not taken up; one it took up may be followed", async () => {
+    const { server, reader, writer } = cluster();
+    assert.equal((await requestRecreate({ reader, writer }, request)).ok, true);
+    const second = await requestRecreate({ reader, writer }, { ...request, id: "r2" });
+    assert.match(second.message, /the recreate request r1 is not taken up by the controller yet/);
+    server.patchStatus(ref, { status: { recreate: { id: "r1", group: 5, phase: "Replacing", pods: [] } } });
+    assert.equal((await requestRecreate({ reader, writer }, { ...request, id: "r2" })).ok, true);
+    assert.equal(server.get(ref).metadata.annotations?.["tandem.dev/recreate"], '{"id":"r2","group":5}');
   });
 });

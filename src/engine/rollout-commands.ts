@@ -1,6 +1,7 @@
 /**
  * User-side rollout commands, built on the ports only so `tandem rollout undo|status|history|
- * pause|resume` (against a real cluster) and the simulator's `rollback` step run the same code.
+ * pause|resume|restart` (against a real cluster) and the simulator's `rollback`, `restart` and
+ * `recreate` steps run the same code.
  *
  * Rollback (DESIGN §2.8): read the ModelServing, find the target ControllerRevision (by number;
  * by default the previous one: the highest number below the current update revision's), decode it
@@ -10,8 +11,10 @@
  */
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
-import type { ModelServing } from "../api/schema.ts";
-import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { readRecreateRequest, recreateAnnotationValue, recreateProblem, recreateUnitLabel } from "../api/recreate.ts";
+import type { RecreateRequest } from "../api/recreate.ts";
+import type { ModelServing, PodTemplateSpec, RecreateRecord } from "../api/schema.ts";
+import { ANNOTATION_RECREATE, ANNOTATION_RESTARTED_AT, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { placedPods, rolloutPending } from "../core/invariants.ts";
 import { applyRevision } from "../core/revision/apply.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
@@ -46,12 +49,36 @@ export type RollbackResult =
   | { readonly ok: false; readonly message: string };
 
 /** Rolls `request.name` back; never throws for API errors (they become `ok: false`). */
-export async function rollback(ports: RollbackPorts, request: RollbackRequest): Promise<RollbackResult> {
-  const attempts = request.maxAttempts ?? 5;
+export function rollback(ports: RollbackPorts, request: RollbackRequest): Promise<RollbackResult> {
+  return updateWithRetry(ports, request, () => prepareRollback(ports.reader, request));
+}
+
+/** A refusal; `field` names the request field at fault (`group`, `role`), for the caller to name its flag. */
+export interface CommandFailure {
+  readonly ok: false;
+  readonly message: string;
+  readonly field?: "group" | "role";
+}
+
+/** An update prepared from a fresh read: the object to write (with the resourceVersion read), and the result once written. */
+type Prepared<R> =
+  { readonly ok: true; readonly object: KubeObject<"ModelServing">; readonly result: R } | CommandFailure;
+
+/**
+ * Prepares and writes an update of `target` (with its resourceVersion), reading again and
+ * preparing anew after each Conflict, at most `maxAttempts` (default 5) times. Never throws for
+ * API errors: they become `ok: false`.
+ */
+async function updateWithRetry<R>(
+  ports: RollbackPorts,
+  target: RolloutTarget & { readonly maxAttempts?: number | undefined },
+  prepare: () => Prepared<R>,
+): Promise<R | CommandFailure> {
+  const attempts = target.maxAttempts ?? 5;
   let last = "";
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (attempt > 1) await ports.refresh?.();
-    const prepared = prepareRollback(ports.reader, request);
+    const prepared = prepare();
     if (!prepared.ok) return prepared;
     try {
       await ports.writer.update(prepared.object);
@@ -60,23 +87,22 @@ export async function rollback(ports: RollbackPorts, request: RollbackRequest): 
       if (!isApiError(error, "Conflict"))
         return {
           ok: false,
-          message: `updating ModelServing ${request.namespace}/${request.name} failed: ${errorMessage(error)}`,
+          message: `updating ModelServing ${target.namespace}/${target.name} failed: ${errorMessage(error)}`,
         };
       last = errorMessage(error);
     }
   }
   return {
     ok: false,
-    message: `ModelServing ${request.namespace}/${request.name} kept changing (${attempts} conflicts, last: ${last}); try again`,
+    message: `ModelServing ${target.namespace}/${target.name} kept changing (${attempts} conflicts, last: ${last}); try again`,
   };
 }
 
-type Prepared =
-  | { readonly ok: true; readonly object: KubeObject<"ModelServing">; readonly result: RollbackResult & { ok: true } }
-  | { readonly ok: false; readonly message: string };
-
 /** Reads the object and its revisions and builds the updated object, or says why it cannot. */
-function prepareRollback(reader: RollbackPorts["reader"], request: RollbackRequest): Prepared {
+function prepareRollback(
+  reader: RollbackPorts["reader"],
+  request: RollbackRequest,
+): Prepared<RollbackResult & { ok: true }> {
   const { namespace, name } = request;
   const read = readModelServing(reader, request);
   if (!read.ok) return read;
@@ -126,6 +152,99 @@ function chooseTarget(
   return previous ?? `no revision before ${current.revision} (${current.name}) to roll back to`;
 }
 
+// ---------------------------------------------------------------------------------------------
+// restart, and the explicit recreate
+
+export interface RestartRequest extends RolloutTarget {
+  /** RFC 3339: the value of `tandem.dev/restartedAt` in every pod template. */
+  readonly restartedAt: string;
+  readonly maxAttempts?: number;
+}
+
+export type CommandResult = { readonly ok: true; readonly message: string } | CommandFailure;
+
+/**
+ * `tandem rollout restart NAME`, as kubectl's: writes `tandem.dev/restartedAt` into every pod
+ * template (entry and worker, every role), a new revision that the configured strategy rolls out
+ * within its budgets and partitions. Refused while paused (nothing would move, as kubectl refuses
+ * a paused Deployment) and under InPlaceUpdate, which patches images only: a template annotation
+ * is no image, so the rollout would refuse it (InPlaceIneligible); `--recreate` rebuilds units
+ * there.
+ */
+export function restart(ports: RollbackPorts, request: RestartRequest): Promise<CommandResult> {
+  return updateWithRetry(ports, request, () => prepareRestart(ports.reader, request));
+}
+
+function prepareRestart(reader: RollbackPorts["reader"], request: RestartRequest): Prepared<CommandResult> {
+  const { namespace, name } = request;
+  const read = readModelServing(reader, request);
+  if (!read.ok) return read;
+  const { stored, ms } = read;
+  const label = `ModelServing ${namespace}/${name}`;
+  if (ms.spec.rolloutStrategy.paused)
+    return {
+      ok: false,
+      message: `${label} is paused: nothing would roll out; resume it first (tandem rollout resume ${name})`,
+    };
+  if (ms.spec.rolloutStrategy.type === "InPlaceUpdate")
+    return {
+      ok: false,
+      message: `${label} updates in place (InPlaceUpdate), which changes images only: a restart is a template change it refuses. Rebuild a unit by replacement with --recreate --group G [--role R], or switch spec.rolloutStrategy.type to ServingGroupRollingUpdate or RoleRollingUpdate`,
+    };
+  const stamp = (template: PodTemplateSpec): PodTemplateSpec => ({
+    ...template,
+    metadata: {
+      ...template.metadata,
+      annotations: { ...template.metadata?.annotations, [ANNOTATION_RESTARTED_AT]: request.restartedAt },
+    },
+  });
+  const roles = ms.spec.template.roles.map((role) => ({
+    ...role,
+    entryTemplate: stamp(role.entryTemplate),
+    ...(role.workerTemplate === undefined ? {} : { workerTemplate: stamp(role.workerTemplate) }),
+  }));
+  const spec = { ...ms.spec, template: { ...ms.spec.template, roles } };
+  const message = `${label} restarted: every pod template carries ${ANNOTATION_RESTARTED_AT}=${request.restartedAt}, a new revision that ${ms.spec.rolloutStrategy.type} rolls out within its budgets (follow it: tandem rollout status ${name} --watch)`;
+  return { ok: true, object: { ...stored, spec: spec as unknown as JsonObject }, result: { ok: true, message } };
+}
+
+export interface RecreateCommand extends RolloutTarget, RecreateRequest {
+  readonly maxAttempts?: number;
+}
+
+/**
+ * `tandem rollout restart NAME --recreate --group G [--role R]`: writes the request
+ * `tandem.dev/recreate` (src/api/recreate.ts) once it fits the spec; the controller replaces the
+ * unit's pods once, within the budgets (src/core/recreate.ts). Refused while an earlier request
+ * waits to be taken up (writing over it would lose it); one being carried out does not stop it.
+ */
+export function requestRecreate(ports: RollbackPorts, request: RecreateCommand): Promise<CommandResult> {
+  return updateWithRetry(ports, request, () => prepareRecreate(ports.reader, request));
+}
+
+function prepareRecreate(reader: RollbackPorts["reader"], request: RecreateCommand): Prepared<CommandResult> {
+  const { namespace, name } = request;
+  const read = readModelServing(reader, request);
+  if (!read.ok) return read;
+  const { stored, ms } = read;
+  const label = `ModelServing ${namespace}/${name}`;
+  const waiting = readRecreateRequest(ms.metadata.annotations);
+  if (waiting !== undefined && waiting.id !== ms.status?.recreate?.id)
+    return {
+      ok: false,
+      message: `${label}: the recreate request ${waiting.id} is not taken up by the controller yet; wait for it (tandem rollout status ${name}) before asking again`,
+    };
+  const problem = recreateProblem(ms.spec, request);
+  if (problem !== undefined) return { ok: false, field: problem.field, message: `${label}: ${problem.reason}` };
+  const annotations = { ...stored.metadata.annotations, [ANNOTATION_RECREATE]: recreateAnnotationValue(request) };
+  const message = `${label}: recreate of ${recreateUnitLabel(request)} requested (id ${request.id}); the controller replaces its pods once, within the budgets (follow it: tandem rollout status ${name} --watch)`;
+  return {
+    ok: true,
+    object: { ...stored, metadata: { ...stored.metadata, annotations } },
+    result: { ok: true, message },
+  };
+}
+
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -165,6 +284,8 @@ export interface RolloutStatusReport {
     readonly message?: string | undefined;
   }[];
   readonly paused: boolean;
+  /** The explicit recreate the controller took up last (`status.recreate`), without its pod UIDs. */
+  readonly recreate: Omit<RecreateRecord, "pods"> | undefined;
   /** Every unit runs the update revision and the status agrees (the simulator's RolloutComplete). */
   readonly complete: boolean;
   /** The controller has seen this generation and says RolloutBlocked=True: waiting will not finish it. */
@@ -231,6 +352,7 @@ export function rolloutStatus(reader: RollbackPorts["reader"], target: RolloutTa
       message: condition.message,
     })),
     paused: ms.spec.rolloutStrategy.paused,
+    recreate: recreateSummary(status.recreate),
     complete: pending.length === 0,
     blocked:
       pending.length > 0 &&
@@ -239,6 +361,12 @@ export function rolloutStatus(reader: RollbackPorts["reader"], target: RolloutTa
     waitingFor: pending,
   };
   return { ok: true, report, lines: statusLines(report) };
+}
+
+function recreateSummary(record: RecreateRecord | undefined): Omit<RecreateRecord, "pods"> | undefined {
+  if (record === undefined) return undefined;
+  const { pods: _pods, ...rest } = record; // eslint-disable-line @typescript-eslint/no-unused-vars -- UIDs are for the controller
+  return rest;
 }
 
 /** The human status block; at most `maxPendingLines` of what the rollout waits for. */
@@ -255,6 +383,11 @@ export function statusLines(report: RolloutStatusReport, maxPendingLines = MAX_P
     ...report.conditions.map(
       (condition) => `${condition.type}=${condition.status} (${condition.reason ?? ""}): ${condition.message ?? ""}`,
     ),
+    ...(report.recreate === undefined
+      ? []
+      : [
+          `recreate ${report.recreate.id} of ${recreateUnitLabel(report.recreate)}: ${report.recreate.phase}${report.recreate.message === undefined ? "" : ` (${report.recreate.message})`}`,
+        ]),
   ];
   if (report.complete) lines.push(`rollout of ${report.name} complete`);
   else

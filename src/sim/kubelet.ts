@@ -41,6 +41,12 @@ import { compareStrings } from "../core/maps.ts";
 export interface ImageBehaviour {
   /** The container exits `crashAfterSeconds` after each start and never becomes ready. */
   crash?: boolean;
+  /**
+   * Crashes like `crash`, but only when the image was changed in place: the new process meets
+   * what the old one left in the pod (a cache of another format in an emptyDir, say), while a
+   * fresh pod runs it (seed §5: why an in-place update may need a rebuild by replacement).
+   */
+  crashInPlace?: boolean;
   pullSeconds?: number;
   startSeconds?: number;
   crashAfterSeconds?: number;
@@ -284,6 +290,7 @@ export class SimKubelet {
       container.lastExit = this.#exit(container, 0, "Completed");
     container.image = image;
     container.crashes = 0;
+    container.changedInPlace = true;
     this.#startContainer(runtime, container);
   }
 
@@ -307,7 +314,7 @@ export class SimKubelet {
     container.startedAtMs = this.#clock.nowMs();
     container.phase = "starting";
     const behaviour = this.#images[container.image] ?? {};
-    if (behaviour.crash === true) {
+    if (behaviour.crash === true || (behaviour.crashInPlace === true && container.changedInPlace)) {
       const crashMs = secondsToMs(behaviour.crashAfterSeconds ?? this.#timing.crashAfterSeconds);
       container.timer = this.#clock.setTimer(crashMs, () => {
         this.#crash(runtime, container);

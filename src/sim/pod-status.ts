@@ -45,6 +45,8 @@ export interface ContainerRuntime {
   lastExit: ContainerExit | undefined;
   /** The next step of this container (image ready, started, crash, restart), if one is due. */
   timer: Timer | undefined;
+  /** Its image was changed in place (a patch of a running pod), not given at the pod's creation. */
+  changedInPlace: boolean;
 }
 
 export function newContainer(name: string, image: string): ContainerRuntime {
@@ -60,6 +62,7 @@ export function newContainer(name: string, image: string): ContainerRuntime {
     backoffSeconds: 0,
     lastExit: undefined,
     timer: undefined,
+    changedInPlace: false,
   };
 }
 

@@ -752,3 +752,47 @@ describe("scenario runner", () => {
     },
   );
 });
+
+describe("scenario runner: restart and recreate steps", () => {
+  it("restart rolls a new revision out to every pod; recreate rebuilds one group once; a bad group names the field", async () => {
+    const report = await runScenario(
+      small([
+        { restart: { name: "m" } },
+        { wait: { for: "RolloutComplete", timeoutSeconds: 900 } },
+        { expect: { podsCreated: { total: 6 }, podsDeleted: { total: 3 } } },
+        { recreate: { name: "m", group: 2 } },
+        { wait: { for: "RolloutComplete", timeoutSeconds: 900 } },
+        { expect: { podsCreated: { total: 7 }, podsDeleted: { total: 4 } } },
+        { recreate: { name: "m", group: 3 } },
+      ]),
+    );
+    assert.deepEqual(
+      report.steps.map((step) => [step.kind, step.ok]),
+      [
+        ["apply", true],
+        ["wait", true],
+        ["restart", true],
+        ["wait", true],
+        ["expect", true],
+        ["recreate", true],
+        ["wait", true],
+        ["expect", true],
+        ["recreate", false],
+      ],
+      JSON.stringify(report.steps),
+    );
+    assert.match(
+      report.steps[2]?.message ?? "",
+      /every pod template carries tandem\.dev\/restartedAt=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/,
+    );
+    assert.equal(
+      report.steps[8]?.message,
+      "recreate.group: ModelServing default/m: there is no ServingGroup 3: its ServingGroups are 0..2",
+    );
+    assert.equal(
+      report.invariants.every((result) => result.violations === 0),
+      true,
+      JSON.stringify(report.invariants),
+    );
+  });
+});

@@ -15,7 +15,9 @@
  * - `deletePods`, `failNode`, `recoverNode` inject faults (they open a fault window for the budget
  *   invariants, see `checker.ts`); `deletePods` fails when nothing matched.
  * - `restartController` stops the controller and its informer and starts new ones (no memory).
- * - `rollback` runs `rollback()` from `src/engine/rollout-commands.ts` as user "user".
+ * - `rollback` runs `rollback()` from `src/engine/rollout-commands.ts` as user "user"; `restart`
+ *   runs its `restart()` (stamped with the virtual time) and `recreate` its `requestRecreate()`
+ *   (ids `recreate-1`, `recreate-2`, ...), as `tandem rollout restart [--recreate]` would.
  * - `snapshot` records every pod under its label.
  * - `crashRouter` / `restartRouter` crash a router replica (its requests in flight are cut, its
  *   Lease stays but is no longer renewed) and start it again (empty cache; it takes over its Lease).
@@ -29,7 +31,7 @@ import type { Pod } from "../api/kube.ts";
 import type { Clock, JsonObject, KubeObject, ObjectRef } from "../engine/ports.ts";
 import { isApiError } from "../engine/ports.ts";
 import { Controller } from "../engine/controller.ts";
-import { rollback } from "../engine/rollout-commands.ts";
+import { requestRecreate, restart, rollback } from "../engine/rollout-commands.ts";
 import type { PlanFunction } from "../engine/reconciler.ts";
 import { parseModelServing } from "../api/parse.ts";
 import { InvariantChecker } from "./checker.ts";
@@ -131,6 +133,8 @@ class ScenarioRun {
   readonly #snapshots: Record<string, PodRecord[]> = {};
   #controller: { controller: Controller; informer: SimInformer; unhook: () => void } | undefined;
   #controllerStarts = 0;
+  /** Recreate steps so far: their request ids are `recreate-<n>`. */
+  #recreateRequests = 0;
   /**
    * The controller's Clock: the virtual clock on the epoch the simulator renders its timestamps
    * in (`VirtualClock.onEpoch`). The core compares `nowMs` with timestamps others wrote (the
@@ -282,6 +286,10 @@ class ScenarioRun {
           };
         case "rollback":
           return await this.#rollback(step.value);
+        case "restart":
+          return await this.#restart(step.value);
+        case "recreate":
+          return await this.#recreate(step.value);
         case "advance":
           await this.#advance(Math.min(Math.round(step.value.seconds * 1000), budgetMs));
           return { ok: true, message: `advanced ${step.value.seconds}s` };
@@ -435,6 +443,35 @@ class ScenarioRun {
   }
 
   async #rollback(value: Extract<Step, { kind: "rollback" }>["value"]): Promise<StepOutcome> {
+    const target = { namespace: value.namespace ?? "default", name: value.name, toRevision: value.toRevision };
+    const result = await rollback(this.#userPorts(), target);
+    return { ok: result.ok, message: result.message };
+  }
+
+  /** `tandem rollout restart NAME`, stamped with the virtual time. */
+  async #restart(value: Extract<Step, { kind: "restart" }>["value"]): Promise<StepOutcome> {
+    const restartedAt = new Date(this.#controllerClock.nowMs()).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const result = await restart(this.#userPorts(), {
+      namespace: value.namespace ?? "default",
+      name: value.name,
+      restartedAt,
+    });
+    return { ok: result.ok, message: result.message };
+  }
+
+  /** `tandem rollout restart NAME --recreate --group G [--role R]`, with ids `recreate-1`, `recreate-2`, ... */
+  async #recreate(value: Extract<Step, { kind: "recreate" }>["value"]): Promise<StepOutcome> {
+    this.#recreateRequests += 1;
+    const request = { ...value, namespace: value.namespace ?? "default", id: `recreate-${this.#recreateRequests}` };
+    const result = await requestRecreate(this.#userPorts(), request);
+    return {
+      ok: result.ok,
+      message: result.ok || result.field === undefined ? result.message : `recreate.${result.field}: ${result.message}`,
+    };
+  }
+
+  /** The rollout commands' ports as user "user", reading the server directly. */
+  #userPorts() {
     const server = this.#cluster.server;
     const reader = {
       get: <K extends KubeObject["kind"]>(kind: K, namespace: string | undefined, name: string) =>
@@ -442,11 +479,7 @@ class ScenarioRun {
       list: <K extends KubeObject["kind"]>(kind: K, options?: { namespace?: string; labelSelector?: string }) =>
         server.list(kind, options).items as KubeObject<K>[],
     };
-    const result = await rollback(
-      { reader, writer: this.#cluster.writer("user") },
-      { namespace: value.namespace ?? "default", name: value.name, toRevision: value.toRevision },
-    );
-    return { ok: result.ok, message: result.message };
+    return { reader, writer: this.#cluster.writer("user") };
   }
 
   async #wait(target: "Available" | "RolloutComplete" | "Seconds", timeoutMs: number): Promise<StepOutcome> {

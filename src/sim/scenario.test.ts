@@ -110,8 +110,8 @@ describe("scenario files", () => {
         ],
       }),
       [
-        "steps[0].explode: is not a step kind; must be one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect",
-        "steps[1]: must be a mapping with exactly one key, the step kind (one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, rollback, advance, crashRouter, restartRouter, expect)",
+        "steps[0].explode: is not a step kind; must be one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, restart, recreate, rollback, advance, crashRouter, restartRouter, expect",
+        "steps[1]: must be a mapping with exactly one key, the step kind (one of apply, wait, snapshot, patch, deletePods, failNode, recoverNode, restartController, restart, recreate, rollback, advance, crashRouter, restartRouter, expect)",
         "steps[2].failNode.when: is not a known field",
       ],
     );

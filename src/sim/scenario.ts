@@ -58,6 +58,7 @@ const ClusterSchema = z.strictObject({
       z.string().min(1),
       z.strictObject({
         crash: z.boolean().optional(),
+        crashInPlace: z.boolean().optional(),
         pullSeconds: Seconds.optional(),
         startSeconds: Seconds.optional(),
         crashAfterSeconds: Seconds.optional(),
@@ -130,6 +131,13 @@ const STEP_SCHEMAS = {
     .strictObject({})
     .nullable()
     .transform(() => ({})),
+  restart: z.strictObject({ name: Name, namespace: z.string().min(1).optional() }),
+  recreate: z.strictObject({
+    name: Name,
+    namespace: z.string().min(1).optional(),
+    group: z.int().min(0),
+    role: z.string().min(1).optional(),
+  }),
   rollback: z.strictObject({
     name: Name,
     namespace: z.string().min(1).optional(),

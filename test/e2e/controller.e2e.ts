@@ -24,7 +24,7 @@ import {
 } from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
 import { imagesOf, PODS, podsOf, readState, SERVICES, setRoleImage, waitUntil } from "./observe.ts";
-import { undoCommand, historyCommand, type RolloutClient } from "../../src/cli/rollout.ts";
+import { undoCommand, historyCommand, restartCommand, type RolloutClient } from "../../src/cli/rollout.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { ROLLOUT_PERMISSIONS } from "../../src/kube/resources.ts";
 import { SnapshotReader } from "../../src/kube/snapshot.ts";
@@ -58,7 +58,7 @@ function example(file: string, namespace: string): any {
   return object;
 }
 
-describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 13 * TEST_TIMEOUT_MS }, () => {
+describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 14 * TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let controller: TestController | undefined;
   const kubelets: FakeKubelet[] = [];
@@ -416,6 +416,55 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
         1,
         "undo changed a runtime field",
       );
+    },
+  );
+
+  test(
+    "tandem rollout restart replaces every pod through a new revision; --recreate rebuilds one role of one group, once",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = await namespace("e2e-restart");
+      const target = { namespace: ns, name: "llama-pd" };
+      await admin().create(MODEL_SERVINGS, example("prefill-decode-2p1d.yaml", ns));
+      const before = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS);
+      const restarted = await restartCommand(rolloutClient(cluster, ns, "llama-pd"), target, { recreate: false });
+      assert.equal(restarted.exitCode, 0, restarted.stderr);
+      const old = uidsOf(before.pods);
+      const after = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS, (current) =>
+        uidsOf(current.pods).every((uid) => !old.includes(uid)),
+      );
+      assert.equal(after.pods.length, before.pods.length);
+      assert.ok(after.pods.every((pod) => pod.metadata.annotations?.["tandem.dev/restartedAt"] !== undefined));
+      assert.notEqual(after.ms.status?.updateRevision, before.ms.status?.updateRevision, "a new revision");
+      const inGroup = (state: typeof after, group: string, role?: string) =>
+        uidsOf(
+          state.pods.filter((pod) => {
+            const labels = pod.metadata.labels ?? {};
+            return labels["tandem.dev/group"] === group && (role === undefined || labels["tandem.dev/role"] === role);
+          }),
+        );
+      const mode = { recreate: true, group: 1, role: "prefill" } as const;
+      const recreated = await restartCommand(rolloutClient(cluster, ns, "llama-pd"), target, mode);
+      assert.equal(recreated.exitCode, 0, recreated.stderr);
+      const rebuilt = await waitUntil(
+        admin(),
+        ns,
+        "llama-pd",
+        "RolloutComplete",
+        CONVERGE_MS,
+        (current) => current.ms.status?.recreate?.phase === "Done",
+      );
+      assert.deepEqual(inGroup(rebuilt, "0"), inGroup(after, "0"), "group 0 untouched");
+      assert.deepEqual(inGroup(rebuilt, "1", "decode"), inGroup(after, "1", "decode"), "decode untouched");
+      const prefill = inGroup(after, "1", "prefill");
+      assert.equal(inGroup(rebuilt, "1", "prefill").length, prefill.length);
+      assert.ok(
+        inGroup(rebuilt, "1", "prefill").every((uid) => !prefill.includes(uid)),
+        "every prefill pod rebuilt",
+      );
+      // A converged controller does not act on the recorded request again.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      assert.deepEqual(uidsOf((await readState(admin(), ns, "llama-pd")).pods), uidsOf(rebuilt.pods));
     },
   );
 

@@ -3,7 +3,7 @@
  * source of both the revision hash and the stored ControllerRevision data.
  */
 import type { ModelServing } from "../../api/index.ts";
-import { CONTROLLER_ENV, RESERVED_PREFIX, SERVING_GATE } from "../../api/wellknown.ts";
+import { CONTROLLER_ENV, SERVING_GATE, isReservedTemplateKey } from "../../api/wellknown.ts";
 import { deepFreeze, onFrozen } from "../frozen.ts";
 import { pruneEmpty } from "./canonical.ts";
 import { compareStrings } from "../maps.ts";
@@ -115,8 +115,8 @@ function stripInjected(template: object): object {
 function stripMetadata(metadata: Record<string, unknown>): Record<string, unknown> {
   return {
     ...metadata,
-    labels: withoutReservedKeys(metadata.labels),
-    annotations: withoutReservedKeys(metadata.annotations),
+    labels: withoutReservedKeys(metadata.labels, "labels"),
+    annotations: withoutReservedKeys(metadata.annotations, "annotations"),
   };
 }
 
@@ -137,10 +137,13 @@ function stripContainerEnv(container: Record<string, unknown>): Record<string, u
   return { ...container, env };
 }
 
-/** Labels and annotations under the controller's reserved prefix are the controller's to set on pods. */
-function withoutReservedKeys(map: unknown): unknown {
+/**
+ * Labels and annotations under the controller's reserved prefix are the controller's to set on
+ * pods; the restart annotation is the user's and versioned (a restart is a new revision).
+ */
+function withoutReservedKeys(map: unknown, field: "labels" | "annotations"): unknown {
   if (!isRecord(map)) return map;
-  return Object.fromEntries(Object.entries(map).filter(([key]) => !key.startsWith(RESERVED_PREFIX)));
+  return Object.fromEntries(Object.entries(map).filter(([key]) => !isReservedTemplateKey(field, key)));
 }
 
 function mapRecords(list: unknown, f: (item: Record<string, unknown>) => Record<string, unknown>): unknown {
