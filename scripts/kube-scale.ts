@@ -2,8 +2,8 @@
  * The controller at scale on a real kube-apiserver (`npm run scale:kube`): N ModelServings of the
  * multinode-decode example's shape (1 prefill pod + a decode instance of an entry and 3 workers per
  * ServingGroup), each in a namespace of its own, created and converged, then a decode image update of them all,
- * rolled out to completion. The controller runs in this process as its ServiceAccount; fake
- * kubelets (test/e2e/fake-kubelet.ts) bind pods and report them Running and Ready.
+ * rolled out to completion. The controller runs in this process as its ServiceAccount; the real
+ * scheduler places the pods on KWOK nodes (POD_SLOTS_PER_NODE pods of 8 GPUs each), which run them.
  *
  * Prints the controller's heap per pod (after a full GC, minus the heap before the first
  * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
@@ -21,8 +21,6 @@ import { startCluster } from "../test/e2e/cluster.ts";
 import type { Cluster } from "../test/e2e/cluster.ts";
 import { MODEL_SERVINGS } from "../test/e2e/client.ts";
 import { ensureNamespace, installCrd, installRbac, startTestController } from "../test/e2e/env.ts";
-import { startFakeKubelet } from "../test/e2e/fake-kubelet.ts";
-import type { FakeKubelet } from "../test/e2e/fake-kubelet.ts";
 import { pending, readState } from "../test/e2e/observe.ts";
 import type { Target } from "../test/e2e/observe.ts";
 
@@ -40,8 +38,9 @@ interface Example {
 }
 
 const PODS_PER_GROUP = 5;
-/** The fake kubelets' poll: each lists its namespace's pods every tick. */
-const KUBELET_INTERVAL_MS = 1_000;
+/** Pods of 8 GPUs one KWOK node holds (its pod capacity is 110). */
+const POD_SLOTS_PER_NODE = 100;
+const GPUS_PER_POD = 8;
 const CONVERGE_TIMEOUT_MS = 30 * 60_000;
 /** The decode image the rollout moves to (the example runs v0.5.2). */
 const NEW_IMAGE = "lmsysorg/sglang:v0.5.3";
@@ -123,8 +122,10 @@ const pods = servings * groups * PODS_PER_GROUP;
 console.log(
   `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods, ${workers} controller worker(s)`,
 );
-const cluster = await startCluster({ startTimeoutMs: 300_000 });
-const kubelets: FakeKubelet[] = [];
+const cluster = await startCluster({
+  startTimeoutMs: 600_000,
+  nodes: { count: Math.ceil(pods / POD_SLOTS_PER_NODE), gpusPerNode: POD_SLOTS_PER_NODE * GPUS_PER_POD },
+});
 try {
   await installCrd(cluster.admin);
   await installRbac(cluster.admin);
@@ -135,12 +136,9 @@ try {
   });
   const metricsAddress = controller.running.metricsAddress ?? "";
   const example = parse(readFileSync(EXAMPLE, "utf8")) as Example;
-  // One namespace per ModelServing (named alike), each with its own fake kubelet: they work in parallel.
+  // One namespace per ModelServing, named alike.
   const names = Array.from({ length: servings }, (_unused, index) => `ms-${index}`);
-  for (const name of names) {
-    await ensureNamespace(cluster.admin, name);
-    kubelets.push(startFakeKubelet(cluster.admin, name, { intervalMs: KUBELET_INTERVAL_MS }));
-  }
+  for (const name of names) await ensureNamespace(cluster.admin, name);
   const heapBeforeBytes = heapUsedBytes();
   const startMs = Date.now();
   for (const name of names)
@@ -181,7 +179,6 @@ try {
   console.log(`  API requests per pod: ${perPod(difference(await apiRequests(metricsAddress), createRequests), pods)}`);
   await controller.running.stop();
 } finally {
-  for (const kubelet of kubelets) await kubelet.stop();
   await cluster.stop();
 }
 

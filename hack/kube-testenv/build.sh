@@ -1,30 +1,34 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver and etcd that Tandem's e2e tests run against, from the Go modules
-# pinned in this directory's go.mod/go.sum, into a cache outside the repository:
+# Builds the control plane that Tandem's e2e tests and `npm run cluster` run: kube-apiserver,
+# kube-controller-manager, kube-scheduler and kubectl from k8s.io/kubernetes, etcd, and KWOK's fake
+# nodes, from the Go modules pinned in this directory (go.mod/go.sum for the Kubernetes binaries and
+# etcd, kwok/go.mod/go.sum for KWOK), into a cache outside the repository:
 #
-#   ${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}/<key>/bin/{kube-apiserver,etcd}
+#   ${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}/<key>/bin/{kube-apiserver,...,kwok}
 #
-# <key> is the first 16 hex digits of sha256(go.sum): a changed go.sum is a new key, an unchanged
-# one reuses the binaries without invoking the compiler. A build runs under a lock (two concurrent
-# builds of the same key build once), goes into a temporary directory and is renamed into place, so
-# a key directory either holds a complete build or does not exist.
+# <key> is the first 16 hex digits of sha256(go.sum followed by kwok/go.sum): a changed go.sum is a
+# new key, an unchanged one reuses the binaries without invoking the compiler. A build runs under a
+# lock (two concurrent builds of the same key build once), goes into a temporary directory and is
+# renamed into place, so a key directory either holds a complete build or does not exist.
 #
 # Usage: build.sh             build if needed; prints timings on stderr, the bin directory on stdout
-#        build.sh --print-bin-dir   print the bin directory for this go.sum and exit (no build)
+#        build.sh --print-bin-dir   print the bin directory for these go.sums and exit (no build)
 #
 # Needs: go (>= the go directive in go.mod; an older go fetches a newer toolchain through the module
-# proxy), flock, sha256sum. Network: the Go module proxy only. See docs/design/e2e-harness.md.
+# proxy), flock, sha256sum. Network: the Go module proxy only. The compiler runs under `nice -n 10`
+# (a shared 2-core machine). See docs/design/e2e-harness.md.
 set -euo pipefail
 
 readonly HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly CACHE_ROOT="${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}"
-readonly BINARIES=(kube-apiserver etcd)
+readonly KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+readonly BINARIES=("${KUBE_BINARIES[@]}" etcd kwok)
 
 log() { printf 'kube-testenv: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# cache_key: the first 16 hex digits of sha256(go.sum).
-cache_key() { sha256sum "$HERE/go.sum" | cut -c1-16; }
+# cache_key: the first 16 hex digits of sha256(go.sum followed by kwok/go.sum).
+cache_key() { cat "$HERE/go.sum" "$HERE/kwok/go.sum" | sha256sum | cut -c1-16; }
 
 # complete DIR: true when DIR/bin holds every binary, executable.
 complete() {
@@ -44,19 +48,32 @@ now_s() { date +%s.%3N; }
 # elapsed START: seconds since START, one decimal.
 elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# build_into DIR: downloads modules and compiles both binaries into DIR/bin, writes DIR/BUILD-INFO.
+# compile LOG_NAME ARGS...: `go build ARGS...` at low priority, logging how long it took.
+compile() {
+  local name="$1" t
+  shift
+  t="$(now_s)"
+  nice -n 10 go build -trimpath "$@"
+  log "compile $name: $(elapsed "$t")s"
+}
+
+# build_into DIR: downloads modules and compiles every binary into DIR/bin, writes DIR/BUILD-INFO.
+# One binary at a time: `go build` already compiles packages on every core, and the Kubernetes
+# binaries share most packages, so each after the first compiles only what it adds.
 build_into() {
-  local dir="$1" t0 t k8s_version k8s_time etcd_version minor
+  local dir="$1" t0 t k8s_version k8s_time etcd_version kwok_version minor name
   t0="$(now_s)"
   cd "$HERE"
 
   t="$(now_s)"
   go mod download
+  (cd kwok && go mod download)
   log "module download: $(elapsed "$t")s"
 
   k8s_version="$(module_version k8s.io/kubernetes)"
   k8s_time="$(module_time k8s.io/kubernetes)"
   etcd_version="$(module_version go.etcd.io/etcd/server/v3)"
+  kwok_version="$(cd kwok && module_version sigs.k8s.io/kwok)"
   minor="$(cut -d. -f2 <<<"$k8s_version")"
 
   # What kubernetes' own hack/lib/version.sh stamps; without it /version says v0.0.0-master.
@@ -67,19 +84,20 @@ build_into() {
              -X "$pkg.gitTreeState=clean" -X "$pkg.gitCommit=" -X "$pkg.buildDate=$k8s_time")
   done
 
-  t="$(now_s)"
-  go build -trimpath -ldflags "-s -w ${kube_x[*]}" -o "$dir/bin/kube-apiserver" \
-    k8s.io/kubernetes/cmd/kube-apiserver
-  log "compile kube-apiserver $k8s_version: $(elapsed "$t")s"
-
-  t="$(now_s)"
-  go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd_version" \
+  for name in "${KUBE_BINARIES[@]}"; do
+    compile "$name $k8s_version" -ldflags "-s -w ${kube_x[*]}" -o "$dir/bin/$name" "k8s.io/kubernetes/cmd/$name"
+  done
+  compile "etcd $etcd_version" -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$etcd_version" \
     -o "$dir/bin/etcd" go.etcd.io/etcd/server/v3
-  log "compile etcd $etcd_version: $(elapsed "$t")s"
+  # What KWOK's hack/releases.sh stamps; KubeVersion is the version its nodes report.
+  (cd kwok && compile "kwok $kwok_version" -o "$dir/bin/kwok" \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$k8s_version" \
+    sigs.k8s.io/kwok/cmd/kwok)
 
   {
-    echo "kube-apiserver $k8s_version"
+    for name in "${KUBE_BINARIES[@]}"; do echo "$name $k8s_version"; done
     echo "etcd $etcd_version"
+    echo "kwok $kwok_version"
     echo "$(go version)"
     echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(elapsed "$t0")s"
   } >"$dir/BUILD-INFO"
@@ -104,7 +122,7 @@ main() {
     return
   fi
 
-  command -v go >/dev/null || die "go not found on PATH (needed to build kube-apiserver and etcd)"
+  command -v go >/dev/null || die "go not found on PATH (needed to build the control plane: kube-apiserver, etcd, kwok, ...)"
   command -v flock >/dev/null || die "flock not found on PATH"
   mkdir -p "$CACHE_ROOT"
 
@@ -120,7 +138,7 @@ main() {
   fi
 
   export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
-  log "building $key with $(go version) (cold: ~15 min on 2 cores; see docs/design/e2e-harness.md)"
+  log "building $key with $(go version) (cold: see docs/design/e2e-harness.md for the time it takes)"
   rm -rf "$CACHE_ROOT/.build-$key."* # left by a killed build; the lock is ours
   TMP_BUILD="$(mktemp -d "$CACHE_ROOT/.build-$key.XXXXXX")"
   chmod 755 "$TMP_BUILD"
@@ -130,7 +148,7 @@ main() {
   build_into "$TMP_BUILD"
 
   # -mod=mod lets go add missing go.sum lines; binaries filed under the old key would then lie.
-  [[ "$(cache_key)" == "$key" ]] || die "go.sum changed during the build; run 'go mod tidy' in $HERE and commit go.sum"
+  [[ "$(cache_key)" == "$key" ]] || die "go.sum changed during the build; run 'go mod tidy' in $HERE and $HERE/kwok and commit both go.sum"
   rm -rf "$dest" # an incomplete leftover (a binary deleted by hand); the lock is ours
   mv -T "$TMP_BUILD" "$dest"
   TMP_BUILD=""

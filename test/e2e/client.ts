@@ -196,6 +196,60 @@ export class KubeClient {
     return this.call("DELETE", resourcePath(resource, { name, ...ns(namespace) }));
   }
 
+  /**
+   * Streams the watch events of `resource` after `resourceVersion` to `onEvent`, in order, until the
+   * server ends the watch (after `timeoutSeconds`), `signal` aborts it or the connection fails; then
+   * resolves. Rejects when the watch does not start (a non-200 answer, e.g. 410 Gone).
+   */
+  watch(
+    resource: Resource,
+    namespace: string,
+    resourceVersion: string,
+    onEvent: (type: string, object: any) => void,
+    signal: AbortSignal,
+    timeoutSeconds = 300,
+  ): Promise<void> {
+    const query = { watch: "1", resourceVersion, timeoutSeconds: String(timeoutSeconds) };
+    const path = resourcePath(resource, { namespace, query });
+    const headers = { authorization: `Bearer ${this.#token}`, accept: JSON_TYPE };
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          host: this.server.hostname,
+          port: this.server.port,
+          path,
+          method: "GET",
+          headers,
+          agent: this.#agent,
+          signal,
+        },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            reject(new Error(`watch ${path}: ${res.statusCode}`));
+            return;
+          }
+          let buffered = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => {
+            buffered += chunk;
+            const lines = buffered.split("\n");
+            buffered = lines.pop() ?? "";
+            for (const line of lines) {
+              if (line.trim() === "") continue;
+              const event = JSON.parse(line) as { type: string; object: any };
+              onEvent(event.type, event.object);
+            }
+          });
+          res.on("end", () => resolve());
+          res.on("error", () => resolve());
+        },
+      );
+      req.on("error", () => resolve());
+      req.end();
+    });
+  }
+
   /** Closes idle sockets; later requests open new ones. */
   close(): void {
     this.#agent.destroy();

@@ -1,11 +1,14 @@
 /**
- * A throwaway control plane for the e2e tests: etcd and kube-apiserver, built by
- * hack/kube-testenv/build.sh, on 127.0.0.1 with free ports, in a temporary directory.
+ * A throwaway control plane for the e2e tests and `npm run cluster`: etcd and kube-apiserver, built
+ * by hack/kube-testenv/build.sh, on 127.0.0.1 with free ports, in a temporary directory; with
+ * `nodes`, also kube-controller-manager, kube-scheduler and KWOK playing that many GPU nodes
+ * (hack/kube-testenv/kwok/stages.yaml says what their "kubelets" report).
  *
  * Identity: static bearer tokens (`--token-auth-file`) and `--authorization-mode=RBAC`. The admin
  * token is in `system:masters`; the controller token authenticates as the ServiceAccount
  * `tandem-system/tandem-controller` and is allowed only what RBAC objects grant it, so the tests
- * exercise exactly the RBAC we ship. There is no controller-manager, scheduler or kubelet.
+ * exercise exactly the RBAC we ship. Without `nodes` there is no controller-manager, scheduler or
+ * kubelet.
  *
  * `startCluster` either resolves with a ready cluster or cleans up everything it started and
  * rejects. `stop` is idempotent; until it runs, an exit or SIGINT/SIGTERM of this process kills the
@@ -28,7 +31,7 @@ import {
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { KubeClient } from "./client.ts";
+import { KubeClient, resourcePath } from "./client.ts";
 import { StopWaiting, waitFor } from "./wait.ts";
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..");
@@ -54,6 +57,15 @@ export interface ClusterOptions {
   readonly stopTimeoutMs?: number;
   /** Extra kube-apiserver flags (`--watch-cache=false`), after the harness's own. */
   readonly extraApiServerArgs?: readonly string[];
+  /** KWOK nodes, and the scheduler and controller-manager that act on them. Default: none of the three. */
+  readonly nodes?: NodesOptions;
+}
+
+/** The fake GPU nodes KWOK plays: `kwok-node-<i>`, each with its own pod CIDR on the loopback range. */
+export interface NodesOptions {
+  readonly count: number;
+  /** `nvidia.com/gpu` capacity of each node. */
+  readonly gpusPerNode: number;
 }
 
 export interface Cluster {
@@ -71,29 +83,36 @@ export interface Cluster {
   readonly controller: KubeClient;
   /** Kubeconfig files (JSON) for processes started by tests: `admin`, `controller` and `router` (ROUTER_USER). */
   readonly kubeconfigs: { readonly admin: string; readonly controller: string; readonly router: string };
+  /** The KWOK nodes' names (empty without `nodes`). */
+  readonly nodeNames: readonly string[];
+
   /** Stops kube-apiserver, then etcd, and removes `dir`. Safe to call more than once. */
   stop(): Promise<void>;
 }
 
 /**
- * The directory build.sh installs binaries into for the current go.sum: `$TANDEM_KUBE_BIN` if set,
- * else `${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}/<first 16 hex of sha256(go.sum)>/bin`.
+ * The directory build.sh installs binaries into for the current go.sums: `$TANDEM_KUBE_BIN` if
+ * set, else `${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}/<key>/bin`, `<key>` the first 16 hex
+ * digits of sha256(go.sum followed by kwok/go.sum).
  */
 export function binDir(): string {
   const explicit = process.env["TANDEM_KUBE_BIN"];
   if (explicit !== undefined && explicit !== "") return explicit;
   const cacheRoot = process.env["TANDEM_KUBE_CACHE"] ?? join(homedir(), ".cache", "tandem", "kube");
-  const key = createHash("sha256")
-    .update(readFileSync(join(TESTENV_DIR, "go.sum")))
-    .digest("hex")
-    .slice(0, 16);
-  return join(cacheRoot, key, "bin");
+  const hash = createHash("sha256");
+  for (const file of ["go.sum", join("kwok", "go.sum")]) hash.update(readFileSync(join(TESTENV_DIR, file)));
+  return join(cacheRoot, hash.digest("hex").slice(0, 16), "bin");
 }
 
-/** Starts etcd and kube-apiserver and waits until the API server's /readyz answers 200. */
+/**
+ * Starts etcd and kube-apiserver and waits until the API server's /readyz answers 200; with
+ * `nodes`, then kube-controller-manager, kube-scheduler and KWOK, creates the nodes and waits until
+ * every node is Ready and the controller-manager has made the `default` ServiceAccount.
+ */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const bin = options.binDir ?? binDir();
-  for (const name of ["etcd", "kube-apiserver"]) {
+  const names = options.nodes === undefined ? ["etcd", "kube-apiserver"] : ["etcd", "kube-apiserver", ...NODE_BINARIES];
+  for (const name of names) {
     if (!existsSync(join(bin, name)))
       throw new Error(`${join(bin, name)} not found; run: bash hack/kube-testenv/build.sh`);
   }
@@ -128,7 +147,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     );
     const server = `https://${LOOPBACK}:${apiPort}`;
     const caPem = await waitForApiServer(server, dir, secrets.adminToken, processes[1]!, deadline - Date.now());
-    return assemble({ server, etcdUrl, caPem, dir, secrets, teardown });
+    const cluster = assemble({ server, etcdUrl, caPem, dir, secrets, teardown });
+    if (options.nodes === undefined) return cluster;
+    const nodeNames = await startNodes({ cluster, bin, nodes: options.nodes, processes, deadline });
+    return { ...cluster, nodeNames };
   } catch (error) {
     await teardown();
     throw error;
@@ -175,8 +197,140 @@ function assemble(input: AssembleInput): Cluster {
     admin,
     controller,
     kubeconfigs,
+    nodeNames: [],
     stop,
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes: kube-controller-manager, kube-scheduler, KWOK
+
+const NODE_BINARIES = ["kube-controller-manager", "kube-scheduler", "kwok"] as const;
+const NODES = { group: "", version: "v1", plural: "nodes", namespaced: false } as const;
+const SERVICE_ACCOUNTS = { group: "", version: "v1", plural: "serviceaccounts", namespaced: true } as const;
+/** The label every KWOK node carries (and KWOK's own convention: `type=kwok`). */
+export const KWOK_NODE_LABEL = "type";
+/** A pod annotation ("3s"): how long KWOK leaves the pod ContainerCreating (stages.yaml `pod-ready`). */
+export const START_DELAY_ANNOTATION = "e2e.tandem.dev/start-delay";
+/** Set to "true" on a node and its "kubelet" reports Ready=False (stages.yaml `node-down`); remove it to recover. */
+export const NODE_DOWN_LABEL = "e2e.tandem.dev/node-down";
+
+interface NodesInput {
+  readonly cluster: Cluster;
+  readonly bin: string;
+  readonly nodes: NodesOptions;
+  readonly processes: ManagedProcess[];
+  readonly deadline: number;
+}
+
+/** Starts the controller-manager, scheduler and KWOK, creates the nodes, waits until all are Ready. */
+async function startNodes(input: NodesInput): Promise<string[]> {
+  const { cluster, bin, processes } = input;
+  const admin = cluster.kubeconfigs.admin;
+  processes.push(
+    spawnLogged(
+      "kube-controller-manager",
+      join(bin, "kube-controller-manager"),
+      controllerManagerArgs(admin),
+      cluster.dir,
+    ),
+  );
+  processes.push(spawnLogged("kube-scheduler", join(bin, "kube-scheduler"), componentArgs(admin), cluster.dir));
+  processes.push(spawnLogged("kwok", join(bin, "kwok"), kwokArgs(admin), cluster.dir));
+  const names = Array.from({ length: input.nodes.count }, (_, index) => `kwok-node-${index}`);
+  for (const [index, name] of names.entries())
+    await cluster.admin.create(NODES, nodeObject(name, index, input.nodes.gpusPerNode));
+  const watched = processes.slice(-NODE_BINARIES.length);
+  await waitFor(
+    async () => {
+      for (const managed of watched) assertRunning(managed);
+      const list = await cluster.admin.list(NODES);
+      const ready = (list.items as any[]).filter((node) =>
+        node.status?.conditions?.some((c: any) => c.type === "Ready" && c.status === "True"),
+      );
+      return ready.length === names.length ? true : undefined;
+    },
+    { timeoutMs: input.deadline - Date.now(), intervalMs: 250, what: `${names.length} KWOK nodes Ready` },
+  ).catch((error: unknown) => {
+    throw withLog(error, watched[2]!);
+  });
+  // The ServiceAccount controller's first act: the controller-manager's controllers are running.
+  await waitFor(
+    async () =>
+      (await cluster.admin.request("GET", resourcePath(SERVICE_ACCOUNTS, { namespace: "default", name: "default" })))
+        .status === 200
+        ? true
+        : undefined,
+    {
+      timeoutMs: input.deadline - Date.now(),
+      intervalMs: 250,
+      what: "kube-controller-manager to create ServiceAccount default/default",
+    },
+  ).catch((error: unknown) => {
+    throw withLog(error, watched[0]!);
+  });
+  return names;
+}
+
+/**
+ * Node `index`: `nvidia.com/gpu` capacity, and a /24 pod CIDR of its own on the loopback range
+ * (127.10.0.0/24, 127.10.1.0/24, ...) from which KWOK gives pods their IPs: a process started on a
+ * pod IP (test/e2e/engine-pods.ts) is reachable, and nothing ever leaves the machine.
+ */
+function nodeObject(name: string, index: number, gpus: number): any {
+  const capacity = { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": String(gpus) };
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name,
+      labels: {
+        [KWOK_NODE_LABEL]: "kwok",
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+      },
+      annotations: { "kwok.x-k8s.io/node": "fake" },
+    },
+    spec: { podCIDR: `127.${10 + (index >> 8)}.${index & 255}.0/24` },
+    status: { capacity, allocatable: capacity },
+  };
+}
+
+/** Flags kube-controller-manager and kube-scheduler share: no port (`--secure-port=0` serves nothing), one instance. */
+function componentArgs(kubeconfig: string): string[] {
+  return [
+    `--kubeconfig=${kubeconfig}`,
+    "--secure-port=0",
+    "--leader-elect=false",
+    "--kube-api-qps=200",
+    "--kube-api-burst=400",
+    "--v=1",
+  ];
+}
+
+/** Node lifecycle every 2 s with a 20 s grace (defaults 5 s and 50 s): a node that stops reporting goes NotReady within a test's bounds. */
+function controllerManagerArgs(kubeconfig: string): string[] {
+  return [
+    ...componentArgs(kubeconfig),
+    "--use-service-account-credentials=false",
+    "--allocate-node-cidrs=false",
+    "--node-monitor-period=2s",
+    "--node-monitor-grace-period=20s",
+  ];
+}
+
+/** KWOK manages every node (all are its own), no server (`--node-port=0`), stages from stages.yaml. */
+function kwokArgs(kubeconfig: string): string[] {
+  return [
+    `--kubeconfig=${kubeconfig}`,
+    `--config=${join(TESTENV_DIR, "kwok", "stages.yaml")}`,
+    "--manage-all-nodes=true",
+    `--node-ip=${LOOPBACK}`,
+    "--node-port=0",
+    "--cidr=127.9.0.0/16",
+    "--node-lease-duration-seconds=40",
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,8 +418,10 @@ function apiServerArgs(dir: string, etcdUrl: string, port: number): string[] {
     `--service-account-key-file=${join(dir, "sa.pub")}`,
     `--service-account-signing-key-file=${join(dir, "sa.key")}`,
     "--service-cluster-ip-range=10.96.0.0/24",
-    // No controller-manager creates default ServiceAccounts, so pods would be refused without this.
-    "--disable-admission-plugins=ServiceAccount",
+    // ServiceAccount: without `nodes` no controller-manager creates default ServiceAccounts, and with
+    // it a pod created right after its namespace would race the creation. DefaultTolerationSeconds:
+    // a pod on a node gone NotReady is evicted at once rather than after 300 s.
+    "--disable-admission-plugins=ServiceAccount,DefaultTolerationSeconds",
     // Stricter than the default: creating a child with blockOwnerDeletion needs update on the
     // owner's finalizers, so the tests prove the shipped RBAC suffices on such clusters too.
     "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
@@ -432,7 +588,7 @@ function keepLogs(dir: string): void {
   if (target === undefined || target === "") return;
   const into = join(target, dir.split("/").at(-1) ?? "cluster");
   mkdirSync(into, { recursive: true });
-  for (const name of ["etcd.log", "kube-apiserver.log"]) {
+  for (const name of ["etcd", "kube-apiserver", ...NODE_BINARIES].map((server) => `${server}.log`)) {
     if (existsSync(join(dir, name))) copyFileSync(join(dir, name), join(into, name));
   }
 }
@@ -455,7 +611,8 @@ function removeAbandonedDirs(): void {
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, owned by another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,7 +1,13 @@
 /**
  * The controller on a real kube-apiserver (issue "Run on real Kubernetes"): the adapter in
  * src/kube drives the real engine and core, authenticated as the ServiceAccount and bound only by
- * the generated RBAC, with a fake kubelet standing in for scheduler and nodes.
+ * the generated RBAC, on 16 KWOK nodes of 8 GPUs with the real kube-scheduler and
+ * kube-controller-manager (test/e2e/cluster.ts `nodes`). Besides the controller's own behaviour,
+ * what only a real control plane shows: the scheduler's Pending reason for too few GPUs quoted in the
+ * status; the garbage collector removing a deleted ModelServing's pods, Services and
+ * ControllerRevisions; a node going NotReady, its pod evicted and the group rebuilt elsewhere
+ * (ServingGroupRecreate); an in-place update verified from the containerStatuses KWOK reports, and
+ * one to a crashing image stalling on CrashLoopBackOff.
  *
  * Needs the binaries from `bash hack/kube-testenv/build.sh`. Run: node --test test/e2e/controller.e2e.ts
  */
@@ -10,8 +16,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { type Cluster, freePorts, startCluster } from "./cluster.ts";
-import { type KubeClient, MODEL_SERVINGS } from "./client.ts";
+import { type Cluster, freePorts, NODE_DOWN_LABEL, startCluster } from "./cluster.ts";
+import { type KubeClient, MODEL_SERVINGS, resourcePath } from "./client.ts";
 import { waitFor } from "./wait.ts";
 import {
   ensureNamespace,
@@ -22,8 +28,7 @@ import {
   startTestController,
   type TestController,
 } from "./env.ts";
-import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
-import { imagesOf, PODS, podsOf, readState, SERVICES, setRoleImage, waitUntil } from "./observe.ts";
+import { imagesOf, PODS, podsOf, readState, REVISIONS, SERVICES, setRoleImage, waitUntil } from "./observe.ts";
 import { undoCommand, historyCommand, restartCommand, type RolloutClient } from "../../src/cli/rollout.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { ROLLOUT_PERMISSIONS } from "../../src/kube/resources.ts";
@@ -40,6 +45,9 @@ const EVENTS = { group: "", version: "v1", plural: "events", namespaced: true } 
 const CLUSTER_START_TIMEOUT_MS = 180_000;
 const TEST_TIMEOUT_MS = 120_000;
 const CONVERGE_MS = 60_000;
+/** Enough GPUs for every test's ModelServings at once (each test keeps its namespace). */
+const NODES = { count: 16, gpusPerNode: 8 } as const;
+const NODE_RESOURCE = { group: "", version: "v1", plural: "nodes", namespaced: false } as const;
 
 /** The `tandem rollout` client as a user (admin kubeconfig) would run it. */
 function rolloutClient(cluster: Cluster, namespace: string, name: string): RolloutClient {
@@ -58,22 +66,43 @@ function example(file: string, namespace: string): any {
   return object;
 }
 
-describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 14 * TEST_TIMEOUT_MS }, () => {
+/** One role `server` of `gpus` GPUs per pod, `groups` ServingGroups; `extra` merges into the spec. */
+function modelServing(
+  name: string,
+  namespace: string,
+  groups: number,
+  gpus: number,
+  extra: Record<string, unknown> = {},
+): any {
+  const container = { name: "vllm", image: "vllm:v1", resources: { limits: { "nvidia.com/gpu": String(gpus) } } };
+  return {
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name, namespace },
+    spec: {
+      replicas: groups,
+      template: { roles: [{ name: "server", replicas: 1, entryTemplate: { spec: { containers: [container] } } }] },
+      ...extra,
+    },
+  };
+}
+
+const livePods = (pods: readonly any[]): any[] => pods.filter((pod) => pod.metadata.deletionTimestamp === undefined);
+
+describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 19 * TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let controller: TestController | undefined;
-  const kubelets: FakeKubelet[] = [];
   const admin = (): KubeClient => cluster.admin;
 
-  /** A namespace with a fake kubelet tending its pods. */
+  /** A namespace for one test; KWOK's nodes run its pods. */
   async function namespace(name: string): Promise<string> {
     await ensureNamespace(admin(), name);
-    kubelets.push(startFakeKubelet(admin(), name));
     return name;
   }
 
   before(
     async () => {
-      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
+      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS, nodes: NODES });
       await installCrd(cluster.admin);
       await installRbac(cluster.admin);
       controller = await startTestController(cluster);
@@ -83,7 +112,6 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
 
   after(async () => {
     await controller?.running.stop();
-    for (const kubelet of kubelets) await kubelet.stop();
     await cluster.stop();
   });
 
@@ -419,6 +447,175 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
     },
   );
 
+  // On the KWOK nodes: the real scheduler, garbage collector, node lifecycle and taint eviction.
+  test(
+    "more GPUs than any node has: the scheduler's reason on the pod, the ModelServing says the pods cannot be scheduled",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = "nodes-pending";
+      await ensureNamespace(admin(), ns);
+      await admin().create(MODEL_SERVINGS, modelServing("big", ns, 1, 16));
+      const message = await waitFor(
+        async () => {
+          const state = await readState(admin(), ns, "big");
+          const scheduled = state.pods[0]?.status?.conditions?.find((condition) => condition.type === "PodScheduled");
+          const progressing = state.ms.status?.conditions?.find((condition) =>
+            /cannot be scheduled/.test(condition.message ?? ""),
+          );
+          return scheduled?.reason === "Unschedulable" && progressing !== undefined
+            ? `${scheduled.message ?? ""} | ${progressing.type}: ${progressing.message ?? ""}`
+            : undefined;
+        },
+        { timeoutMs: CONVERGE_MS, what: "an Unschedulable pod and a status naming it" },
+      );
+      assert.match(message, /0\/16 nodes are available: 16 Insufficient nvidia\.com\/gpu/);
+      assert.match(message, /Add capacity for them/);
+    },
+  );
+
+  test(
+    "deleting a ModelServing: the garbage collector removes its pods, Services and ControllerRevisions",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = "nodes-gc";
+      await ensureNamespace(admin(), ns);
+      const object = modelServing("gc", ns, 2, 1);
+      object.spec.template.roles[0].workerTemplate = { spec: { containers: [{ name: "worker", image: "vllm:v1" }] } };
+      object.spec.template.roles[0].workerReplicas = 1;
+      await admin().create(MODEL_SERVINGS, object);
+      const state = await waitUntil(admin(), ns, "gc", "Available", CONVERGE_MS);
+      const services = (await admin().list(SERVICES, ns)).items as any[];
+      assert.ok(
+        state.pods.length === 4 && services.length === 2 && state.revisionObjects.length >= 1,
+        `before: ${state.pods.length} pods, ${services.length} Services, ${state.revisionObjects.length} revisions`,
+      );
+      for (const child of [...state.pods, ...services, ...state.revisionObjects])
+        assert.equal(child.metadata.ownerReferences?.[0]?.kind, "ModelServing");
+      await admin().call("DELETE", resourcePath(MODEL_SERVINGS, { namespace: ns, name: "gc" }), {
+        apiVersion: "v1",
+        kind: "DeleteOptions",
+        propagationPolicy: "Background",
+      });
+      await waitFor(
+        async () => {
+          const counts = await Promise.all(
+            [PODS, SERVICES, REVISIONS].map(
+              async (resource) => ((await admin().list(resource, ns)).items as any[]).length,
+            ),
+          );
+          return counts.every((count) => count === 0) ? true : undefined;
+        },
+        { timeoutMs: CONVERGE_MS, what: "no pod, Service or ControllerRevision left in the namespace" },
+      );
+    },
+  );
+
+  test(
+    "a node goes NotReady: its pod is evicted, ServingGroupRecreate rebuilds that group on another node, the other group is untouched",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = "nodes-notready";
+      await ensureNamespace(admin(), ns);
+      // 8 GPUs per pod: one pod per node, so the rebuilt pod must go to a node of its own.
+      await admin().create(MODEL_SERVINGS, modelServing("evict", ns, 2, 8, { recoveryPolicy: "ServingGroupRecreate" }));
+      const before = await waitUntil(admin(), ns, "evict", "Available", CONVERGE_MS);
+      const [victim, bystander] = [...before.pods].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)) as [
+        any,
+        any,
+      ];
+      const downNode: string = victim.spec.nodeName;
+      await admin().mergePatch(
+        NODE_RESOURCE,
+        { name: downNode },
+        { metadata: { labels: { [NODE_DOWN_LABEL]: "true" } } },
+      );
+      try {
+        const after = await waitUntil(admin(), ns, "evict", "Available", CONVERGE_MS, (state) => {
+          const rebuilt = livePods(state.pods).find((pod) => pod.metadata.name === victim.metadata.name);
+          return rebuilt !== undefined && rebuilt.metadata.uid !== victim.metadata.uid && state.pods.length === 2;
+        });
+        const rebuilt = after.pods.find((pod) => pod.metadata.name === victim.metadata.name)!;
+        assert.notEqual(rebuilt.spec.nodeName, downNode, "the rebuilt pod avoids the NotReady node (its taint)");
+        assert.equal(
+          after.pods.find((pod) => pod.metadata.name === bystander.metadata.name)?.metadata.uid,
+          bystander.metadata.uid,
+          "the other group keeps its pod",
+        );
+        const node = await admin().get(NODE_RESOURCE, downNode);
+        assert.ok(
+          (node.spec.taints ?? []).some(
+            (taint: any) => taint.key === "node.kubernetes.io/not-ready" && taint.effect === "NoExecute",
+          ),
+          `the node lifecycle controller tainted ${downNode}: ${JSON.stringify(node.spec.taints)}`,
+        );
+      } finally {
+        await admin().mergePatch(
+          NODE_RESOURCE,
+          { name: downNode },
+          { metadata: { labels: { [NODE_DOWN_LABEL]: null } } },
+        );
+      }
+    },
+  );
+
+  test(
+    "an in-place update: KWOK restarts the container with a new containerID, the controller verifies it and keeps the pod",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = "nodes-inplace";
+      await ensureNamespace(admin(), ns);
+      await admin().create(
+        MODEL_SERVINGS,
+        modelServing("inplace", ns, 2, 1, { rolloutStrategy: { type: "InPlaceUpdate" } }),
+      );
+      const before = await waitUntil(admin(), ns, "inplace", "Available", CONVERGE_MS);
+      await setRoleImage(admin(), ns, "inplace", "server", "vllm:v2");
+      const after = await waitUntil(admin(), ns, "inplace", "RolloutComplete", CONVERGE_MS);
+      assert.deepEqual(
+        after.pods.map((pod) => pod.metadata.uid).sort(),
+        before.pods.map((pod) => pod.metadata.uid).sort(),
+        "the same pods",
+      );
+      for (const pod of after.pods) {
+        const status = pod.status?.containerStatuses?.at(0);
+        const old = before.pods
+          .find((candidate) => candidate.metadata.uid === pod.metadata.uid)
+          ?.status?.containerStatuses?.at(0);
+        assert.ok(status !== undefined, `${pod.metadata.name} reports its container`);
+        assert.equal(status.image, "vllm:v2");
+        assert.equal(status.restartCount, 1);
+        assert.notEqual(status.containerID, old?.containerID, `${pod.metadata.name}: a new container`);
+      }
+    },
+  );
+
+  test(
+    "an in-place update to a crashing image stalls: CrashLoopBackOff is named, the pod is not recreated",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const ns = "nodes-crash";
+      await ensureNamespace(admin(), ns);
+      await admin().create(
+        MODEL_SERVINGS,
+        modelServing("crash", ns, 1, 1, { rolloutStrategy: { type: "InPlaceUpdate" } }),
+      );
+      const before = await waitUntil(admin(), ns, "crash", "Available", CONVERGE_MS);
+      await setRoleImage(admin(), ns, "crash", "server", "vllm:v2-crash");
+      const stalled = await waitFor(
+        async () => {
+          const state = await readState(admin(), ns, "crash");
+          const text = JSON.stringify([state.ms.status?.conditions, state.pods.map((pod) => pod.metadata.annotations)]);
+          return /CrashLoopBackOff/.test(text) && /Stalled/.test(text) ? state : undefined;
+        },
+        { timeoutMs: CONVERGE_MS, what: "the in-place update stalled on CrashLoopBackOff" },
+      );
+      assert.deepEqual(
+        stalled.pods.map((pod) => pod.metadata.uid),
+        before.pods.map((pod) => pod.metadata.uid),
+        "the pod is kept",
+      );
+    },
+  );
   test(
     "tandem rollout restart replaces every pod through a new revision; --recreate rebuilds one role of one group, once",
     { timeout: TEST_TIMEOUT_MS },

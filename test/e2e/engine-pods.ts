@@ -1,15 +1,23 @@
 /**
- * Engine-mocks behind the fake kubelet's pods, for e2e tests of the request path: each entry pod
- * gets its own loopback IP (127.0.1.N, all of 127.0.0.0/8 is the loopback interface on Linux), and
- * once the kubelet reports it Running an engine-mock listens on that IP and the route's port, with
- * `--kv-format` from the first container's env `KV_FORMAT` (default `v1`). When the kubelet sees
- * the pod terminating, its engine stops at once — every request still on it is cut, as the
- * containers of a deleted pod would — and the pod's annotations at that instant are kept, so a
- * test can check what the pod carried when its deletion began (the drain confirmations).
+ * Engine-mocks behind the entry pods that KWOK runs, for e2e tests of the request path. KWOK gives
+ * each pod an IP from its node's pod CIDR on the loopback range (127.10.N.M: all of 127.0.0.0/8 is
+ * the loopback interface on Linux, see cluster.ts `nodeObject`); once an entry pod is Running an
+ * engine-mock listens on that IP and the route's port, with `--kv-format` from the first
+ * container's env `KV_FORMAT` (default `v1`). When the pod is seen terminating (or gone), its
+ * engine stops at once — every request still on it is cut, as the containers of a deleted pod
+ * would — and the pod's annotations at that instant are kept, so a test can check what the pod
+ * carried when its deletion began (the drain confirmations).
+ *
+ * It follows the pods with a watch rather than by polling: KWOK deletes a terminating pod within
+ * milliseconds, and only a watch is sure to deliver the state it had. This is what remains of the
+ * fake kubelet: KWOK reports the pods, this runs the processes a kubelet would start on them.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { startEngineMock } from "../../src/router/engine-mock/server.ts";
 import type { EngineMock } from "../../src/router/engine-mock/server.ts";
-import type { FakeKubeletOptions } from "./fake-kubelet.ts";
+import type { KubeClient } from "./client.ts";
+
+const PODS = { group: "", version: "v1", plural: "pods", namespaced: true } as const;
 
 /** A deleted entry pod: its name, role label and annotations when its deletion was first seen. */
 export interface DeletedPod {
@@ -19,10 +27,8 @@ export interface DeletedPod {
 }
 
 export interface EnginePods {
-  /** Options for `startFakeKubelet` that wire the pods to their engines. */
-  readonly kubelet: FakeKubeletOptions;
   readonly deleted: () => readonly DeletedPod[];
-  /** Stops every engine. */
+  /** Stops following the pods and stops every engine. */
   close(): Promise<void>;
 }
 
@@ -32,25 +38,30 @@ export interface EngineLatency {
   readonly tpotMs: number;
 }
 
-/** Engines on `port`, pod IPs from 127.0.1.1 up (at most 254 pods over the test's life). */
-export function enginePods(port: number, latency: EngineLatency): EnginePods {
-  const engines = new Map<string, Promise<EngineMock | undefined>>();
+/** Engines on `port` behind the entry pods of `namespace`, followed through `admin`. */
+export function startEnginePods(
+  admin: KubeClient,
+  namespace: string,
+  port: number,
+  latency: EngineLatency,
+): EnginePods {
+  const engines = new Map<string, { readonly ip: string; readonly started: Promise<EngineMock | undefined> }>();
+  /** An IP's engine being closed: KWOK reuses a deleted pod's IP, and the next engine must wait for the port. */
+  const closing = new Map<string, Promise<void>>();
+  const lastSeen = new Map<string, any>();
   const deleted: DeletedPod[] = [];
   const seenDeleting = new Set<string>();
-  let nextHost = 1;
-  const podIp = (): string => {
-    if (nextHost > 254) throw new Error("engine-pods: more than 254 pods");
-    return `127.0.1.${nextHost++}`;
-  };
-  const onRunning = (pod: any): void => {
+
+  const start = (pod: any): void => {
     const uid: string = pod.metadata.uid;
-    if (pod.metadata.labels?.["tandem.dev/entry"] !== "true" || engines.has(uid) || seenDeleting.has(uid)) return;
-    const started = startEngineMock({ host: pod.status.podIP, port, kvFormat: kvFormat(pod), ...latency }).catch(
-      () => undefined,
-    );
-    engines.set(uid, started);
+    const ip: string = pod.status.podIP;
+    const started = (async () => {
+      await closing.get(ip);
+      return startEngineMock({ host: ip, port, kvFormat: kvFormat(pod), ...latency });
+    })().catch(() => undefined);
+    engines.set(uid, { ip, started });
   };
-  const onTerminating = async (pod: any): Promise<void> => {
+  const stop = (pod: any): void => {
     const uid: string = pod.metadata.uid;
     if (seenDeleting.has(uid)) return;
     seenDeleting.add(uid);
@@ -63,15 +74,48 @@ export function enginePods(port: number, latency: EngineLatency): EnginePods {
     }
     const engine = engines.get(uid);
     engines.delete(uid);
-    await (await engine)?.close();
+    if (engine !== undefined)
+      closing.set(
+        engine.ip,
+        engine.started.then((mock) => mock?.close()),
+      );
   };
+  const onEvent = (type: string, pod: any): void => {
+    const uid: string = pod.metadata.uid;
+    lastSeen.set(uid, pod);
+    if (type === "DELETED" || pod.metadata.deletionTimestamp !== undefined) {
+      stop(pod);
+      return;
+    }
+    const running = pod.status?.phase === "Running" && typeof pod.status?.podIP === "string";
+    if (pod.metadata.labels?.["tandem.dev/entry"] === "true" && running && !engines.has(uid) && !seenDeleting.has(uid))
+      start(pod);
+  };
+
+  const aborter = new AbortController();
+  const follow = (async () => {
+    while (!aborter.signal.aborted) {
+      try {
+        const list = await admin.list(PODS, namespace);
+        const present = new Set((list.items as any[]).map((pod) => pod.metadata.uid as string));
+        // Gone between two watches: stopped as last seen.
+        for (const uid of [...engines.keys()]) if (!present.has(uid)) stop(lastSeen.get(uid));
+        for (const pod of list.items as any[]) onEvent("ADDED", pod);
+        await admin.watch(PODS, namespace, list.metadata.resourceVersion, onEvent, aborter.signal);
+      } catch {
+        await sleep(200); // the API server restarting, a 410 Gone: list again
+      }
+    }
+  })();
+
   return {
-    kubelet: { podIp, onRunning, onTerminating, intervalMs: 50 },
     deleted: () => deleted,
     close: async () => {
+      aborter.abort();
+      await follow;
       const all = [...engines.values()];
       engines.clear();
-      await Promise.all(all.map(async (engine) => (await engine)?.close()));
+      await Promise.all([...closing.values(), ...all.map(async (engine) => (await engine.started)?.close())]);
     },
   };
 }
