@@ -35,6 +35,7 @@ import {
 } from "./env.ts";
 import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
 import { waitUntil } from "./observe.ts";
+import { waitFor } from "./wait.ts";
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..");
 const CHART = join(REPO_ROOT, "deploy", "helm", "tandem");
@@ -334,6 +335,7 @@ function applyExtraValues(objects: Map<string, KubeObject>, values: any): void {
 const DEPLOYMENTS: Resource = { group: "apps", version: "v1", plural: "deployments", namespaced: true };
 const SERVICES: Resource = { group: "", version: "v1", plural: "services", namespaced: true };
 const PODS: Resource = { group: "", version: "v1", plural: "pods", namespaced: true };
+const EVENTS: Resource = { group: "", version: "v1", plural: "events", namespaced: true };
 
 function resourceOf(object: KubeObject): Resource {
   const resource = { ...RBAC_RESOURCES, Deployment: DEPLOYMENTS, Service: SERVICES }[object["kind"] as string];
@@ -410,6 +412,16 @@ describe("helm chart on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 3
       await cluster.admin.create(MODEL_SERVINGS, serving);
       await waitUntil(cluster.admin, "ml", serving.metadata.name, "Available", 60_000);
       assert.deepEqual(forbiddenLines(controller.logger), [], "the controller was refused by the chart's RBAC");
+      // A refused Event is dropped without a log line, so look for the Events themselves.
+      const events = await waitFor(
+        async () => {
+          const items: KubeObject[] = (await cluster.admin.list(EVENTS, "ml")).items;
+          const ours = items.filter((event) => event["involvedObject"].name === serving.metadata.name);
+          return ours.length > 0 ? ours : undefined;
+        },
+        { timeoutMs: 30_000, what: "the controller's Events on the ModelServing in ml" },
+      );
+      assert.ok(events.some((event) => event["reason"] === "InstanceCreated"));
       assert.equal((await cluster.controller.request("GET", resourcePath(PODS, { namespace: "ml" }))).status, 200);
       assert.equal((await cluster.controller.request("GET", resourcePath(PODS, { namespace: "other" }))).status, 403);
       assert.equal(
