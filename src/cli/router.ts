@@ -38,7 +38,7 @@ export interface RouterFlags {
 export const SHUTDOWN_DEADLINE_MS = 25_000;
 const LOG_LEVELS: readonly string[] = ["debug", "info", "warn", "error"];
 /** A DNS-1123 label: what a Kubernetes namespace name, and a router id, must be. */
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** A Lease shorter than this could not be renewed every third of it over a slow API server. */
 const MIN_LEASE_DURATION_SECONDS = 3;
 

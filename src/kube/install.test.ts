@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { ROUTER_PERMISSIONS } from "./resources.ts";
 import { renderManifests } from "../cli/install.ts";
 import {
   deploymentManifest,
@@ -10,6 +11,7 @@ import {
   rbacManifests,
   renderDeploymentYaml,
   renderRbacYaml,
+  ROLE_SCOPES,
   routerDeploymentManifest,
   routerRbacManifests,
   routerServiceManifest,
@@ -106,7 +108,7 @@ test("the router Deployment: 2 replicas of tandem router, the controller's image
 });
 
 test("the ClusterRole is least privilege: no wildcards, no secrets, Leases only read (router Leases) and written through the namespaced Role", () => {
-  const rules = policyRules("cluster");
+  const rules = policyRules(ROLE_SCOPES.clusterRole);
   assert.ok(rules.every((rule) => !JSON.stringify(rule).includes("*")));
   assert.ok(!JSON.stringify(rules).includes("secrets"));
   assert.deepEqual(
@@ -134,4 +136,122 @@ test("the Deployment: 2 replicas electing a leader, probes, requests, non-root, 
   assert.equal(container.securityContext.readOnlyRootFilesystem, true);
   assert.equal(container.securityContext.allowPrivilegeEscalation, false);
   assert.equal(pod.serviceAccountName, "tandem-controller");
+});
+
+const rbacApi = "rbac.authorization.k8s.io/v1";
+const summary = (manifests: readonly Record<string, unknown>[]): string[] =>
+  manifests.map((manifest) => {
+    const metadata = manifest["metadata"] as { name: string; namespace?: string };
+    return `${String(manifest["kind"])} ${metadata.namespace ?? "-"}/${metadata.name}`;
+  });
+
+test("a namespace scope: the watched namespace gets a Role of what the ClusterRole held; the controller's ClusterRole keeps only its reads of router Leases, the router has none", () => {
+  const controller = rbacManifests({ namespace: "ops", watchNamespace: "ml" });
+  assert.deepEqual(summary(controller), [
+    "Namespace -/ops",
+    "ServiceAccount ops/tandem-controller",
+    "ClusterRole -/tandem-controller",
+    "ClusterRoleBinding -/tandem-controller",
+    "Role ops/tandem-controller",
+    "RoleBinding ops/tandem-controller",
+    "Role ml/tandem-controller-watched",
+    "RoleBinding ml/tandem-controller-watched",
+  ]);
+  const rulesOf = (manifests: readonly Record<string, unknown>[], kind: string, namespace?: string): unknown =>
+    manifests.find(
+      (manifest) =>
+        manifest["kind"] === kind && (manifest["metadata"] as { namespace?: string }).namespace === namespace,
+    )?.["rules"];
+  assert.deepEqual(rulesOf(controller, "ClusterRole"), [
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["list", "watch"] },
+  ]);
+  assert.deepEqual(rulesOf(controller, "Role", "ml"), policyRules("cluster"));
+  assert.deepEqual(
+    [...policyRules("cluster"), ...policyRules("allNamespaces")],
+    policyRules(ROLE_SCOPES.clusterRole),
+    "every rule is in one role or the other",
+  );
+  const binding = controller.find(
+    (manifest) =>
+      manifest["kind"] === "RoleBinding" && (manifest["metadata"] as { namespace: string }).namespace === "ml",
+  );
+  assert.deepEqual(binding, {
+    apiVersion: rbacApi,
+    kind: "RoleBinding",
+    metadata: {
+      name: "tandem-controller-watched",
+      namespace: "ml",
+      labels: { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "controller" },
+    },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tandem-controller-watched" },
+    subjects: [{ kind: "ServiceAccount", name: "tandem-controller", namespace: "ops" }],
+  });
+  const router = routerRbacManifests({ namespace: "ops", watchNamespace: "ml" });
+  assert.deepEqual(summary(router), [
+    "ServiceAccount ops/tandem-router",
+    "Role ops/tandem-router",
+    "RoleBinding ops/tandem-router",
+    "Role ml/tandem-router-watched",
+    "RoleBinding ml/tandem-router-watched",
+  ]);
+  assert.deepEqual(rulesOf(router, "Role", "ml"), policyRules("cluster", ROUTER_PERMISSIONS));
+  // Both watch only that namespace.
+  assert.ok(
+    (deploymentManifest({ watchNamespace: "ml" }) as any).spec.template.spec.containers[0].args.includes(
+      "--namespace=ml",
+    ),
+  );
+  assert.ok(
+    (routerDeploymentManifest({ watchNamespace: "ml" }) as any).spec.template.spec.containers[0].args.includes(
+      "--namespace=ml",
+    ),
+  );
+  assert.ok(
+    !(deploymentManifest() as any).spec.template.spec.containers[0].args.some((arg: string) =>
+      arg.startsWith("--namespace"),
+    ),
+  );
+});
+
+test("the router can be left out, metrics unadvertised, replicas, ports and the pull policy chosen", () => {
+  const kinds = (yaml: string): string[] =>
+    parseAllDocuments(yaml)
+      .map((document) => document.toJS() as { kind: string; metadata: { name: string } } | null)
+      .filter((object) => object !== null)
+      .map((object) => `${object.kind}/${object.metadata.name}`);
+  assert.ok(!kinds(renderRbacYaml({ router: false })).some((name) => name.includes("tandem-router")));
+  assert.deepEqual(kinds(renderDeploymentYaml({ router: false })), ["Deployment/tandem-controller"]);
+  const quiet = { metrics: false } as const;
+  assert.equal((deploymentManifest(quiet) as any).spec.template.metadata.annotations, undefined);
+  assert.deepEqual(
+    (routerServiceManifest(quiet) as any).spec.ports.map((port: any) => port.name),
+    ["http"],
+  );
+  assert.deepEqual((deploymentManifest() as any).spec.template.metadata.annotations, {
+    "prometheus.io/scrape": "true",
+    "prometheus.io/port": "8080",
+    "prometheus.io/path": "/metrics",
+  });
+  const chosen = {
+    controllerReplicas: 1,
+    routerReplicas: 4,
+    controllerMetricsPort: 18080,
+    routerMetricsPort: 19090,
+    imagePullPolicy: "Always",
+  } as const;
+  const controller = deploymentManifest(chosen) as any;
+  const router = routerDeploymentManifest(chosen) as any;
+  assert.deepEqual([controller.spec.replicas, router.spec.replicas], [1, 4]);
+  assert.ok(controller.spec.template.spec.containers[0].args.includes("--metrics-addr=0.0.0.0:18080"));
+  assert.deepEqual(controller.spec.template.spec.containers[0].ports, [
+    { name: "metrics", containerPort: 18080, protocol: "TCP" },
+  ]);
+  assert.equal(router.spec.template.metadata.annotations["prometheus.io/port"], "19090");
+  assert.deepEqual((routerServiceManifest(chosen) as any).spec.ports[1], {
+    name: "metrics",
+    port: 19090,
+    targetPort: "metrics",
+    protocol: "TCP",
+  });
+  assert.equal(router.spec.template.spec.containers[0].imagePullPolicy, "Always");
 });

@@ -30,14 +30,16 @@ export const RESOURCES: Readonly<Record<Kind, Resource>> = {
 export type Verb = "get" | "list" | "watch" | "create" | "update" | "patch" | "delete";
 
 /**
- * One RBAC rule: `verbs` on `resource` (optionally a subresource, `pods/status`) in `group`, in
- * every namespace ("cluster": a ClusterRole) or only the controller's own ("controller": a Role).
+ * One RBAC rule: `verbs` on `resource` (optionally a subresource, `pods/status`) in `group`, where:
+ * "cluster": every namespace the component watches (a ClusterRole; under a namespace scope, a Role
+ * in that namespace); "allNamespaces": every namespace even under a namespace scope (a ClusterRole);
+ * "controller": only the install namespace, where the controller and the router run (a Role).
  */
 export interface Permission {
   readonly group: string;
   readonly resource: string;
   readonly verbs: readonly Verb[];
-  readonly scope: "cluster" | "controller";
+  readonly scope: "cluster" | "allNamespaces" | "controller";
 }
 
 /**
@@ -63,7 +65,8 @@ export const PERMISSIONS: readonly Permission[] = [
     scope: "cluster",
   },
   { group: "", resource: "events", verbs: ["create", "patch"], scope: "cluster" },
-  { group: "coordination.k8s.io", resource: "leases", verbs: ["list", "watch"], scope: "cluster" },
+  // Router Leases from every namespace, also when the controller watches one: a router routing it may run elsewhere.
+  { group: "coordination.k8s.io", resource: "leases", verbs: ["list", "watch"], scope: "allNamespaces" },
   { group: "coordination.k8s.io", resource: "leases", verbs: ["get", "create", "update"], scope: "controller" },
 ];
 

@@ -33,7 +33,7 @@ export const CRD_DOCUMENTS: readonly any[] = parseAllDocuments(
   readFileSync(join(REPO_ROOT, "deploy", "crd.yaml"), "utf8"),
 ).map((document) => document.toJS());
 
-const RBAC_RESOURCES: Readonly<Record<string, Resource>> = {
+export const RBAC_RESOURCES: Readonly<Record<string, Resource>> = {
   Namespace: { group: "", version: "v1", plural: "namespaces", namespaced: false },
   ServiceAccount: { group: "", version: "v1", plural: "serviceaccounts", namespaced: true },
   ClusterRole: { group: "rbac.authorization.k8s.io", version: "v1", plural: "clusterroles", namespaced: false },
