@@ -18,6 +18,7 @@ readonly MODULE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly CACHE_ROOT="${TANDEM_HELM_CACHE:-$HOME/.cache/tandem/helm}"
 readonly BUILD_NAME=helm
 readonly BINARIES=(helm)
+readonly KEY_FILES=("$MODULE_DIR/go.sum")
 readonly COLD_NOTE="cold: 4.5-6.5 CPU-minutes, ~7 min on a shared 2-core machine; see docs/design/e2e-harness.md"
 # shellcheck source=../lib/go-build-cache.sh
 source "$MODULE_DIR/../lib/go-build-cache.sh"

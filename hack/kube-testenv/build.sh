@@ -20,33 +20,15 @@
 set -euo pipefail
 
 readonly HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly MODULE_DIR="$HERE"
 readonly CACHE_ROOT="${TANDEM_KUBE_CACHE:-$HOME/.cache/tandem/kube}"
+readonly BUILD_NAME=kube-testenv
 readonly KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 readonly BINARIES=("${KUBE_BINARIES[@]}" etcd kwok)
-
-log() { printf 'kube-testenv: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# cache_key: the first 16 hex digits of sha256(go.sum followed by kwok/go.sum).
-cache_key() { cat "$HERE/go.sum" "$HERE/kwok/go.sum" | sha256sum | cut -c1-16; }
-
-# complete DIR: true when DIR/bin holds every binary, executable.
-complete() {
-  local name
-  for name in "${BINARIES[@]}"; do [[ -x "$1/bin/$name" ]] || return 1; done
-}
-
-# module_version MODULE: the version of MODULE in the build list.
-module_version() { go list -m -f '{{.Version}}' "$1"; }
-
-# module_time MODULE: the publication time of MODULE's version (RFC 3339, UTC), for buildDate.
-module_time() { go list -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' "$1"; }
-
-# now_s: seconds since the epoch, with milliseconds.
-now_s() { date +%s.%3N; }
-
-# elapsed START: seconds since START, one decimal.
-elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
+readonly KEY_FILES=("$HERE/go.sum" "$HERE/kwok/go.sum")
+readonly COLD_NOTE="cold: see docs/design/e2e-harness.md for the time it takes"
+# shellcheck source=../lib/go-build-cache.sh
+source "$HERE/../lib/go-build-cache.sh"
 
 # compile LOG_NAME ARGS...: `go build ARGS...` at low priority, logging how long it took.
 compile() {
@@ -104,56 +86,4 @@ build_into() {
   log "total: $(elapsed "$t0")s"
 }
 
-# The temporary build directory, removed on exit unless renamed into place.
-TMP_BUILD=""
-cleanup() { [[ -z "$TMP_BUILD" ]] || rm -rf "$TMP_BUILD"; }
-
-main() {
-  local key dest
-  key="$(cache_key)"
-  dest="$CACHE_ROOT/$key"
-
-  if [[ "${1:-}" == "--print-bin-dir" ]]; then echo "$dest/bin"; return; fi
-  [[ $# -eq 0 ]] || die "unknown argument: $1"
-
-  if complete "$dest"; then
-    log "cached: $dest/bin ($(head -n1 "$dest/BUILD-INFO" 2>/dev/null || echo '?'))"
-    echo "$dest/bin"
-    return
-  fi
-
-  command -v go >/dev/null || die "go not found on PATH (needed to build the control plane: kube-apiserver, etcd, kwok, ...)"
-  command -v flock >/dev/null || die "flock not found on PATH"
-  mkdir -p "$CACHE_ROOT"
-
-  exec 9>"$CACHE_ROOT/$key.lock"
-  if ! flock -n 9; then
-    log "another build of $key is running; waiting for it (at most 45 min)"
-    flock -w 2700 9 || die "timed out waiting for the lock $CACHE_ROOT/$key.lock"
-  fi
-  if complete "$dest"; then
-    log "built by a concurrent run: $dest/bin"
-    echo "$dest/bin"
-    return
-  fi
-
-  export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
-  log "building $key with $(go version) (cold: see docs/design/e2e-harness.md for the time it takes)"
-  rm -rf "$CACHE_ROOT/.build-$key."* # left by a killed build; the lock is ours
-  TMP_BUILD="$(mktemp -d "$CACHE_ROOT/.build-$key.XXXXXX")"
-  chmod 755 "$TMP_BUILD"
-  trap cleanup EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  build_into "$TMP_BUILD"
-
-  # -mod=mod lets go add missing go.sum lines; binaries filed under the old key would then lie.
-  [[ "$(cache_key)" == "$key" ]] || die "go.sum changed during the build; run 'go mod tidy' in $HERE and $HERE/kwok and commit both go.sum"
-  rm -rf "$dest" # an incomplete leftover (a binary deleted by hand); the lock is ours
-  mv -T "$TMP_BUILD" "$dest"
-  TMP_BUILD=""
-  log "installed: $dest/bin"
-  echo "$dest/bin"
-}
-
-main "$@"
+cached_build_main "$@"

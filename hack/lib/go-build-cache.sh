@@ -5,7 +5,8 @@
 #
 #   BUILD_NAME     log prefix, e.g. "helm"
 #   MODULE_DIR     the directory holding go.mod and go.sum
-#   CACHE_ROOT     where <key>/bin/... goes; <key> = first 16 hex digits of sha256(go.sum)
+#   CACHE_ROOT     where <key>/bin/... goes; <key> = first 16 hex digits of sha256(the KEY_FILES)
+#   KEY_FILES      array of the go.sum files the binaries depend on, concatenated into the key
 #   BINARIES       array of the binary names a complete build holds in <key>/bin
 #   COLD_NOTE      what a cold build costs, said when one starts
 #   build_into DIR compiles every binary into DIR/bin and writes DIR/BUILD-INFO (first line: what was built)
@@ -17,8 +18,8 @@
 log() { printf '%s: %s\n' "$BUILD_NAME" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# cache_key: the first 16 hex digits of sha256(go.sum).
-cache_key() { sha256sum "$MODULE_DIR/go.sum" | cut -c1-16; }
+# cache_key: the first 16 hex digits of sha256 of the KEY_FILES, concatenated (one file: its sha256sum).
+cache_key() { cat "${KEY_FILES[@]}" | sha256sum | cut -c1-16; }
 
 # complete DIR: true when DIR/bin holds every binary, executable.
 complete() {
@@ -85,7 +86,7 @@ cached_build_main() {
   build_into "$TMP_BUILD"
 
   # -mod=mod lets go add missing go.sum lines; binaries filed under the old key would then lie.
-  [[ "$(cache_key)" == "$key" ]] || die "go.sum changed during the build; run 'go mod tidy' in $MODULE_DIR and commit go.sum"
+  [[ "$(cache_key)" == "$key" ]] || die "go.sum changed during the build; run 'go mod tidy' where it changed and commit it: ${KEY_FILES[*]}"
   rm -rf "$dest" # an incomplete leftover (a binary deleted by hand); the lock is ours
   mv -T "$TMP_BUILD" "$dest"
   TMP_BUILD=""

@@ -33,7 +33,6 @@ import {
   startTestController,
   type TestController,
 } from "./env.ts";
-import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
 import { waitUntil } from "./observe.ts";
 import { waitFor } from "./wait.ts";
 
@@ -364,11 +363,11 @@ async function apply(admin: KubeClient, object: KubeObject, dryRun: boolean): Pr
 describe("helm chart on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 3 * TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let controller: TestController | undefined;
-  let kubelet: FakeKubelet | undefined;
 
   before(
     async () => {
-      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
+      // One KWOK node runs the namespace-scoped install's pods.
+      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS, nodes: { count: 1, gpusPerNode: 8 } });
       await installCrd(cluster.admin);
       for (const name of [NAMESPACE, "ml", "other"]) await ensureNamespace(cluster.admin, name);
     },
@@ -377,7 +376,6 @@ describe("helm chart on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 3
 
   after(async () => {
     await controller?.running.stop();
-    await kubelet?.stop();
     await cluster.stop();
   });
 
@@ -405,7 +403,6 @@ describe("helm chart on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 3
       const objects = [...(await chartObjects(["--set", "watchNamespace=ml"])).values()];
       for (const object of objects.filter((candidate) => candidate["kind"] in RBAC_RESOURCES))
         await apply(cluster.admin, object, false);
-      kubelet = startFakeKubelet(cluster.admin, "ml");
       controller = await startTestController(cluster, { namespace: "ml" });
       const serving = parse(readFileSync(join(REPO_ROOT, "deploy", "examples", "single-role.yaml"), "utf8"));
       serving.metadata.namespace = "ml";
