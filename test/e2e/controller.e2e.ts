@@ -620,7 +620,7 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
     "tandem rollout restart replaces every pod through a new revision; --recreate rebuilds one role of one group, once",
     { timeout: TEST_TIMEOUT_MS },
     async () => {
-      const ns = await namespace("e2e-restart");
+      const ns = await namespace("e2e-rollout-restart");
       const target = { namespace: ns, name: "llama-pd" };
       await admin().create(MODEL_SERVINGS, example("prefill-decode-2p1d.yaml", ns));
       const before = await waitUntil(admin(), ns, "llama-pd", "RolloutComplete", CONVERGE_MS);
