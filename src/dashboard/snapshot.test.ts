@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runScenario } from "../sim/runner.ts";
+import { parseScenarioText } from "../sim/scenario.ts";
 import { dashboardScenario } from "./fixtures.ts";
 import { SimFeed } from "./sim-feed.ts";
 import type { DashboardState } from "./state.ts";
@@ -106,5 +109,66 @@ describe("dashboard snapshot", () => {
     );
     assert.ok(last.timeline.marks.some((mark) => mark.label === "pd: update revision 2"));
     assert.ok(last.timeline.points.some((point) => (point.requests?.ok ?? 0) > 0));
+  });
+});
+
+/** Every state the feed publishes while `file` (a shipped scenario) plays, with the step it was in. */
+async function statesOf(file: string): Promise<{ step: number; view: ModelServingView }[]> {
+  const text = readFileSync(join(import.meta.dirname, "../../deploy/examples/scenarios", file), "utf8");
+  const parsed = parseScenarioText(text);
+  assert.ok(parsed.ok);
+  const seen: { step: number; view: ModelServingView }[] = [];
+  let step = -1;
+  const feed = new SimFeed({
+    title: file,
+    describe: (value) => value.kind,
+    publish: (state) => {
+      const view = state.snapshot.modelServings[0];
+      if (view !== undefined) seen.push({ step, view });
+    },
+    beforeStep: (index) => {
+      step = index;
+      return Promise.resolve();
+    },
+  });
+  assert.equal((await runScenario(parsed.scenario, { observer: feed })).verdict, "pass");
+  return seen;
+}
+
+describe("dashboard snapshot: surge and partitions", () => {
+  it("a surge decode instance (maxUnavailable 0, maxSurge 1) shows as a surge cell beside the old one", async () => {
+    const cells = (await statesOf("decode-image-update.yaml")).flatMap(({ view }) =>
+      view.groups.flatMap((row) => row.roles["decode"] ?? []),
+    );
+    const surge = cells.filter((cell) => cell.surge);
+    assert.ok(surge.length > 0, "some state shows a surge decode");
+    assert.ok(surge.every((cell) => cell.instance === 1));
+    assert.ok(surge.some((cell) => cell.updated && cell.state === "ready"));
+  });
+
+  it("groups below the partition are held at the old revision, and released once it drops", async () => {
+    const states = await statesOf("partition-canary.yaml");
+    // Step 3 is the wait for RolloutComplete behind partition 3.
+    const behind = states.filter(({ step }) => step === 3).at(-1)!.view;
+    const cells = behind.groups.map((row) => row.roles["server"]![0]!);
+    assert.deepEqual(
+      cells.map((cell) => [cell.revisionNumber, cell.held]),
+      [
+        [1, true],
+        [1, true],
+        [1, true],
+        [2, false],
+      ],
+    );
+    assert.deepEqual(
+      behind.groups.map((row) => row.partitioned),
+      [true, true, true, false],
+    );
+    // Step 9 is the wait for RolloutComplete once the partition dropped to 0.
+    const released = states.filter(({ step }) => step === 9).at(-1)!.view;
+    for (const row of released.groups) {
+      const cell = row.roles["server"]![0]!;
+      assert.deepEqual([cell.revisionNumber, cell.held, row.partitioned], [2, false, false]);
+    }
   });
 });
