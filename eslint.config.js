@@ -135,4 +135,14 @@ export default tseslint.config(
     files: ["eslint.config.js"],
     ...tseslint.configs.disableTypeChecked,
   },
+  {
+    // The dashboard's page: plain browser JavaScript, served as is (no build step, no types).
+    files: ["web/**/*.js"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: "script",
+      globals: { document: "readonly", window: "readonly", EventSource: "readonly" },
+    },
+  },
 );

@@ -21,6 +21,8 @@ import type { RunObserver } from "../sim/runner.ts";
 import { runScenario } from "../sim/runner.ts";
 import type { Scenario, Step } from "../sim/scenario.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
+import { alongside, SimFeed } from "../dashboard/sim-feed.ts";
+import { DEFAULT_LISTEN, openDashboard, untilSignal } from "./dashboard.ts";
 import { runServe } from "./demo-serve.ts";
 import { renderFrame } from "./demo-view.ts";
 import type { TerminalSize } from "./demo-view.ts";
@@ -47,6 +49,13 @@ export interface DemoOptions {
   /** The terminal's size now, read for each frame (it may be resized); frames fit it. */
   readonly terminalSize?: () => TerminalSize | undefined;
   readonly write: (text: string) => void;
+  /** `--ui`: the browser dashboard watches each act too. */
+  readonly ui?: DemoUi;
+}
+
+/** The dashboard's hook into the demo: an observer per act (`speed`: pace it, nothing else does). */
+export interface DemoUi {
+  observe(title: string, speed: number | undefined): RunObserver & { ended(): void };
 }
 
 /** What each step of an act is doing, for people. */
@@ -308,11 +317,15 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     // The run is deterministic, so a quick silent run tells how long the act is in simulated time.
     const speed =
       options.speed ??
-      (options.tty ? Math.max(1, (await runScenario(scenario)).simulatedSeconds / ACT_WALL_SECONDS) : 1);
+      (options.tty || options.ui !== undefined
+        ? Math.max(1, (await runScenario(scenario)).simulatedSeconds / ACT_WALL_SECONDS)
+        : 1);
     const title = `Tandem demo · ${scenario.name}`;
     if (!options.tty) options.write(`\n== ${title} ==\n`);
     const view = new ActView(title, options, speed);
-    const report = await runScenario(scenario, { observer: view });
+    const ui = options.ui?.observe(title, options.tty ? undefined : speed);
+    const report = await runScenario(scenario, { observer: ui === undefined ? view : alongside(view, ui) });
+    ui?.ended();
     if (options.tty) options.write(`\x1b[H\x1b[2J${view.frame()}\n\n`);
     summaries.push(summarize(report, replayPath(path, process.cwd())));
     options.write(summaries.at(-1) ?? "");
@@ -344,6 +357,8 @@ interface DemoFlags {
   serve?: boolean;
   port: string;
   clients: string;
+  ui?: boolean;
+  listen: string;
 }
 
 /** At most this many built-in clients: each holds a connection and a request at a time. */
@@ -368,7 +383,7 @@ function servedModel(scenario: Scenario): string | undefined {
 }
 
 /** `demo --serve`: one scenario in real time (or `--speed`) behind the real router, until it ends or a signal. */
-async function serve(flags: DemoFlags, write: (text: string) => void): Promise<number> {
+async function serve(flags: DemoFlags, write: (text: string) => void, ui: DemoUi | undefined): Promise<number> {
   const path = flags.scenario ?? join(SCENARIOS, DEFAULT_SERVE_SCENARIO);
   const port = parsePort(flags.port);
   const speed = parseSpeed(flags.speed) ?? 1;
@@ -393,8 +408,10 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
   process.once("SIGTERM", onSignal);
   try {
     write(`== Tandem demo --serve · ${scenario.name} (${speed}× real time) ==\n`);
-    const view = new ActView(scenario.name, { scenarios: [path], speed, tty: false, liveEvents: true, write }, speed);
-    return await runServe({
+    const plain = new ActView(scenario.name, { scenarios: [path], speed, tty: false, liveEvents: true, write }, speed);
+    const feed = ui?.observe(scenario.name, undefined);
+    const view = feed === undefined ? plain : alongside(plain, feed);
+    const code = await runServe({
       scenario,
       port,
       speed,
@@ -403,9 +420,53 @@ async function serve(flags: DemoFlags, write: (text: string) => void): Promise<n
       signal: stop.signal,
       ...(clients === undefined ? {} : { clients }),
     });
+    feed?.ended();
+    return code;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+  }
+}
+
+/**
+ * Runs `play` with the dashboard when `--ui` is set: it serves before the first act and stays up
+ * after the last until SIGINT/SIGTERM, so the end can be looked at.
+ */
+async function withUi(
+  flags: DemoFlags,
+  write: (text: string) => void,
+  play: (ui: DemoUi | undefined) => Promise<number>,
+): Promise<void> {
+  if (flags.ui !== true) {
+    process.exitCode = await play(undefined);
+    return;
+  }
+  let server: Awaited<ReturnType<typeof openDashboard>>;
+  try {
+    server = await openDashboard(flags.listen, write);
+  } catch (error) {
+    if (error instanceof FlagError) throw error;
+    write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const ui: DemoUi = {
+    observe: (title, speed) =>
+      new SimFeed({
+        title,
+        speed,
+        describe: describeStep,
+        publish: (state) => {
+          server.publish(state);
+        },
+      }),
+  };
+  try {
+    process.exitCode = await play(ui);
+    write(`the demo ended; the dashboard stays up at ${server.url} — Ctrl-C to stop\n`);
+    await untilSignal();
+  } finally {
+    await server.close();
   }
 }
 
@@ -428,18 +489,26 @@ export function registerDemo(program: Command): void {
       "with --serve: built-in clients streaming requests through the router from the first wait on (the totals then show what the rollout did to them)",
       "0",
     )
+    .option("--ui", "also serve the live dashboard in the browser (on --listen), kept up after the end until Ctrl-C")
+    .option("--listen <host:port>", "with --ui: where the dashboard listens", DEFAULT_LISTEN)
     .action(async (flags: DemoFlags) => {
       const write = (text: string): void => {
         process.stdout.write(text);
       };
-      if (flags.serve === true) {
-        process.exitCode = await serve(flags, write);
-        return;
-      }
-      const scenarios =
-        flags.scenario === undefined ? DEFAULT_ACTS.map((act) => join(SCENARIOS, act)) : [flags.scenario];
-      const tty = flags.tty && process.stdout.isTTY;
-      const terminalSize = (): TerminalSize => ({ rows: process.stdout.rows, columns: process.stdout.columns });
-      process.exitCode = await runDemo({ scenarios, speed: parseSpeed(flags.speed), tty, terminalSize, write });
+      await withUi(flags, write, async (ui) => {
+        if (flags.serve === true) return serve(flags, write, ui);
+        const scenarios =
+          flags.scenario === undefined ? DEFAULT_ACTS.map((act) => join(SCENARIOS, act)) : [flags.scenario];
+        const tty = flags.tty && process.stdout.isTTY;
+        const terminalSize = (): TerminalSize => ({ rows: process.stdout.rows, columns: process.stdout.columns });
+        return runDemo({
+          scenarios,
+          speed: parseSpeed(flags.speed),
+          tty,
+          terminalSize,
+          write,
+          ...(ui === undefined ? {} : { ui }),
+        });
+      });
     });
 }

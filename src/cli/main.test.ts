@@ -83,7 +83,7 @@ describe("tandem: kubectl's habits", () => {
     );
     assert.deepEqual(
       clusterCommands.map((command) => command.name()),
-      ["controller", "status", "history", "undo", "restart", "pause", "resume", "router"],
+      ["controller", "status", "history", "undo", "restart", "pause", "resume", "router", "dashboard"],
     );
     for (const command of clusterCommands)
       assert.ok(

@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import { registerCompletion } from "./completion.ts";
 import { registerController } from "./controller.ts";
 import { registerCrd } from "./crd.ts";
+import { registerDashboard } from "./dashboard.ts";
 import { registerDemo } from "./demo.ts";
 import { registerEngineMock } from "./engine-mock.ts";
 import { registerManifests } from "./install.ts";
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
   registerRollout(program);
   registerEngineMock(program);
   registerRouter(program);
+  registerDashboard(program);
   registerCompletion(program);
   return program;
 }

@@ -1,0 +1,106 @@
+/**
+ * `tandem dashboard [--kubeconfig F] [--context C] [--namespace NS] [--listen 127.0.0.1:8090]`:
+ * the live dashboard (docs/design/dashboard.md) of a real cluster, read-only, served on
+ * localhost until SIGINT/SIGTERM. `openDashboard` is shared with `tandem demo --ui`, which serves
+ * the same page over the embedded simulated cluster.
+ */
+import type { Command } from "commander";
+import { quote } from "../api/problems.ts";
+import { startKubeFeed } from "../dashboard/kube-feed.ts";
+import { startDashboardServer } from "../dashboard/server.ts";
+import type { DashboardServer } from "../dashboard/server.ts";
+import { silentLogger } from "../engine/logger.ts";
+import { loadKubeConfig } from "../kube/config.ts";
+import { FlagError } from "./io.ts";
+
+export const DEFAULT_LISTEN = "127.0.0.1:8090";
+
+/** `host:port` of `--listen` (IPv6 in brackets; port 0 picks a free one). */
+export function parseListen(value: string): { host: string; port: number } {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(value);
+  const port = Number(match?.[2]);
+  if (match?.[1] === undefined || port > 65_535)
+    throw new FlagError(
+      "--listen",
+      `must be host:port, like ${DEFAULT_LISTEN} (port 0: any free one), not ${quote(value)}`,
+    );
+  return { host: match[1].replace(/^\[|\]$/g, ""), port };
+}
+
+/** Starts the dashboard's server on `--listen` and says where it is. */
+export async function openDashboard(listen: string, write: (text: string) => void): Promise<DashboardServer> {
+  const { host, port } = parseListen(listen);
+  const server = await startDashboardServer({ host, port, flag: "--listen" });
+  write(`dashboard: ${server.url}\n`);
+  return server;
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+export function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (signal: string) => (): void => {
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
+      resolve(signal);
+    };
+    const onInt = on("SIGINT");
+    const onTerm = on("SIGTERM");
+    process.once("SIGINT", onInt);
+    process.once("SIGTERM", onTerm);
+  });
+}
+
+interface DashboardFlags {
+  kubeconfig?: string;
+  context?: string;
+  namespace?: string;
+  listen: string;
+}
+
+async function runDashboard(flags: DashboardFlags, write: (text: string) => void): Promise<number> {
+  parseListen(flags.listen);
+  let kubeConfig: ReturnType<typeof loadKubeConfig>;
+  let server: DashboardServer;
+  try {
+    kubeConfig = loadKubeConfig(flags.kubeconfig, flags.context);
+    server = await openDashboard(flags.listen, write);
+  } catch (error) {
+    process.stderr.write(`tandem dashboard: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  const namespace = flags.namespace;
+  const context = kubeConfig.getCurrentContext();
+  const feed = startKubeFeed({
+    kubeConfig,
+    namespace,
+    title: `${context}${namespace === undefined ? "" : ` · ${namespace}`}`,
+    publish: (state) => {
+      server.publish(state);
+    },
+    logger: silentLogger,
+  });
+  write(
+    `reading ${namespace === undefined ? "every namespace" : `namespace ${namespace}`} of context ${context} (read-only); Ctrl-C to stop\n`,
+  );
+  await untilSignal();
+  await feed.stop();
+  await server.close();
+  return 0;
+}
+
+export function registerDashboard(program: Command): void {
+  program
+    .command("dashboard")
+    .description("Serve a live, read-only dashboard of the cluster's ModelServings on localhost (Server-Sent Events).")
+    .option("--kubeconfig <file>", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+    .option("--context <name>", "kubeconfig context to use (default: its current context)")
+    .option("-n, --namespace <namespace>", "show this namespace only (default: every namespace)")
+    .option(
+      "--listen <host:port>",
+      "serve the page here (keep it on loopback: the page is not authenticated)",
+      DEFAULT_LISTEN,
+    )
+    .action(async (flags: DashboardFlags) => {
+      process.exitCode = await runDashboard(flags, (text) => process.stdout.write(text));
+    });
+}
