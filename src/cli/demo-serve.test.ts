@@ -13,7 +13,7 @@ import { parseScenarioText } from "../sim/scenario.ts";
 import type { Scenario, Step } from "../sim/scenario.ts";
 import { DEFAULT_SERVE_SCENARIO } from "./demo.ts";
 import { kvFormatOf } from "../router/kv-format.ts";
-import { formatTotals, runServe, SERVE_ROUTER_ID } from "./demo-serve.ts";
+import { emptyTotals, formatTotals, runServe, SERVE_ROUTER_ID } from "./demo-serve.ts";
 
 const SCENARIO_PATH = join(import.meta.dirname, "../../deploy/examples/scenarios", DEFAULT_SERVE_SCENARIO);
 /** Simulated seconds per wall second in tests: the shipped scenario (~200 s) in a few seconds. */
@@ -156,6 +156,8 @@ describe("tandem demo --serve", () => {
     async () => {
       const scenario = await defaultScenario();
       let out = "";
+      // The dashboard's timeline reads the totals as they are counted (demo --serve --ui).
+      const counted = emptyTotals();
       const code = await runServe({
         scenario,
         port: 0,
@@ -163,6 +165,7 @@ describe("tandem demo --serve", () => {
         ttftMs: 0,
         tpotMs: 1,
         clients: { count: 3, model: "llama" },
+        totals: counted,
         view: testView(() => undefined),
         write: (text) => (out += text),
         signal: new AbortController().signal,
@@ -172,6 +175,7 @@ describe("tandem demo --serve", () => {
       const totals = /^router requests: (\d+) total, (\d+) ok, 0 failed, 0 aborted by the client$/m.exec(out);
       // Every client got through, and none failed; how many depends on the machine's speed.
       assert.ok(totals !== null && Number(totals[1]) >= 3 && totals[1] === totals[2], out);
+      assert.equal(String(counted.ok), totals[2]);
     },
   );
 

@@ -72,6 +72,8 @@ export interface ServeOptions {
    * served) to its end, so the totals show what a rollout does to requests. Default 0.
    */
   readonly clients?: { readonly count: number; readonly model: string };
+  /** Counted into as the router answers (the dashboard's timeline reads it); default: a fresh one. */
+  readonly totals?: RequestTotals;
 }
 
 /** Requests the router answered, by outcome. */
@@ -81,6 +83,10 @@ export interface RequestTotals {
   failedByStatus: Record<number, number>;
   /** Clients that left before their answer was complete. */
   aborted: number;
+}
+
+export function emptyTotals(): RequestTotals {
+  return { ok: 0, failedByStatus: {}, aborted: 0 };
 }
 
 /** The router cannot listen on its port (in use, not allowed). */
@@ -112,7 +118,7 @@ export async function runServe(options: ServeOptions): Promise<number> {
 /** The run's observer: builds the serving side on the runner's cluster and paces it. */
 class ServeRun implements RunObserver {
   readonly #options: ServeOptions;
-  readonly totals: RequestTotals = { ok: 0, failedByStatus: {}, aborted: 0 };
+  readonly totals: RequestTotals;
   #cluster: SimCluster | undefined;
   #engines: PodEngines | undefined;
   #discovery: SimDiscovery | undefined;
@@ -128,6 +134,7 @@ class ServeRun implements RunObserver {
   #load: Load | undefined;
 
   constructor(options: ServeOptions) {
+    this.totals = options.totals ?? emptyTotals();
     this.#options = options;
   }
 

@@ -23,7 +23,8 @@ import type { Scenario, Step } from "../sim/scenario.ts";
 import { parseScenarioText } from "../sim/scenario.ts";
 import { alongside, SimFeed } from "../dashboard/sim-feed.ts";
 import { DEFAULT_LISTEN, openDashboard, untilSignal } from "./dashboard.ts";
-import { runServe } from "./demo-serve.ts";
+import { emptyTotals, runServe } from "./demo-serve.ts";
+import type { RequestTotals as DashboardRequestTotals } from "../dashboard/timeline.ts";
 import { renderFrame } from "./demo-view.ts";
 import type { TerminalSize } from "./demo-view.ts";
 import { FlagError } from "./io.ts";
@@ -55,7 +56,12 @@ export interface DemoOptions {
 
 /** The dashboard's hook into the demo: an observer per act (`speed`: pace it, nothing else does). */
 export interface DemoUi {
-  observe(title: string, speed: number | undefined): RunObserver & { ended(): void };
+  /** `requests`: the timeline's request totals when they do not come from the simulated router. */
+  observe(
+    title: string,
+    speed: number | undefined,
+    requests?: () => DashboardRequestTotals,
+  ): RunObserver & { ended(): void };
 }
 
 /** What each step of an act is doing, for people. */
@@ -409,7 +415,13 @@ async function serve(flags: DemoFlags, write: (text: string) => void, ui: DemoUi
   try {
     write(`== Tandem demo --serve · ${scenario.name} (${speed}× real time) ==\n`);
     const plain = new ActView(scenario.name, { scenarios: [path], speed, tty: false, liveEvents: true, write }, speed);
-    const feed = ui?.observe(scenario.name, undefined);
+    // The dashboard's timeline counts the real router's answers.
+    const totals = emptyTotals();
+    const feed = ui?.observe(scenario.name, undefined, () => ({
+      ok: totals.ok,
+      failed: Object.values(totals.failedByStatus).reduce((sum, count) => sum + count, 0),
+      cut: totals.aborted,
+    }));
     const view = feed === undefined ? plain : alongside(plain, feed);
     const code = await runServe({
       scenario,
@@ -417,6 +429,7 @@ async function serve(flags: DemoFlags, write: (text: string) => void, ui: DemoUi
       speed,
       view,
       write,
+      totals,
       signal: stop.signal,
       ...(clients === undefined ? {} : { clients }),
     });
@@ -451,10 +464,11 @@ async function withUi(
     return;
   }
   const ui: DemoUi = {
-    observe: (title, speed) =>
+    observe: (title, speed, requests) =>
       new SimFeed({
         title,
         speed,
+        ...(requests === undefined ? {} : { requests }),
         describe: describeStep,
         publish: (state) => {
           server.publish(state);

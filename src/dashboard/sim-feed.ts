@@ -15,6 +15,7 @@ import type { SimRouter } from "../sim/router.ts";
 import type { RunObserver } from "../sim/runner.ts";
 import type { Step } from "../sim/scenario.ts";
 import { DashboardModel } from "./state.ts";
+import type { RequestTotals } from "./timeline.ts";
 import type { DashboardState } from "./state.ts";
 
 /** Virtual time between two states while a step runs, by default. */
@@ -29,6 +30,8 @@ export interface SimFeedOptions {
   /** Simulated seconds per wall second; undefined: no pacing of its own. */
   readonly speed?: number | undefined;
   readonly beforeStep?: (index: number, step: Step) => Promise<void>;
+  /** Requests finished so far, for the timeline; default: the simulated router's (none without one). */
+  readonly requests?: () => RequestTotals;
 }
 
 export class SimFeed implements RunObserver {
@@ -89,7 +92,7 @@ export class SimFeed implements RunObserver {
     this.#lastPublishedMs = cluster.clock.nowMs();
     const stored = (kind: "ModelServing" | "Pod" | "ControllerRevision" | "Lease"): KubeObject[] =>
       cluster.server.stored(kind) as KubeObject[];
-    const requests = this.#router?.metrics();
+    const requests = this.#options.requests?.() ?? this.#router?.metrics();
     this.#options.publish(
       model.state(
         {

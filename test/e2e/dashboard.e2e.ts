@@ -17,7 +17,6 @@ import { type Cluster, startCluster } from "./cluster.ts";
 import { MODEL_SERVINGS } from "./client.ts";
 import { ensureNamespace, installCrd, installRbac, startTandem, startTestController } from "./env.ts";
 import type { TandemProcess, TestController } from "./env.ts";
-import { type FakeKubelet, startFakeKubelet } from "./fake-kubelet.ts";
 import { setRoleImage, waitUntil } from "./observe.ts";
 import { waitFor } from "./wait.ts";
 
@@ -65,17 +64,16 @@ async function cellsWhen(url: string, test: (cells: string[]) => boolean, what: 
 describe("tandem dashboard on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let controller: TestController | undefined;
-  let kubelet: FakeKubelet | undefined;
   let dashboard: TandemProcess | undefined;
 
   before(
     async () => {
-      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS });
+      // KWOK nodes run the 2P1D example's pods.
+      cluster = await startCluster({ startTimeoutMs: CLUSTER_START_TIMEOUT_MS, nodes: { count: 4, gpusPerNode: 8 } });
       await installCrd(cluster.admin);
       await installRbac(cluster.admin);
       controller = await startTestController(cluster);
       await ensureNamespace(cluster.admin, NAMESPACE);
-      kubelet = startFakeKubelet(cluster.admin, NAMESPACE);
     },
     { timeout: CLUSTER_START_TIMEOUT_MS },
   );
@@ -84,7 +82,6 @@ describe("tandem dashboard on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
     dashboard?.child.kill("SIGTERM");
     await dashboard?.exited;
     await controller?.running.stop();
-    await kubelet?.stop();
     await cluster.stop();
   });
 
