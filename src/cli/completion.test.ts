@@ -72,7 +72,7 @@ describe("tandem completion", () => {
       assert.deepEqual({ code: parsed.code, stderr: parsed.stderr }, { code: 0, stderr: "" });
       assert.deepEqual(
         (await zshCompletes(script.stdout, "tandem", "rollout", "st")).map((item) => item.split(":")[0]),
-        ["status", "history", "undo", "pause", "resume", "help", "--help", "-h", "<files>"],
+        ["status", "history", "undo", "restart", "pause", "resume", "help", "--help", "-h", "<files>"],
       );
       assert.deepEqual(await zshCompletes(script.stdout, "tandem", "rollout", "status", "m", "-o", ""), [
         "json",
