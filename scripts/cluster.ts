@@ -101,7 +101,13 @@ async function up(nodes: number, gpus: number): Promise<void> {
   while (state === undefined) {
     if (supervisor.exitCode !== null || !processAlive(supervisor.pid ?? 0))
       fail(`the cluster did not start; its log (${LOG_FILE}):\n${tail(LOG_FILE)}`);
-    if (Date.now() > deadline) fail(`the cluster was not up within ${UP_TIMEOUT_MS / 1000} s; see ${LOG_FILE}`);
+    if (Date.now() > deadline) {
+      // Not up in time: the supervisor goes too (its SIGTERM handler removes what it started), so
+      // nothing is left that `down` could not find.
+      process.kill(supervisor.pid ?? 0, "SIGTERM");
+      for (let waited = 0; waited < 30_000 && processAlive(supervisor.pid ?? 0); waited += 250) await sleep(250);
+      fail(`the cluster was not up within ${UP_TIMEOUT_MS / 1000} s; see ${LOG_FILE}`);
+    }
     await sleep(250);
     state = readState();
   }
