@@ -21,6 +21,7 @@ import { startCluster } from "../test/e2e/cluster.ts";
 import type { Cluster } from "../test/e2e/cluster.ts";
 import { MODEL_SERVINGS } from "../test/e2e/client.ts";
 import { ensureNamespace, installCrd, installRbac, startTestController } from "../test/e2e/env.ts";
+import type { TestController } from "../test/e2e/env.ts";
 import { pending, readState } from "../test/e2e/observe.ts";
 import type { Target } from "../test/e2e/observe.ts";
 
@@ -122,6 +123,7 @@ const pods = servings * groups * PODS_PER_GROUP;
 console.log(
   `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods, ${workers} controller worker(s)`,
 );
+let controller: TestController | undefined;
 const cluster = await startCluster({
   startTimeoutMs: 600_000,
   nodes: { count: Math.ceil(pods / POD_SLOTS_PER_NODE), gpusPerNode: POD_SLOTS_PER_NODE * GPUS_PER_POD },
@@ -130,7 +132,7 @@ try {
   await installCrd(cluster.admin);
   await installRbac(cluster.admin);
   const passes: number[] = [];
-  const controller = await startTestController(cluster, {
+  controller = await startTestController(cluster, {
     metricsAddress: "127.0.0.1:0",
     controller: { workers, onReconciled: (pass: ReconcilePass) => passes.push(pass.durationMs) },
   });
@@ -177,8 +179,9 @@ try {
   console.log(`decode image update of all, complete in ${((Date.now() - rolloutStartMs) / 1000).toFixed(0)} s`);
   console.log(`  reconcile: ${passesLine(passes)}`);
   console.log(`  API requests per pod: ${perPod(difference(await apiRequests(metricsAddress), createRequests), pods)}`);
-  await controller.running.stop();
 } finally {
+  // Also after a failure: the controller's loops would go on against a stopped API server.
+  await controller?.running.stop();
   await cluster.stop();
 }
 
