@@ -9,7 +9,7 @@ import { quote } from "../api/problems.ts";
 import { startKubeFeed } from "../dashboard/kube-feed.ts";
 import { startDashboardServer } from "../dashboard/server.ts";
 import type { DashboardServer } from "../dashboard/server.ts";
-import { silentLogger } from "../engine/logger.ts";
+import type { Logger, LogFields } from "../engine/logger.ts";
 import { loadKubeConfig } from "../kube/config.ts";
 import { FlagError } from "./io.ts";
 
@@ -77,7 +77,7 @@ async function runDashboard(flags: DashboardFlags, write: (text: string) => void
     publish: (state) => {
       server.publish(state);
     },
-    logger: silentLogger,
+    logger: stderrLogger(),
   });
   write(
     `reading ${namespace === undefined ? "every namespace" : `namespace ${namespace}`} of context ${context} (read-only); Ctrl-C to stop\n`,
@@ -103,4 +103,18 @@ export function registerDashboard(program: Command): void {
     .action(async (flags: DashboardFlags) => {
       process.exitCode = await runDashboard(flags, (text) => process.stdout.write(text));
     });
+}
+
+/**
+ * Warnings and errors of the cluster feed (a list or watch refused, a context that does not reach
+ * a cluster) as one line each on stderr: without them a page stuck on "Starting" says nothing why.
+ */
+function stderrLogger(): Logger {
+  const line = (fields: LogFields, message: string): void => {
+    const details = Object.entries(fields)
+      .map(([key, value]) => `${key}=${value}`)
+      .join(" ");
+    process.stderr.write(`tandem dashboard: ${message}${details === "" ? "" : ` (${details})`}\n`);
+  };
+  return { info: () => undefined, warn: line, error: line };
 }
