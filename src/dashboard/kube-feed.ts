@@ -2,7 +2,7 @@
  * The dashboard over a real cluster (`tandem dashboard`): a KubeReader (list + watch, the same
  * informers as the controller's) of ModelServings, their pods and ControllerRevisions, and router
  * Leases from every namespace; the state is published when something changed (coalesced over
- * `coalesceMs`) and once a second for the timeline. Read-only: it never writes.
+ * COALESCE_MS) and once a second for the timeline. Read-only: it never writes.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { LABEL_MODEL_SERVING, LABEL_ROUTER } from "../api/wellknown.ts";
@@ -13,6 +13,7 @@ import { KubeTransport, clientNodeSend } from "../kube/transport.ts";
 import { DashboardModel, SAMPLE_MS } from "./state.ts";
 import type { DashboardState } from "./state.ts";
 
+/** Changes within this long make one published state. */
 const COALESCE_MS = 200;
 
 export interface KubeFeedOptions {
@@ -22,12 +23,9 @@ export interface KubeFeedOptions {
   readonly title: string;
   readonly publish: (state: DashboardState) => void;
   readonly logger: Logger;
-  readonly coalesceMs?: number;
 }
 
 export interface KubeFeed {
-  /** Every kind has been listed once. */
-  hasSynced(): boolean;
   stop(): Promise<void>;
 }
 
@@ -70,12 +68,11 @@ export function startKubeFeed(options: KubeFeedOptions): KubeFeed {
     pending ??= setTimeout(() => {
       pending = undefined;
       publish();
-    }, options.coalesceMs ?? COALESCE_MS);
+    }, COALESCE_MS);
   });
   const sampler = setInterval(publish, SAMPLE_MS);
   reader.start();
   return {
-    hasSynced: () => reader.hasSynced(),
     stop: async () => {
       clearInterval(sampler);
       if (pending !== undefined) clearTimeout(pending);

@@ -1,7 +1,7 @@
 /**
  * The dashboard over the embedded simulated cluster (`tandem demo --ui`): a RunObserver that
  * publishes the dashboard's state as the scenario plays — at every step's start and end, and
- * every `publishEveryMs` of virtual time in between. It only reads the cluster.
+ * every PUBLISH_EVERY_MS of virtual time in between. It only reads the cluster.
  *
  * `beforeStep` lets a caller hold the run before a step (tests drive virtual time step by step
  * this way: the page is checked while the simulation waits); `speed` paces virtual time to the
@@ -18,7 +18,7 @@ import { DashboardModel } from "./state.ts";
 import type { RequestTotals } from "./timeline.ts";
 import type { DashboardState } from "./state.ts";
 
-/** Virtual time between two states while a step runs, by default. */
+/** Virtual time between two states while a step runs. */
 const PUBLISH_EVERY_MS = 500;
 
 export interface SimFeedOptions {
@@ -26,7 +26,6 @@ export interface SimFeedOptions {
   readonly publish: (state: DashboardState) => void;
   /** Words for a step, e.g. the demo's `describeStep`. */
   readonly describe: (step: Step) => string;
-  readonly publishEveryMs?: number;
   /** Simulated seconds per wall second; undefined: no pacing of its own. */
   readonly speed?: number | undefined;
   readonly beforeStep?: (index: number, step: Step) => Promise<void>;
@@ -77,8 +76,7 @@ export class SimFeed implements RunObserver {
   async #settled(): Promise<void> {
     const cluster = this.#cluster;
     if (cluster === undefined) return;
-    if (cluster.clock.nowMs() - this.#lastPublishedMs >= (this.#options.publishEveryMs ?? PUBLISH_EVERY_MS))
-      this.#publish();
+    if (cluster.clock.nowMs() - this.#lastPublishedMs >= PUBLISH_EVERY_MS) this.#publish();
     const speed = this.#options.speed;
     if (speed === undefined || this.#pace === undefined) return;
     const aheadMs = (cluster.clock.nowMs() - this.#pace.virtualStartMs) / speed - (Date.now() - this.#pace.wallStartMs);
