@@ -6,6 +6,7 @@
  * a fresh snapshot (SnapshotReader), writes go through KubeWriter. Also works as `kubectl tandem
  * rollout ...` with the `kubectl-tandem` shim.
  */
+import { rfc3339 } from "../core/drain.ts";
 import { randomUUID } from "node:crypto";
 import { Option } from "commander";
 import type { Command } from "commander";
@@ -223,7 +224,7 @@ export interface RestartSources {
 }
 
 const REAL_SOURCES: RestartSources = {
-  nowIso: () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+  nowIso: () => rfc3339(Date.now()),
   newId: () => randomUUID(),
 };
 

@@ -55,6 +55,7 @@ import type { SimRouter } from "./router.ts";
 import { MAX_SIMULATED_SECONDS, podsOf, podsReason } from "./limits.ts";
 import { applyObject } from "./scenario.ts";
 import type { Expectation, Scenario, Step } from "./scenario.ts";
+import { rfc3339 } from "../core/drain.ts";
 import { compareStrings } from "../core/maps.ts";
 
 export interface RunOptions {
@@ -450,7 +451,7 @@ class ScenarioRun {
 
   /** `tandem rollout restart NAME`, stamped with the virtual time. */
   async #restart(value: Extract<Step, { kind: "restart" }>["value"]): Promise<StepOutcome> {
-    const restartedAt = new Date(this.#controllerClock.nowMs()).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const restartedAt = rfc3339(this.#controllerClock.nowMs());
     const result = await restart(this.#userPorts(), {
       namespace: value.namespace ?? "default",
       name: value.name,
