@@ -38,11 +38,8 @@ build_into() {
   # What helm's own Makefile stamps for a release tag; without it `helm version` says v4.3 plus
   # "unreleased" metadata. The commit is not known from a module, so it stays empty.
   local pkg=helm.sh/helm/v4/internal/version
-  t="$(now_s)"
-  nice -n 10 go build -trimpath \
-    -ldflags "-s -w -X $pkg.version=$version -X $pkg.metadata= -X $pkg.gitTreeState=clean" \
+  compile "helm $version" -ldflags "-s -w -X $pkg.version=$version -X $pkg.metadata= -X $pkg.gitTreeState=clean" \
     -o "$dir/bin/helm" helm.sh/helm/v4/cmd/helm
-  log "compile helm $version: $(elapsed "$t")s"
 
   {
     echo "helm $version"

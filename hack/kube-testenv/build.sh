@@ -30,15 +30,6 @@ readonly COLD_NOTE="cold: see docs/design/e2e-harness.md for the time it takes"
 # shellcheck source=../lib/go-build-cache.sh
 source "$HERE/../lib/go-build-cache.sh"
 
-# compile LOG_NAME ARGS...: `go build ARGS...` at low priority, logging how long it took.
-compile() {
-  local name="$1" t
-  shift
-  t="$(now_s)"
-  nice -n 10 go build -trimpath "$@"
-  log "compile $name: $(elapsed "$t")s"
-}
-
 # build_into DIR: downloads modules and compiles every binary into DIR/bin, writes DIR/BUILD-INFO.
 # One binary at a time: `go build` already compiles packages on every core, and the Kubernetes
 # binaries share most packages, so each after the first compiles only what it adds.

@@ -39,6 +39,15 @@ now_s() { date +%s.%3N; }
 # elapsed START: seconds since START, one decimal.
 elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }'; }
 
+# compile LOG_NAME ARGS...: `go build ARGS...` at low priority, logging how long it took.
+compile() {
+  local name="$1" t
+  shift
+  t="$(now_s)"
+  nice -n 10 go build -trimpath "$@"
+  log "compile $name: $(elapsed "$t")s"
+}
+
 # The temporary build directory, removed on exit unless renamed into place.
 TMP_BUILD=""
 cleanup() { [[ -z "$TMP_BUILD" ]] || rm -rf "$TMP_BUILD"; }
