@@ -146,6 +146,23 @@ describe("dashboard snapshot: surge and partitions", () => {
     assert.ok(surge.some((cell) => cell.updated && cell.state === "ready"));
   });
 
+  it("a group whose old decode drains while its surge decode serves still counts as serving, as the budgets count it", async () => {
+    const states = await statesOf("decode-image-update.yaml");
+    // Step 4 is the wait for RolloutComplete: decode maxUnavailable 0 keeps every group available.
+    const rollout = states.filter(({ step }) => step === 4).map(({ view }) => view);
+    const handover = rollout.filter((view) =>
+      view.groups.some((row) => {
+        const decode = row.roles["decode"] ?? [];
+        return (
+          decode.some((cell) => cell.surge && cell.state === "ready") &&
+          decode.some((cell) => !cell.surge && cell.state !== "ready")
+        );
+      }),
+    );
+    assert.ok(handover.length > 0, "some state shows a surge decode serving beside the old one leaving");
+    for (const view of rollout) assert.equal(view.servingGroups, view.replicas);
+  });
+
   it("groups below the partition are held at the old revision, and released once it drops", async () => {
     const states = await statesOf("partition-canary.yaml");
     // Step 3 is the wait for RolloutComplete behind partition 3.

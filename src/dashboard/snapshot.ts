@@ -21,6 +21,7 @@ import type { Model } from "../core/model.ts";
 import { buildModel } from "../core/model.ts";
 import type { Revisions } from "../core/revisions.ts";
 import { planRevisions } from "../core/revisions.ts";
+import { groupAvailable } from "../core/rollout.ts";
 import { isUpdated } from "../core/status.ts";
 import type { KubeObject } from "../engine/ports.ts";
 import { revisionHistory } from "./history.ts";
@@ -192,11 +193,16 @@ function gridView(model: Model, revisions: Revisions, context: ViewContext): Mod
     instanceCell(state, { ms, numbers, routers, nowMs: context.input.nowMs });
   const groupBudget = resolveGroupBudget(ms.spec);
   const groups: GroupRow[] = [];
+  // Desired groups available as the budgets count them (surge instances standing in included).
+  let servingGroups = 0;
   for (let group = 0; group < layout.groups; group++) {
     const roles: Record<string, InstanceCell[]> = {};
     for (const role of ms.spec.template.roles) roles[role.name] = [];
-    for (const state of desiredInstanceStates(states, layout, resolve, group)) roles[state.role]?.push(cellOf(state));
-    groups.push({ group, surge: group >= ms.spec.replicas, partitioned: group < groupBudget.partition, roles });
+    const groupStates = desiredInstanceStates(states, layout, resolve, group);
+    for (const state of groupStates) roles[state.role]?.push(cellOf(state));
+    const surge = group >= ms.spec.replicas;
+    if (!surge && groupAvailable(groupStates, ms.spec.template.roles)) servingGroups += 1;
+    groups.push({ group, surge, partitioned: group < groupBudget.partition, roles });
   }
   return {
     namespace: model.owner.namespace,
@@ -204,7 +210,7 @@ function gridView(model: Model, revisions: Revisions, context: ViewContext): Mod
     strategy: ms.spec.rolloutStrategy.type,
     paused: ms.spec.rolloutStrategy.paused,
     replicas: ms.spec.replicas,
-    servingGroups: groups.filter((row) => !row.surge && groupServes(row)).length,
+    servingGroups,
     floorGroups: Math.max(0, ms.spec.replicas - groupBudget.maxUnavailable),
     updateRevision: revisions.update.name,
     updateRevisionNumber: revisions.updateNumber,
@@ -237,12 +243,6 @@ function observedLayout(model: Model, base: Layout): Layout {
     groups,
     instances: (group, role) => Math.max(base.instances(group, role), instances.get(`${group}/${role.name}`) ?? 0),
   };
-}
-
-function groupServes(row: GroupRow): boolean {
-  return Object.values(row.roles).every((cells) =>
-    cells.every((cell) => cell.surge || (cell.state === "ready" && cell.awaitingRouters.length === 0)),
-  );
 }
 
 interface CellContext {
