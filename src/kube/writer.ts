@@ -47,20 +47,21 @@ export class KubeWriter implements ClusterWriter {
   }
 
   async patch<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
-    const target = { namespace: ref.namespace, name: ref.name };
-    return this.#sendPatch<K>({
-      verb: "patch",
-      kind: ref.kind,
-      target,
-      query: { fieldManager: FIELD_MANAGER },
-      body: mergePatch,
-      contentType: MERGE_PATCH,
-    });
+    return this.#mergePatch(ref, undefined, mergePatch);
   }
 
   async patchStatus<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>> {
     if (!KINDS[ref.kind].statusSubresource) throw new ApiError("NotFound", `${ref.kind} has no status subresource`);
-    const target = { namespace: ref.namespace, name: ref.name, subresource: "status" };
+    return this.#mergePatch(ref, "status", mergePatch);
+  }
+
+  /** A JSON merge patch of the object, or of its `subresource`, under our field manager. */
+  #mergePatch<K extends Kind>(
+    ref: ObjectRef<K>,
+    subresource: "status" | undefined,
+    mergePatch: JsonObject,
+  ): Promise<KubeObject<K>> {
+    const target = { namespace: ref.namespace, name: ref.name, ...(subresource === undefined ? {} : { subresource }) };
     return this.#sendPatch<K>({
       verb: "patch",
       kind: ref.kind,
