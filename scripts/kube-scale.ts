@@ -8,8 +8,9 @@
  * Prints the controller's heap per pod (after a full GC, minus the heap before the first
  * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
  *
- * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2]` (defaults: 10,000 pods;
- * the controller's workers as `tandem controller --workers`). Needs the
+ * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2] [--nodes N]` (defaults:
+ * 10,000 pods; the controller's workers as `tandem controller --workers`; enough KWOK nodes for
+ * POD_SLOTS_PER_NODE pods each). Needs the
  * binaries of `bash hack/kube-testenv/build.sh` and Node's --expose-gc (the npm script passes it).
  */
 import { readFileSync } from "node:fs";
@@ -53,11 +54,18 @@ const { values } = parseArgs({
     groups: { type: "string", default: "40" },
     // `tandem controller`'s default.
     workers: { type: "string", default: "2" },
+    nodes: { type: "string" },
   },
 });
 const servings = positive(values.servings, "--servings");
 const groups = positive(values.groups, "--groups");
 const workers = positive(values.workers, "--workers");
+const pods = servings * groups * PODS_PER_GROUP;
+const nodes = values.nodes === undefined ? Math.ceil(pods / POD_SLOTS_PER_NODE) : positive(values.nodes, "--nodes");
+if (nodes * POD_SLOTS_PER_NODE < pods)
+  throw new Error(
+    `--nodes ${nodes} hold at most ${nodes * POD_SLOTS_PER_NODE} of the ${pods} pods (${POD_SLOTS_PER_NODE} per node)`,
+  );
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with node --expose-gc (npm run scale:kube does)");
 
@@ -119,14 +127,13 @@ function passesLine(passes: readonly number[]): string {
   return `${sorted.length} passes, p50 ${quantile(sorted, 0.5).toFixed(1)} ms, p99 ${quantile(sorted, 0.99).toFixed(1)} ms`;
 }
 
-const pods = servings * groups * PODS_PER_GROUP;
 console.log(
-  `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods, ${workers} controller worker(s)`,
+  `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods on ${nodes} KWOK nodes, ${workers} controller worker(s)`,
 );
 let controller: TestController | undefined;
 const cluster = await startCluster({
   startTimeoutMs: 600_000,
-  nodes: { count: Math.ceil(pods / POD_SLOTS_PER_NODE), gpusPerNode: POD_SLOTS_PER_NODE * GPUS_PER_POD },
+  nodes: { count: nodes, gpusPerNode: Math.ceil(pods / nodes) * GPUS_PER_POD },
 });
 try {
   await installCrd(cluster.admin);
