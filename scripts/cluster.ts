@@ -33,6 +33,8 @@ const USAGE = "usage: npm run cluster -- up [--nodes N] [--gpus G] | down";
 /** What `up` leaves for `down` (and for a person: where things are). */
 interface State {
   readonly supervisorPid: number;
+  /** Every process it started: the servers, the controller and the router. */
+  readonly pids: readonly number[];
   /** The cluster's directory (data, logs, kubeconfigs); every server's command line names it. */
   readonly dir: string;
   readonly kubeconfig: string;
@@ -70,14 +72,25 @@ export function processesNaming(text: string): number[] {
   if (!existsSync("/proc")) return [];
   return readdirSync("/proc")
     .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
-    .filter((entry) => {
-      try {
-        return readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+    .map(Number)
+    .filter((pid) => commandLineNames(pid, text));
+}
+
+/** Whether process `pid` runs with `text` in its command line (false once it is gone). */
+function commandLineNames(pid: number, text: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The processes `up` recorded that still run. Each names the cluster's directory in its command
+ * line, so a pid the system has since given to another process is never signalled.
+ */
+function recordedAlive(state: State): number[] {
+  return state.pids.filter((pid) => commandLineNames(pid, state.dir));
 }
 
 async function up(nodes: number, gpus: number): Promise<void> {
@@ -139,14 +152,15 @@ function startTandemProcess(
   dir: string,
   args: readonly string[],
   env: Record<string, string> = {},
-): void {
+): number {
   const log = openSync(join(dir, `${name}.log`), "a");
   const script = [join(REPO_ROOT, "src", "cli", "main.ts"), ...args];
   const setpriv = spawnSync("sh", ["-c", "command -v setpriv"], { encoding: "utf8" }).stdout.trim();
   const [file, argv] =
     setpriv === "" ? [process.execPath, script] : [setpriv, ["--pdeathsig", "TERM", "--", process.execPath, ...script]];
-  spawn(file, argv, { stdio: ["ignore", log, log], env: { ...process.env, ...env } });
+  const child = spawn(file, argv, { stdio: ["ignore", log, log], env: { ...process.env, ...env } });
   closeSync(log);
+  return child.pid ?? 0;
 }
 
 async function waitReady(url: string, what: string, deadline: number): Promise<void> {
@@ -169,14 +183,14 @@ async function supervise(nodes: number, gpus: number): Promise<void> {
   const routerUrl = `http://127.0.0.1:${routerPort}`;
   await installCrd(cluster.admin);
   await installRbac(cluster.admin);
-  startTandemProcess("tandem-controller", cluster.dir, [
+  const controllerPid = startTandemProcess("tandem-controller", cluster.dir, [
     "controller",
     "--kubeconfig",
     cluster.kubeconfigs.controller,
     "--metrics-addr",
     controllerMetricsUrl.slice(7),
   ]);
-  startTandemProcess(
+  const routerPid = startTandemProcess(
     "tandem-router",
     cluster.dir,
     ["router", "--kubeconfig", cluster.kubeconfigs.router, "--listen", routerUrl.slice(7), "--id", "local"],
@@ -189,6 +203,7 @@ async function supervise(nodes: number, gpus: number): Promise<void> {
   await waitReady(routerUrl, "tandem router", deadline);
   const state: State = {
     supervisorPid: process.pid,
+    pids: [...cluster.pids, controllerPid, routerPid],
     dir: cluster.dir,
     kubeconfig: cluster.kubeconfigs.admin,
     server: cluster.server,
@@ -204,7 +219,7 @@ async function supervise(nodes: number, gpus: number): Promise<void> {
   await new Promise(() => undefined);
 }
 
-/** Stops the supervisor (and so everything), waits until no process names the cluster's directory, removes the state. */
+/** Stops the supervisor (and so everything), waits until every process it recorded is gone, removes the state. */
 async function down(): Promise<void> {
   const state = readState();
   if (state === undefined) {
@@ -214,10 +229,10 @@ async function down(): Promise<void> {
   }
   if (processAlive(state.supervisorPid)) process.kill(state.supervisorPid, "SIGTERM");
   const deadline = Date.now() + DOWN_TIMEOUT_MS;
-  let left = processesNaming(state.dir);
+  let left = recordedAlive(state);
   while ((left.length > 0 || processAlive(state.supervisorPid)) && Date.now() < deadline) {
     await sleep(200);
-    left = processesNaming(state.dir);
+    left = recordedAlive(state);
   }
   for (const pid of left) process.kill(pid, "SIGKILL");
   rmSync(state.dir, { recursive: true, force: true });

@@ -85,6 +85,8 @@ export interface Cluster {
   readonly kubeconfigs: { readonly admin: string; readonly controller: string; readonly router: string };
   /** The KWOK nodes' names (empty without `nodes`). */
   readonly nodeNames: readonly string[];
+  /** The pids of the servers it started (etcd, kube-apiserver, and with `nodes` the other three). */
+  readonly pids: readonly number[];
 
   /** Stops kube-apiserver, then etcd, and removes `dir`. Safe to call more than once. */
   stop(): Promise<void>;
@@ -148,9 +150,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const server = `https://${LOOPBACK}:${apiPort}`;
     const caPem = await waitForApiServer(server, dir, secrets.adminToken, processes[1]!, deadline - Date.now());
     const cluster = assemble({ server, etcdUrl, caPem, dir, secrets, teardown });
-    if (options.nodes === undefined) return cluster;
+    const pids = () => processes.flatMap((managed) => managed.child.pid ?? []);
+    if (options.nodes === undefined) return { ...cluster, pids: pids() };
     const nodeNames = await startNodes({ cluster, bin, nodes: options.nodes, processes, deadline });
-    return { ...cluster, nodeNames };
+    return { ...cluster, nodeNames, pids: pids() };
   } catch (error) {
     await teardown();
     throw error;
@@ -198,6 +201,7 @@ function assemble(input: AssembleInput): Cluster {
     controller,
     kubeconfigs,
     nodeNames: [],
+    pids: [],
     stop,
   };
 }

@@ -659,9 +659,25 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
         inGroup(rebuilt, "1", "prefill").every((uid) => !prefill.includes(uid)),
         "every prefill pod rebuilt",
       );
-      // A converged controller does not act on the recorded request again.
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
-      assert.deepEqual(uidsOf((await readState(admin(), ns, "llama-pd")).pods), uidsOf(rebuilt.pods));
+      // A converged controller does not act on the recorded request again: a change of a runtime
+      // parameter (not versioned, so it moves no pod) makes it plan once more, and the status it
+      // writes for that generation proves the pass saw the recorded request.
+      const { generation } = (
+        await admin().mergePatch(
+          MODEL_SERVINGS,
+          { namespace: ns, name: "llama-pd" },
+          { spec: { revisionHistoryLimit: 9 } },
+        )
+      ).metadata;
+      const replanned = await waitUntil(
+        admin(),
+        ns,
+        "llama-pd",
+        "RolloutComplete",
+        CONVERGE_MS,
+        (current) => current.ms.status?.observedGeneration === generation,
+      );
+      assert.deepEqual(uidsOf(replanned.pods), uidsOf(rebuilt.pods));
     },
   );
 
