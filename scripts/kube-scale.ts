@@ -133,7 +133,7 @@ console.log(
 let controller: TestController | undefined;
 const cluster = await startCluster({
   startTimeoutMs: 600_000,
-  nodes: { count: nodes, gpusPerNode: Math.ceil(pods / nodes) * GPUS_PER_POD },
+  nodes: { count: nodes, gpusPerNode: Math.ceil(pods / nodes) * GPUS_PER_POD, large: true },
 });
 try {
   await installCrd(cluster.admin);
