@@ -17,6 +17,8 @@ export type MoveKind = "delete-first" | "surge" | "in-place";
 export interface StepTiming {
   /** From a pod's creation to its Ready condition: scheduling, image pull, start. */
   readonly unitStartSeconds: number;
+  /** From a container's restart with a new image to Ready: pull and start, no scheduling. */
+  readonly containerStartSeconds: number;
   readonly terminationSeconds: number;
 }
 
@@ -49,19 +51,18 @@ export function boundSteps(lanes: readonly Lane[], stages: number): number {
 /**
  * The makespan's lower bound in seconds. A delete-first step pays the old unit's termination, then
  * the new unit's start; a surge step only the start, and the last old unit's termination once at
- * the end; an in-place step restarts the containers (the start without scheduling, which the
- * bench's timings make free).
+ * the end; an in-place step restarts the containers (pull and start, no scheduling).
  */
 export function boundSeconds({ lanes, stages, move, timing }: BoundInput): number {
   const steps = boundSteps(lanes, stages);
-  const { unitStartSeconds, terminationSeconds } = timing;
+  const { unitStartSeconds, containerStartSeconds, terminationSeconds } = timing;
   switch (move) {
     case "delete-first":
       return steps * (terminationSeconds + unitStartSeconds);
     case "surge":
       return steps * unitStartSeconds + terminationSeconds;
     case "in-place":
-      return steps * unitStartSeconds;
+      return steps * containerStartSeconds;
   }
 }
 
@@ -91,7 +92,7 @@ export interface Measures {
   readonly minimumPods: number;
   readonly unchangedRestarts: number;
   readonly writes: number;
-  /** Creates + deletes + status changes. */
+  /** Creates + deletes + status changes (+ one image patch per pod updated in place). */
   readonly necessaryWrites: number;
   /** Fewest groups serving (`groupAvailable`) at the end of any instant of the rollout. */
   readonly lowestGroups: number;

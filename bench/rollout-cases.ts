@@ -101,6 +101,7 @@ export const TIMING = { scheduleSeconds: 1, pullSeconds: 0, startSeconds: 80, te
 
 export const STEP_TIMING: StepTiming = {
   unitStartSeconds: TIMING.scheduleSeconds + TIMING.pullSeconds + TIMING.startSeconds,
+  containerStartSeconds: TIMING.pullSeconds + TIMING.startSeconds,
   terminationSeconds: TIMING.terminationSeconds,
 };
 
@@ -137,7 +138,10 @@ function rolloutStrategy(shape: Shape, strategy: StrategyName): unknown {
   switch (strategy) {
     case "group":
     case "statefulset":
-      return { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: GROUP_MAX_UNAVAILABLE } };
+      return {
+        type: "ServingGroupRollingUpdate",
+        rollingUpdateConfiguration: { maxUnavailable: GROUP_MAX_UNAVAILABLE },
+      };
     case "group-recreate":
       return { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 0 } };
     case "in-place":
@@ -229,6 +233,11 @@ export function parsedSpec(shape: Shape, strategy: StrategyName): ModelServing {
 /** Pods whose spec changes: the pods a rollout must create at least (none in place). */
 export function minimumPods(shape: Shape, strategy: StrategyName): number {
   return strategy === "in-place" ? 0 : shape.groups * podsPerGroup(shape, true);
+}
+
+/** Image patches an in-place update needs at least: one per pod whose spec changes. */
+export function minimumImagePatches(shape: Shape, strategy: StrategyName): number {
+  return strategy === "in-place" ? shape.groups * podsPerGroup(shape, true) : 0;
 }
 
 /** Groups the strategy's budget keeps serving: one pod (so one group) at a time for StatefulSet. */

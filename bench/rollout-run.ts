@@ -18,7 +18,7 @@ import type { RunObserver } from "../src/sim/runner.ts";
 import type { SimCluster } from "../src/sim/cluster.ts";
 import type { Step } from "../src/sim/scenario.ts";
 import { statefulSetPlan } from "./peers/statefulset.ts";
-import { NAME, boundInput, floorGroups, minimumPods, scenario } from "./rollout-cases.ts";
+import { NAME, boundInput, floorGroups, minimumImagePatches, minimumPods, scenario } from "./rollout-cases.ts";
 import type { Shape, Strategy } from "./rollout-cases.ts";
 import { boundSeconds } from "./rollout-bound.ts";
 import type { Measures } from "./rollout-bound.ts";
@@ -86,7 +86,8 @@ class RolloutWatch implements RunObserver {
     if (cluster === undefined || !this.active) return;
     const ms = cluster.clock.nowMs();
     const version = cluster.server.resourceVersion();
-    if (this.#last !== undefined && this.#last.ms !== ms) this.#lowestEnded = Math.min(this.#lowestEnded, this.#last.groups);
+    if (this.#last !== undefined && this.#last.ms !== ms)
+      this.#lowestEnded = Math.min(this.#lowestEnded, this.#last.groups);
     if (this.#last?.version === version && this.#last.ms === ms) return;
     this.#last = { ms, version, groups: groupsServing(cluster) };
   }
@@ -136,7 +137,7 @@ export async function runCase(shape: Shape, strategy: Strategy): Promise<CaseRes
         0,
       ),
       writes: writes.total,
-      necessaryWrites: writes.necessary,
+      necessaryWrites: writes.necessary + minimumImagePatches(shape, strategy.name),
       lowestGroups: watch.lowestGroups(),
       desiredGroups: shape.groups,
       floorGroups: floorGroups(shape, strategy.name),
@@ -168,7 +169,9 @@ function failureOf(report: Report, shape: Shape, strategy: Strategy): string | u
   const left = report.final.pods.filter(
     (pod) => !pod.ready || (changed.has(pod.role ?? "") && !pod.images.every((image) => image === "engine:v2")),
   );
-  return left.length === 0 ? undefined : `${left.length} pod(s) not updated and Ready at the end, e.g. ${left[0]?.name}`;
+  return left.length === 0
+    ? undefined
+    : `${left.length} pod(s) not updated and Ready at the end, e.g. ${left[0]?.name}`;
 }
 
 /** Verbs that make or remove an object the rollout needs, and the status write. */

@@ -20,7 +20,7 @@
  * floor.
  */
 import type { Pod } from "../../src/api/kube.ts";
-import { FINALIZER_RECOVERY, LABEL_ROLE_HASH, SERVING_GATE } from "../../src/api/wellknown.ts";
+import { FINALIZER_RECOVERY, LABEL_ROLE, LABEL_ROLE_HASH, SERVING_GATE } from "../../src/api/wellknown.ts";
 import type { Action, Plan } from "../../src/core/actions.ts";
 import { isPodReady, isTerminating } from "../../src/core/health.ts";
 import type { PodIdentity } from "../../src/core/identity.ts";
@@ -50,13 +50,21 @@ export function replayStep(observed: Observed): Plan {
   if (!resolved.ok) return NOTHING;
   const { update, actions: revisionActions } = resolved.revisions;
   const byName = new Map(observed.pods.map((pod) => [pod.metadata.name, pod]));
-  const ordinals = identities(built.model, update).map((id) => ({ id, pod: byName.get(podName(built.model.ms.metadata.name, id)) }));
+  const ordinals = identities(built.model, update).map((id) => ({
+    id,
+    pod: byName.get(podName(built.model.ms.metadata.name, id)),
+  }));
   const missing = ordinals.filter((ordinal) => ordinal.pod === undefined);
-  if (missing.length > 0) return { actions: [...revisionActions, ...missing.flatMap(({ id }) => create(built.model, update, id))], requeueAfterMs: undefined };
+  if (missing.length > 0)
+    return {
+      actions: [...revisionActions, ...missing.flatMap(({ id }) => create(built.model, update, id))],
+      requeueAfterMs: undefined,
+    };
   const pods = ordinals.map((ordinal) => ordinal.pod as Pod);
-  if (pods.some((pod) => isTerminating(pod) || !isPodReady(pod))) return { actions: revisionActions, requeueAfterMs: undefined };
+  if (pods.some((pod) => isTerminating(pod) || !isPodReady(pod)))
+    return { actions: revisionActions, requeueAfterMs: undefined };
   const outdated = pods.find((pod) => {
-    const role = pod.metadata.labels?.["tandem.dev/role"] ?? "";
+    const role = pod.metadata.labels?.[LABEL_ROLE] ?? "";
     return pod.metadata.labels?.[LABEL_ROLE_HASH] !== roleHash(update.data, role);
   });
   if (outdated === undefined) return { actions: revisionActions, requeueAfterMs: undefined };
@@ -71,7 +79,8 @@ function identities(model: Model, update: Revision): PodIdentity[] {
     for (const role of [...roles].reverse()) {
       const replicas = model.roles.get(role.name)?.replicas ?? 0;
       for (let instance = replicas - 1; instance >= 0; instance--)
-        for (let index = role.workerReplicas; index >= 0; index--) ids.push({ group, role: role.name, instance, index });
+        for (let index = role.workerReplicas; index >= 0; index--)
+          ids.push({ group, role: role.name, instance, index });
     }
   return ids;
 }
@@ -81,14 +90,19 @@ function create(model: Model, update: Revision, id: PodIdentity): Action[] {
   const pod = buildPod(model.owner, update, id);
   if (pod === undefined) return [];
   const gates = (pod.spec.readinessGates ?? []).filter((gate) => gate.conditionType !== SERVING_GATE);
-  const { finalizers: _finalizers, ...metadata } = pod.metadata;
+  // A StatefulSet's pod carries no finalizer of Tandem's: deleting it needs no release first.
+  const metadata = { ...pod.metadata };
+  delete metadata.finalizers;
   return [{ type: "CreatePod", pod: { ...pod, metadata, spec: { ...pod.spec, readinessGates: gates } } }];
 }
 
 function deletion(pod: Pod): Action {
   const finalizers = pod.metadata.finalizers ?? [];
   const release = finalizers.includes(FINALIZER_RECOVERY)
-    ? { resourceVersion: pod.metadata.resourceVersion ?? "", finalizers: finalizers.filter((name) => name !== FINALIZER_RECOVERY) }
+    ? {
+        resourceVersion: pod.metadata.resourceVersion ?? "",
+        finalizers: finalizers.filter((name) => name !== FINALIZER_RECOVERY),
+      }
     : undefined;
   return {
     type: "DeletePod",
