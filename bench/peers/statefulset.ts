@@ -49,26 +49,24 @@ export function replayStep(observed: Observed): Plan {
   const resolved = planRevisions(built.model);
   if (!resolved.ok) return NOTHING;
   const { update, actions: revisionActions } = resolved.revisions;
+  const planned = (actions: readonly Action[]): Plan => ({
+    actions: [...revisionActions, ...actions],
+    requeueAfterMs: undefined,
+  });
   const byName = new Map(observed.pods.map((pod) => [pod.metadata.name, pod]));
   const ordinals = identities(built.model, update).map((id) => ({
     id,
     pod: byName.get(podName(built.model.ms.metadata.name, id)),
   }));
   const missing = ordinals.filter((ordinal) => ordinal.pod === undefined);
-  if (missing.length > 0)
-    return {
-      actions: [...revisionActions, ...missing.flatMap(({ id }) => create(built.model, update, id))],
-      requeueAfterMs: undefined,
-    };
+  if (missing.length > 0) return planned(missing.flatMap(({ id }) => create(built.model, update, id)));
   const pods = ordinals.map((ordinal) => ordinal.pod as Pod);
-  if (pods.some((pod) => isTerminating(pod) || !isPodReady(pod)))
-    return { actions: revisionActions, requeueAfterMs: undefined };
+  if (pods.some((pod) => isTerminating(pod) || !isPodReady(pod))) return planned([]);
   const outdated = pods.find((pod) => {
     const role = pod.metadata.labels?.[LABEL_ROLE] ?? "";
     return pod.metadata.labels?.[LABEL_ROLE_HASH] !== roleHash(update.data, role);
   });
-  if (outdated === undefined) return { actions: revisionActions, requeueAfterMs: undefined };
-  return { actions: [...revisionActions, deletion(outdated)], requeueAfterMs: undefined };
+  return planned(outdated === undefined ? [] : [deletion(outdated)]);
 }
 
 /** Every pod the update revision declares for the spec's groups, highest ordinal first. */
