@@ -235,6 +235,11 @@ export function minimumPods(shape: Shape, strategy: StrategyName): number {
   return strategy === "in-place" ? 0 : shape.groups * podsPerGroup(shape, true);
 }
 
+/** Pods of the whole ModelServing. */
+export function desiredPods(shape: Shape): number {
+  return shape.groups * podsPerGroup(shape, false);
+}
+
 /** Image patches an in-place update needs at least: one per pod whose spec changes. */
 export function minimumImagePatches(shape: Shape, strategy: StrategyName): number {
   return strategy === "in-place" ? shape.groups * podsPerGroup(shape, true) : 0;

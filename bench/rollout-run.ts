@@ -18,7 +18,15 @@ import type { RunObserver } from "../src/sim/runner.ts";
 import type { SimCluster } from "../src/sim/cluster.ts";
 import type { Step } from "../src/sim/scenario.ts";
 import { statefulSetPlan } from "./peers/statefulset.ts";
-import { NAME, boundInput, floorGroups, minimumImagePatches, minimumPods, scenario } from "./rollout-cases.ts";
+import {
+  NAME,
+  boundInput,
+  desiredPods,
+  floorGroups,
+  minimumImagePatches,
+  minimumPods,
+  scenario,
+} from "./rollout-cases.ts";
 import type { Shape, Strategy } from "./rollout-cases.ts";
 import { boundSeconds } from "./rollout-bound.ts";
 import type { Measures } from "./rollout-bound.ts";
@@ -44,6 +52,7 @@ class RolloutWatch implements RunObserver {
   #cluster: SimCluster | undefined;
   #startedAtSeconds: number | undefined;
   #writesAtStart: WriteCounts = {};
+  #restartsAtStart: Readonly<Record<string, number>> = {};
   /** Groups available at the last sample, and the instant and server version it was taken at. */
   #last: { ms: number; version: string; groups: number } | undefined;
   /** The lowest over instants that have ended (the last sample's instant may still change). */
@@ -65,6 +74,7 @@ class RolloutWatch implements RunObserver {
     if (step.kind !== "patch" || this.#cluster === undefined) return;
     this.#startedAtSeconds = this.#cluster.clock.nowMs() / 1000;
     this.#writesAtStart = controllerWrites(this.#cluster.server.apiWriteCounts()).byKind;
+    this.#restartsAtStart = this.#cluster.kubelet.restartsByRole();
   }
 
   startedAtSeconds(): number {
@@ -74,6 +84,11 @@ class RolloutWatch implements RunObserver {
 
   writesAtStart(): WriteCounts {
     return this.#writesAtStart;
+  }
+
+  /** Container restarts of `role` since the rollout started (`final`: the report's counts by role). */
+  restartsSinceStart(role: string, final: Readonly<Record<string, number>>): number {
+    return (final[role] ?? 0) - (this.#restartsAtStart[role] ?? 0);
   }
 
   lowestGroups(): number {
@@ -133,7 +148,8 @@ export async function runCase(shape: Shape, strategy: Strategy): Promise<CaseRes
       podsCreated: Object.values(created).reduce((sum, count) => sum + count, 0),
       minimumPods: minimumPods(shape, strategy.name),
       unchangedRestarts: unchanged.reduce(
-        (sum, role) => sum + (created[role] ?? 0) + (report.metrics.containerRestarts.byRole[role] ?? 0),
+        (sum, role) =>
+          sum + (created[role] ?? 0) + watch.restartsSinceStart(role, report.metrics.containerRestarts.byRole),
         0,
       ),
       writes: writes.total,
@@ -169,9 +185,9 @@ function failureOf(report: Report, shape: Shape, strategy: Strategy): string | u
   const left = report.final.pods.filter(
     (pod) => !pod.ready || (changed.has(pod.role ?? "") && !pod.images.every((image) => image === "engine:v2")),
   );
-  return left.length === 0
-    ? undefined
-    : `${left.length} pod(s) not updated and Ready at the end, e.g. ${left[0]?.name}`;
+  if (left.length > 0) return `${left.length} pod(s) not updated and Ready at the end, e.g. ${left[0]?.name}`;
+  const pods = report.final.pods.length;
+  return pods === desiredPods(shape) ? undefined : `${pods} pod(s) at the end, not ${desiredPods(shape)}`;
 }
 
 /** Verbs that make or remove an object the rollout needs, and the status write. */

@@ -10,6 +10,7 @@ import type { Measures, StepTiming } from "../bench/rollout-bound.ts";
 import { STRATEGIES, boundInput } from "../bench/rollout-cases.ts";
 import type { Shape, StrategyName } from "../bench/rollout-cases.ts";
 import { runCase } from "../bench/rollout-run.ts";
+import { tableLines } from "../bench/rollout.ts";
 import type { CaseResult } from "../bench/rollout-run.ts";
 
 const timing: StepTiming = { unitStartSeconds: 81, containerStartSeconds: 80, terminationSeconds: 5 };
@@ -166,5 +167,17 @@ describe("rollout table on a small shape", () => {
     assert.equal(measures.lowestGroups, 4);
     assert.equal(measures.unchangedRestarts, 0);
     assert.ok(measures.podsCreated >= measures.minimumPods);
+  });
+
+  it("prints a row per run and marks the cells that miss", async () => {
+    const rows = await Promise.all(STRATEGIES.map((strategy) => result(strategy.name)));
+    const lines = tableLines(rows);
+    const recreate = lines.find((line) => line.startsWith("1P1D × 4") && line.includes("group recreate"));
+    assert.ok(recreate);
+    // Pods 8 of 4 and 4 unchanged-role restarts miss; the makespan meets its target.
+    assert.match(recreate, /2\.00 ✗ \(8 \/ 4\)/);
+    assert.match(recreate, /\s4 ✗\s/);
+    assert.doesNotMatch(recreate, /1\.0\d ✗/);
+    assert.equal(lines.filter((line) => line.startsWith("1P1D × 4")).length, STRATEGIES.length);
   });
 });
