@@ -16,6 +16,10 @@
  * (the simulated cluster, the engine, the checker): the speed the run would have were plans free,
  * an upper bound on what planner work alone can gain.
  *
+ * Then the rollout table (`bench/rollout.ts`): every strategy, Tandem's and the peers' replayed,
+ * on four shapes, against the lower bound their budgets allow. `npm run bench -- rollout` runs
+ * only that one.
+ *
  * Then the router benchmark (`bench/router.ts`): Tandem's router against the engine directly,
  * nginx and SGLang's router, side by side. `npm run bench -- router` runs only that one,
  * `npm run bench -- SMALL LARGE` only the simulator's.
@@ -24,6 +28,7 @@ import { performance } from "node:perf_hooks";
 import { plan } from "../src/core/plan.ts";
 import type { Observed } from "../src/core/observed.ts";
 import { runScenario } from "../src/sim/runner.ts";
+import { benchRollout } from "./rollout.ts";
 import { benchRouter } from "./router.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 import type { Scenario } from "../src/sim/scenario.ts";
@@ -155,5 +160,6 @@ async function benchSimulator(smallGroups: number, largeGroups: number): Promise
 }
 
 const [first, second] = process.argv.slice(2);
-if (first !== "router") await benchSimulator(Number(first ?? 10), Number(second ?? 100));
+if (first !== "router" && first !== "rollout") await benchSimulator(Number(first ?? 10), Number(second ?? 100));
+if (first === undefined || first === "rollout") await benchRollout();
 if (first === undefined || first === "router") await benchRouter();

@@ -75,6 +75,12 @@ export interface RunOptions {
   readonly minReconcileIntervalMs?: number;
   /** Faults for the controller's API calls and watches while the first steps run (the fault fuzz). */
   readonly chaos?: Chaos;
+  /**
+   * Jitter added to pull and start times, in percent (`SimClusterOptions.jitterPercent`, default
+   * 10). The rollout bench sets 0, so every unit starts in exactly the scenario's timing and a
+   * rollout's lower bound is exact.
+   */
+  readonly jitterPercent?: number;
 }
 
 /**
@@ -156,6 +162,7 @@ class ScenarioRun {
       ...(nodes === undefined ? {} : { nodes }),
       ...(timing === undefined ? {} : { timing }),
       ...(images === undefined ? {} : { images }),
+      ...(options.jitterPercent === undefined ? {} : { jitterPercent: options.jitterPercent }),
     });
     this.#controllerClock = this.#cluster.clock.onEpoch();
     this.#checker = new InvariantChecker(this.#cluster.server, {
