@@ -75,6 +75,11 @@ export interface RunOptions {
   readonly minReconcileIntervalMs?: number;
   /** Faults for the controller's API calls and watches while the first steps run (the fault fuzz). */
   readonly chaos?: Chaos;
+  /**
+   * The kubelet's jitter of pull and start times, in percent (SimClusterOptions). Default 10;
+   * `tandem plan` sets 0 for an idealised cluster where a wave of starts ends at one instant.
+   */
+  readonly jitterPercent?: number;
 }
 
 /**
@@ -108,6 +113,8 @@ export interface RunObserver {
   attach?(cluster: SimCluster, router: SimRouter | undefined): void;
   stepStarted?(index: number, step: Step): Promise<void> | void;
   stepEnded?(record: StepRecord): Promise<void> | void;
+  /** At the end of every instant (when the invariant checker runs), with the cluster as it stands. */
+  instantEnded?(cluster: SimCluster): void;
 }
 
 /** Runs `scenario` to its end or its first failed step; the report is a pure function of the inputs. */
@@ -156,6 +163,7 @@ class ScenarioRun {
       ...(nodes === undefined ? {} : { nodes }),
       ...(timing === undefined ? {} : { timing }),
       ...(images === undefined ? {} : { images }),
+      ...(options.jitterPercent === undefined ? {} : { jitterPercent: options.jitterPercent }),
     });
     this.#controllerClock = this.#cluster.clock.onEpoch();
     this.#checker = new InvariantChecker(this.#cluster.server, {
@@ -509,6 +517,7 @@ class ScenarioRun {
   #check(): boolean {
     if (!this.#instantEnded()) return true;
     this.#checker.check();
+    this.#observer?.instantEnded?.(this.#cluster);
     return true;
   }
 
