@@ -13,7 +13,7 @@ import { ordinalOf } from "../sim/rollout-steps.ts";
 export function ranges(values: readonly number[]): string {
   const sorted = [...new Set(values)].sort((a, b) => a - b);
   const parts: string[] = [];
-  for (let index = 0; index < sorted.length; ) {
+  for (let index = 0; index < sorted.length;) {
     let end = index;
     while (end + 1 < sorted.length && (sorted[end + 1] ?? 0) === (sorted[end] ?? 0) + 1) end++;
     parts.push(end === index ? `${sorted[index]}` : `${sorted[index]}-${sorted[end]}`);
@@ -77,7 +77,6 @@ function strategyLine(ms: ModelServing): string {
 /** The step table of the idealised play, with the unit start cycle it was played at. */
 export function renderPlan(ms: ModelServing, played: PlayedRollout, bound: RolloutBound, cycleSeconds: number): string {
   const byGroup = ms.spec.rolloutStrategy.type !== "RoleRollingUpdate";
-  const moved = [...new Set(played.steps.flatMap((step) => step.starts.map((start) => start.role)))];
   const out = [
     strategyLine(ms),
     `changed: ${bound.changedUnits} ${bound.unit}(s) at or above the partitions; the budgets let ${bound.atOnce} move at once`,
@@ -87,8 +86,8 @@ export function renderPlan(ms: ModelServing, played: PlayedRollout, bound: Rollo
     String(index + 1),
     step.atSeconds.toFixed(1),
     describeUnits(step.starts, byGroup) + retiredText(step, byGroup),
-    String(step.surge),
-    describeCapacity(step.floor, ms, byGroup ? [] : moved),
+    String(byGroup ? step.surgeGroups : step.surge),
+    describeCapacity(step.floor, ms, byGroup ? [] : bound.roles),
   ]);
   out.push(...table(["step", "at (s)", "starts (g = group)", "surge", "lowest serving"], rows));
   out.push(summary(played, bound, byGroup));

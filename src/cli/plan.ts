@@ -68,7 +68,12 @@ function loadRevisionData(path: string, text: string): Loaded<RevisionData> {
 
 /** FILE's ModelServing with the versioned fields of `data`, validated; problems name `label`. */
 function withVersioned(ms: ModelServing, spec: ModelServingSpec, label: string): Loaded<ModelServing> {
-  const parsed = parseModelServing({ apiVersion: ms.apiVersion, kind: ms.kind, metadata: { name: ms.metadata.name }, spec });
+  const parsed = parseModelServing({
+    apiVersion: ms.apiVersion,
+    kind: ms.kind,
+    metadata: { name: ms.metadata.name },
+    spec,
+  });
   if (parsed.ok) return { ok: true, value: parsed.value };
   return { ok: false, lines: parsed.problems.map((found) => `${label}: ${found.path}: ${found.reason}`) };
 }
@@ -85,7 +90,11 @@ function bothSides(ms: ModelServing, inputs: PlanInputs): Loaded<{ before: Model
   if (to !== undefined && !to.ok) return to;
   const from = inputs.from === undefined ? undefined : loadRevisionData(inputs.from.path, inputs.from.text);
   if (from !== undefined && !from.ok) return from;
-  const after = withVersioned(ms, to === undefined ? ms.spec : applyRevision(ms.spec, to.value), inputs.to?.path ?? inputs.file.path);
+  const after = withVersioned(
+    ms,
+    to === undefined ? ms.spec : applyRevision(ms.spec, to.value),
+    inputs.to?.path ?? inputs.file.path,
+  );
   if (!after.ok) return after;
   const beforeSpec =
     from === undefined
@@ -114,10 +123,15 @@ function timingCluster(
   if (timing === "default")
     return {
       ok: true,
-      value: { cluster: { nodes: idealCluster(before, after).nodes }, seed: 1, label: "the simulator's default timing" },
+      value: {
+        cluster: { nodes: idealCluster(before, after).nodes },
+        seed: 1,
+        label: "the simulator's default timing",
+      },
     };
   const parsed = parseScenarioText(timing.text);
-  if (!parsed.ok) return { ok: false, lines: parsed.problems.map((found) => `${timing.path}: ${found.path}: ${found.reason}`) };
+  if (!parsed.ok)
+    return { ok: false, lines: parsed.problems.map((found) => `${timing.path}: ${found.path}: ${found.reason}`) };
   const { cluster, seed } = parsed.scenario;
   return { ok: true, value: { cluster, seed, label: `the cluster of ${timing.path} (seed ${seed})` } };
 }
@@ -132,7 +146,11 @@ export async function planCommand(inputs: PlanInputs): Promise<CommandOutput> {
   const timing = inputs.timing === undefined ? undefined : timingCluster(inputs.timing, before, after);
   if (timing !== undefined && !timing.ok) return fail(lines(timing.lines));
   if (sameRevisionData(revisionData(before), revisionData(after)))
-    return { exitCode: 0, stdout: `ModelServing/${after.metadata.name}: no role changes: nothing to roll out.\n`, stderr: "" };
+    return {
+      exitCode: 0,
+      stdout: `ModelServing/${after.metadata.name}: no role changes: nothing to roll out.\n`,
+      stderr: "",
+    };
   const played = await playRollout(before, after);
   let stdout = renderPlan(after, played, rolloutBound(before, after, idealCluster(before, after)), IDEAL_START_SECONDS);
   if (timing?.ok === true) {
@@ -163,7 +181,10 @@ export function registerPlan(program: Command): void {
       "--timing [scenario]",
       "also estimate the makespan on a scenario's cluster (its nodes, timing, images, seed; default: the simulator's defaults) beside the lower bound",
     )
-    .addHelpText("after", "\nExit status: 0 with the table of a rollout that completes; 1 when it would not, or on bad input.")
+    .addHelpText(
+      "after",
+      "\nExit status: 0 with the table of a rollout that completes; 1 when it would not, or on bad input.",
+    )
     .action(async (file: string, options: { from?: string; to?: string; timing?: string | true }) => {
       const scenario = typeof options.timing === "string" ? options.timing : undefined;
       const paths = [file, options.from, options.to, scenario];
@@ -179,7 +200,12 @@ export function registerPlan(program: Command): void {
         emit(fail(unreadable.join("")));
         return;
       }
-      const [main, from, to, timing] = read as [SourceText, SourceText | undefined, SourceText | undefined, SourceText | undefined];
+      const [main, from, to, timing] = read as [
+        SourceText,
+        SourceText | undefined,
+        SourceText | undefined,
+        SourceText | undefined,
+      ];
       emit(await planCommand({ file: main, from, to, timing: options.timing === true ? "default" : timing }));
     });
 }

@@ -14,6 +14,8 @@ import type { ScenarioCluster } from "./scenario.ts";
 
 export interface RolloutBound {
   readonly unit: "group" | "instance";
+  /** The roles whose spec changes (every role of a changed group under the group strategies). */
+  readonly roles: readonly string[];
   /** Units at or above the partitions whose spec changes. */
   readonly changedUnits: number;
   /** Units the budgets let move at once (maxUnavailable plus maxSurge, nested for role instances). */
@@ -38,12 +40,28 @@ export function rolloutBound(before: ModelServing, after: ModelServing, cluster:
     : sameRevisionData(from, to)
       ? []
       : spec.template.roles;
-  const changedUnits = byRole ? groups * changed.reduce((sum, role) => sum + eligible(role), 0) : changed.length > 0 ? groups : 0;
+  const changedUnits = byRole
+    ? groups * changed.reduce((sum, role) => sum + eligible(role), 0)
+    : changed.length > 0
+      ? groups
+      : 0;
   const surge = spec.rolloutStrategy.type === "InPlaceUpdate" ? 0 : group.maxSurge;
-  const atOnce = Math.max(1, byRole ? roleUnitsAtOnce(changed, groups, group.maxUnavailable) : Math.min(groups, group.maxUnavailable + surge));
+  const atOnce = Math.max(
+    1,
+    byRole ? roleUnitsAtOnce(changed, groups, group.maxUnavailable) : Math.min(groups, group.maxUnavailable + surge),
+  );
   const waves = Math.ceil(changedUnits / atOnce);
   const unitStartSeconds = startSeconds(changed, cluster, spec.rolloutStrategy.type !== "InPlaceUpdate");
-  return { unit: byRole ? "instance" : "group", changedUnits, atOnce, waves, unitStartSeconds, boundSeconds: waves * unitStartSeconds };
+  const roles = changed.map((role) => role.name);
+  return {
+    unit: byRole ? "instance" : "group",
+    roles,
+    changedUnits,
+    atOnce,
+    waves,
+    unitStartSeconds,
+    boundSeconds: waves * unitStartSeconds,
+  };
 }
 
 function eligible(role: Role): number {
@@ -69,7 +87,7 @@ function startSeconds(roles: readonly Role[], cluster: ScenarioCluster, schedule
   const timing = { ...DEFAULT_TIMING, ...cluster.timing };
   const images = roles.flatMap((role) =>
     [role.entryTemplate, ...(role.workerTemplate === undefined ? [] : [role.workerTemplate])].flatMap((template) =>
-      template.spec.containers.map((container) => container.image ?? ""),
+      template.spec.containers.map((container) => container.image),
     ),
   );
   const slowest = Math.max(

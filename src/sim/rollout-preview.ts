@@ -10,6 +10,7 @@
  * inputs give the same steps.
  */
 import type { ModelServing, Role } from "../api/schema.ts";
+import type { JsonObject } from "../engine/ports.ts";
 import { podGpuRequest } from "./placement.ts";
 import { DEFAULT_TIMING } from "./cluster.ts";
 import { MAX_NODES, podsOf } from "./limits.ts";
@@ -54,11 +55,18 @@ export function idealCluster(before: ModelServing, after: ModelServing): Scenari
 
 function roleGpus(role: Role): number[] {
   const templates = [role.entryTemplate, ...(role.workerTemplate === undefined ? [] : [role.workerTemplate])];
-  return templates.map((template) => podGpuRequest({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: template.spec }) ?? 0);
+  return templates.map(
+    (template) =>
+      podGpuRequest({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: template.spec as JsonObject }) ?? 0,
+  );
 }
 
 /** Plays the rollout from `before` to `after` (same name; valid ModelServings) and records its steps. */
-export async function playRollout(before: ModelServing, after: ModelServing, options: PlayOptions = {}): Promise<PlayedRollout> {
+export async function playRollout(
+  before: ModelServing,
+  after: ModelServing,
+  options: PlayOptions = {},
+): Promise<PlayedRollout> {
   const cluster = options.cluster ?? idealCluster(before, after);
   const parsed = parseScenario({
     name: `plan-${after.metadata.name}`,
@@ -123,15 +131,25 @@ function manifest(ms: ModelServing): Record<string, unknown> {
  */
 function waitSeconds(ms: ModelServing, cluster: ScenarioCluster): number {
   const timing = { ...DEFAULT_TIMING, ...cluster.timing };
-  const slowest = Math.max(0, ...Object.values(cluster.images ?? {}).map((image) => (image.pullSeconds ?? 0) + (image.startSeconds ?? 0)));
+  const slowest = Math.max(
+    0,
+    ...Object.values(cluster.images ?? {}).map((image) => (image.pullSeconds ?? 0) + (image.startSeconds ?? 0)),
+  );
   const cycle =
-    timing.scheduleSeconds + timing.pullSeconds + timing.startSeconds + timing.terminationSeconds + slowest + ms.spec.drain.timeoutSeconds + 10;
+    timing.scheduleSeconds +
+    timing.pullSeconds +
+    timing.startSeconds +
+    timing.terminationSeconds +
+    slowest +
+    ms.spec.drain.timeoutSeconds +
+    10;
   return Math.min(MAX_STEP_SECONDS, 3 * (podsOf(ms) + 2) * cycle);
 }
 
 /** The stored RolloutBlocked condition's message, when it is True. */
 function blockedMessage(status: unknown): string | undefined {
-  const conditions = (status as { conditions?: { type?: string; status?: string; message?: string }[] } | null)?.conditions;
+  const conditions = (status as { conditions?: { type?: string; status?: string; message?: string }[] } | null)
+    ?.conditions;
   const blocked = conditions?.find((condition) => condition.type === "RolloutBlocked" && condition.status === "True");
   return blocked?.message;
 }

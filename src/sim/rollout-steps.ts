@@ -38,8 +38,10 @@ export interface UnitStart {
 export interface Capacity {
   readonly groups: number;
   readonly roles: Readonly<Record<string, number>>;
-  /** Live units beyond the desired ones (surge), counted by role instance. */
+  /** Live role instances beyond the desired ones (surge instances, those of surge groups included). */
   readonly surge: number;
+  /** Live groups beyond the desired ones (surge groups). */
+  readonly surgeGroups: number;
 }
 
 export interface RolloutStep {
@@ -50,8 +52,10 @@ export interface RolloutStep {
   readonly retired: readonly Omit<UnitStart, "kind">[];
   /** The lowest capacity from the first disruption of this step's units to the next step's. */
   readonly floor: Capacity;
-  /** The most surge units live over the same window. */
+  /** The most surge role instances live over the same window. */
   readonly surge: number;
+  /** The most surge groups live over the same window. */
+  readonly surgeGroups: number;
 }
 
 interface Sample extends Capacity {
@@ -105,7 +109,9 @@ export class StepRecorder implements RunObserver {
   }
 
   #stored(cluster: SimCluster): ModelServing | undefined {
-    const parsed = parseModelServing(cluster.server.peek({ kind: "ModelServing", namespace: "default", name: this.#name }));
+    const parsed = parseModelServing(
+      cluster.server.peek({ kind: "ModelServing", namespace: "default", name: this.#name }),
+    );
     return parsed.ok ? parsed.value : undefined;
   }
 }
@@ -131,11 +137,19 @@ function capacityOf(ms: ModelServing, cluster: SimCluster): Capacity {
     const id = unit[0]?.id;
     return id !== undefined && (id.group >= ms.spec.replicas || id.instance >= (desired.get(id.role) ?? 0));
   }).length;
-  return { groups, roles, surge };
+  const surgeGroups = new Set(
+    [...byUnit.values()].map((unit) => unit[0]?.id.group ?? 0).filter((group) => group >= ms.spec.replicas),
+  ).size;
+  return { groups, roles, surge, surgeGroups };
 }
 
 function sameCapacity(a: Capacity, b: Capacity): boolean {
-  return a.groups === b.groups && a.surge === b.surge && JSON.stringify(a.roles) === JSON.stringify(b.roles);
+  return (
+    a.groups === b.groups &&
+    a.surge === b.surge &&
+    a.surgeGroups === b.surgeGroups &&
+    JSON.stringify(a.roles) === JSON.stringify(b.roles)
+  );
 }
 
 /** What a pass over the events knows of a unit (`<group>/<instance>`). */
@@ -184,6 +198,7 @@ export function rolloutSteps(
       retired: retired.filter((unit) => unit.t >= t && unit.t < (windows[index + 1]?.t ?? Infinity)).map(unitOf),
       floor: lowest(window),
       surge: Math.max(0, ...window.map((sample) => sample.surge)),
+      surgeGroups: Math.max(0, ...window.map((sample) => sample.surgeGroups)),
     };
   });
 }
@@ -209,7 +224,10 @@ function findStarts(
       deletions.delete(key);
     }
     if (event.type === "PodDeleted" && unit.live === 0)
-      deletions.set(key, { t: event.t, unit: { group: event.group ?? -1, instance: event.instance ?? "", role: event.role ?? "" } });
+      deletions.set(key, {
+        t: event.t,
+        unit: { group: event.group ?? -1, instance: event.instance ?? "", role: event.role ?? "" },
+      });
   });
   const retired = [...deletions.values()].map(({ t, unit }) => ({ ...unit, t }));
   return { starts, retired };
@@ -279,6 +297,7 @@ function lowest(samples: readonly Sample[]): Capacity {
     groups: Math.min(...samples.map((sample) => sample.groups)),
     roles,
     surge: Math.min(...samples.map((sample) => sample.surge)),
+    surgeGroups: Math.min(...samples.map((sample) => sample.surgeGroups)),
   };
 }
 
