@@ -33,15 +33,18 @@ describe("an alias bomb", () => {
     });
   });
 
-  it("tandem plan, as FILE and as --from", () => {
-    assert.deepEqual(planCommand({ file: { path: "bomb.yaml", text: ALIAS_BOMB } }), {
+  it("tandem plan, as FILE and as --from", async () => {
+    assert.deepEqual(await planCommand({ file: { path: "bomb.yaml", text: ALIAS_BOMB } }), {
       exitCode: 1,
       stdout: "",
       stderr: `bomb.yaml: document 1: ${TOO_MANY_ALIASES}\n`,
     });
     const coordinated = readFileSync(join(import.meta.dirname, "../deploy/examples/coordinated-chain.yaml"), "utf8");
     assert.deepEqual(
-      planCommand({ file: { path: "ms.yaml", text: coordinated }, from: { path: "bomb.yaml", text: ALIAS_BOMB } }),
+      await planCommand({
+        file: { path: "ms.yaml", text: coordinated },
+        from: { path: "bomb.yaml", text: ALIAS_BOMB },
+      }),
       { exitCode: 1, stdout: "", stderr: `bomb.yaml: document 1: ${TOO_MANY_ALIASES}\n` },
     );
   });

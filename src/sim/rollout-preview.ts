@@ -16,7 +16,7 @@ import { DEFAULT_TIMING } from "./cluster.ts";
 import { MAX_NODES, podsOf } from "./limits.ts";
 import { runScenario } from "./runner.ts";
 import { MAX_STEP_SECONDS, parseScenario } from "./scenario.ts";
-import type { ScenarioCluster } from "./scenario.ts";
+import type { Scenario, ScenarioCluster } from "./scenario.ts";
 import { StepRecorder, rolloutSteps } from "./rollout-steps.ts";
 import type { RolloutStep } from "./rollout-steps.ts";
 
@@ -61,16 +61,22 @@ function roleGpus(role: Role): number[] {
   );
 }
 
-/** Plays the rollout from `before` to `after` (same name; valid ModelServings) and records its steps. */
-export async function playRollout(
+/** The index of the step that applies the change in `rolloutScenario`'s steps. */
+export const CHANGE_STEP = 2;
+
+/**
+ * The scenario `playRollout` runs: `before` applied, Available, `after` applied (step
+ * `CHANGE_STEP`), RolloutComplete — with waits long enough for any rollout on `cluster`.
+ */
+export function rolloutScenario(
   before: ModelServing,
   after: ModelServing,
-  options: PlayOptions = {},
-): Promise<PlayedRollout> {
-  const cluster = options.cluster ?? idealCluster(before, after);
+  cluster: ScenarioCluster,
+  seed = 1,
+): Scenario {
   const parsed = parseScenario({
     name: `plan-${after.metadata.name}`,
-    seed: options.seed ?? 1,
+    seed,
     cluster,
     steps: [
       { apply: manifest(before) },
@@ -80,9 +86,20 @@ export async function playRollout(
     ],
   });
   if (!parsed.ok) throw new Error(parsed.problems.map((found) => `${found.path}: ${found.reason}`).join("; "));
-  const recorder = new StepRecorder(2, after.metadata.name);
+  return parsed.scenario;
+}
+
+/** Plays the rollout from `before` to `after` (same name; valid ModelServings) and records its steps. */
+export async function playRollout(
+  before: ModelServing,
+  after: ModelServing,
+  options: PlayOptions = {},
+): Promise<PlayedRollout> {
+  const cluster = options.cluster ?? idealCluster(before, after);
+  const scenario = rolloutScenario(before, after, cluster, options.seed);
+  const recorder = new StepRecorder(CHANGE_STEP, after.metadata.name);
   const jitter = options.jitterPercent ?? (options.cluster === undefined ? 0 : undefined);
-  const report = await runScenario(parsed.scenario, {
+  const report = await runScenario(scenario, {
     podSpecs: false,
     observer: recorder,
     ...(jitter === undefined ? {} : { jitterPercent: jitter }),
