@@ -74,8 +74,8 @@ export class StepRecorder implements RunObserver {
   #cluster: SimCluster | undefined;
   #ms: ModelServing | undefined;
   #changeAt: { seconds: number; event: number } | undefined;
-  /** The server's resourceVersion at the last sample: nothing changed, nothing to count again. */
-  #seenVersion = "";
+  /** A pod was committed since the last sample (capacity is a function of the pods alone). */
+  #podsChanged = true;
   readonly samples: Sample[] = [];
 
   constructor(changeStep: number, modelServing: string) {
@@ -85,6 +85,9 @@ export class StepRecorder implements RunObserver {
 
   attach(cluster: SimCluster): void {
     this.#cluster = cluster;
+    cluster.server.onCommit("Pod", () => {
+      this.#podsChanged = true;
+    });
   }
 
   stepStarted(index: number): void {
@@ -95,9 +98,8 @@ export class StepRecorder implements RunObserver {
   instantEnded(cluster: SimCluster): void {
     if (this.#changeAt === undefined) return;
     this.#ms ??= this.#stored(cluster);
-    const version = cluster.server.resourceVersion();
-    if (this.#ms === undefined || version === this.#seenVersion) return;
-    this.#seenVersion = version;
+    if (this.#ms === undefined || !this.#podsChanged) return;
+    this.#podsChanged = false;
     const sample = { t: cluster.clock.nowMs() / 1000, ...capacityOf(this.#ms, cluster) };
     const last = this.samples.at(-1);
     if (last === undefined || !sameCapacity(last, sample)) this.samples.push(sample);
