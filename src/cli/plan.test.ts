@@ -216,7 +216,7 @@ describe("tandem plan", () => {
     assert.deepEqual(badTiming, {
       exitCode: 1,
       stdout: "",
-      stderr: "cluster.yaml: cluster.timing.startSeconds: must be 0 or more\n",
+      stderr: "--timing cluster.yaml: cluster.timing.startSeconds: must be 0 or more\n",
     });
     const badTo = await planCommand({
       file: { path: "roles.yaml", text: SHAPES.roles },

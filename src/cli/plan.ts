@@ -131,7 +131,10 @@ function timingCluster(
     };
   const parsed = parseScenarioText(timing.text);
   if (!parsed.ok)
-    return { ok: false, lines: parsed.problems.map((found) => `${timing.path}: ${found.path}: ${found.reason}`) };
+    return {
+      ok: false,
+      lines: parsed.problems.map((found) => `--timing ${timing.path}: ${found.path}: ${found.reason}`),
+    };
   const { cluster, seed } = parsed.scenario;
   return { ok: true, value: { cluster, seed, label: `the cluster of ${timing.path} (seed ${seed})` } };
 }
@@ -191,9 +194,10 @@ export function registerPlan(program: Command): void {
       const read = await Promise.all(
         paths.map((path) => (path === undefined ? Promise.resolve(undefined) : readSource(path))),
       );
-      const unreadable = read.flatMap((source) =>
+      const flags = ["FILE", "--from", "--to", "--timing"];
+      const unreadable = read.flatMap((source, index) =>
         source !== undefined && typeof source.text !== "string"
-          ? [`${source.path}: cannot read: ${source.text.error}\n`]
+          ? [`${flags[index] ?? ""} ${source.path}: cannot read: ${source.text.error}\n`]
           : [],
       );
       if (unreadable.length > 0) {

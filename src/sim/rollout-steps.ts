@@ -197,7 +197,10 @@ export function rolloutSteps(
     return {
       atSeconds: roundMs(t - changeAt.seconds),
       starts: own.map((found) => found.start).sort(compareStarts),
-      retired: retired.filter((unit) => unit.t >= t && unit.t < (windows[index + 1]?.t ?? Infinity)).map(unitOf),
+      // From the step's starts to the next step's; the first step also takes what went before it.
+      retired: retired
+        .filter((unit) => (index === 0 || unit.t >= t) && unit.t < (windows[index + 1]?.t ?? Infinity))
+        .map(unitOf),
       floor: lowest(window),
       surge: Math.max(0, ...window.map((sample) => sample.surge)),
       surgeGroups: Math.max(0, ...window.map((sample) => sample.surgeGroups)),
@@ -266,6 +269,8 @@ function step(event: PodEvent, unit: UnitTrack, desired: ModelServing): Found | 
       const before = unit.revisions.get(event.pod);
       unit.revisions.set(event.pod, event.revision);
       const begin = unit.disruptedAt;
+      // Back at the revision it had: a disruption that moved nothing (a drain cancelled).
+      if (before === event.revision) unit.disruptedAt = undefined;
       if (before === event.revision || begin === undefined) return undefined;
       unit.disruptedAt = undefined;
       return { ...start("in-place", begin), t: begin };
