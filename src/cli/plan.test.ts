@@ -230,4 +230,12 @@ describe("tandem plan", () => {
     assert.equal(badFile.exitCode, 1);
     assert.match(badFile.stderr, /^m\.yaml: ModelServing\/m: spec\.replicas: /);
   });
+  it("docs/plan.md shows the current table of the shipped prefill/decode example", async () => {
+    const example = join(import.meta.dirname, "../../deploy/examples/prefill-decode-2p1d.yaml");
+    const output = await planCommand({
+      file: { path: "deploy/examples/prefill-decode-2p1d.yaml", text: readFileSync(example, "utf8") },
+    });
+    const doc = readFileSync(join(import.meta.dirname, "../../docs/plan.md"), "utf8");
+    assert.ok(doc.includes(`$ tandem plan deploy/examples/prefill-decode-2p1d.yaml\n${output.stdout}`), output.stdout);
+  });
 });
