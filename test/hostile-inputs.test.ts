@@ -33,15 +33,18 @@ describe("an alias bomb", () => {
     });
   });
 
-  it("tandem plan, as FILE and as --from", () => {
-    assert.deepEqual(planCommand({ file: { path: "bomb.yaml", text: ALIAS_BOMB } }), {
+  it("tandem plan, as FILE and as --from", async () => {
+    assert.deepEqual(await planCommand({ file: { path: "bomb.yaml", text: ALIAS_BOMB } }), {
       exitCode: 1,
       stdout: "",
       stderr: `bomb.yaml: document 1: ${TOO_MANY_ALIASES}\n`,
     });
     const coordinated = readFileSync(join(import.meta.dirname, "../deploy/examples/coordinated-chain.yaml"), "utf8");
     assert.deepEqual(
-      planCommand({ file: { path: "ms.yaml", text: coordinated }, from: { path: "bomb.yaml", text: ALIAS_BOMB } }),
+      await planCommand({
+        file: { path: "ms.yaml", text: coordinated },
+        from: { path: "bomb.yaml", text: ALIAS_BOMB },
+      }),
       { exitCode: 1, stdout: "", stderr: `bomb.yaml: document 1: ${TOO_MANY_ALIASES}\n` },
     );
   });
@@ -90,15 +93,19 @@ describe("deep nesting and self-reference", () => {
   const tooDeep =
     /^deep\.yaml: ModelServing\/good: spec\.template\.roles\[0\]\.entryTemplate\.spec\.extra(\[0\]){93}: nests objects and lists more than 100 levels deep\n$/;
 
-  it("tandem validate, revision and plan refuse a pod template nested 500 deep, naming where", () => {
+  it("tandem validate, revision and plan refuse a pod template nested 500 deep, naming where", async () => {
     assert.match(validateFiles([{ path: "deep.yaml", text: deep }]).stdout, tooDeep);
     assert.match(revisionCommand("deep.yaml", deep).stderr, tooDeep);
-    assert.match(planCommand({ file: { path: "deep.yaml", text: deep } }).stderr, tooDeep);
+    assert.match((await planCommand({ file: { path: "deep.yaml", text: deep } })).stderr, tooDeep);
     const revisionJson = `{"data": {"schedulerName": "s", "roles": [{"name": "r", "workerReplicas": 0, "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}], "extra": ${nestedLists(500)}}}}]}}`;
     const coordinated = readFileSync(join(import.meta.dirname, "../deploy/examples/coordinated-chain.yaml"), "utf8");
     assert.match(
-      planCommand({ file: { path: "ms.yaml", text: coordinated }, from: { path: "deep.json", text: revisionJson } })
-        .stderr,
+      (
+        await planCommand({
+          file: { path: "ms.yaml", text: coordinated },
+          from: { path: "deep.json", text: revisionJson },
+        })
+      ).stderr,
       /^deep\.json: data\.roles\[0\]\.entryTemplate\.spec\.extra(\[0\]){94}: nests objects and lists more than 100 levels deep\n$/,
     );
   });

@@ -1,9 +1,11 @@
 /**
- * A preview of a coordinated rollout in one ServingGroup, without a cluster: the step table
- * `tandem plan` prints. Each step admits what the coordinator and the role budgets allow, then
- * assumes every started instance becomes Ready before the next step. The same `startPermits` as
- * the controller decides, so the table shows the controller's arithmetic, at the pace of an ideal
- * cluster. Pure.
+ * A pure model of a coordinated rollout in one ServingGroup, without a cluster: each step admits
+ * what the coordinator (`startPermits`, the same function the controller decides with) and the
+ * role budgets allow, then assumes every started instance becomes Ready before the next step.
+ * The coordinator's tests use it to check skew, dependency and teardown properties over many
+ * random role graphs, which playing each in the simulator would make slow. It is no longer what
+ * `tandem plan` prints: that table is the controller's own sequence, played in the simulator
+ * (`src/sim/rollout-preview.ts`). Pure.
  */
 import type { CoordinationConfig, RoleProgress } from "./coordination.ts";
 import { startPermits } from "./coordination.ts";

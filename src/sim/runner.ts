@@ -77,8 +77,8 @@ export interface RunOptions {
   readonly chaos?: Chaos;
   /**
    * Jitter added to pull and start times, in percent (`SimClusterOptions.jitterPercent`, default
-   * 10). The rollout bench sets 0, so every unit starts in exactly the scenario's timing and a
-   * rollout's lower bound is exact.
+   * 10). The rollout bench and `tandem plan` set 0: every unit starts in exactly the scenario's
+   * timing, so a wave of starts ends at one instant and a rollout's lower bound is exact.
    */
   readonly jitterPercent?: number;
 }
@@ -114,6 +114,8 @@ export interface RunObserver {
   attach?(cluster: SimCluster, router: SimRouter | undefined): void;
   stepStarted?(index: number, step: Step): Promise<void> | void;
   stepEnded?(record: StepRecord): Promise<void> | void;
+  /** At the end of every instant (when the invariant checker runs), with the cluster as it stands. */
+  instantEnded?(cluster: SimCluster): void;
 }
 
 /** Runs `scenario` to its end or its first failed step; the report is a pure function of the inputs. */
@@ -516,6 +518,7 @@ class ScenarioRun {
   #check(): boolean {
     if (!this.#instantEnded()) return true;
     this.#checker.check();
+    this.#observer?.instantEnded?.(this.#cluster);
     return true;
   }
 

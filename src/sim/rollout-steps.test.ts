@@ -1,0 +1,257 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
+import { parseModelServing } from "../api/parse.ts";
+import type { ModelServing } from "../api/schema.ts";
+import { rolloutBound } from "./rollout-bound.ts";
+import { CHANGE_STEP, idealCluster, playRollout, rolloutScenario } from "./rollout-preview.ts";
+import { StepRecorder, ordinalOf, rolloutSteps } from "./rollout-steps.ts";
+import type { RolloutStep } from "./rollout-steps.ts";
+import { runScenario } from "./runner.ts";
+
+const STRATEGIES = ["ServingGroupRollingUpdate", "RoleRollingUpdate", "InPlaceUpdate"] as const;
+
+interface Shape {
+  readonly strategy: (typeof STRATEGIES)[number];
+  readonly replicas: number;
+  /** Under RoleRollingUpdate with two roles: coordinated, maxSkew 50%. */
+  readonly coordinated: boolean;
+  readonly group: { readonly maxUnavailable: number; readonly maxSurge: number; readonly partition: number };
+  readonly roles: readonly {
+    readonly replicas: number;
+    readonly workers: number;
+    readonly maxUnavailable: number;
+    readonly maxSurge: number;
+    readonly partition: number;
+  }[];
+}
+
+const container = (image: string) => ({
+  spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] },
+});
+
+/** The shape's ModelServing with every image `image`; undefined when validation refuses the shape. */
+function modelServing(shape: Shape, image: string): ModelServing | undefined {
+  const byRole = shape.strategy === "RoleRollingUpdate";
+  const { maxSurge, maxUnavailable } = shape.group;
+  // Partitions below the counts, so that something always moves.
+  const rest = { maxUnavailable, partition: Math.min(shape.group.partition, shape.replicas - 1) };
+  const parsed = parseModelServing({
+    apiVersion: "tandem.dev/v1alpha1",
+    kind: "ModelServing",
+    metadata: { name: "m" },
+    spec: {
+      replicas: shape.replicas,
+      drain: { timeoutSeconds: 0 },
+      rolloutStrategy: {
+        type: shape.strategy,
+        rollingUpdateConfiguration: shape.strategy === "InPlaceUpdate" ? rest : { ...rest, maxSurge },
+        ...(byRole && shape.coordinated && shape.roles.length > 1 ? { coordination: { maxSkew: "50%" } } : {}),
+      },
+      template: {
+        roles: shape.roles.map((role, index) => ({
+          name: `r${index}`,
+          replicas: role.replicas,
+          workerReplicas: role.workers,
+          entryTemplate: container(image),
+          ...(role.workers > 0 ? { workerTemplate: container(image) } : {}),
+          ...(byRole
+            ? {
+                maxUnavailable: role.maxUnavailable,
+                maxSurge: role.maxSurge,
+                partition: Math.min(role.partition, role.replicas - 1),
+              }
+            : {}),
+        })),
+      },
+    },
+  });
+  return parsed.ok ? parsed.value : undefined;
+}
+
+const budget = (most: number) => fc.integer({ min: 0, max: most });
+const SHAPES: fc.Arbitrary<Shape> = fc.record({
+  strategy: fc.constantFrom(...STRATEGIES),
+  replicas: fc.integer({ min: 1, max: 4 }),
+  coordinated: fc.boolean(),
+  group: fc.record({ maxUnavailable: budget(2), maxSurge: budget(1), partition: budget(2) }),
+  roles: fc.array(
+    fc.record({
+      replicas: fc.integer({ min: 1, max: 3 }),
+      workers: budget(1),
+      maxUnavailable: budget(2),
+      maxSurge: budget(1),
+      partition: budget(1),
+    }),
+    { minLength: 1, maxLength: 2 },
+  ),
+});
+
+/** Always among the cases: a coordinated pair, one role surging, the other replaced in place of its old units. */
+const COORDINATED: Shape = {
+  strategy: "RoleRollingUpdate",
+  replicas: 2,
+  coordinated: true,
+  group: { maxUnavailable: 1, maxSurge: 0, partition: 0 },
+  roles: [
+    { replicas: 3, workers: 0, maxUnavailable: 1, maxSurge: 0, partition: 0 },
+    { replicas: 2, workers: 1, maxUnavailable: 0, maxSurge: 1, partition: 0 },
+  ],
+};
+
+/** `<group>/<instance>` of every unit the spec lets the rollout change: at or above the partitions. */
+function changedUnits(ms: ModelServing): Set<string> {
+  const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
+  const units = new Set<string>();
+  for (let group = resolveGroupBudget(ms.spec).partition; group < ms.spec.replicas; group++)
+    for (const role of ms.spec.template.roles)
+      for (let j = byRole ? resolveRoleBudget(role).partition : 0; j < role.replicas; j++)
+        units.add(`${group}/${role.name}-${j}`);
+  return units;
+}
+
+const keyOf = (unit: { group: number; instance: string }) => `${unit.group}/${unit.instance}`;
+
+/**
+ * The table against the spec: every changed unit is moved exactly once (rebuilt or moved in place,
+ * or removed for good when a surge unit took its place), nothing below a partition is touched,
+ * and capacity never falls below the budgets' floors.
+ */
+function checkAgainstSpec(ms: ModelServing, steps: readonly RolloutStep[]): void {
+  const moved = steps.flatMap((step) => [
+    ...step.starts.filter((start) => start.kind === "recreate" || start.kind === "in-place").map(keyOf),
+    ...step.retired.filter((unit) => unit.group < ms.spec.replicas && !isSurgeOrdinal(ms, unit)).map(keyOf),
+  ]);
+  assert.deepEqual([...moved].sort(), [...changedUnits(ms)].sort(), "each changed unit moves once, no other");
+  const group = resolveGroupBudget(ms.spec);
+  const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
+  for (const [index, step] of steps.entries()) {
+    const where = `step ${index + 1}`;
+    assert.ok(step.floor.groups >= ms.spec.replicas - group.maxUnavailable, `${where}: groups ${step.floor.groups}`);
+    if (!byRole) {
+      assert.ok(step.surgeGroups <= group.maxSurge, `${where}: surge groups ${step.surgeGroups}`);
+      continue;
+    }
+    for (const role of ms.spec.template.roles) {
+      const floor = ms.spec.replicas * (role.replicas - resolveRoleBudget(role).maxUnavailable);
+      assert.ok((step.floor.roles[role.name] ?? 0) >= floor, `${where}: ${role.name} ${step.floor.roles[role.name]}`);
+    }
+  }
+}
+
+function isSurgeOrdinal(ms: ModelServing, unit: { role: string; instance: string }): boolean {
+  const role = ms.spec.template.roles.find((candidate) => candidate.name === unit.role);
+  return ordinalOf(unit.instance) >= (role?.replicas ?? 0);
+}
+
+/**
+ * The table against the simulator's own record of the same run (`tandem simulate`'s report): the
+ * units created after the change, at the instants they were created, are exactly the recreate,
+ * surge and new starts; the units whose pods changed revision without being deleted, the in-place
+ * ones.
+ */
+async function checkAgainstReport(before: ModelServing, after: ModelServing): Promise<RolloutStep[]> {
+  const recorder = new StepRecorder(CHANGE_STEP, after.metadata.name);
+  const report = await runScenario(rolloutScenario(before, after, idealCluster(before, after)), {
+    podSpecs: false,
+    observer: recorder,
+    jitterPercent: 0,
+  });
+  assert.equal(report.verdict, "pass", JSON.stringify(report.steps.at(-1)));
+  const changeAt = recorder.changeAt;
+  assert.ok(changeAt !== undefined);
+  const steps = rolloutSteps(report.events, changeAt, recorder.samples, after);
+  const created = new Set(
+    report.events
+      .slice(changeAt.event)
+      .filter((event) => event.type === "PodCreated")
+      .map((event) => `${event.t - changeAt.seconds}@${event.group}/${event.instance}`),
+  );
+  const starts = (kind: (start: RolloutStep["starts"][number]) => boolean) =>
+    steps.flatMap((step) => step.starts.filter(kind).map((start) => `${step.atSeconds}@${keyOf(start)}`));
+  assert.deepEqual(
+    starts((start) => start.kind !== "in-place").sort(),
+    [...created].map((entry) => entry.replace(/^[^@]*/, (t) => String(Math.round(Number(t) * 1000) / 1000))).sort(),
+  );
+  const inPlace = new Set(
+    report.final.pods
+      .filter((pod) =>
+        report.events.some(
+          (event) => event.pod === pod.name && event.type === "PodCreated" && event.t < changeAt.seconds,
+        ),
+      )
+      .filter(
+        (pod) =>
+          !report.events.slice(changeAt.event).some((event) => event.pod === pod.name && event.type === "PodDeleted"),
+      )
+      .filter((pod) => pod.revision !== report.events.find((event) => event.pod === pod.name)?.revision)
+      .map((pod) => `${pod.group}/${pod.instance}`),
+  );
+  const inPlaceStarts = steps.flatMap((step) => step.starts.filter((start) => start.kind === "in-place").map(keyOf));
+  assert.deepEqual(inPlaceStarts.sort(), [...inPlace].sort());
+  return steps;
+}
+
+describe("rollout steps recorded from the simulator", () => {
+  it("match the simulator's own event record and the spec's budgets and partitions, for every strategy", async () => {
+    await fc.assert(
+      fc.asyncProperty(SHAPES, async (shape) => {
+        const before = modelServing(shape, "vllm:v1");
+        const after = modelServing(shape, "vllm:v2");
+        fc.pre(before !== undefined && after !== undefined);
+        const steps = await checkAgainstReport(before, after);
+        checkAgainstSpec(after, steps);
+        const played = await playRollout(before, after);
+        assert.deepEqual(played.steps, steps, "playRollout records the same steps");
+        assert.equal(played.complete, true);
+      }),
+      { numRuns: 16, seed: 21, endOnFailure: true, examples: [[COORDINATED]] },
+    );
+  });
+
+  it("the bound counts the changed units and what the nested budgets let move at once", () => {
+    const shape: Shape = {
+      strategy: "RoleRollingUpdate",
+      replicas: 4,
+      coordinated: false,
+      group: { maxUnavailable: 1, maxSurge: 0, partition: 1 },
+      roles: [
+        { replicas: 2, workers: 0, maxUnavailable: 1, maxSurge: 0, partition: 0 },
+        { replicas: 3, workers: 1, maxUnavailable: 0, maxSurge: 1, partition: 1 },
+      ],
+    };
+    const before = modelServing(shape, "vllm:v1");
+    const after = modelServing(shape, "vllm:v2");
+    assert.ok(before !== undefined && after !== undefined);
+    const timing = {
+      timing: { scheduleSeconds: 1, pullSeconds: 20, startSeconds: 60 },
+      images: { "vllm:v2": { startSeconds: 90 } },
+    };
+    // 3 groups above the partition × (2 + 2 instances above the role partitions) = 12 units; at
+    // once: r0 one instance in one group (group budget 1), r1 its surge instance in all 3 groups.
+    assert.deepEqual(rolloutBound(before, after, timing), {
+      unit: "instance",
+      roles: ["r0", "r1"],
+      changedUnits: 12,
+      atOnce: 4,
+      waves: 3,
+      unitStartSeconds: 111,
+      boundSeconds: 333,
+    });
+    const groups = rolloutBound(
+      modelServing({ ...shape, strategy: "InPlaceUpdate" }, "vllm:v1") ?? before,
+      modelServing({ ...shape, strategy: "InPlaceUpdate" }, "vllm:v2") ?? after,
+      timing,
+    );
+    assert.deepEqual(groups, {
+      unit: "group",
+      roles: ["r0", "r1"],
+      changedUnits: 3,
+      atOnce: 1,
+      waves: 3,
+      unitStartSeconds: 110,
+      boundSeconds: 330,
+    });
+  });
+});
