@@ -55,7 +55,7 @@ describe("RouterScraper (real HTTP on 127.0.0.1)", () => {
   const page = (ok: number): string =>
     `# TYPE tandem_router_requests_total counter\ntandem_router_requests_total{model="m",role="server",code="200"} ${ok}\n`;
 
-  it("reads each target's counters; says once when one fails and once when it answers again; keeps the last good reading", async () => {
+  it("reads each target's counters; says once when one fails and once when it answers again; a failing one has no reading", async () => {
     await listening;
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
     const lines: string[] = [];
@@ -72,7 +72,7 @@ describe("RouterScraper (real HTTP on 127.0.0.1)", () => {
     nowMs = 2_000;
     answer = { status: 200, body: "<html>a proxy's page</html>" };
     await scraper.scrape([target]);
-    assert.deepEqual(scraper.readings(), { [url]: { atMs: 0, totals: { ok: 3, failed: 0, cut: 0 } } });
+    assert.deepEqual(scraper.readings(), { [url]: undefined });
     nowMs = 3_000;
     answer = { status: 200, body: page(9) };
     await scraper.scrape([target]);

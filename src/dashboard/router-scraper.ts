@@ -2,8 +2,8 @@
  * The request counters of Tandem routers, for the dashboard's timeline on a real cluster: where
  * the routers' `/metrics` are (`routerTargets`: the router pods' IPs and their `metrics` port, or
  * the `--router-metrics` URLs given) and a `RouterScraper` that reads them all at once, each
- * bounded by a timeout, keeping every target's latest good reading (requests.ts turns readings
- * into rates). A target's failures are said once when it starts failing and once when it answers
+ * bounded by a timeout, keeping every target's latest reading while it answers (requests.ts
+ * turns readings into rates). A target's failures are said once when it starts failing and once when it answers
  * again — never once per scrape.
  */
 import { Agent } from "undici";
@@ -98,7 +98,10 @@ export class RouterScraper {
     await Promise.all(targets.map((target) => this.#scrapeOne(target)));
   }
 
-  /** The latest good reading of every target of the last round (undefined: none yet); undefined without targets. */
+  /**
+   * The latest reading of every target of the last round (undefined: none yet, or its last scrape
+   * failed); undefined without targets.
+   */
   readings(): Record<string, RequestReading | undefined> | undefined {
     if (this.#byKey.size === 0) return undefined;
     return Object.fromEntries([...this.#byKey].map(([key, scraped]) => [key, scraped.reading]));
@@ -123,6 +126,8 @@ export class RouterScraper {
           `router metrics ${where}: cannot read: ${result} (its requests are left out of the timeline until it answers)`,
         );
       scraped.answering = false;
+      // It is not reporting now: a gap from this scrape on, not its last rate held.
+      scraped.reading = undefined;
       return;
     }
     if (scraped.answering !== true)
