@@ -84,7 +84,10 @@ async function runDashboard(flags: DashboardFlags, write: (text: string) => void
   parseListen(flags.listen);
   const routerMetrics = flags.routerMetrics.map(parseRouterMetricsUrl);
   if (!DNS_LABEL.test(flags.routerNamespace))
-    throw new FlagError("--router-namespace", `must be a namespace name, not ${quote(flags.routerNamespace)}`);
+    throw new FlagError(
+      "--router-namespace",
+      `must be a namespace name (a DNS-1123 label: lower-case letters, digits and '-'), not ${quote(flags.routerNamespace)}`,
+    );
   let kubeConfig: ReturnType<typeof loadKubeConfig>;
   let server: DashboardServer;
   try {
