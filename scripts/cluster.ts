@@ -127,7 +127,8 @@ async function up(nodes: number, gpus: number): Promise<void> {
   const lines = [
     `cluster up: ${state.nodes} KWOK node(s) with ${state.gpus} nvidia.com/gpu each, API server ${state.server}`,
     `controller: tandem controller as ${CONTROLLER_NAMESPACE}/tandem-controller (metrics ${state.controllerMetricsUrl}/metrics)`,
-    `router: tandem router as ${CONTROLLER_NAMESPACE}/tandem-router, OpenAI API at ${state.routerUrl}`,
+    `router: tandem router as ${CONTROLLER_NAMESPACE}/tandem-router, OpenAI API at ${state.routerUrl} (metrics ${state.routerUrl}/metrics)`,
+    `dashboard: npm run tandem -- dashboard --router-metrics ${state.routerUrl}/metrics`,
     `kubectl: export PATH="${binDir()}:$PATH"`,
     `logs: ${state.dir}/*.log, ${LOG_FILE}; stop with: npm run cluster -- down`,
     `export KUBECONFIG=${state.kubeconfig}`,

@@ -61,6 +61,7 @@ test("values.yaml passes values.schema.json and has the defaults of `tandem mani
       defaults.router.enabled,
       defaults.router.replicas,
       defaults.router.metricsPort,
+      defaults.dashboardRole.create,
     ],
     [
       settings.imagePullPolicy,
@@ -71,6 +72,7 @@ test("values.yaml passes values.schema.json and has the defaults of `tandem mani
       settings.router,
       settings.routerReplicas,
       settings.routerMetricsPort,
+      settings.dashboardRole,
     ],
   );
 });

@@ -1,7 +1,8 @@
 /**
- * `tandem dashboard [--kubeconfig F] [--context C] [--namespace NS] [--listen 127.0.0.1:8090]`:
- * the live dashboard (docs/design/dashboard.md) of a real cluster, read-only, served on
- * localhost until SIGINT/SIGTERM. `openDashboard` is shared with `tandem demo --ui`, which serves
+ * `tandem dashboard [--kubeconfig F] [--context C] [--namespace NS] [--listen 127.0.0.1:8090]
+ * [--router-namespace NS] [--router-metrics URL]...`: the live dashboard (docs/design/dashboard.md)
+ * of a real cluster, read-only, served on localhost until SIGINT/SIGTERM; request rates from the
+ * router pods' metrics in `--router-namespace`, or from the `--router-metrics` URLs given. `openDashboard` is shared with `tandem demo --ui`, which serves
  * the same page over the embedded simulated cluster.
  */
 import type { Command } from "commander";
@@ -11,7 +12,10 @@ import { startDashboardServer } from "../dashboard/server.ts";
 import type { DashboardServer } from "../dashboard/server.ts";
 import type { Logger, LogFields } from "../engine/logger.ts";
 import { loadKubeConfig } from "../kube/config.ts";
+import { DEFAULT_NAMESPACE } from "../kube/install.ts";
+import { clientNodeSend } from "../kube/transport.ts";
 import { FlagError } from "./io.ts";
+import { DNS_LABEL } from "./router.ts";
 
 export const DEFAULT_LISTEN = "127.0.0.1:8090";
 
@@ -25,6 +29,23 @@ export function parseListen(value: string): { host: string; port: number } {
       `must be host:port, like ${DEFAULT_LISTEN} (port 0: any free one), not ${quote(value)}`,
     );
   return { host: match[1].replace(/^\[|\]$/g, ""), port };
+}
+
+/** A `--router-metrics` URL: http(s), with a host; `/metrics` when it names no path. */
+export function parseRouterMetricsUrl(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "")
+    throw new FlagError(
+      "--router-metrics",
+      `must be a router's metrics URL, like http://127.0.0.1:9090/metrics, not ${quote(value)}`,
+    );
+  if (url.pathname === "/") url.pathname = "/metrics";
+  return url.href;
 }
 
 /** Starts the dashboard's server on `--listen` and says where it is. */
@@ -55,10 +76,18 @@ interface DashboardFlags {
   context?: string;
   namespace?: string;
   listen: string;
+  routerNamespace: string;
+  routerMetrics: string[];
 }
 
 async function runDashboard(flags: DashboardFlags, write: (text: string) => void): Promise<number> {
   parseListen(flags.listen);
+  const routerMetrics = flags.routerMetrics.map(parseRouterMetricsUrl);
+  if (!DNS_LABEL.test(flags.routerNamespace))
+    throw new FlagError(
+      "--router-namespace",
+      `must be a namespace name (a DNS-1123 label: lower-case letters, digits and '-'), not ${quote(flags.routerNamespace)}`,
+    );
   let kubeConfig: ReturnType<typeof loadKubeConfig>;
   let server: DashboardServer;
   try {
@@ -71,13 +100,16 @@ async function runDashboard(flags: DashboardFlags, write: (text: string) => void
   const namespace = flags.namespace;
   const context = kubeConfig.getCurrentContext();
   const feed = startKubeFeed({
-    kubeConfig,
+    send: clientNodeSend(kubeConfig),
     namespace,
+    routerNamespace: flags.routerNamespace,
+    routerMetrics,
     title: `${context}${namespace === undefined ? "" : ` · ${namespace}`}`,
     publish: (state) => {
       server.publish(state);
     },
     logger: stderrLogger(),
+    say: (line) => process.stderr.write(`tandem dashboard: ${line}\n`),
   });
   write(
     `reading ${namespace === undefined ? "every namespace" : `namespace ${namespace}`} of context ${context} (read-only); Ctrl-C to stop\n`,
@@ -99,6 +131,17 @@ export function registerDashboard(program: Command): void {
       "--listen <host:port>",
       "serve the page here (keep it on loopback: the page is not authenticated)",
       DEFAULT_LISTEN,
+    )
+    .option(
+      "--router-namespace <namespace>",
+      "where the router pods run: their /metrics give the requests per second",
+      DEFAULT_NAMESPACE,
+    )
+    .option(
+      "--router-metrics <url>",
+      "read requests per second from this router metrics URL instead of the router pods (repeatable; for a dashboard outside the cluster)",
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
     )
     .action(async (flags: DashboardFlags) => {
       process.exitCode = await runDashboard(flags, (text) => process.stdout.write(text));

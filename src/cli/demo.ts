@@ -24,7 +24,7 @@ import { parseScenarioText } from "../sim/scenario.ts";
 import { alongside, SimFeed } from "../dashboard/sim-feed.ts";
 import { DEFAULT_LISTEN, openDashboard, untilSignal } from "./dashboard.ts";
 import { emptyTotals, runServe } from "./demo-serve.ts";
-import type { RequestTotals as DashboardRequestTotals } from "../dashboard/timeline.ts";
+import type { RequestTotals as DashboardRequestTotals } from "../dashboard/requests.ts";
 import { renderFrame } from "./demo-view.ts";
 import type { TerminalSize } from "./demo-view.ts";
 import { FlagError } from "./io.ts";

@@ -1,8 +1,8 @@
 /**
  * `tandem manifests [--only crd|rbac|deployment] [--namespace NS] [--watch-namespace NS] [--image IMAGE]
- * [--image-pull-policy P] [--controller-replicas N] [--router-replicas N] [--no-router] [--no-metrics]
+ * [--image-pull-policy P] [--controller-replicas N] [--router-replicas N] [--no-router] [--no-dashboard-role] [--no-metrics]
  * [--controller-metrics-port N] [--router-metrics-port N] [--out FILE]`: prints the install
- * manifests (CRD, Namespace, ServiceAccounts, RBAC, Deployments, the router Service) as one
+ * manifests (CRD, Namespace, ServiceAccounts, RBAC, the dashboard users' roles, Deployments, the router Service) as one
  * multi-document YAML for `kubectl apply -f -`, or one part of them; `npm run manifests` writes
  * deploy/rbac.yaml and deploy/deployment.yaml this way. Every flag has a value of the Helm chart
  * (deploy/helm/tandem), which renders the same objects for the same settings.
@@ -30,6 +30,7 @@ export interface ManifestsFlags {
   readonly controllerReplicas?: string;
   readonly routerReplicas?: string;
   readonly router?: boolean;
+  readonly dashboardRole?: boolean;
   readonly metrics?: boolean;
   readonly controllerMetricsPort?: string;
   readonly routerMetricsPort?: string;
@@ -92,6 +93,7 @@ export function installOptionsOf(flags: ManifestsFlags): Parsed {
     ),
     routerReplicas: whole("--router-replicas", flags.routerReplicas, 0, 100, "a whole number of replicas, 0 to 100"),
     router: flags.router,
+    dashboardRole: flags.dashboardRole,
     metrics: flags.metrics,
     controllerMetricsPort: whole(
       "--controller-metrics-port",
@@ -137,6 +139,10 @@ export function registerManifests(program: Command): void {
     .option("--controller-replicas <n>", "controller replicas; one leads, the others stand by (default: 2)")
     .option("--router-replicas <n>", "router replicas (default: 2)")
     .option("--no-router", "leave out the router (its ServiceAccount, RBAC, Deployment and Service)")
+    .option(
+      "--no-dashboard-role",
+      "leave out the tandem-dashboard roles (read-only, unbound: for the people who run tandem dashboard)",
+    )
     .option("--no-metrics", "leave out the Prometheus scrape annotations and the router Service's metrics port")
     .option("--controller-metrics-port <port>", "the controller's /metrics, /healthz and /readyz port (default: 8080)")
     .option("--router-metrics-port <port>", "the router's /metrics, /healthz and /readyz port (default: 9090)")

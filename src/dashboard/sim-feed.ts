@@ -15,7 +15,7 @@ import type { SimRouter } from "../sim/router.ts";
 import type { RunObserver } from "../sim/runner.ts";
 import type { Step } from "../sim/scenario.ts";
 import { DashboardModel } from "./state.ts";
-import type { RequestTotals } from "./timeline.ts";
+import type { RequestTotals } from "./requests.ts";
 import type { DashboardState } from "./state.ts";
 
 /** Virtual time between two states while a step runs. */
@@ -91,6 +91,7 @@ export class SimFeed implements RunObserver {
     const stored = (kind: "ModelServing" | "Pod" | "ControllerRevision" | "Lease"): KubeObject[] =>
       cluster.server.stored(kind) as KubeObject[];
     const requests = this.#options.requests?.() ?? this.#router?.metrics();
+    const nowMs = cluster.clock.onEpoch().nowMs();
     this.#options.publish(
       model.state(
         {
@@ -98,9 +99,11 @@ export class SimFeed implements RunObserver {
           pods: stored("Pod"),
           revisions: stored("ControllerRevision"),
           leases: stored("Lease"),
-          nowMs: cluster.clock.onEpoch().nowMs(),
+          nowMs,
         },
-        requests === undefined ? undefined : { ok: requests.ok, failed: requests.failed, cut: requests.cut },
+        requests === undefined
+          ? undefined
+          : { router: { totals: { ok: requests.ok, failed: requests.failed, cut: requests.cut }, atMs: nowMs } },
       ),
     );
   }

@@ -6,7 +6,8 @@
 import { buildSnapshot } from "./snapshot.ts";
 import type { Snapshot, SnapshotInput } from "./snapshot.ts";
 import { emptyTimeline, sampleTimeline } from "./timeline.ts";
-import type { RequestTotals, Timeline, TimelineMark, TimelinePoint } from "./timeline.ts";
+import type { RequestReading } from "./requests.ts";
+import type { RequestSources, Timeline, TimelineMark, TimelinePoint } from "./timeline.ts";
 
 /** One timeline point per this much time at most (marks add points between). */
 export const SAMPLE_MS = 1_000;
@@ -26,7 +27,12 @@ export interface DashboardState {
   /** The scenario ended (the simulator): nothing will change any more. */
   readonly ended: boolean;
   readonly snapshot: Snapshot;
-  readonly timeline: { readonly points: readonly TimelinePoint[]; readonly marks: readonly TimelineMark[] };
+  readonly timeline: {
+    readonly points: readonly TimelinePoint[];
+    readonly marks: readonly TimelineMark[];
+    /** How many of the routers known report their requests; undefined: none known. */
+    readonly requestSources: RequestSources | undefined;
+  };
 }
 
 export class DashboardModel {
@@ -51,12 +57,18 @@ export class DashboardModel {
     this.#ended = true;
   }
 
-  /** The state for `input`, sampling the timeline when SAMPLE_MS has passed or a mark waits. */
-  state(input: SnapshotInput, totals: RequestTotals | undefined): DashboardState {
+  /**
+   * The state for `input`, sampling the timeline when SAMPLE_MS has passed or a mark waits;
+   * `requests`: the latest request counters by source (timeline.ts), undefined without a router.
+   */
+  state(
+    input: SnapshotInput,
+    requests: Readonly<Record<string, RequestReading | undefined>> | undefined,
+  ): DashboardState {
     const snapshot = buildSnapshot(input);
     const last = this.#timeline.last;
     if (last === undefined || this.#pendingMarks.length > 0 || input.nowMs - last.atMs >= SAMPLE_MS) {
-      this.#timeline = sampleTimeline(this.#timeline, snapshot, totals, this.#pendingMarks);
+      this.#timeline = sampleTimeline(this.#timeline, snapshot, requests, this.#pendingMarks);
       this.#pendingMarks = [];
     }
     return {
@@ -65,7 +77,11 @@ export class DashboardModel {
       seconds: Math.max(0, (input.nowMs - this.#timeline.startMs) / 1000),
       ended: this.#ended,
       snapshot,
-      timeline: { points: this.#timeline.points, marks: this.#timeline.marks },
+      timeline: {
+        points: this.#timeline.points,
+        marks: this.#timeline.marks,
+        requestSources: this.#timeline.requestSources,
+      },
     };
   }
 }

@@ -1,9 +1,11 @@
 /**
  * The dashboard's timeline: serving capacity against the group budget's floor, requests per
- * second by outcome, and marks where something happened (a step began, a new update revision, a
+ * second by outcome (requests.ts), and marks where something happened (a step began, a new update revision, a
  * condition changed reason). Pure: each sample extends the previous timeline; it is bounded, the
  * oldest points dropping first.
  */
+import { meterRequests } from "./requests.ts";
+import type { RequestMeter, RequestRates, RequestReading } from "./requests.ts";
 import type { Snapshot } from "./snapshot.ts";
 
 /** Points kept: an hour at one a second. */
@@ -18,8 +20,8 @@ export interface TimelinePoint {
   readonly serving: number;
   /** The groups the budgets keep serving (replicas − group maxUnavailable), over every ModelServing. */
   readonly floor: number;
-  /** Requests finished since the previous point, per second, by outcome (undefined: no router seen). */
-  readonly requests: { readonly ok: number; readonly failed: number; readonly cut: number } | undefined;
+  /** Requests finished per second by outcome, over the routers reporting (undefined: none reports — a gap). */
+  readonly requests: RequestRates | undefined;
 }
 
 export interface TimelineMark {
@@ -27,22 +29,22 @@ export interface TimelineMark {
   readonly label: string;
 }
 
-/** Requests finished so far, by outcome (counts only grow). */
-export interface RequestTotals {
-  readonly ok: number;
-  readonly failed: number;
-  readonly cut: number;
+/** Of the routers known at the last point, how many report their requests (undefined: none known). */
+export interface RequestSources {
+  readonly reporting: number;
+  readonly known: number;
 }
 
 export interface Timeline {
   readonly startMs: number;
   readonly points: readonly TimelinePoint[];
   readonly marks: readonly TimelineMark[];
+  readonly requestSources: RequestSources | undefined;
   /** What the last sample saw, to tell changes and rates (not drawn). */
   readonly last:
     | {
         readonly atMs: number;
-        readonly totals: RequestTotals | undefined;
+        readonly meter: RequestMeter;
         /** `namespace/name` → update revision and the reasons of its conditions. */
         readonly seen: Readonly<Record<string, string>>;
       }
@@ -50,14 +52,18 @@ export interface Timeline {
 }
 
 export function emptyTimeline(startMs: number): Timeline {
-  return { startMs, points: [], marks: [], last: undefined };
+  return { startMs, points: [], marks: [], requestSources: undefined, last: undefined };
 }
 
-/** The timeline with one more point at `snapshot.nowMs`, and marks for what changed (and `marks`). */
+/**
+ * The timeline with one more point at `snapshot.nowMs`, and marks for what changed (and `marks`).
+ * `readings`: the latest request counters of each router (or of the simulator), undefined when
+ * there is no router at all.
+ */
 export function sampleTimeline(
   timeline: Timeline,
   snapshot: Snapshot,
-  totals: RequestTotals | undefined,
+  readings: Readonly<Record<string, RequestReading | undefined>> | undefined,
   marks: readonly string[] = [],
 ): Timeline {
   const t = Math.max(0, (snapshot.nowMs - timeline.startMs) / 1000);
@@ -77,17 +83,19 @@ export function sampleTimeline(
       if (changed !== "") newMarks.push({ t, label: `${view.name}: ${changed}` });
     }
   }
+  const metered = meterRequests(timeline.last?.meter ?? {}, readings ?? {}, snapshot.nowMs);
   const point: TimelinePoint = {
     t,
     serving: snapshot.modelServings.reduce((sum, view) => sum + view.servingGroups, 0),
     floor: snapshot.modelServings.reduce((sum, view) => sum + view.floorGroups, 0),
-    requests: rates(timeline.last, totals, snapshot.nowMs),
+    requests: metered.rates,
   };
   return {
     startMs: timeline.startMs,
     points: [...timeline.points, point].slice(-MAX_POINTS),
     marks: [...timeline.marks, ...newMarks].slice(-MAX_MARKS),
-    last: { atMs: snapshot.nowMs, totals, seen },
+    requestSources: metered.known === 0 ? undefined : { reporting: metered.reporting, known: metered.known },
+    last: { atMs: snapshot.nowMs, meter: metered.meter, seen },
   };
 }
 
@@ -98,17 +106,4 @@ function changedReasons(before: string | undefined, after: string): string {
     .split(" ")
     .filter((reason) => reason !== "" && !old.has(reason))
     .join(", ");
-}
-
-function rates(last: Timeline["last"], totals: RequestTotals | undefined, nowMs: number): TimelinePoint["requests"] {
-  if (totals === undefined) return undefined;
-  const before = last?.totals;
-  const seconds = last === undefined ? 0 : (nowMs - last.atMs) / 1000;
-  if (before === undefined || seconds <= 0) return { ok: 0, failed: 0, cut: 0 };
-  const per = (now: number, then: number): number => Math.max(0, now - then) / seconds;
-  return {
-    ok: per(totals.ok, before.ok),
-    failed: per(totals.failed, before.failed),
-    cut: per(totals.cut, before.cut),
-  };
 }

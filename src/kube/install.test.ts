@@ -3,9 +3,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { ROUTER_PERMISSIONS } from "./resources.ts";
+import { DASHBOARD_PERMISSIONS, ROUTER_PERMISSIONS } from "./resources.ts";
 import { renderManifests } from "../cli/install.ts";
 import {
+  dashboardRbacManifests,
   deploymentManifest,
   policyRules,
   rbacManifests,
@@ -42,6 +43,8 @@ test("tandem manifests prints the CRDs (ModelServing, ModelRoute), the RBAC obje
     "ClusterRoleBinding",
     "Role",
     "RoleBinding",
+    "ClusterRole",
+    "Role",
     "Deployment",
     "Deployment",
     "Service",
@@ -254,4 +257,28 @@ test("the router can be left out, metrics unadvertised, replicas, ports and the 
     protocol: "TCP",
   });
   assert.equal(router.spec.template.spec.containers[0].imagePullPolicy, "Always");
+});
+
+test("the tandem-dashboard roles are DASHBOARD_PERMISSIONS, read-only and unbound; the example binding names exactly them", () => {
+  const roles = dashboardRbacManifests();
+  assert.deepEqual(summary(roles), ["ClusterRole -/tandem-dashboard", "Role tandem-system/tandem-dashboard"]);
+  const verbs = roles.flatMap((role) => (role["rules"] as { verbs: string[] }[]).flatMap((rule) => rule.verbs));
+  assert.deepEqual([...new Set(verbs)].sort(), ["list", "watch"]);
+  assert.deepEqual(roles[0]?.["rules"], policyRules(ROLE_SCOPES.clusterRole, DASHBOARD_PERMISSIONS));
+  assert.deepEqual(roles[1]?.["rules"], [{ apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] }]);
+  assert.deepEqual(summary(dashboardRbacManifests({ namespace: "ops", watchNamespace: "ml" })), [
+    "ClusterRole -/tandem-dashboard",
+    "Role ops/tandem-dashboard",
+    "Role ml/tandem-dashboard-watched",
+  ]);
+  assert.ok(!renderRbacYaml({ dashboardRole: false }).includes("tandem-dashboard"));
+  const example = parseAllDocuments(readFileSync(join(DEPLOY_DIR, "dashboard-binding.example.yaml"), "utf8"))
+    .map((document) => document.toJS() as Record<string, any> | null)
+    .filter((document) => document !== null);
+  assert.deepEqual(
+    example.map(
+      (binding) => `${binding["roleRef"].kind} ${binding["metadata"].namespace ?? "-"}/${binding["roleRef"].name}`,
+    ),
+    summary(roles),
+  );
 });

@@ -4,14 +4,16 @@
  * its Deployment (2 replicas with leader election, probes, resource requests, non-root, read-only
  * root filesystem); the router's ServiceAccount, ClusterRole and Lease Role (+ bindings) built from
  * `ROUTER_PERMISSIONS`, its Deployment (2 replicas, the same image and security context) and its
- * Service (port 8000, and metrics). Under a namespace scope (`watchNamespace`) the ClusterRoles keep
+ * Service (port 8000, and metrics); and the roles of the people who run `tandem dashboard`, built
+ * from `DASHBOARD_PERMISSIONS` and left unbound (deploy/dashboard-binding.example.yaml binds
+ * them). Under a namespace scope (`watchNamespace`) the ClusterRoles keep
  * only what must span the cluster and the rest is a Role in the watched namespace.
  * `tandem manifests` prints them with the CRD; `npm run manifests` writes deploy/rbac.yaml and
  * deploy/deployment.yaml, and a unit test keeps those files current. The Helm chart
  * (deploy/helm/tandem) renders the same objects; test/e2e/helm.e2e.ts compares them.
  */
 import { stringify } from "yaml";
-import { PERMISSIONS, ROUTER_PERMISSIONS } from "./resources.ts";
+import { DASHBOARD_PERMISSIONS, PERMISSIONS, ROUTER_PERMISSIONS } from "./resources.ts";
 import type { Permission } from "./resources.ts";
 
 export type ImagePullPolicy = "Always" | "IfNotPresent" | "Never";
@@ -36,6 +38,8 @@ export interface InstallOptions {
   readonly routerReplicas?: number | undefined;
   /** Install the router (its ServiceAccount, RBAC, Deployment and Service). Default true. */
   readonly router?: boolean | undefined;
+  /** Install the `tandem-dashboard` roles (read-only, unbound: for the people who run `tandem dashboard`). Default true. */
+  readonly dashboardRole?: boolean | undefined;
   /**
    * Advertise the metrics to Prometheus: scrape annotations on both pod templates and the metrics
    * port of the router Service. Default true. The metrics listeners stay either way: the kubelet's
@@ -57,6 +61,7 @@ export interface InstallSettings {
   readonly controllerReplicas: number;
   readonly routerReplicas: number;
   readonly router: boolean;
+  readonly dashboardRole: boolean;
   readonly metrics: boolean;
   readonly controllerMetricsPort: number;
   readonly routerMetricsPort: number;
@@ -68,6 +73,8 @@ export const DEFAULT_IMAGE = "ghcr.io/tandem-dev/tandem:0.1.0";
 /** The Lease the controller replicas elect a leader on (in the controller namespace). */
 export const LEASE_NAME = "tandem-controller-leader";
 export const ROUTER_NAME = "tandem-router";
+/** The roles `tandem dashboard` users are bound to. */
+export const DASHBOARD_ROLE_NAME = "tandem-dashboard";
 /** The router's OpenAI port (container and Service), DESIGN §7's default. */
 export const ROUTER_PORT = 8000;
 /** Appended to a component's name for its Role in the watched namespace (a namespace scope). */
@@ -82,6 +89,7 @@ export function installSettings(options: InstallOptions = {}): InstallSettings {
     controllerReplicas: options.controllerReplicas ?? 2,
     routerReplicas: options.routerReplicas ?? 2,
     router: options.router ?? true,
+    dashboardRole: options.dashboardRole ?? true,
     metrics: options.metrics ?? true,
     controllerMetricsPort: options.controllerMetricsPort ?? 8080,
     routerMetricsPort: options.routerMetricsPort ?? 9090,
@@ -93,6 +101,7 @@ type Labels = Readonly<Record<string, string>>;
 
 const labels = { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "controller" };
 const routerLabels = { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "router" };
+const dashboardLabels = { "app.kubernetes.io/name": "tandem", "app.kubernetes.io/component": "dashboard" };
 const RBAC_API = "rbac.authorization.k8s.io/v1";
 
 /** PolicyRules of the permissions in `scopes`, one per resource, in `permissions` order. */
@@ -110,17 +119,21 @@ export function policyRules(
     }));
 }
 
-/** A Role (namespace given) or ClusterRole of `rules` and its binding to `subject`; nothing when there are no rules. */
+/**
+ * A Role (namespace given) or ClusterRole of `rules` and its binding to `subject` (none without
+ * one); nothing when there are no rules.
+ */
 function roleWithBinding(
   name: string,
   namespace: string | undefined,
   rules: readonly Manifest[],
   objectLabels: Labels,
-  subject: Manifest,
+  subject: Manifest | undefined,
 ): Manifest[] {
   if (rules.length === 0) return [];
   const kind = namespace === undefined ? "ClusterRole" : "Role";
   const metadata = { name, ...(namespace === undefined ? {} : { namespace }), labels: objectLabels };
+  if (subject === undefined) return [{ apiVersion: RBAC_API, kind, metadata, rules }];
   return [
     { apiVersion: RBAC_API, kind, metadata, rules },
     {
@@ -146,22 +159,35 @@ export const ROLE_SCOPES = {
   installRole: ["controller"],
 } as const satisfies Readonly<Record<string, readonly Permission["scope"][]>>;
 
-/**
- * A component's ServiceAccount `name` and what `permissions` grant it, by ROLE_SCOPES: a
- * ClusterRole, a Role in the install namespace and, under a namespace scope, a Role in the watched
- * namespace; each with its binding.
- */
+/** A component's ServiceAccount `name` and its roles (`componentRoles`), bound to it. */
 function componentRbac(
   name: string,
   objectLabels: Labels,
   permissions: readonly Permission[],
   settings: InstallSettings,
 ): Manifest[] {
-  const { namespace, watchNamespace } = settings;
-  const subject = { kind: "ServiceAccount", name, namespace };
-  const clusterScopes = watchNamespace === undefined ? ROLE_SCOPES.clusterRole : ROLE_SCOPES.scopedClusterRole;
+  const { namespace } = settings;
   return [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace, labels: objectLabels } },
+    ...componentRoles(name, objectLabels, permissions, settings, { kind: "ServiceAccount", name, namespace }),
+  ];
+}
+
+/**
+ * What `permissions` grant, by ROLE_SCOPES: a ClusterRole `name`, a Role `name` in the install
+ * namespace and, under a namespace scope, a Role `<name>-watched` in the watched namespace; each
+ * bound to `subject` when there is one.
+ */
+function componentRoles(
+  name: string,
+  objectLabels: Labels,
+  permissions: readonly Permission[],
+  settings: InstallSettings,
+  subject: Manifest | undefined,
+): Manifest[] {
+  const { namespace, watchNamespace } = settings;
+  const clusterScopes = watchNamespace === undefined ? ROLE_SCOPES.clusterRole : ROLE_SCOPES.scopedClusterRole;
+  return [
     ...roleWithBinding(name, undefined, policyRules(clusterScopes, permissions), objectLabels, subject),
     ...roleWithBinding(name, namespace, policyRules(ROLE_SCOPES.installRole, permissions), objectLabels, subject),
     ...(watchNamespace === undefined
@@ -177,15 +203,15 @@ function componentRbac(
 }
 
 export const HELM_RULES_HEADER =
-  "{{- /* Generated by `npm run manifests` from src/kube/resources.ts (PERMISSIONS, ROUTER_PERMISSIONS) and ROLE_SCOPES in src/kube/install.ts. Do not edit by hand. */ -}}\n";
+  "{{- /* Generated by `npm run manifests` from src/kube/resources.ts (PERMISSIONS, ROUTER_PERMISSIONS, DASHBOARD_PERMISSIONS) and ROLE_SCOPES in src/kube/install.ts. Do not edit by hand. */ -}}\n";
 
 /**
- * The Helm chart's `templates/_rules.tpl`: for the controller and the router, one named template
+ * The Helm chart's `templates/_rules.tpl`: for the controller, the router and the dashboard's users, one named template
  * `tandem.rules.<component>.<role>` per ROLE_SCOPES entry, holding that role's rules as YAML
  * (empty when it has none), so the chart grants exactly what `tandem manifests` does.
  */
 export function renderHelmRules(): string {
-  const components = { controller: PERMISSIONS, router: ROUTER_PERMISSIONS };
+  const components = { controller: PERMISSIONS, router: ROUTER_PERMISSIONS, dashboard: DASHBOARD_PERMISSIONS };
   const blocks = Object.entries(components).flatMap(([component, permissions]) =>
     Object.entries(ROLE_SCOPES).map(([role, scopes]) => {
       const rules = policyRules(scopes, permissions);
@@ -208,6 +234,21 @@ export function rbacManifests(options: InstallOptions = {}): Manifest[] {
 /** The router's ServiceAccount, roles and bindings (from ROUTER_PERMISSIONS): its Leases in the install namespace only. */
 export function routerRbacManifests(options: InstallOptions = {}): Manifest[] {
   return componentRbac(ROUTER_NAME, routerLabels, ROUTER_PERMISSIONS, installSettings(options));
+}
+
+/**
+ * The roles of the people who run `tandem dashboard` (from DASHBOARD_PERMISSIONS), unbound:
+ * read-only access to what the dashboard shows, to bind to users or groups
+ * (deploy/dashboard-binding.example.yaml).
+ */
+export function dashboardRbacManifests(options: InstallOptions = {}): Manifest[] {
+  return componentRoles(
+    DASHBOARD_ROLE_NAME,
+    dashboardLabels,
+    DASHBOARD_PERMISSIONS,
+    installSettings(options),
+    undefined,
+  );
 }
 
 /** `--namespace=NS` under a namespace scope. */
@@ -361,14 +402,18 @@ export function renderYaml(header: string, manifests: readonly Manifest[]): stri
 }
 
 export const RBAC_YAML_HEADER =
-  "# Generated by `npm run manifests` from src/kube/resources.ts (PERMISSIONS, ROUTER_PERMISSIONS) and src/kube/install.ts. Do not edit by hand.\n";
+  "# Generated by `npm run manifests` from src/kube/resources.ts (PERMISSIONS, ROUTER_PERMISSIONS, DASHBOARD_PERMISSIONS) and src/kube/install.ts. Do not edit by hand.\n";
 export const DEPLOYMENT_YAML_HEADER =
   "# Generated by `npm run manifests` from src/kube/install.ts. Do not edit by hand.\n";
 
-/** The RBAC objects of the controller and, unless `router` is false, the router. */
+/** The RBAC objects of the controller and, unless `router` / `dashboardRole` is false, of the router and the dashboard's users. */
 export function renderRbacYaml(options: InstallOptions = {}): string {
-  const router = installSettings(options).router;
-  return renderYaml(RBAC_YAML_HEADER, [...rbacManifests(options), ...(router ? routerRbacManifests(options) : [])]);
+  const { router, dashboardRole } = installSettings(options);
+  return renderYaml(RBAC_YAML_HEADER, [
+    ...rbacManifests(options),
+    ...(router ? routerRbacManifests(options) : []),
+    ...(dashboardRole ? dashboardRbacManifests(options) : []),
+  ]);
 }
 
 /** The controller Deployment and, unless `router` is false, the router Deployment and Service. */

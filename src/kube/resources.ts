@@ -89,6 +89,23 @@ export const ROUTER_PERMISSIONS: readonly Permission[] = [
 ];
 
 /**
+ * What `tandem dashboard` (run as the user) needs, and nothing more: its feed lists and watches
+ * ModelServings, their Pods and ControllerRevisions in the namespaces it shows, router Leases in
+ * every namespace (a router routing them may register anywhere, DESIGN §3.1), and the router
+ * pods in the install namespace — their IPs and metrics port, to read request rates (scope
+ * "controller"; redundant with the pods rule when the dashboard reads every namespace). Read-only.
+ * `tandem manifests` renders it as the ClusterRole (and Roles) `tandem-dashboard`, to bind to the
+ * people who run the dashboard.
+ */
+export const DASHBOARD_PERMISSIONS: readonly Permission[] = [
+  { group: "tandem.dev", resource: "modelservings", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "", resource: "pods", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "apps", resource: "controllerrevisions", verbs: ["list", "watch"], scope: "cluster" },
+  { group: "coordination.k8s.io", resource: "leases", verbs: ["list", "watch"], scope: "allNamespaces" },
+  { group: "", resource: "pods", verbs: ["list", "watch"], scope: "controller" },
+];
+
+/**
  * What the rollout commands (`tandem rollout ...`, run as the user) need: read a ModelServing, its
  * revisions and pods, and update or patch its spec.
  */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseEngineQueue } from "./engine-metrics.ts";
+import { parseCounts, parseEngineQueue } from "./engine-metrics.ts";
 
 // Shaped like vLLM's page (prometheus_client text format): several series per metric, histograms,
 // counters with timestamps, an empty HELP, escapes in label values.
@@ -76,5 +76,21 @@ describe("parseEngineQueue", () => {
       parseEngineQueue("vllm:num_requests_running 1\r\nvllm:num_requests_waiting 2\r\n# EOF\r\n", "vllm"),
       { ok: true, running: 1, waiting: 2 },
     );
+  });
+});
+
+describe("parseCounts", () => {
+  it("the wanted samples with their labels unescaped, and the families the page declares", () => {
+    const read = parseCounts(VLLM_PAGE, new Set(["vllm:num_requests_waiting", "absent"]));
+    assert.ok(read.ok);
+    assert.deepEqual(read.samples.slice(0, 2), [
+      { name: "vllm:num_requests_waiting", labels: { engine: "0", model_name: "m" }, value: 3 },
+      { name: "vllm:num_requests_waiting", labels: { engine: "1", model_name: "m" }, value: 0 },
+    ]);
+    assert.equal(read.samples.length, 2);
+    assert.equal(parseCounts(VLLM_PAGE, new Set(["weird"])).ok, false, "NaN is no count");
+    assert.ok(read.declared.has("undocumented_metric") && read.declared.has("vllm:e2e_request_latency_seconds"));
+    const escaped = parseCounts('x{a="q\\"\\\\\\n",b=""} 2\n', new Set(["x"]));
+    assert.deepEqual(escaped.ok ? escaped.samples : escaped, [{ name: "x", labels: { a: 'q"\\\n', b: "" }, value: 2 }]);
   });
 });

@@ -207,7 +207,78 @@ describe("dashboard in headless Chromium", { skip, timeout: 120_000 }, () => {
     assert.ok((await page.locator(".grid-row").count()) < 60);
     assert.equal(await page.locator('.grid-row[data-group="0"]').count(), 0, "rows scrolled away leave the DOM");
   });
+
+  it("the timeline zooms by dragging across it and with the keyboard, keeps the zoom as states arrive, and resets", async () => {
+    server.publish(timelineState(100));
+    const range = page.locator("#zoom-range");
+    await page.waitForSelector('#zoom-range[data-zoomed="false"][data-start="0"][data-end="100"]');
+    // No router reported from 40 s to 49 s: the request lines break there (two runs), they do not drop to zero.
+    assert.equal(((await page.locator("#timeline path.ok").getAttribute("d")) ?? "").split("M").length - 1, 2);
+    assert.equal(await page.locator("#request-sources").innerText(), "requests from 1 of 2 routers");
+    assert.ok(await page.locator("#zoom-reset").isDisabled());
+    // Drag from 20 s to 60 s of the plot (the SVG is 1000 wide, the plot between x 40 and 950).
+    const box = await page.locator("#timeline").boundingBox();
+    assert.ok(box !== null);
+    const screenX = (seconds: number): number => box.x + ((40 + (seconds / 100) * 910) / 1000) * box.width;
+    await page.mouse.move(screenX(20), box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(screenX(40), box.y + box.height / 2, { steps: 3 });
+    await page.mouse.move(screenX(60), box.y + box.height / 2, { steps: 3 });
+    await page.mouse.up();
+    await page.waitForSelector('#zoom-range[data-zoomed="true"][data-start="20"][data-end="60"]');
+    assert.ok(!(await page.locator("#zoom-reset").isDisabled()));
+    // Live states keep the range chosen.
+    server.publish(timelineState(120));
+    await page.locator("#marks li", { hasText: "at 120" }).waitFor();
+    assert.deepEqual(await zoomRange(), ["true", "20", "60"]);
+    // The keyboard: → moves a quarter of the range, − zooms out around it, + in, Esc resets.
+    await page.locator("#timeline").focus();
+    await page.keyboard.press("ArrowRight");
+    assert.deepEqual(await zoomRange(), ["true", "30", "70"]);
+    await page.keyboard.press("-");
+    assert.deepEqual(await zoomRange(), ["true", "10", "90"]);
+    await page.keyboard.press("+");
+    assert.deepEqual(await zoomRange(), ["true", "30", "70"]);
+    await page.keyboard.press("Escape");
+    assert.deepEqual(await zoomRange(), ["false", "0", "120"]);
+    await page.keyboard.press("+");
+    assert.deepEqual(await zoomRange(), ["true", "30", "90"]);
+    await page.locator("#zoom-reset").click();
+    assert.deepEqual(await zoomRange(), ["false", "0", "120"]);
+    assert.equal(await range.innerText(), "00:00:00–00:02:00");
+
+    async function zoomRange(): Promise<string[]> {
+      return Promise.all(
+        ["data-zoomed", "data-start", "data-end"].map(async (name) => (await range.getAttribute(name)) ?? ""),
+      );
+    }
+  });
 });
+
+/**
+ * One group, and a timeline of `seconds` points a second: 10 requests/s ok, none reported from
+ * 40 s to 49 s (one router of two reports), two marks.
+ */
+function timelineState(seconds: number): unknown {
+  const state = largeState(1) as { timeline: unknown };
+  const points = Array.from({ length: seconds + 1 }, (_, t) => ({
+    t,
+    serving: 1,
+    floor: 0,
+    requests: t >= 40 && t < 50 ? undefined : { ok: 10, failed: t % 7 === 0 ? 1 : 0, cut: 0 },
+  }));
+  return {
+    ...state,
+    timeline: {
+      points,
+      marks: [
+        { t: 10, label: "step one" },
+        { t: seconds, label: `at ${seconds}` },
+      ],
+      requestSources: { reporting: 1, known: 2 },
+    },
+  };
+}
 
 /** A synthetic state of one ModelServing with `groups` groups of 3 single-instance roles. */
 function largeState(groups: number): unknown {
@@ -246,6 +317,6 @@ function largeState(groups: number): unknown {
         },
       ],
     },
-    timeline: { points: [], marks: [] },
+    timeline: { points: [], marks: [], requestSources: undefined },
   };
 }

@@ -153,6 +153,11 @@ const VARIANTS: readonly Variant[] = [
   },
   { name: "router disabled", helm: ["--set", "router.enabled=false"], manifests: ["--no-router"] },
   {
+    name: "dashboard roles left out",
+    helm: ["--set", "dashboardRole.create=false"],
+    manifests: ["--no-dashboard-role"],
+  },
+  {
     name: "another image and pull policy",
     helm: [
       "--set",

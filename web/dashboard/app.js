@@ -332,15 +332,49 @@ function svg(tag, attributes) {
   return node;
 }
 
+// Zoom: undefined follows the window selector; { start, end } (seconds) holds the range chosen by
+// dragging across the chart or with the keyboard (+ − ← → on the focused chart), until reset.
+let zoom;
+// A drag in progress, { from, to } in seconds, drawn as a band.
+let drag;
+// The range last drawn, to turn pointer positions into seconds.
+let view = { start: 0, span: 1, first: 0, last: 0 };
+const MIN_ZOOM_SECONDS = 2;
+const PLOT_WIDTH = WIDTH - PAD.left - PAD.right;
+
+/** The seconds shown: the zoomed range, else the window selector's last N seconds (or all). */
+function visibleRange(points) {
+  const first = points[0]?.t ?? 0;
+  const last = points.length === 0 ? 0 : points[points.length - 1].t;
+  if (zoom !== undefined) return { first, last, start: zoom.start, end: zoom.end };
+  const windowSeconds = Number(document.getElementById("window").value);
+  return { first, last, start: windowSeconds === 0 ? first : Math.max(0, last - windowSeconds), end: last };
+}
+
+/** A path through the points where `value` is defined; an undefined value breaks it (a gap, not a zero). */
+function gappedPath(points, value, x, y) {
+  let d = "";
+  let drawing = false;
+  for (const point of points) {
+    const v = value(point);
+    if (v === undefined) {
+      drawing = false;
+      continue;
+    }
+    d += `${drawing ? "L" : "M"}${x(point.t).toFixed(1)},${y(v).toFixed(1)} `;
+    drawing = true;
+  }
+  return d.trim();
+}
+
 function renderTimeline(timeline) {
   const chart = document.getElementById("timeline");
-  const windowSeconds = Number(document.getElementById("window").value);
-  const all = timeline.points;
-  const end = all.length === 0 ? 0 : all[all.length - 1].t;
-  const start = windowSeconds === 0 ? (all[0]?.t ?? 0) : Math.max(0, end - windowSeconds);
-  const points = all.filter((point) => point.t >= start);
+  const range = visibleRange(timeline.points);
+  const { start, end } = range;
+  const points = timeline.points.filter((point) => point.t >= start && point.t <= end);
   const span = Math.max(1, end - start);
-  const x = (t) => PAD.left + ((t - start) / span) * (WIDTH - PAD.left - PAD.right);
+  view = { start, span, first: range.first, last: range.last };
+  const x = (t) => PAD.left + ((t - start) / span) * PLOT_WIDTH;
   const groups = Math.max(1, ...points.map((point) => Math.max(point.serving, point.floor)));
   const rate = Math.max(
     1,
@@ -355,6 +389,15 @@ function renderTimeline(timeline) {
       "vector-effect": "non-scaling-stroke",
       ...attributes,
       points: points.map((point) => `${x(point.t).toFixed(1)},${y(value(point)).toFixed(1)}`).join(" "),
+    });
+  const rateLine = (outcome, attributes) =>
+    svg("path", {
+      fill: "none",
+      "stroke-width": 2,
+      "vector-effect": "non-scaling-stroke",
+      class: outcome,
+      ...attributes,
+      d: gappedPath(points, (p) => p.requests?.[outcome], x, yRate),
     });
   const children = [
     svg("line", {
@@ -371,26 +414,15 @@ function renderTimeline(timeline) {
     line((p) => p.floor, yGroups, { stroke: "#1d1d1f", "stroke-dasharray": "6 4", class: "floor" }),
     line((p) => p.serving, yGroups, { stroke: "#2e7d32", class: "serving" }),
   ];
-  if (points.some((point) => point.requests !== undefined)) {
-    children.push(line((p) => p.requests?.ok ?? 0, yRate, { stroke: "#0b63ce", class: "ok", "stroke-width": 1.5 }));
+  if (points.some((point) => point.requests !== undefined))
     children.push(
-      line((p) => p.requests?.failed ?? 0, yRate, { stroke: "#c62828", "stroke-dasharray": "2 3", class: "failed" }),
+      rateLine("ok", { stroke: "#0b63ce", "stroke-width": 1.5 }),
+      rateLine("failed", { stroke: "#c62828", "stroke-dasharray": "2 3" }),
+      rateLine("cut", { stroke: "#8e24aa", "stroke-dasharray": "8 3 2 3" }),
     );
-    children.push(
-      line((p) => p.requests?.cut ?? 0, yRate, { stroke: "#8e24aa", "stroke-dasharray": "8 3 2 3", class: "cut" }),
-    );
-  }
-  for (const mark of timeline.marks.filter((entry) => entry.t >= start)) {
-    const marker = svg("path", { d: `M${x(mark.t) - 5},2 h10 l-5,8 z`, fill: "#555", class: "mark" });
-    const title = svg("title", {});
-    title.textContent = `${clock(mark.t)} ${mark.label}`;
-    marker.append(title);
-    children.push(
-      marker,
-      svg("line", { x1: x(mark.t), x2: x(mark.t), y1: 10, y2: HEIGHT - PAD.bottom, stroke: "#ccc" }),
-    );
-  }
+  children.push(...markNodes(timeline.marks, start, end, x), ...zoomBand(x));
   chart.replaceChildren(...children);
+  renderZoomState(start, end, timeline.requestSources);
   const list = document.getElementById("marks");
   list.replaceChildren(
     ...timeline.marks
@@ -400,13 +432,136 @@ function renderTimeline(timeline) {
   );
 }
 
+/** Each event mark in [start, end]: a triangle with its text as a tooltip, and a thin line down. */
+function markNodes(marks, start, end, x) {
+  return marks
+    .filter((entry) => entry.t >= start && entry.t <= end)
+    .flatMap((mark) => {
+      const marker = svg("path", { d: `M${x(mark.t) - 5},2 h10 l-5,8 z`, fill: "#555", class: "mark" });
+      const title = svg("title", {});
+      title.textContent = `${clock(mark.t)} ${mark.label}`;
+      marker.append(title);
+      return [marker, svg("line", { x1: x(mark.t), x2: x(mark.t), y1: 10, y2: HEIGHT - PAD.bottom, stroke: "#ccc" })];
+    });
+}
+
+/** The band of a drag in progress (none without one). */
+function zoomBand(x) {
+  if (drag === undefined) return [];
+  const [from, to] = [Math.min(drag.from, drag.to), Math.max(drag.from, drag.to)];
+  return [
+    svg("rect", {
+      class: "zoom-band",
+      x: x(from),
+      width: Math.max(1, x(to) - x(from)),
+      y: PAD.top,
+      height: HEIGHT - PAD.top - PAD.bottom,
+    }),
+  ];
+}
+
+/** The range shown in words, the reset button's state, and how many routers report requests. */
+function renderZoomState(start, end, requestSources) {
+  const range = document.getElementById("zoom-range");
+  range.dataset.zoomed = String(zoom !== undefined);
+  range.dataset.start = String(Math.round(start));
+  range.dataset.end = String(Math.round(end));
+  range.textContent = `${clock(start)}–${clock(end)}${zoom === undefined ? "" : " (zoomed)"}`;
+  document.getElementById("zoom-reset").disabled = zoom === undefined;
+  const sources = document.getElementById("request-sources");
+  sources.textContent =
+    requestSources === undefined || requestSources.reporting === requestSources.known
+      ? ""
+      : `requests from ${requestSources.reporting} of ${requestSources.known} routers`;
+}
+
+function redrawTimeline() {
+  if (latest !== undefined) renderTimeline(latest.timeline);
+}
+
+/** Zooms to [start, end] (seconds), kept within the timeline and at least MIN_ZOOM_SECONDS wide; all of it: reset. */
+function zoomTo(start, end) {
+  const width = Math.max(MIN_ZOOM_SECONDS, end - start);
+  if (width >= view.last - view.first) zoom = undefined;
+  else {
+    const from = Math.min(Math.max(view.first, start), view.last - width);
+    zoom = { start: from, end: from + width };
+  }
+  redrawTimeline();
+}
+
+/** The second under a pointer on the chart, within the range drawn. */
+function secondsAt(event) {
+  const chart = document.getElementById("timeline");
+  const box = chart.getBoundingClientRect();
+  const svgX = ((event.clientX - box.left) / box.width) * WIDTH;
+  const fraction = Math.min(1, Math.max(0, (svgX - PAD.left) / PLOT_WIDTH));
+  return view.start + fraction * view.span;
+}
+
+function setUpZoom() {
+  const chart = document.getElementById("timeline");
+  chart.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    chart.setPointerCapture(event.pointerId);
+    const at = secondsAt(event);
+    drag = { from: at, to: at };
+  });
+  chart.addEventListener("pointermove", (event) => {
+    if (drag === undefined) return;
+    drag.to = secondsAt(event);
+    redrawTimeline();
+  });
+  const finish = (event) => {
+    if (drag === undefined) return;
+    const chosen = drag;
+    drag = undefined;
+    chosen.to = secondsAt(event);
+    // A click (no real drag) zooms nothing.
+    if (Math.abs(chosen.to - chosen.from) / view.span < 0.01) redrawTimeline();
+    else zoomTo(Math.min(chosen.from, chosen.to), Math.max(chosen.from, chosen.to));
+  };
+  chart.addEventListener("pointerup", finish);
+  chart.addEventListener("pointercancel", () => {
+    drag = undefined;
+    redrawTimeline();
+  });
+  chart.addEventListener("keydown", (event) => {
+    const { start, span } = view;
+    const keys = {
+      "+": () => zoomTo(start + span / 4, start + (3 * span) / 4),
+      "=": () => zoomTo(start + span / 4, start + (3 * span) / 4),
+      "-": () => zoomTo(start - span / 2, start + (3 * span) / 2),
+      // Moving needs a zoomed range; without one the arrows keep scrolling the page.
+      ...(zoom === undefined
+        ? {}
+        : {
+            ArrowLeft: () => zoomTo(start - span / 4, start + (3 * span) / 4),
+            ArrowRight: () => zoomTo(start + span / 4, start + (5 * span) / 4),
+          }),
+      Escape: resetZoom,
+      0: resetZoom,
+    };
+    const action = keys[event.key];
+    if (action === undefined) return;
+    event.preventDefault();
+    action();
+  });
+  document.getElementById("zoom-reset").addEventListener("click", resetZoom);
+}
+
+function resetZoom() {
+  zoom = undefined;
+  redrawTimeline();
+}
+
 function axisLabel(x, y, text) {
   const label = svg("text", { x, y, "font-size": 11, fill: "#666" });
   label.textContent = text;
   return label;
 }
 
-document.getElementById("window").addEventListener("change", () => {
-  if (latest !== undefined) renderTimeline(latest.timeline);
-});
+// Choosing a window follows the live end again.
+document.getElementById("window").addEventListener("change", resetZoom);
+setUpZoom();
 connect();

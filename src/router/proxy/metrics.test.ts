@@ -85,7 +85,7 @@ describe("access log", () => {
 });
 
 describe("router metrics", () => {
-  it("counts requests by model, role and code; durations and TTFT; upstream errors by reason; retries; drain confirmations; in-flight, endpoint and Lease-state gauges read at scrape", async () => {
+  it("counts requests by model, role and code, the cut ones too; durations and TTFT; upstream errors by reason; retries; drain confirmations; in-flight, endpoint and Lease-state gauges read at scrape", async () => {
     const inFlight = new InFlight();
     inFlight.begin("ns/a");
     const route = aRoute();
@@ -95,6 +95,7 @@ describe("router metrics", () => {
       leaseState: () => "fenced",
     });
     metrics.requestDone(RECORD);
+    metrics.requestDone({ ...RECORD, complete: false });
     metrics.drainConfirmed();
     metrics.drainConfirmed();
     metrics.legFailed(route, "ns/a", {
@@ -106,9 +107,10 @@ describe("router metrics", () => {
     metrics.retried(route);
     const text = await metrics.registry.metrics();
     for (const line of [
-      'tandem_router_requests_total{model="m",role="decode",code="200"} 1',
-      'tandem_router_request_duration_seconds_count{model="m"} 1',
-      'tandem_router_time_to_first_token_seconds_count{model="m"} 1',
+      'tandem_router_requests_total{model="m",role="decode",code="200"} 2',
+      'tandem_router_requests_cut_total{model="m",role="decode",code="200"} 1',
+      'tandem_router_request_duration_seconds_count{model="m"} 2',
+      'tandem_router_time_to_first_token_seconds_count{model="m"} 2',
       'tandem_router_upstream_errors_total{model="m",reason="connect_failed"} 1',
       'tandem_router_retries_total{model="m"} 1',
       'tandem_router_inflight_requests{endpoint="ns/a"} 1',

@@ -3,6 +3,9 @@
  * src/kube/metrics.ts) and its access log:
  * - `tandem_router_requests_total{model,role,code}`: completion requests by the HTTP status sent
  *   (code "0": the client left before any) and the role that answered ("" when none did);
+ * - `tandem_router_requests_cut_total{model,role,code}`: those of them whose response ended before
+ *   it was complete (the client left, or the engine's stream broke) — the dashboard tells ok from
+ *   cut with it;
  * - `tandem_router_request_duration_seconds{model}` and `tandem_router_time_to_first_token_seconds{model}`
  *   (histograms): arrival to the end of the response, and to its first body byte;
  * - `tandem_router_inflight_requests{endpoint}` (gauge): this replica's legs in flight per endpoint;
@@ -52,6 +55,12 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
     labelNames: ["model", "role", "code"],
     registers,
   });
+  const cut = new Counter({
+    name: "tandem_router_requests_cut_total",
+    help: "Completion requests whose response ended before it was complete (also counted in tandem_router_requests_total).",
+    labelNames: ["model", "role", "code"],
+    registers,
+  });
   const duration = new Histogram({
     name: "tandem_router_request_duration_seconds",
     help: "Time from a request's arrival to the end of its response.",
@@ -90,7 +99,9 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
       confirmations.inc();
     },
     requestDone: (record) => {
-      requests.inc({ model: record.model, role: record.role, code: String(record.status) });
+      const labels = { model: record.model, role: record.role, code: String(record.status) };
+      requests.inc(labels);
+      if (!record.complete) cut.inc(labels);
       duration.observe({ model: record.model }, record.durationMs / 1000);
       if (record.ttftMs !== undefined) ttft.observe({ model: record.model }, record.ttftMs / 1000);
     },

@@ -34,7 +34,8 @@ app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
 A component's roles and bindings (rules from _rules.tpl, generated from the code's permissions):
 its ClusterRole, its Role in the release namespace and, under a namespace scope, its Role
 <name>-watched in the watched namespace; a role without rules is left out. Arguments: root,
-component ("controller" or "router"), name, serviceAccount.
+component ("controller", "router" or "dashboard"), name, serviceAccount (empty: the roles are left
+unbound, as the dashboard users' are).
 */ -}}
 {{- define "tandem.rbac" -}}
 {{- $root := .root }}
@@ -59,6 +60,7 @@ metadata:
     {{- include "tandem.labels" (dict "root" $root "component" $.component) | nindent 4 }}
 rules:
   {{- $rules | nindent 2 }}
+{{- if $.serviceAccount }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: {{ .kind }}Binding
@@ -75,6 +77,7 @@ roleRef:
   name: {{ .name }}
 subjects:
   - {{- toYaml $subject | nindent 4 }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
