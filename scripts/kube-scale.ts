@@ -8,7 +8,8 @@
  * Prints the controller's heap per pod (after a full GC, minus the heap before the first
  * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
  *
- * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2] [--nodes N]` (defaults:
+ * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2] [--nodes N]
+ * [--timeout-minutes 30] [--create-only]` (defaults:
  * 10,000 pods; the controller's workers as `tandem controller --workers`; enough KWOK nodes for
  * POD_SLOTS_PER_NODE pods each). Needs the
  * binaries of `bash hack/kube-testenv/build.sh` and Node's --expose-gc (the npm script passes it).
@@ -43,7 +44,6 @@ const PODS_PER_GROUP = 5;
 /** Pods of 8 GPUs one KWOK node holds (its pod capacity is 110). */
 const POD_SLOTS_PER_NODE = 100;
 const GPUS_PER_POD = 8;
-const CONVERGE_TIMEOUT_MS = 30 * 60_000;
 /** The decode image the rollout moves to (the example runs v0.5.2). */
 const NEW_IMAGE = "lmsysorg/sglang:v0.5.3";
 const EXAMPLE = join(import.meta.dirname, "..", "deploy", "examples", "multinode-decode.yaml");
@@ -55,11 +55,16 @@ const { values } = parseArgs({
     // `tandem controller`'s default.
     workers: { type: "string", default: "2" },
     nodes: { type: "string" },
+    // How long each phase (creation, rollout) may take to converge.
+    "timeout-minutes": { type: "string", default: "30" },
+    // Stop after creation: measures creation and convergence only.
+    "create-only": { type: "boolean", default: false },
   },
 });
 const servings = positive(values.servings, "--servings");
 const groups = positive(values.groups, "--groups");
 const workers = positive(values.workers, "--workers");
+const convergeTimeoutMs = positive(values["timeout-minutes"], "--timeout-minutes") * 60_000;
 const pods = servings * groups * PODS_PER_GROUP;
 const nodes = values.nodes === undefined ? Math.ceil(pods / POD_SLOTS_PER_NODE) : positive(values.nodes, "--nodes");
 if (nodes * POD_SLOTS_PER_NODE < pods)
@@ -86,7 +91,7 @@ function quantile(sorted: readonly number[], q: number): number {
 
 /** Resolves once every ModelServing reaches `target`; prints progress every 10 s. */
 async function waitAll(cluster: Cluster, names: readonly string[], target: Target): Promise<void> {
-  const deadline = Date.now() + CONVERGE_TIMEOUT_MS;
+  const deadline = Date.now() + convergeTimeoutMs;
   let left = [...names];
   let lastPrintMs = 0;
   while (left.length > 0) {
@@ -164,6 +169,29 @@ try {
   console.log(`  controller heap per pod: ${(heapPerPodBytes / 1024).toFixed(1)} KiB`);
   console.log(`  reconcile: ${passesLine(passes)}`);
   console.log(`  API requests per pod: ${perPod(createRequests, pods)}`);
+  if (!values["create-only"]) await rolloutAll(cluster, names, example, passes, metricsAddress, createRequests);
+} finally {
+  // Also after a failure: the controller's loops would go on against a stopped API server.
+  await controller?.running.stop();
+  await cluster.stop();
+}
+
+function withImage(template: PodTemplate, image: string): PodTemplate {
+  return {
+    ...template,
+    spec: { ...template.spec, containers: template.spec.containers.map((c) => ({ ...c, image })) },
+  };
+}
+
+/** The decode image update of every ModelServing, to RolloutComplete, with its reconcile and API figures. */
+async function rolloutAll(
+  cluster: Cluster,
+  names: readonly string[],
+  example: Example,
+  passes: number[],
+  metricsAddress: string,
+  createRequests: ReadonlyMap<string, number>,
+): Promise<void> {
   passes.length = 0;
   const rolloutStartMs = Date.now();
   for (const name of names) {
@@ -186,15 +214,4 @@ try {
   console.log(`decode image update of all, complete in ${((Date.now() - rolloutStartMs) / 1000).toFixed(0)} s`);
   console.log(`  reconcile: ${passesLine(passes)}`);
   console.log(`  API requests per pod: ${perPod(difference(await apiRequests(metricsAddress), createRequests), pods)}`);
-} finally {
-  // Also after a failure: the controller's loops would go on against a stopped API server.
-  await controller?.running.stop();
-  await cluster.stop();
-}
-
-function withImage(template: PodTemplate, image: string): PodTemplate {
-  return {
-    ...template,
-    spec: { ...template.spec, containers: template.spec.containers.map((c) => ({ ...c, image })) },
-  };
 }
