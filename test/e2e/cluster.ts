@@ -47,6 +47,12 @@ export const CONTROLLER_SERVICE_ACCOUNT = "tandem-controller";
 export const CONTROLLER_USER = `system:serviceaccount:${CONTROLLER_NAMESPACE}:${CONTROLLER_SERVICE_ACCOUNT}`;
 /** The router's ServiceAccount (`tandem manifests` ships its RBAC), for router processes started by tests. */
 export const ROUTER_USER = `system:serviceaccount:${CONTROLLER_NAMESPACE}:tandem-router`;
+/**
+ * A person who may only look: member of the group deploy/dashboard-binding.example.yaml binds to
+ * the `tandem-dashboard` roles, and of nothing else.
+ */
+export const VIEWER_USER = "tandem-e2e-viewer";
+export const VIEWER_GROUP = "tandem-dashboard-viewers";
 
 export interface ClusterOptions {
   /** Directory holding `etcd` and `kube-apiserver`; default: `binDir()`. */
@@ -89,8 +95,13 @@ export interface Cluster {
   readonly admin: KubeClient;
   /** The controller's ServiceAccount identity; RBAC decides what it may do. */
   readonly controller: KubeClient;
-  /** Kubeconfig files (JSON) for processes started by tests: `admin`, `controller` and `router` (ROUTER_USER). */
-  readonly kubeconfigs: { readonly admin: string; readonly controller: string; readonly router: string };
+  /** Kubeconfig files (JSON) for processes started by tests: `admin`, `controller`, `router` (ROUTER_USER) and `viewer` (VIEWER_USER). */
+  readonly kubeconfigs: {
+    readonly admin: string;
+    readonly controller: string;
+    readonly router: string;
+    readonly viewer: string;
+  };
   /** The KWOK nodes' names (empty without `nodes`). */
   readonly nodeNames: readonly string[];
   /** The pids of the servers it started (etcd, kube-apiserver, and with `nodes` the other three). */
@@ -172,6 +183,7 @@ interface Secrets {
   readonly adminToken: string;
   readonly controllerToken: string;
   readonly routerToken: string;
+  readonly viewerToken: string;
 }
 
 interface AssembleInput {
@@ -190,6 +202,7 @@ function assemble(input: AssembleInput): Cluster {
     admin: writeKubeconfig(input.dir, "admin", input.server, input.secrets.adminToken),
     controller: writeKubeconfig(input.dir, "controller", input.server, input.secrets.controllerToken),
     router: writeKubeconfig(input.dir, "router", input.server, input.secrets.routerToken),
+    viewer: writeKubeconfig(input.dir, "viewer", input.server, input.secrets.viewerToken),
   };
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -407,12 +420,14 @@ function writeCredentials(dir: string): Secrets {
     adminToken: randomBytes(24).toString("hex"),
     controllerToken: randomBytes(24).toString("hex"),
     routerToken: randomBytes(24).toString("hex"),
+    viewerToken: randomBytes(24).toString("hex"),
   };
   const serviceAccountGroups = `system:serviceaccounts,system:serviceaccounts:${CONTROLLER_NAMESPACE}`;
   const lines = [
     `${secrets.adminToken},tandem-e2e-admin,tandem-e2e-admin,"system:masters"`,
     `${secrets.controllerToken},${CONTROLLER_USER},tandem-controller-uid,"${serviceAccountGroups}"`,
     `${secrets.routerToken},${ROUTER_USER},tandem-router-uid,"${serviceAccountGroups}"`,
+    `${secrets.viewerToken},${VIEWER_USER},tandem-e2e-viewer-uid,"${VIEWER_GROUP}"`,
   ];
   writeFileSync(join(dir, "tokens.csv"), lines.join("\n") + "\n", { mode: 0o600 });
   return secrets;

@@ -1,8 +1,9 @@
 /**
- * `tandem dashboard` on a real kube-apiserver: the process lists and watches the cluster as the
- * admin user would run it, and its stream (and, with Chromium installed, its page) shows the
- * ModelServing the controller runs — its cells at revision 1, then at revision 2 after a decode
- * update. Everything on 127.0.0.1; every wait bounded.
+ * `tandem dashboard` on a real kube-apiserver, run by a person bound to the `tandem-dashboard`
+ * roles only (through deploy/dashboard-binding.example.yaml, as the README tells users): its stream
+ * (and, with Chromium installed, its page) shows the ModelServing the controller runs — its cells
+ * at revision 1, then at revision 2 after a decode update — and the requests per second a real
+ * `tandem router` process counts. Everything on 127.0.0.1; every wait bounded.
  *
  * Needs the binaries from `bash hack/kube-testenv/build.sh`. Run: node --test test/e2e/dashboard.e2e.ts
  */
@@ -10,12 +11,12 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 import { chromium } from "playwright-core";
 import type { DashboardState } from "../../src/dashboard/state.ts";
-import { type Cluster, startCluster } from "./cluster.ts";
+import { CONTROLLER_NAMESPACE, type Cluster, freePorts, startCluster } from "./cluster.ts";
 import { MODEL_SERVINGS } from "./client.ts";
-import { ensureNamespace, installCrd, installRbac, startTandem, startTestController } from "./env.ts";
+import { applyRbac, ensureNamespace, installCrd, installRbac, startTandem, startTestController } from "./env.ts";
 import type { TandemProcess, TestController } from "./env.ts";
 import { setRoleImage, waitUntil } from "./observe.ts";
 import { waitFor } from "./wait.ts";
@@ -61,10 +62,43 @@ async function cellsWhen(url: string, test: (cells: string[]) => boolean, what: 
   );
 }
 
+/**
+ * Requests for a model nobody serves (the router answers 404) show on the timeline as failed
+ * requests per second, read from the router's /metrics, with the one router reporting.
+ */
+async function requestRatesShown(url: string, routerUrl: string): Promise<void> {
+  await waitFor(
+    async () => {
+      const body = JSON.stringify({ model: "no-such-model", prompt: "ping", max_tokens: 1 });
+      const sent = await fetch(`${routerUrl}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        signal: AbortSignal.timeout(5_000),
+      }).then(
+        (response) => response.status,
+        () => 0,
+      );
+      if (sent !== 404) return undefined;
+      const { timeline } = await firstState(url);
+      const failed = timeline.points.some((point) => (point.requests?.failed ?? 0) > 0);
+      const reporting = timeline.requestSources?.reporting === 1 && timeline.requestSources.known === 1;
+      return failed && reporting ? true : undefined;
+    },
+    {
+      timeoutMs: CONVERGE_MS,
+      intervalMs: 500,
+      what: "the router's 404s as failed requests per second, 1 of 1 router reporting",
+    },
+  );
+}
+
 describe("tandem dashboard on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + TEST_TIMEOUT_MS }, () => {
   let cluster: Cluster;
   let controller: TestController | undefined;
   let dashboard: TandemProcess | undefined;
+  let router: TandemProcess | undefined;
+  let routerUrl = "";
 
   before(
     async () => {
@@ -74,19 +108,32 @@ describe("tandem dashboard on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
       await installRbac(cluster.admin);
       controller = await startTestController(cluster);
       await ensureNamespace(cluster.admin, NAMESPACE);
+      // The README's way to let people look: the example binding, applied as it ships.
+      const binding = readFileSync(join(REPO_ROOT, "deploy", "dashboard-binding.example.yaml"), "utf8");
+      await applyRbac(
+        cluster.admin,
+        parseAllDocuments(binding).flatMap((document) => (document.contents === null ? [] : [document.toJS()])),
+      );
+      routerUrl = `http://127.0.0.1:${(await freePorts(1))[0]}`;
+      const args = ["router", "--kubeconfig", cluster.kubeconfigs.router, "--listen", routerUrl.slice(7)];
+      router = startTandem([...args, "--id", "e2e-dashboard", "--log-level", "warn"], {
+        POD_NAME: "e2e-dashboard",
+        POD_NAMESPACE: CONTROLLER_NAMESPACE,
+      });
     },
     { timeout: CLUSTER_START_TIMEOUT_MS },
   );
 
   after(async () => {
     dashboard?.child.kill("SIGTERM");
-    await dashboard?.exited;
+    router?.child.kill("SIGTERM");
+    await Promise.all([dashboard?.exited, router?.exited]);
     await controller?.running.stop();
     await cluster.stop();
   });
 
   test(
-    "shows the cluster's ModelServing, then the decode update's revision",
+    "shows the cluster's ModelServing, then the decode update's revision, and the router's requests",
     { timeout: TEST_TIMEOUT_MS },
     async () => {
       const object = parse(readFileSync(join(REPO_ROOT, "deploy/examples/prefill-decode-2p1d.yaml"), "utf8"));
@@ -96,11 +143,13 @@ describe("tandem dashboard on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
       const tandem = startTandem([
         "dashboard",
         "--kubeconfig",
-        cluster.kubeconfigs.admin,
+        cluster.kubeconfigs.viewer,
         "--namespace",
         NAMESPACE,
         "--listen",
         "127.0.0.1:0",
+        "--router-metrics",
+        `${routerUrl}/metrics`,
       ]);
       dashboard = tandem;
       const url = await waitFor(
@@ -125,6 +174,7 @@ describe("tandem dashboard on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_
         (cells) => cells.filter((cell) => cell === "decode:2:ready").length === 2,
         "both decode cells ready at revision 2",
       );
+      await requestRatesShown(url, routerUrl);
       const executablePath = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((path) => existsSync(path));
       if (executablePath === undefined) return;
       const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"], headless: true });

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { MemoryLogger } from "../../src/engine/logger.ts";
-import { rbacManifests, routerRbacManifests } from "../../src/kube/install.ts";
+import { dashboardRbacManifests, rbacManifests, routerRbacManifests } from "../../src/kube/install.ts";
 import { runController } from "../../src/kube/run.ts";
 import type { RunOptions, RunningController } from "../../src/kube/run.ts";
 import type { Cluster } from "./cluster.ts";
@@ -64,9 +64,14 @@ export async function installCrd(admin: KubeClient): Promise<void> {
   }
 }
 
-/** Server-side applies the generated Namespace, ServiceAccounts and RBAC objects (controller and router). */
+/** Server-side applies the generated Namespace, ServiceAccounts and RBAC objects (controller, router, dashboard roles). */
 export async function installRbac(admin: KubeClient): Promise<void> {
-  for (const manifest of [...rbacManifests(), ...routerRbacManifests()]) {
+  await applyRbac(admin, [...rbacManifests(), ...routerRbacManifests(), ...dashboardRbacManifests()]);
+}
+
+/** Server-side applies Namespace, ServiceAccount and RBAC objects, in order. */
+export async function applyRbac(admin: KubeClient, manifests: readonly Record<string, unknown>[]): Promise<void> {
+  for (const manifest of manifests) {
     const resource = RBAC_RESOURCES[manifest["kind"] as string];
     if (resource === undefined) throw new Error(`no resource for ${String(manifest["kind"])}`);
     await admin.apply(resource, manifest);
