@@ -12,8 +12,11 @@
  * - `tandem_router_drain_confirmations_total`: drain confirmations this replica wrote (DESIGN §3.4);
  * - `tandem_router_lease_state{state}` (gauge): 1 for the state of this replica's Lease
  *   (`unregistered`, `registered`, `fenced`, `stopped`: DESIGN §3.1), 0 for the others;
+ *   with `--workers N`, each worker being a replica, the number of workers whose Lease is in it;
  * - Node process metrics (`process_*`, `nodejs_*`).
- * The gauges are read when scraped, from the in-flight counts and the discovery caches.
+ * The gauges are read when scraped, from the in-flight counts and the discovery caches. With
+ * `--workers N` the process's page sums the workers' (src/router/proxy/workers.ts): counters,
+ * histograms and in-flight legs add up; `tandem_router_endpoints` is their maximum.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { LogFields } from "../../engine/logger.ts";
@@ -120,6 +123,8 @@ function registerStateGauges(registers: Registry[], sources: RouterMetricsSource
     help: "Entry pods of each route's roles, ready or draining.",
     labelNames: ["model", "role", "state"],
     registers,
+    // Every worker of `--workers N` counts the same pods: the process's figure is one worker's, not the sum.
+    aggregator: "max",
     collect() {
       this.reset();
       for (const { route, roles } of sources.endpoints()) {
