@@ -87,15 +87,23 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
     registers,
   });
   registerStateGauges(registers, sources);
+  // Each request's series, looked up once: prom-client hashes a label object on every call
+  // otherwise. The label values are bounded (served models, roles, HTTP codes).
+  const requestSeries = memoize((key: string) => {
+    const [model = "", role = "", code = ""] = key.split("\n");
+    return requests.labels({ model, role, code });
+  });
+  const durationSeries = memoize((model: string) => duration.labels({ model }));
+  const ttftSeries = memoize((model: string) => ttft.labels({ model }));
   return {
     registry,
     drainConfirmed: () => {
       confirmations.inc();
     },
     requestDone: (record) => {
-      requests.inc({ model: record.model, role: record.role, code: String(record.status) });
-      duration.observe({ model: record.model }, record.durationMs / 1000);
-      if (record.ttftMs !== undefined) ttft.observe({ model: record.model }, record.ttftMs / 1000);
+      requestSeries(`${record.model}\n${record.role}\n${record.status}`).inc();
+      durationSeries(record.model).observe(record.durationMs / 1000);
+      if (record.ttftMs !== undefined) ttftSeries(record.model).observe(record.ttftMs / 1000);
     },
     legFailed: (route, _endpoint, failure) => {
       errors.inc({ model: route.model, reason: failure.reason });
@@ -103,6 +111,18 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
     retried: (route) => {
       retries.inc({ model: route.model });
     },
+  };
+}
+
+function memoize<T>(make: (key: string) => T): (key: string) => T {
+  const made = new Map<string, T>();
+  return (key) => {
+    let value = made.get(key);
+    if (value === undefined) {
+      value = make(key);
+      made.set(key, value);
+    }
+    return value;
   };
 }
 
