@@ -140,8 +140,8 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
         ? ""
         : `, added p50 ${fmtMs(result.p50Ms - direct.p50Ms)} p99 ${fmtMs(result.p99Ms - direct.p99Ms)}`;
     const verdict = target.name.startsWith("tandem")
-        ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})`
-        : "";
+      ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})`
+      : "";
     console.log(
       `    ${target.name.padEnd(NAME_WIDTH)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${errorsNote(result)}${verdict}`,
     );
@@ -159,7 +159,9 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
       target.pid === undefined
         ? ""
         : `, ${((1000 * (processTreeCpuMs(target.pid) - cpuBeforeMs)) / Math.max(1, result.requests)).toFixed(0)} µs CPU/request`;
-    console.log(`    ${target.name.padEnd(NAME_WIDTH)} ${result.requestsPerSecond.toFixed(0)} req/s${cpu}${errorsNote(result)}`);
+    console.log(
+      `    ${target.name.padEnd(NAME_WIDTH)} ${result.requestsPerSecond.toFixed(0)} req/s${cpu}${errorsNote(result)}`,
+    );
   }
   for (const ours of targets.filter((target) => target.name.startsWith("tandem")))
     for (const peer of ["nginx", "sglang"]) {
@@ -247,7 +249,7 @@ function processTreeCpuMs(pid: number): number {
     }
   }
   const tree = new Set([pid]);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [child, { ppid }] of stats)
       if (tree.has(ppid) && !tree.has(child)) {

@@ -175,13 +175,19 @@ async function serveAsWorker(options: ServeRouterOptions, slot: number): Promise
   const id = workerReplicaId(options.id, slot);
   const logger = options.logger(id);
   // The primary serves --metrics-addr for the whole process.
-  const running = await startOrReport({ ...options, id, metricsAddress: undefined, logger, processOps: link.join });
+  const running = await startOrReport({
+    ...options,
+    id,
+    metricsAddress: undefined,
+    logger,
+    processOps: (local) => link.join(local),
+  });
   if (running === undefined) return 1;
   link.listening(running.address);
   const deadlineMs = await link.stopRequested;
   await running.shutdown(deadlineMs);
   logger.info({}, "router worker stopped");
-  process.disconnect?.();
+  process.disconnect();
   return 0;
 }
 
@@ -200,7 +206,9 @@ async function serveAsPrimary(options: ServeRouterOptions, onStarted?: (address:
     metricsAddress === undefined
       ? undefined
       : await startHealthServer({ address: metricsAddress, ...ops }).catch((error: unknown) => {
-          process.stderr.write(`tandem router: ${new ListenError("--metrics-addr", metricsAddress, error).message}: ${errorText(error)}\n`);
+          process.stderr.write(
+            `tandem router: ${new ListenError("--metrics-addr", metricsAddress, error).message}: ${errorText(error)}\n`,
+          );
           return null;
         });
   if (health === null) {
@@ -219,7 +227,10 @@ async function serveAsPrimary(options: ServeRouterOptions, onStarted?: (address:
   );
   onStarted?.(address);
   const signal = await signalled();
-  logger.info({ signal, deadlineMs: SHUTDOWN_DEADLINE_MS }, "stopping every worker: not ready, finishing requests in flight");
+  logger.info(
+    { signal, deadlineMs: SHUTDOWN_DEADLINE_MS },
+    "stopping every worker: not ready, finishing requests in flight",
+  );
   const clean = await supervisor.shutdown(SHUTDOWN_DEADLINE_MS);
   await health?.close();
   logger.info({ clean }, "router stopped");

@@ -79,7 +79,10 @@ function serveReady(
     });
 }
 
-function serveMetrics(registry: HealthServerOptions["registry"], reply: (status: number, contentType: string, body: string) => void): void {
+function serveMetrics(
+  registry: HealthServerOptions["registry"],
+  reply: (status: number, contentType: string, body: string) => void,
+): void {
   registry.metrics().then(
     (text) => {
       reply(200, registry.contentType, text);

@@ -77,7 +77,8 @@ export class AnswerTap {
     }
     // Only the last TAIL_BYTES of the chunk can end up in the tail.
     const text = chunk.toString("latin1", Math.max(0, chunk.length - TAIL_BYTES));
-    this.#tail = this.#tail.length + text.length <= TAIL_BYTES ? this.#tail + text : (this.#tail + text).slice(-TAIL_BYTES);
+    this.#tail =
+      this.#tail.length + text.length <= TAIL_BYTES ? this.#tail + text : (this.#tail + text).slice(-TAIL_BYTES);
   }
 
   /** The last `usage` figures seen in the answer's tail. */

@@ -50,7 +50,8 @@ type ToWorker =
   | { readonly tandem: "collect"; readonly id: number; readonly what: Ask }
   | { readonly tandem: "shutdown"; readonly deadlineMs: number };
 
-function isMessage<T extends { tandem: string }>(message: unknown): message is T {
+/** One of this module's messages (node:cluster has its own on the same channel). */
+function isOurs(message: unknown): boolean {
   return typeof message === "object" && message !== null && "tandem" in message;
 }
 
@@ -173,7 +174,7 @@ class WorkerSupervisor implements Supervisor {
     slot.startedMs = Date.now();
     this.#options.logger.info({ worker: index, pid: worker.process.pid ?? 0 }, "router worker started");
     worker.on("message", (message: unknown) => {
-      if (isMessage<ToPrimary>(message)) this.#onMessage(worker, slot, message);
+      if (isOurs(message)) this.#onMessage(worker, slot, message as ToPrimary);
     });
     slot.exited = new Promise((resolve) => {
       worker.once("exit", (code, signal) => {
@@ -295,11 +296,15 @@ export function joinSupervisor(defaultDeadlineMs: number, collectTimeoutMs = DEF
   const asked = new Map<number, (value: string | boolean | undefined) => void>();
   let nextId = 0;
   const stopRequested = new Promise<number>((resolve) => {
-    process.once("SIGTERM", () => resolve(defaultDeadlineMs));
-    process.once("SIGINT", () => resolve(defaultDeadlineMs));
-    process.once("disconnect", () => resolve(defaultDeadlineMs));
-    process.on("message", (message: unknown) => {
-      if (!isMessage<ToWorker>(message)) return;
+    const byDefault = (): void => {
+      resolve(defaultDeadlineMs);
+    };
+    process.once("SIGTERM", byDefault);
+    process.once("SIGINT", byDefault);
+    process.once("disconnect", byDefault);
+    process.on("message", (received: unknown) => {
+      if (!isOurs(received)) return;
+      const message = received as ToWorker;
       if (message.tandem === "shutdown") resolve(message.deadlineMs);
       else if (message.tandem === "answer") asked.get(message.id)?.(message.value);
       else void collected(local, message.what).then((value) => send({ tandem: "collected", id: message.id, value }));
@@ -308,7 +313,9 @@ export function joinSupervisor(defaultDeadlineMs: number, collectTimeoutMs = DEF
   const ask = (what: Ask): Promise<string | boolean | undefined> =>
     new Promise((resolve) => {
       const id = nextId++;
-      const timer = setTimeout(() => settle(undefined), collectTimeoutMs * 2);
+      const timer = setTimeout(() => {
+        settle(undefined);
+      }, collectTimeoutMs * 2);
       const settle = (value: string | boolean | undefined): void => {
         clearTimeout(timer);
         asked.delete(id);
