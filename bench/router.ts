@@ -59,6 +59,8 @@ interface WrkResult {
   readonly requests: number;
   /** Non-2xx answers and socket errors. */
   readonly errors: number;
+  /** CPU µs the target's processes spent per completed request (targets with a pid, on Linux). */
+  readonly cpuUsPerRequest?: number | undefined;
 }
 
 /** The workers of the second Tandem target (`tandem router --workers`). */
@@ -127,7 +129,7 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
   await writeFile(stream, wrkScript({ model: "m", prompt: "hello", max_tokens: STREAM_TOKENS, stream: true }));
 
   console.log(
-    "  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md):",
+    "  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md; CPU per request as below):",
   );
   const latency = new Map<string, WrkResult>();
   for (const target of targets) latency.set(target.name, runWrk(target, plain, 1));
@@ -143,7 +145,7 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
       ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})`
       : "";
     console.log(
-      `    ${target.name.padEnd(NAME_WIDTH)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${errorsNote(result)}${verdict}`,
+      `    ${target.name.padEnd(NAME_WIDTH)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${cpuNote(result)}${errorsNote(result)}${verdict}`,
     );
   }
 
@@ -152,15 +154,10 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
   );
   const throughput = new Map<string, WrkResult>();
   for (const target of targets) {
-    const cpuBeforeMs = target.pid === undefined ? 0 : processTreeCpuMs(target.pid);
     const result = runWrk(target, plain, THROUGHPUT_CONNECTIONS);
     throughput.set(target.name, result);
-    const cpu =
-      target.pid === undefined
-        ? ""
-        : `, ${((1000 * (processTreeCpuMs(target.pid) - cpuBeforeMs)) / Math.max(1, result.requests)).toFixed(0)} µs CPU/request`;
     console.log(
-      `    ${target.name.padEnd(NAME_WIDTH)} ${result.requestsPerSecond.toFixed(0)} req/s${cpu}${errorsNote(result)}`,
+      `    ${target.name.padEnd(NAME_WIDTH)} ${result.requestsPerSecond.toFixed(0)} req/s${cpuNote(result)}${errorsNote(result)}`,
     );
   }
   for (const ours of targets.filter((target) => target.name.startsWith("tandem")))
@@ -178,7 +175,7 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
     const result = runWrk(target, stream, STREAM_CONNECTIONS);
     streaming.set(target.name, result.requestsPerSecond * STREAM_TOKENS);
     console.log(
-      `    ${target.name.padEnd(NAME_WIDTH)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${errorsNote(result)}`,
+      `    ${target.name.padEnd(NAME_WIDTH)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${cpuNote(result)}${errorsNote(result)}`,
     );
   }
   const directTokens = streaming.get("direct") ?? 0;
@@ -193,15 +190,19 @@ function wrkScript(body: Record<string, unknown>): string {
   return `wrk.method = "POST"\nwrk.path = "/v1/completions"\nwrk.body = ${lua}\nwrk.headers["Content-Type"] = "application/json"\n`;
 }
 
-/** One wrk run, one thread (the load generator should not take the cores it measures). */
+/** One wrk run, one thread (the load generator should not take the cores it measures), with the target's CPU per request. */
 function runWrk(target: Target, script: string, connections: number): WrkResult {
+  const cpuBeforeMs = target.pid === undefined ? 0 : processTreeCpuMs(target.pid);
   const run = spawnSync(
     "wrk",
     ["-t1", `-c${connections}`, `-d${RUN_SECONDS}s`, "--latency", "-s", script, target.url],
     { encoding: "utf8" },
   );
   if (run.status !== 0) throw new Error(`wrk against ${target.name} failed: ${run.stderr || run.stdout}`);
-  return parseWrk(run.stdout);
+  const result = parseWrk(run.stdout);
+  if (target.pid === undefined) return result;
+  const cpuMs = processTreeCpuMs(target.pid) - cpuBeforeMs;
+  return { ...result, cpuUsPerRequest: (1000 * cpuMs) / Math.max(1, result.requests) };
 }
 
 /** Requests/s, the 50th and 99th latency percentiles and the error counts of wrk's report. */
@@ -260,6 +261,10 @@ function processTreeCpuMs(pid: number): number {
   let ticks = 0;
   for (const member of tree) ticks += stats.get(member)?.ticks ?? 0;
   return (ticks * 1000) / ticksPerSecond;
+}
+
+function cpuNote(result: WrkResult): string {
+  return result.cpuUsPerRequest === undefined ? "" : `, ${result.cpuUsPerRequest.toFixed(0)} µs CPU/request`;
 }
 
 function errorsNote(result: WrkResult): string {
