@@ -17,8 +17,10 @@ import type { Readable } from "node:stream";
 /** Resolves when the client's response has closed: complete, cut, or the client gone. Never rejects. */
 export function relay(source: Readable, res: ServerResponse, onChunk: (chunk: Buffer) => void): Promise<void> {
   return new Promise((resolve) => {
+    // Cancelled by the first chunk or the end; `headersSent` is no guide, as it is true from
+    // `writeHead` on, before anything went out.
     const flush = setImmediate(() => {
-      if (!res.headersSent && !res.destroyed) res.flushHeaders();
+      if (!res.destroyed && !res.writableEnded) res.flushHeaders();
     });
     const onDrain = (): void => {
       source.resume();
