@@ -1,23 +1,45 @@
 /**
- * The Tandem router as the router benchmark runs it, in a process of its own: the real data plane
- * (`RequestRouter`, default engine scraper) with a `StaticDiscovery` of one aggregated route
- * (model `m`) and one Running, Ready, serving entry pod at `127.0.0.1:ENGINE_PORT`.
- * Usage: `node bench/router-server.ts ENGINE_PORT`; prints `listening on PORT` (a free port) and
- * stops on SIGTERM.
+ * The Tandem router as the router benchmark (and the `--workers` tests) run it, in a process of
+ * its own: `tandem router` itself (`serveRouter`: discovery, selection, data plane, metrics, the
+ * access log, the Lease and drain confirmations, `--workers`), over a stand-in API server with one
+ * aggregated route (model `m`) and one ready entry pod at `127.0.0.1:ENGINE_PORT`
+ * (`onePodCluster`).
+ *
+ * Usage: `node bench/router-server.ts ENGINE_PORT [--workers N|auto] [--log FILE]`; the access
+ * log and every other line go to FILE (default stdout; the benchmark gives /dev/null: the lines
+ * are formatted and written as in production, and thrown away), `listening on PORT` goes to
+ * stderr once it serves (a free port on 127.0.0.1). SIGTERM stops it as it stops `tandem router`:
+ * requests in flight finish, exit 0. The router id is `bench` (workers `bench-w<index>`).
  */
-import { StaticDiscovery } from "../src/router/discovery.ts";
-import { RequestRouter } from "../src/router/proxy/router.ts";
-import { aPod, aRoute } from "../src/router/test-fixtures.ts";
-import { Prng } from "../src/sim/prng.ts";
+import { parseArgs } from "node:util";
+import { serveRouter } from "../src/cli/router.ts";
+import { createLogger } from "../src/kube/logger.ts";
+import { onePodCluster } from "../src/router/kube/one-pod-cluster.ts";
+import { parseWorkerCount } from "../src/router/workers.ts";
+import { availableParallelism } from "node:os";
+import { pino } from "pino";
 
-const enginePort = Number(process.argv[2]);
-if (!Number.isInteger(enginePort) || enginePort <= 0)
-  throw new Error(`usage: node bench/router-server.ts ENGINE_PORT (got ${process.argv[2] ?? "nothing"})`);
-
-const discovery = new StaticDiscovery({ routes: [aRoute()], pods: [aPod({ name: "engine-0", port: enginePort })] });
-const router = new RequestRouter({ discovery, rng: new Prng(1) });
-const address = await router.listen("127.0.0.1", 0);
-process.stdout.write(`listening on ${address.port}\n`);
-process.once("SIGTERM", () => {
-  void router.close().then(() => process.exit(0));
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { workers: { type: "string", default: "1" }, log: { type: "string" } },
 });
+const enginePort = Number(positionals[0]);
+if (!Number.isInteger(enginePort) || enginePort <= 0)
+  throw new Error(`usage: node bench/router-server.ts ENGINE_PORT [--workers N] (got ${positionals[0] ?? "nothing"})`);
+const destination = values.log === undefined ? undefined : pino.destination({ dest: values.log, sync: true });
+
+process.exitCode = await serveRouter(
+  {
+    send: onePodCluster(enginePort),
+    listen: "127.0.0.1:0",
+    id: "bench",
+    leaseNamespace: "default",
+    workers: parseWorkerCount(values.workers, availableParallelism()),
+    logger: (routerId) => createLogger("info", destination, { component: "tandem-router", router: routerId }),
+  },
+  (address) => {
+    process.stderr.write(`listening on ${address.split(":").at(-1) ?? ""}\n`);
+  },
+);
+// Keep-alive sockets may hold the event loop for a while; the work is done.
+setTimeout(() => process.exit(), 2_000).unref();

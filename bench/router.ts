@@ -2,7 +2,8 @@
  * The router benchmark (`npm run bench`, or `npm run bench -- router` alone): what a proxy adds on
  * loopback in front of one engine-mock (ttft 0, tpot 0, its own process), measured side by side
  * in one run by one load generator (Debian's `wrk`, a Lua script for the POST body) against:
- * the engine directly; Tandem's router (bench/router-server.ts, StaticDiscovery); nginx
+ * the engine directly; Tandem's router (bench/router-server.ts: `tandem router` over a one-pod
+ * stand-in API server), alone and with `--workers 2`; nginx
  * (`proxy_pass` to a keep-alive upstream, one worker, generated config in a temp dir, not a
  * daemon); SGLang's Rust router (`sglang-router` 0.3.2 from PyPI, in a venv under .cache/).
  * It installs nothing: a missing peer is skipped with the command that installs it.
@@ -12,17 +13,19 @@
  *   so latency is measured at a fixed low concurrency instead — one connection, one request at a
  *   time — and "added" is the target's percentile minus the direct one's;
  * - closed-loop throughput (requests/s at THROUGHPUT_CONNECTIONS connections), as ratios to nginx
- *   and to SGLang's router;
+ *   and to SGLang's router, with the CPU time each proxy's processes spent per request (from
+ *   /proc: robust to a loaded machine, where wall-clock figures are not);
  * - streaming tokens/s (STREAM_TOKENS tokens per SSE response), as a ratio to direct.
  * Every process shares the machine's cores, the load generator included: ratios measured in the
- * same run are what compares, not the absolute figures.
+ * same run are what compares, not the absolute figures. The load averages before and after are
+ * printed with them.
  */
 import { spawn, spawnSync } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -37,10 +40,14 @@ const STREAM_TOKENS = 64;
 const TARGET_ADDED_P50_MS = 0.3;
 const TARGET_ADDED_P99_MS = 1;
 const READY_TIMEOUT_MS = 30_000;
+/** Target names are padded to this in the tables. */
+const NAME_WIDTH = 9;
 
 interface Target {
   readonly name: string;
   readonly url: string;
+  /** The proxy's process (its children included: workers); absent for the engine itself. */
+  readonly pid?: number | undefined;
 }
 
 interface WrkResult {
@@ -48,9 +55,16 @@ interface WrkResult {
   /** Latency percentiles in ms (50, 99). */
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** Requests completed in the run. */
+  readonly requests: number;
   /** Non-2xx answers and socket errors. */
   readonly errors: number;
+  /** CPU µs the target's processes spent per completed request (targets with a pid, on Linux). */
+  readonly cpuUsPerRequest?: number | undefined;
 }
+
+/** The workers of the second Tandem target (`tandem router --workers`). */
+const TANDEM_WORKERS = 2;
 
 /** Runs the whole router benchmark; prints what it measured and what it skipped. */
 export async function benchRouter(): Promise<void> {
@@ -72,17 +86,18 @@ export async function benchRouter(): Promise<void> {
         /listening on http:\/\/127\.0\.0\.1:(\d+)/,
       ),
     );
-    const tandemPort = Number(
-      await startChild(
-        children,
-        process.execPath,
-        [join(ROOT, "bench/router-server.ts"), String(enginePort)],
-        /listening on (\d+)/,
-      ),
-    );
+    const tandem = async (name: string, workers: number): Promise<Target> => {
+      const args = [join(ROOT, "bench/router-server.ts"), String(enginePort), "--workers", String(workers)];
+      const port = await startChild(children, process.execPath, [...args, "--log", "/dev/null"], /listening on (\d+)/);
+      const target = { name, url: `http://127.0.0.1:${port}`, pid: children.at(-1)?.pid };
+      // Listening is not routing yet: every worker must have synced and registered.
+      await untilAnswering(target.url, name);
+      return target;
+    };
     const targets: Target[] = [
       { name: "direct", url: `http://127.0.0.1:${enginePort}` },
-      { name: "tandem", url: `http://127.0.0.1:${tandemPort}` },
+      await tandem("tandem", 1),
+      await tandem(`tandem-w${TANDEM_WORKERS}`, TANDEM_WORKERS),
     ];
     for (const start of [() => startNginx(children, dir, enginePort), () => startSglang(children, enginePort)]) {
       const peer = await start().catch((error: unknown) => {
@@ -92,7 +107,9 @@ export async function benchRouter(): Promise<void> {
       });
       if (peer !== undefined) targets.push(peer);
     }
+    console.log(`  load average before: ${loadAverage()}`);
     await measureAll(targets, dir);
+    console.log(`  load average after: ${loadAverage()}`);
   } finally {
     for (const child of children) child.kill("SIGTERM");
     await Promise.all(
@@ -112,7 +129,7 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
   await writeFile(stream, wrkScript({ model: "m", prompt: "hello", max_tokens: STREAM_TOKENS, stream: true }));
 
   console.log(
-    "  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md):",
+    "  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md; CPU per request as below):",
   );
   const latency = new Map<string, WrkResult>();
   for (const target of targets) latency.set(target.name, runWrk(target, plain, 1));
@@ -124,30 +141,33 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
       target.name === "direct"
         ? ""
         : `, added p50 ${fmtMs(result.p50Ms - direct.p50Ms)} p99 ${fmtMs(result.p99Ms - direct.p99Ms)}`;
-    const verdict =
-      target.name === "tandem"
-        ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})`
-        : "";
+    const verdict = target.name.startsWith("tandem")
+      ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})`
+      : "";
     console.log(
-      `    ${target.name.padEnd(7)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${errorsNote(result)}${verdict}`,
+      `    ${target.name.padEnd(NAME_WIDTH)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${cpuNote(result)}${errorsNote(result)}${verdict}`,
     );
   }
 
-  console.log(`  closed-loop throughput, ${THROUGHPUT_CONNECTIONS} connections:`);
+  console.log(
+    `  closed-loop throughput, ${THROUGHPUT_CONNECTIONS} connections (CPU: the proxy's processes, workers included, per request):`,
+  );
   const throughput = new Map<string, WrkResult>();
-  for (const target of targets) throughput.set(target.name, runWrk(target, plain, THROUGHPUT_CONNECTIONS));
-  const tandem = throughput.get("tandem")?.requestsPerSecond ?? 0;
   for (const target of targets) {
-    const result = throughput.get(target.name);
-    if (result !== undefined)
-      console.log(`    ${target.name.padEnd(7)} ${result.requestsPerSecond.toFixed(0)} req/s${errorsNote(result)}`);
+    const result = runWrk(target, plain, THROUGHPUT_CONNECTIONS);
+    throughput.set(target.name, result);
+    console.log(
+      `    ${target.name.padEnd(NAME_WIDTH)} ${result.requestsPerSecond.toFixed(0)} req/s${cpuNote(result)}${errorsNote(result)}`,
+    );
   }
-  for (const peer of ["nginx", "sglang"]) {
-    const other = throughput.get(peer)?.requestsPerSecond;
-    if (other === undefined) continue;
-    const verdict = peer === "sglang" ? `  (target ≥ 1×: ${tandem >= other ? "met" : "missed"})` : "";
-    console.log(`    tandem / ${peer}: ${(tandem / other).toFixed(2)}×${verdict}`);
-  }
+  for (const ours of targets.filter((target) => target.name.startsWith("tandem")))
+    for (const peer of ["nginx", "sglang"]) {
+      const other = throughput.get(peer)?.requestsPerSecond;
+      const mine = throughput.get(ours.name)?.requestsPerSecond ?? 0;
+      if (other === undefined) continue;
+      const verdict = peer === "sglang" ? `  (target ≥ 1×: ${mine >= other ? "met" : "missed"})` : "";
+      console.log(`    ${ours.name} / ${peer}: ${(mine / other).toFixed(2)}×${verdict}`);
+    }
 
   console.log(`  streaming, ${STREAM_TOKENS} tokens per SSE response, ${STREAM_CONNECTIONS} connections:`);
   const streaming = new Map<string, number>();
@@ -155,7 +175,7 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
     const result = runWrk(target, stream, STREAM_CONNECTIONS);
     streaming.set(target.name, result.requestsPerSecond * STREAM_TOKENS);
     console.log(
-      `    ${target.name.padEnd(7)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${errorsNote(result)}`,
+      `    ${target.name.padEnd(NAME_WIDTH)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${cpuNote(result)}${errorsNote(result)}`,
     );
   }
   const directTokens = streaming.get("direct") ?? 0;
@@ -170,15 +190,19 @@ function wrkScript(body: Record<string, unknown>): string {
   return `wrk.method = "POST"\nwrk.path = "/v1/completions"\nwrk.body = ${lua}\nwrk.headers["Content-Type"] = "application/json"\n`;
 }
 
-/** One wrk run, one thread (the load generator should not take the cores it measures). */
+/** One wrk run, one thread (the load generator should not take the cores it measures), with the target's CPU per request. */
 function runWrk(target: Target, script: string, connections: number): WrkResult {
+  const cpuBeforeMs = target.pid === undefined ? 0 : processTreeCpuMs(target.pid);
   const run = spawnSync(
     "wrk",
     ["-t1", `-c${connections}`, `-d${RUN_SECONDS}s`, "--latency", "-s", script, target.url],
     { encoding: "utf8" },
   );
   if (run.status !== 0) throw new Error(`wrk against ${target.name} failed: ${run.stderr || run.stdout}`);
-  return parseWrk(run.stdout);
+  const result = parseWrk(run.stdout);
+  if (target.pid === undefined) return result;
+  const cpuMs = processTreeCpuMs(target.pid) - cpuBeforeMs;
+  return { ...result, cpuUsPerRequest: (1000 * cpuMs) / Math.max(1, result.requests) };
 }
 
 /** Requests/s, the 50th and 99th latency percentiles and the error counts of wrk's report. */
@@ -189,6 +213,7 @@ export function parseWrk(text: string): WrkResult {
     return Number(match[1]) * ({ us: 0.001, ms: 1, s: 1000 } as const)[match[2] as "us" | "ms" | "s"];
   };
   const rate = /^Requests\/sec:\s+([\d.]+)/m.exec(text);
+  const requests = /^\s*(\d+) requests in /m.exec(text);
   if (rate === null) throw new Error(`wrk printed no Requests/sec:\n${text}`);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
@@ -197,12 +222,60 @@ export function parseWrk(text: string): WrkResult {
     requestsPerSecond: Number(rate[1]),
     p50Ms: percentile(50),
     p99Ms: percentile(99),
+    requests: Number(requests?.[1] ?? 0),
     errors: non2xx + socketErrors,
   };
 }
 
+/**
+ * User + system CPU ms used so far by `pid` and its live descendants (Linux /proc; 0 elsewhere).
+ * A process's own figure only: a worker that exited takes its CPU with it, none does here.
+ */
+function processTreeCpuMs(pid: number): number {
+  const ticksPerSecond = 100; // USER_HZ, 100 on every Linux ABI Node runs on
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return 0;
+  }
+  for (const name of entries) {
+    try {
+      // Fields after the command (in parentheses, which may hold spaces): state ppid ... utime(14) stime(15).
+      const fields = readFileSync(`/proc/${name}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+      stats.set(Number(name), { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // The process exited meanwhile.
+    }
+  }
+  const tree = new Set([pid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [child, { ppid }] of stats)
+      if (tree.has(ppid) && !tree.has(child)) {
+        tree.add(child);
+        grew = true;
+      }
+  }
+  let ticks = 0;
+  for (const member of tree) ticks += stats.get(member)?.ticks ?? 0;
+  return (ticks * 1000) / ticksPerSecond;
+}
+
+function cpuNote(result: WrkResult): string {
+  return result.cpuUsPerRequest === undefined ? "" : `, ${result.cpuUsPerRequest.toFixed(0)} µs CPU/request`;
+}
+
 function errorsNote(result: WrkResult): string {
   return result.errors === 0 ? "" : ` (${result.errors} errors!)`;
+}
+
+/** The 1, 5 and 15 minute load averages, as `uptime` prints them, and the cores they share. */
+function loadAverage(): string {
+  return `${loadavg()
+    .map((load) => load.toFixed(2))
+    .join(", ")} (${availableParallelism()} cores)`;
 }
 
 function fmtMs(ms: number): string {
@@ -266,7 +339,7 @@ async function startNginx(children: ChildProcess[], dir: string, enginePort: num
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   await untilAnswering(url, "nginx");
-  return { name: "nginx", url };
+  return { name: "nginx", url, pid: child.pid };
 }
 
 /** SGLang's router in front of the engine; undefined when its venv is missing. */
@@ -295,7 +368,7 @@ async function startSglang(children: ChildProcess[], enginePort: number): Promis
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   await untilAnswering(url, "sglang-router");
-  return { name: "sglang", url };
+  return { name: "sglang", url, pid: child.pid };
 }
 
 /** Polls a completion until it answers 200 (a peer's start-up has no line to wait for). */

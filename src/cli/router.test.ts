@@ -25,8 +25,16 @@ describe("tandem router flags", () => {
       leaseNamespace: "tandem-system",
       leaseDurationSeconds: undefined,
       debugHeaders: false,
+      workers: 1,
     });
     assert.equal(routerOptionsOf(flags({ id: "r1", debugHeaders: true, namespace: "serve" }), {}).id, "r1");
+  });
+
+  it("--workers: a count, or auto for one per core; an id that leaves room for -w<index>", () => {
+    assert.equal(routerOptionsOf(flags({ id: "r", workers: "3" }), {}).workers, 3);
+    assert.equal(routerOptionsOf(flags({ id: "r", workers: "auto" }), {}, "default", 6).workers, 6);
+    assert.equal(routerOptionsOf(flags({ id: "r".repeat(63) }), {}).workers, 1, "one worker keeps the id as it is");
+    assert.equal(routerOptionsOf(flags({ id: "r".repeat(60), workers: "10" }), {}).id, "r".repeat(60));
   });
 
   it("the Lease's namespace: --lease-namespace, else $POD_NAMESPACE, else the kubeconfig's; its duration from --lease-duration-seconds", () => {
@@ -49,6 +57,11 @@ describe("tandem router flags", () => {
     [{ id: "r", leaseNamespace: "Bad NS" }, /^Error: --lease-namespace "Bad NS" is not a namespace name/],
     [{ id: "r", leaseDurationSeconds: "2" }, /^Error: --lease-duration-seconds must be an integer ≥ 3, got "2"$/],
     [{ logLevel: "loud" }, /^Error: --log-level must be one of debug, info, warn, error, got "loud"$/],
+    [{ workers: "0" }, /^Error: --workers: must be a positive integer or "auto", got "0"$/],
+    [
+      { id: "r".repeat(61), workers: "10" },
+      /^Error: --id "r{61}" is too long for --workers 10: each worker is a replica named <id>-w<index>, and "r{61}-w9" is not a DNS-1123 label/,
+    ],
   ] as const) {
     it(`refuses ${JSON.stringify(given)} with one line naming the flag`, () => {
       assert.throws(() => routerOptionsOf(flags(given), { POD_NAME: "router-0" }), message);

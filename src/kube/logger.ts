@@ -15,7 +15,7 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
  */
 export function createLogger(
   level: LogLevelName = "info",
-  destination?: NodeJS.WritableStream,
+  destination?: pino.DestinationStream,
   base: Readonly<Record<string, string>> = { component: "tandem-controller" },
 ): Logger & pino.Logger {
   const options = { level, base, timestamp: pino.stdTimeFunctions.isoTime };

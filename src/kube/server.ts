@@ -10,9 +10,13 @@ import type { Registry } from "prom-client";
 export interface HealthServerOptions {
   /** `host:port`; port 0 picks a free port (tests). */
   readonly address: string;
-  readonly registry: Registry;
-  /** Readiness: the caches have synced (or the process is a standby waiting for leadership). */
-  readonly ready: () => boolean;
+  /** The page `/metrics` serves (a prom-client Registry, or the aggregate of a router's workers). */
+  readonly registry: Pick<Registry, "metrics" | "contentType">;
+  /**
+   * Readiness: the caches have synced (or the process is a standby waiting for leadership); a
+   * promise when it must be asked of other processes (a router's workers).
+   */
+  readonly ready: () => boolean | Promise<boolean>;
 }
 
 export interface HealthServer {
@@ -55,13 +59,30 @@ export function serveHealth(
   };
   if (request.method !== "GET") reply(405, "text/plain", "method not allowed\n");
   else if (path === "/healthz") reply(200, "text/plain", "ok\n");
-  else if (path === "/readyz")
-    reply(options.ready() ? 200 : 503, "text/plain", options.ready() ? "ok\n" : "not ready\n");
+  else if (path === "/readyz") serveReady(options.ready, reply);
   else if (path !== "/metrics") reply(404, "text/plain", "not found\n");
   else serveMetrics(options.registry, reply);
 }
 
-function serveMetrics(registry: Registry, reply: (status: number, contentType: string, body: string) => void): void {
+function serveReady(
+  ready: HealthServerOptions["ready"],
+  reply: (status: number, contentType: string, body: string) => void,
+): void {
+  const answer = (isReady: boolean): void => {
+    reply(isReady ? 200 : 503, "text/plain", isReady ? "ok\n" : "not ready\n");
+  };
+  const now = ready();
+  if (typeof now === "boolean") answer(now);
+  else
+    now.then(answer, () => {
+      answer(false);
+    });
+}
+
+function serveMetrics(
+  registry: HealthServerOptions["registry"],
+  reply: (status: number, contentType: string, body: string) => void,
+): void {
   registry.metrics().then(
     (text) => {
       reply(200, registry.contentType, text);

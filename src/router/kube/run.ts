@@ -18,7 +18,7 @@
  */
 import { randomInt } from "node:crypto";
 import { createServer } from "node:http";
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger, LogFields } from "../../engine/logger.ts";
 import { WallClock } from "../../kube/clock.ts";
@@ -39,6 +39,7 @@ import { accessLog, createRouterMetrics } from "../proxy/metrics.ts";
 import { allObservers } from "../proxy/observer.ts";
 import type { RouterObserver } from "../proxy/observer.ts";
 import { RequestRouter } from "../proxy/router.ts";
+import type { LocalOps } from "../proxy/workers.ts";
 import { KubeDiscovery } from "./discovery.ts";
 import { RouteStatusSync } from "./status-sync.ts";
 
@@ -62,6 +63,12 @@ export interface RouterRunOptions {
   readonly reflector?: KubeReaderOptions["reflector"];
   /** Coalescing delay of status writes (default 500 ms). */
   readonly statusDelayMs?: number;
+  /**
+   * In a worker of `tandem router --workers N`: given this worker's own registry and readiness,
+   * the `/metrics` and `/readyz` its listener serves instead — the whole process's
+   * (`WorkerLink.join`). Absent: its own.
+   */
+  readonly processOps?: (local: LocalOps) => Pick<HealthServerOptions, "registry" | "ready">;
 }
 
 export interface RunningRouter {
@@ -126,7 +133,9 @@ export async function runRouter(options: RouterRunOptions): Promise<RunningRoute
     },
   });
   const ready = (): boolean => !stopping && discovery.hasSynced() && registration.refusal() === undefined;
-  const { server, address, health } = await serve(router, { registry: metrics.registry, ready }, options);
+  const local = { registry: metrics.registry, ready };
+  const ops = options.processOps?.(local) ?? local;
+  const { server, address, health } = await serve(router, ops, options);
   registration.start();
   discovery.start();
   statusSync.start();
@@ -191,11 +200,7 @@ async function serve(
   ops: Pick<HealthServerOptions, "registry" | "ready">,
   options: RouterRunOptions,
 ): Promise<{ server: Server; address: string; health: HealthServer | undefined }> {
-  const server = createServer({ noDelay: true }, (req, res) => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
-    if (OPS_PATHS.has(path)) serveHealth(req, res, ops);
-    else router.handle(req, res);
-  });
+  const server = createServer({ noDelay: true }, routerListener(router, ops));
   const address = await listen(server, options.listen).catch((error: unknown) => {
     throw new ListenError("--listen", options.listen, error);
   });
@@ -209,6 +214,18 @@ async function serve(
           throw new ListenError("--metrics-addr", metricsAddress, error);
         });
   return { server, address, health };
+}
+
+/** The router's request listener: the OpenAI paths, and `/healthz`, `/readyz`, `/metrics` from `ops`. */
+export function routerListener(
+  router: Pick<RequestRouter, "handle">,
+  ops: Pick<HealthServerOptions, "registry" | "ready">,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (OPS_PATHS.has(path)) serveHealth(req, res, ops);
+    else router.handle(req, res);
+  };
 }
 
 /** The drain confirmer on the router's own in-flight counts and engine scraper. */
@@ -230,7 +247,7 @@ async function listen(server: Server, address: string): Promise<string> {
 }
 
 /** Stops accepting, waits for open requests up to `deadlineMs`, then cuts the rest. */
-async function drainServer(server: Server, deadlineMs: number): Promise<void> {
+export async function drainServer(server: Server, deadlineMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => {
     server.close(() => {
       resolve();

@@ -15,8 +15,11 @@
  * - `tandem_router_drain_confirmations_total`: drain confirmations this replica wrote (DESIGN §3.4);
  * - `tandem_router_lease_state{state}` (gauge): 1 for the state of this replica's Lease
  *   (`unregistered`, `registered`, `fenced`, `stopped`: DESIGN §3.1), 0 for the others;
+ *   with `--workers N`, each worker being a replica, the number of workers whose Lease is in it;
  * - Node process metrics (`process_*`, `nodejs_*`).
- * The gauges are read when scraped, from the in-flight counts and the discovery caches.
+ * The gauges are read when scraped, from the in-flight counts and the discovery caches. With
+ * `--workers N` the process's page sums the workers' (src/router/proxy/workers.ts): counters,
+ * histograms and in-flight legs add up; `tandem_router_endpoints` is their maximum.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { LogFields } from "../../engine/logger.ts";
@@ -93,17 +96,26 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
     registers,
   });
   registerStateGauges(registers, sources);
+  // Each request's series, looked up once: prom-client hashes a label object on every call
+  // otherwise. The label values are bounded (served models, roles, HTTP codes).
+  const requestSeries = memoize((key: string) => {
+    const [model = "", role = "", code = ""] = key.split("\n");
+    const labels = { model, role, code };
+    return { requests: requests.labels(labels), cut: cut.labels(labels) };
+  });
+  const durationSeries = memoize((model: string) => duration.labels({ model }));
+  const ttftSeries = memoize((model: string) => ttft.labels({ model }));
   return {
     registry,
     drainConfirmed: () => {
       confirmations.inc();
     },
     requestDone: (record) => {
-      const labels = { model: record.model, role: record.role, code: String(record.status) };
-      requests.inc(labels);
-      if (!record.complete) cut.inc(labels);
-      duration.observe({ model: record.model }, record.durationMs / 1000);
-      if (record.ttftMs !== undefined) ttft.observe({ model: record.model }, record.ttftMs / 1000);
+      const series = requestSeries(`${record.model}\n${record.role}\n${record.status}`);
+      series.requests.inc();
+      if (!record.complete) series.cut.inc();
+      durationSeries(record.model).observe(record.durationMs / 1000);
+      if (record.ttftMs !== undefined) ttftSeries(record.model).observe(record.ttftMs / 1000);
     },
     legFailed: (route, _endpoint, failure) => {
       errors.inc({ model: route.model, reason: failure.reason });
@@ -111,6 +123,18 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
     retried: (route) => {
       retries.inc({ model: route.model });
     },
+  };
+}
+
+function memoize<T>(make: (key: string) => T): (key: string) => T {
+  const made = new Map<string, T>();
+  return (key) => {
+    let value = made.get(key);
+    if (value === undefined) {
+      value = make(key);
+      made.set(key, value);
+    }
+    return value;
   };
 }
 
@@ -131,6 +155,8 @@ function registerStateGauges(registers: Registry[], sources: RouterMetricsSource
     help: "Entry pods of each route's roles, ready or draining.",
     labelNames: ["model", "role", "state"],
     registers,
+    // Every worker of `--workers N` counts the same pods: the process's figure is one worker's, not the sum.
+    aggregator: "max",
     collect() {
       this.reset();
       for (const { route, roles } of sources.endpoints()) {

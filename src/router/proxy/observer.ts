@@ -3,8 +3,6 @@
  * record per completion request when its response has closed, every failed leg, every retry. The
  * router calls an observer synchronously and never waits on it; an observer must not throw.
  */
-import { Transform } from "node:stream";
-import type { TransformCallback } from "node:stream";
 import type { RouterRoute } from "../route.ts";
 import type { LegFailure } from "./upstream.ts";
 
@@ -60,27 +58,27 @@ export function allObservers(observers: readonly RouterObserver[]): RouterObserv
 const TAIL_BYTES = 4_096;
 
 /**
- * A pass-through stream between the engine's answer and the client that notes when the first
- * chunk passed and keeps the answer's tail, to read token counts from. Chunks pass unchanged and
- * at once, with backpressure.
+ * Sees each chunk of the answer on its way to the client (`observe`, before it is written): notes
+ * when the first one passed and keeps the answer's tail, to read token counts from.
  */
-export class AnswerTap extends Transform {
+export class AnswerTap {
   #tail = "";
   #first = false;
   readonly #onFirstChunk: () => void;
 
   constructor(onFirstChunk: () => void) {
-    super();
     this.#onFirstChunk = onFirstChunk;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+  observe(chunk: Buffer): void {
     if (!this.#first) {
       this.#first = true;
       this.#onFirstChunk();
     }
-    this.#tail = (this.#tail + chunk.toString("latin1")).slice(-TAIL_BYTES);
-    callback(null, chunk);
+    // Only the last TAIL_BYTES of the chunk can end up in the tail.
+    const text = chunk.toString("latin1", Math.max(0, chunk.length - TAIL_BYTES));
+    this.#tail =
+      this.#tail.length + text.length <= TAIL_BYTES ? this.#tail + text : (this.#tail + text).slice(-TAIL_BYTES);
   }
 
   /** The last `usage` figures seen in the answer's tail. */

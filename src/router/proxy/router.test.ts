@@ -141,6 +141,23 @@ describe("data plane: aggregated", () => {
     await router.close();
   });
 
+  it("the status and headers reach the client while the engine has sent headers and no body yet", async () => {
+    const { router, url } = await startRouter([aRoute()], [servePod("a", engine.port)]);
+    engine.behaviour = ({ res }) => {
+      // An engine that answers at once and waits for its first token.
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.flushHeaders();
+    };
+    const seen = engine.next();
+    const response = await post(url, "/v1/completions", { model: "m", prompt: "hi", stream: true });
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.headers["content-type"], "text/event-stream");
+    const upstream = await seen;
+    upstream.res.end("data: [DONE]\n\n");
+    assert.equal(await response.body.text(), "data: [DONE]\n\n");
+    await router.close();
+  });
+
   it("a client that disconnects mid-stream aborts the upstream request", { timeout: 30_000 }, async () => {
     const { router, url } = await startRouter([aRoute()], [servePod("a", engine.port)]);
     engine.behaviour = ({ res }) => {

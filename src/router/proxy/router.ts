@@ -3,7 +3,8 @@
  * pods, legs sent over undici. What it decides comes from the pure functions of `src/router/`
  * (`chooseTarget`, the leg bodies); this file only moves bytes, and keeps the rules of a proxy
  * that never loses track of a request:
- * - responses are never buffered: the upstream body is piped to the client with backpressure;
+ * - responses are never buffered: the upstream body is relayed to the client with backpressure
+ *   (relay.ts);
  * - a client that disconnects aborts every leg of its request at once (one AbortSignal);
  * - an attempt is retried on another endpoint (or pair) only while nothing has been sent to the
  *   client, never on a 4xx, at most `retries.attempts` times; the last attempt's 5xx is passed on;
@@ -13,7 +14,6 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { pipeline } from "node:stream/promises";
 import { compareStrings } from "../../core/maps.ts";
 import { isJsonObject } from "../../engine/json.ts";
 import type { JsonObject } from "../../engine/ports.ts";
@@ -30,6 +30,7 @@ import { EngineScraper } from "./engine-scraper.ts";
 import { sendError } from "./errors.ts";
 import type { RouterError } from "./errors.ts";
 import { InFlight } from "./inflight.ts";
+import { relay } from "./relay.ts";
 import { AnswerTap } from "./observer.ts";
 import type { RequestRecord, RouterObserver } from "./observer.ts";
 import { classifyFailure, Upstreams } from "./upstream.ts";
@@ -487,7 +488,6 @@ export class RequestRouter {
       ...forwardedHeaders(response.headers),
       ...(this.#options.debugHeaders === true ? debug : {}),
     });
-    res.flushHeaders();
     const { trace } = exchange;
     trace.role = endpoint.role;
     trace.revision = endpoint.revision;
@@ -495,14 +495,12 @@ export class RequestRouter {
       trace.firstByteMs = this.#nowMs();
     });
     trace.tap = tap;
-    try {
-      await pipeline(response.body, tap, res);
-    } catch {
-      // The client left (its abort already went to every leg) or the engine cut the stream: the
-      // status is sent, so a cut response is all that is left to say.
-    } finally {
-      release();
-    }
+    // Neither side's failure rejects: the client left (its abort already went to every leg) or
+    // the engine cut the stream, and either way the response is closed.
+    await relay(response.body, res, (chunk) => {
+      tap.observe(chunk);
+    });
+    release();
     return DONE;
   }
 }
