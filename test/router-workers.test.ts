@@ -209,13 +209,11 @@ describe("tandem router --workers 2 on 127.0.0.1", () => {
     assert.ok(!router.lines.some((line) => line["requestId"] === "held"), "the held request is not done yet");
     const refused = await send(port, "POST", "/v1/completions", { body: completion }).then(
       (answer) => answer.status,
-      (error: unknown) => (error as { code?: string }).code,
+      (error: unknown) => (error as { code?: string }).code ?? String(error),
     );
-    // Refused, or (a connection the primary accepted as the last worker closed) reset, or 503 from a stopping worker.
-    assert.ok(
-      refused === "ECONNREFUSED" || refused === "ECONNRESET" || refused === 503,
-      `a new request after SIGTERM got ${String(refused)}`,
-    );
+    // Not served: refused, reset, or any other connection failure (which one depends on where the
+    // connection met the stopping process), or 503 from a stopping worker.
+    assert.ok(typeof refused === "string" || refused === 503, `a new request after SIGTERM got ${String(refused)}`);
     held?.res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [] }));
     const answer = await inFlight;
     assert.equal(answer.status, 200);
