@@ -17,6 +17,8 @@ import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
+import { ordinalsOf, positionOf } from "./ordinals.ts";
+import type { UnitPlace } from "./ordinals.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
 import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
@@ -102,7 +104,8 @@ export function planLifecycle(
   };
   const desiredServices = new Set<string>();
   for (const [group, roles] of [...model.tree].reverse()) {
-    if (group >= layout.groups)
+    // A retired group (negative position) has a successor: it is surplus like one beyond the layout.
+    if (group >= layout.groups || group < 0)
       scaleDown(
         context,
         [...roles.values()].flatMap((instances) => [...instances.values()]),
@@ -140,9 +143,13 @@ function deleteUnneededServices(context: Context, desired: ReadonlySet<string>):
     const hasPods =
       instance === undefined
         ? (namesWithPods ??= serviceNamesWithPods(model)).has(name)
-        : model.tree.get(instance.group)?.get(instance.role)?.has(instance.instance) === true;
+        : hasInstance(model, positionOf(model.ordinals, instance));
     if (!hasPods) work.actions.push({ type: "DeleteService", name, uid });
   }
+}
+
+function hasInstance(model: Model, at: UnitPlace): boolean {
+  return model.tree.get(at.group)?.get(at.role)?.has(at.instance) === true;
 }
 
 /** The Service names of every instance with pods (the tree holds only instances with pods). */
@@ -157,8 +164,9 @@ function serviceNamesWithPods(model: Model): Set<string> {
 
 /**
  * The name of an instance's Service: its entry pod's name when that pod exists (a pod is placed
- * only when its name is the one its identity gives, so the two are equal), else built; reusing
- * the pod's name spares building the same string on every plan.
+ * only when its name is the one its identity gives, so the two are equal), else built from the
+ * ordinals of its pods or, without pods, those of its position; reusing the pod's name spares
+ * building the same string on every plan.
  */
 function instanceServiceName(
   model: Model,
@@ -167,7 +175,13 @@ function instanceServiceName(
   instance: number,
   pods: InstancePods | undefined,
 ): string {
-  return pods?.get(0)?.pod.metadata.name ?? serviceName(model.owner.name, group, role, instance);
+  const entry = pods?.get(0)?.pod.metadata.name;
+  if (entry !== undefined) return entry;
+  // Pods carry their ordinals; a position without pods has the ones new pods would get.
+  const some = pods?.values().next().value;
+  const physical = some?.id ?? ordinalsOf(model.ordinals, { group, role, instance });
+  // A position still waiting for its ordinal has no Service yet: no name to keep.
+  return physical === undefined ? "" : serviceName(model.owner.name, physical.group, role, physical.instance);
 }
 
 /** Deletes units no longer desired, drained; their lost pods need no recovery and are released. */
@@ -209,7 +223,8 @@ function scaleDownRoles(context: Context, layout: Layout, group: number): void {
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];
-    for (const entry of instances) if (entry[0] >= wanted) unwanted.push(entry);
+    // A retired instance (negative position) has a successor: it is surplus like one beyond the layout.
+    for (const entry of instances) if (entry[0] >= wanted || entry[0] < 0) unwanted.push(entry);
     for (const [instance, pods] of unwanted.reverse())
       scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
   }
@@ -520,6 +535,9 @@ function createAbsent(context: Context, state: InstanceState): void {
   if (state.health.absent.length === 0 || (state.health.live.length === 0 && state.health.terminating.length > 0))
     return;
   const revision = state.running ?? state.target;
+  // The ordinals its pods get; a position whose ordinal a retired unit still holds waits for it.
+  const physical = ordinalsOf(model.ordinals, state);
+  if (physical === undefined) return;
   if (state.health.live.length === 0 && state.health.terminating.length === 0) {
     work.actions.push(
       recordEvent(
@@ -530,20 +548,15 @@ function createAbsent(context: Context, state: InstanceState): void {
   }
   if (
     expectedPods(revision, state.role) > 1 &&
-    !model.services.has(serviceName(model.owner.name, state.group, state.role, state.instance))
+    !model.services.has(serviceName(model.owner.name, physical.group, state.role, physical.instance))
   ) {
     work.actions.push({
       type: "CreateService",
-      service: buildService(model.owner, state.group, state.role, state.instance),
+      service: buildService(model.owner, physical.group, state.role, physical.instance),
     });
   }
   for (const index of state.health.absent) {
-    const pod = buildPod(model.owner, revision, {
-      group: state.group,
-      role: state.role,
-      instance: state.instance,
-      index,
-    });
+    const pod = buildPod(model.owner, revision, { ...physical, index });
     if (pod !== undefined) work.actions.push({ type: "CreatePod", pod });
   }
 }

@@ -75,7 +75,7 @@ describe("plan: creation", () => {
     ]);
     assert.equal(
       status.labelSelector,
-      "tandem.dev/modelserving=llm,tandem.dev/entry=true,tandem.dev/instance=prefill-0",
+      "tandem.dev/modelserving=llm,tandem.dev/entry=true,tandem.dev/role=prefill",
     );
     assert.deepEqual(
       status.conditions.map((c: any) => [c.type, c.status, c.reason]),

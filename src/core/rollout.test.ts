@@ -191,7 +191,7 @@ describe("RoleRollingUpdate", () => {
     );
   });
 
-  it("maxSurge 1, maxUnavailable 0: decode capacity never drops, and surge instances are gone at the end", () => {
+  it("maxSurge 1, maxUnavailable 0: decode capacity never drops, and each surge instance succeeds an old one for good", () => {
     const cluster = idealCluster(
       pdManifest({ rolloutStrategy: { type: "RoleRollingUpdate" } }, { maxUnavailable: 0, maxSurge: 1 }),
     );
@@ -204,7 +204,18 @@ describe("RoleRollingUpdate", () => {
         assert.ok(available(cluster, group, "decode") >= 2, `group ${group} decode capacity dropped`);
     });
     assert.ok(sawSurge);
-    assert.ok(![...cluster.pods.keys()].some((name) => name.includes("decode-2")));
+    // Each surge instance succeeded an old one for good (docs/design/succession.md): two decode
+    // instances per group are left, under whichever ordinals, and no old one was rebuilt.
+    for (const group of [0, 1, 2]) {
+      const instances = new Set(
+        [...cluster.pods.values()]
+          .filter((p) => p.metadata.labels?.["tandem.dev/group"] === String(group))
+          .filter((p) => p.metadata.labels?.["tandem.dev/role"] === "decode")
+          .map((p) => p.metadata.labels?.["tandem.dev/instance"]),
+      );
+      assert.equal(instances.size, 2, `group ${group}: ${[...instances].join(", ")}`);
+    }
+    assert.ok((cluster.modelServing.status.ordinals?.length ?? 0) > 0);
   });
 
   /**
