@@ -59,7 +59,10 @@ export type RevisionsByName = ReadonlyMap<string, Revision>;
 /** A pod of a ModelServing placed in its unit tree. */
 export interface PlacedPod {
   readonly pod: Pod;
+  /** Its place: group and instance positions (docs/design/succession.md). */
   readonly id: PodIdentity;
+  /** The ordinals its name and labels carry, where they differ from `id`. */
+  readonly physical?: PodIdentity;
 }
 
 /** The pods a ModelServing controls (controller owner reference by uid) whose identity parses. */
@@ -85,7 +88,7 @@ export function placePod(ms: ModelServing, pod: Pod): PlacedPod | undefined {
   const ordinals = ms.status?.ordinals;
   if (ordinals === undefined || ordinals.length === 0) return { pod, id };
   // Judged where the controller places it: by position (docs/design/succession.md).
-  return { pod, id: { ...positionOf(ordinalTableOf(ordinals), id), index: id.index } };
+  return { pod, id: { ...positionOf(ordinalTableOf(ordinals), id), index: id.index }, physical: id };
 }
 
 /** `OrdinalTable.read` per stored `status.ordinals` list (a WeakMap: every pod of a status shares one). */
@@ -175,14 +178,15 @@ export function specRevisionName(pod: Pod): string {
  */
 export function revisionMismatch(
   ms: ModelServing,
-  { pod, id }: PlacedPod,
+  { pod, id, physical }: PlacedPod,
   revisions: RevisionsByName,
 ): string | undefined {
   const name = specRevisionName(pod);
   const revision = revisions.get(name);
   if (revision === undefined) return `pod ${pod.metadata.name} names revision "${name}", which does not exist`;
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
-  const built = buildPod(owner, revision, id);
+  // Built under the ordinals it carries: its name, labels and ENTRY_ADDRESS are theirs.
+  const built = buildPod(owner, revision, physical ?? id);
   if (built === undefined || !sameWhenSerialized(built.spec, comparedSpec(pod)))
     return `pod ${pod.metadata.name}: spec differs from what revision ${name} builds`;
   return undefined;

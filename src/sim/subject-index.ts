@@ -355,7 +355,7 @@ export class SubjectIndex {
    */
   #place(entry: Entry | undefined, after: Pod): PlacedPod | undefined {
     const previous = entry?.placed;
-    if (previous !== undefined && samePlaceParts(previous.pod, after)) return { pod: after, id: previous.id };
+    if (previous !== undefined && samePlaceParts(previous.pod, after)) return { ...previous, pod: after };
     return placePod(this.#ms, after);
   }
 
