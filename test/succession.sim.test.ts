@@ -68,11 +68,20 @@ const GROUP_SURGE = modelServing({
 /** What happens mid-rollout, after the update is applied. */
 type Fault = "none" | "node" | "restart";
 
-async function rollOut(manifest: Record<string, unknown>, fault: Fault, update = decodeImage("vllm:v2")) {
+/**
+ * Rolls `update` out on `manifest`, with `fault` injected `faultAfterSeconds` after the update
+ * (mid-rollout: the role rollout takes about 20 virtual seconds, the group one about 65).
+ */
+async function rollOut(
+  manifest: Record<string, unknown>,
+  fault: Fault,
+  faultAfterSeconds: number,
+  update = decodeImage("vllm:v2"),
+) {
   const faults: Record<Fault, unknown[]> = {
     none: [],
-    node: [{ advance: { seconds: 40 } }, { failNode: { name: "gpu-1" } }],
-    restart: [{ advance: { seconds: 25 } }, { restartController: {} }],
+    node: [{ advance: { seconds: faultAfterSeconds } }, { failNode: { name: "gpu-1" } }],
+    restart: [{ advance: { seconds: faultAfterSeconds } }, { restartController: {} }],
   };
   const parsed = parseScenario({
     name: `succession-${fault}`,
@@ -119,7 +128,7 @@ function lostOnNode(report: Report, role: string, node: string): number {
 describe("surge without double starts", () => {
   for (const fault of ["none", "node", "restart"] as const) {
     it(`RoleRollingUpdate, decode maxSurge 1 maxUnavailable 0 (fault: ${fault}): decode pods created = the 8 of the 4 changed instances${fault === "node" ? " + those the node took" : ""}; prefill untouched`, async () => {
-      const report = await rollOut(ROLE_SURGE, fault);
+      const report = await rollOut(ROLE_SURGE, fault, fault === "node" ? 12 : 8);
       const lost = fault === "node" ? lostOnNode(report, "decode", "gpu-1") : 0;
       // A lost unit is rebuilt once, at most: an old one's rebuild may be its change, or a successor spares it.
       assert.ok(createdByRollout(report, "decode") <= 8 + lost, `${createdByRollout(report, "decode")} > 8 + ${lost}`);
@@ -136,7 +145,7 @@ describe("surge without double starts", () => {
     });
 
     it(`ServingGroupRollingUpdate, group maxSurge 1 maxUnavailable 0 (fault: ${fault}): pods created = the 12 of the 4 changed groups${fault === "node" ? " + those the node took" : ""}`, async () => {
-      const report = await rollOut(GROUP_SURGE, fault, decodeImage("vllm:v2", {}));
+      const report = await rollOut(GROUP_SURGE, fault, fault === "node" ? 30 : 25, decodeImage("vllm:v2", {}));
       const lost =
         fault === "node" ? lostOnNode(report, "decode", "gpu-1") + lostOnNode(report, "prefill", "gpu-1") : 0;
       assert.ok(createdByRollout(report, "decode") + createdByRollout(report, "prefill") <= 12 + lost);
