@@ -555,7 +555,9 @@ export function withinSurgeLimits(
 
 /** `surgeBound`'s verdict on one pod: its violation message, or undefined when it is within bounds. */
 export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): string | undefined {
-  if (!isLive(pod) || isDraining(pod)) return undefined;
+  // A retired unit (negative position, docs/design/succession.md) is on its way out like a
+  // draining one, from the succession on; its ordinals were below the bound when it was built.
+  if (!isLive(pod) || isDraining(pod) || id.group < 0 || id.instance < 0) return undefined;
   const limit = limits.instanceLimits.get(id.role);
   if (id.group >= limits.groupLimit)
     return `${limits.name}: group ${id.group} exists beyond replicas + maxSurge = ${limits.groupLimit}`;

@@ -24,6 +24,8 @@ import type { Revision } from "./pods.ts";
 import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
 import { deletePod, releasePods, trackPod } from "./tracking.ts";
 import { recreateKey } from "./recreate.ts";
+import { groupAvailable } from "./rollout.ts";
+import { resolveGroupBudget, roleFloor } from "../api/budgets.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -103,9 +105,11 @@ export function planLifecycle(
     recreate,
   };
   const desiredServices = new Set<string>();
+  const statesOf = (group: number) => desiredInstanceStates(states, layout, resolve, group);
+  const retiredGroupsGo = retiredGroupMayGo(model, layout, statesOf);
   for (const [group, roles] of [...model.tree].reverse()) {
     // A retired group (negative position) has a successor: it is surplus like one beyond the layout.
-    if (group >= layout.groups || group < 0)
+    if (group >= layout.groups || (group < 0 && retiredGroupsGo))
       scaleDown(
         context,
         [...roles.values()].flatMap((instances) => [...instances.values()]),
@@ -114,8 +118,8 @@ export function planLifecycle(
   }
   const desired: InstanceState[] = [];
   for (const group of range(layout.groups)) {
-    scaleDownRoles(context, layout, group);
-    const groupStates = desiredInstanceStates(states, layout, resolve, group);
+    const groupStates = statesOf(group);
+    scaleDownRoles(context, layout, group, groupStates);
     planGroup(context, group, groupStates);
     desired.push(...groupStates);
     for (const state of groupStates)
@@ -216,15 +220,40 @@ function scaleDownCause(context: Context, pods: readonly PodView[]): string {
     : "scale-down";
 }
 
-/** Scales down, highest ordinal first, the instances of `group` the layout no longer wants. */
-function scaleDownRoles(context: Context, layout: Layout, group: number): void {
+/**
+ * Whether retired groups may be drained now: the groups the layout keeps that are available
+ * (surge included) reach the group floor without them. A succession counted the outdated group's
+ * capacity as gone, but its successor may fail or be deleted before the retired group drains
+ * (fuzz-4171): then the retired group serves on, surplus, until the floor is back.
+ */
+function retiredGroupMayGo(model: Model, layout: Layout, statesOf: (group: number) => InstanceState[]): boolean {
+  if (![...model.tree.keys()].some((group) => group < 0)) return true;
+  const roles = model.ms.spec.template.roles;
+  const available = range(layout.groups).filter((group) => groupAvailable(statesOf(group), roles)).length;
+  return available >= model.ms.spec.replicas - resolveGroupBudget(model.ms.spec).maxUnavailable;
+}
+
+/**
+ * Scales down, highest ordinal first, the instances of `group` the layout no longer wants
+ * (`groupStates` are the ones it keeps). A retired instance (negative position) has a successor:
+ * it is surplus like one beyond the layout, drained once its role in the group keeps its floor
+ * without it (`retiredGroupMayGo`, per role).
+ */
+function scaleDownRoles(
+  context: Context,
+  layout: Layout,
+  group: number,
+  groupStates: readonly InstanceState[],
+): void {
   for (const [role, instances] of context.model.tree.get(group) ?? []) {
     const spec = context.model.roles.get(role);
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);
+    const retiredGo =
+      spec === undefined ||
+      groupStates.filter((state) => state.role === role && state.available).length >= roleFloor(spec);
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];
-    // A retired instance (negative position) has a successor: it is surplus like one beyond the layout.
-    for (const entry of instances) if (entry[0] >= wanted || entry[0] < 0) unwanted.push(entry);
+    for (const entry of instances) if (entry[0] >= wanted || (entry[0] < 0 && retiredGo)) unwanted.push(entry);
     for (const [instance, pods] of unwanted.reverse())
       scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
   }
