@@ -17,7 +17,7 @@ import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
-import { ordinalsOf, positionOf } from "./ordinals.ts";
+import { ordinalsOf, positionOf, retiredOrdinal } from "./ordinals.ts";
 import type { UnitPlace } from "./ordinals.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
@@ -113,7 +113,8 @@ export function planLifecycle(
       scaleDown(
         context,
         [...roles.values()].flatMap((instances) => [...instances.values()]),
-        `group ${group}`,
+        `group ${group < 0 ? retiredOrdinal(group) : group}`,
+        group < 0 ? "succeeded by a surge group" : undefined,
       );
   }
   const desired: InstanceState[] = [];
@@ -189,13 +190,13 @@ function instanceServiceName(
 }
 
 /** Deletes units no longer desired, drained; their lost pods need no recovery and are released. */
-function scaleDown(context: Context, units: readonly InstancePods[], label: string): void {
+function scaleDown(context: Context, units: readonly InstancePods[], label: string, cause?: string): void {
   const pods = units.flatMap((pods) => [...pods.values()]);
   const step = planDrainedDeletion(
     pods,
     context.model.drain,
     "ScaleDown",
-    `${label} (${scaleDownCause(context, pods)})`,
+    `${label} (${cause ?? scaleDownCause(context, pods)})`,
     context.nowMs,
   );
   addDrainStep(context.work, step);
@@ -255,7 +256,14 @@ function scaleDownRoles(
     const unwanted: [number, InstancePods][] = [];
     for (const entry of instances) if (entry[0] >= wanted || (entry[0] < 0 && retiredGo)) unwanted.push(entry);
     for (const [instance, pods] of unwanted.reverse())
-      scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
+      if (instance < 0)
+        scaleDown(
+          context,
+          [pods],
+          `${instanceId(role, retiredOrdinal(instance))} of group ${group}`,
+          "succeeded by a surge instance",
+        );
+      else scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
   }
 }
 

@@ -24,6 +24,11 @@ export function retiredPosition(ordinal: number): number {
   return -1 - ordinal;
 }
 
+/** The ordinal of the retired unit at `position` (`retiredPosition` inverted), for messages. */
+export function retiredOrdinal(position: number): number {
+  return -1 - position;
+}
+
 /**
  * One scope of positions and ordinals: the groups of a ModelServing, or one role's instances in
  * one group position. Without an entry a position's ordinal is its own number, unless another
