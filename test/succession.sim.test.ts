@@ -15,7 +15,10 @@ const gpu = (image: string) => ({
 });
 
 /** 4 groups of 1 prefill + 1 decode with one worker (the issue's case), `strategy` as given. */
-function modelServing(strategy: Record<string, unknown>, decode: Record<string, unknown> = {}): Record<string, unknown> {
+function modelServing(
+  strategy: Record<string, unknown>,
+  decode: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelServing",

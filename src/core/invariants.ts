@@ -386,9 +386,7 @@ function missingGroups(ms: ModelServing, counts: AvailableCounts, judged: Readon
     : new Set(groupsWithCapacity(counts));
   const counted = (group: number) => groupAvailable(ms, group, counts) && (withCapacity?.has(group) ?? true);
   // A retired group (negative position) is surplus: its successor is the group judged.
-  return [...judged]
-    .filter((group) => group >= 0 && group < ms.spec.replicas && !counted(group))
-    .sort((a, b) => a - b);
+  return [...judged].filter((group) => group >= 0 && group < ms.spec.replicas && !counted(group)).sort((a, b) => a - b);
 }
 
 /** Each role's floor, `replicas − maxUnavailable`, by role name. */

@@ -240,12 +240,7 @@ function retiredGroupMayGo(model: Model, layout: Layout, statesOf: (group: numbe
  * it is surplus like one beyond the layout, drained once its role in the group keeps its floor
  * without it (`retiredGroupMayGo`, per role).
  */
-function scaleDownRoles(
-  context: Context,
-  layout: Layout,
-  group: number,
-  groupStates: readonly InstanceState[],
-): void {
+function scaleDownRoles(context: Context, layout: Layout, group: number, groupStates: readonly InstanceState[]): void {
   for (const [role, instances] of context.model.tree.get(group) ?? []) {
     const spec = context.model.roles.get(role);
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);

@@ -221,7 +221,8 @@ export class OrdinalTable {
 
   copy(): OrdinalTable {
     const instances = new Map<string, { group: number; role: string; scope: OrdinalScope }>();
-    for (const [key, { group, role, scope }] of this.#instances) instances.set(key, { group, role, scope: scope.copy() });
+    for (const [key, { group, role, scope }] of this.#instances)
+      instances.set(key, { group, role, scope: scope.copy() });
     return new OrdinalTable(this.groups.copy(), instances);
   }
 

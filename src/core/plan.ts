@@ -76,16 +76,14 @@ export function plan(observed: Observed, nowMs: number): Plan {
     );
   // A succession moves units between positions: written first, acted on once it is observed.
   if (rollout.succeeded) return successionPlan(stored, revisions.revisions, rollout, work);
-  // Ordinals released, forgotten and allocated for this layout; the pods stay where they are
-  // placed (only positions and ordinals without pods change), so the states computed stay true.
+  // Ordinals settled for this layout touch no placed pod, so the states computed stay true.
   const model: Model = { ...stored, ordinals: settleFor(stored, layout, stored.ordinals.copy()) };
   const states = { ...storedStates, model };
-  const ordinalsChanged = !sameCanonicalJson(model.ordinals.entries(), stored.ordinals.entries());
   const recreate = planRecreate(states, layout, resolver(revisions.revisions, work.unreadable));
   // New unit records, and a recreate request taken up, are durable before any pod that depends
   // on them is created or deleted.
   let written: ModelServingStatus = model.ms.status ?? {};
-  if (rollout.recordsChanged || recreate.taken || ordinalsChanged) {
+  if (rollout.recordsChanged || recreate.taken || !sameOrdinals(model, stored)) {
     written = withRecreate(recordsStatus(written, revisions.revisions, layout, model.ordinals), recreate.record);
     work.actions.push({ type: "WriteStatus", status: written, barrier: true });
   }
@@ -117,6 +115,11 @@ export function plan(observed: Observed, nowMs: number): Plan {
 function advancedRevision(revisions: Revisions): { name: string; revision: number } | undefined {
   const advance = revisions.actions.find((action) => action.type === "AdvanceRevision");
   return advance === undefined ? undefined : { name: advance.name, revision: advance.revision };
+}
+
+/** Both models map positions to the same ordinals. */
+function sameOrdinals(a: Model, b: Model): boolean {
+  return sameCanonicalJson(a.ordinals.entries(), b.ordinals.entries());
 }
 
 /** The ModelServing as stored has a deletionTimestamp. */

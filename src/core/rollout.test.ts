@@ -377,7 +377,11 @@ describe("RoleRollingUpdate", () => {
       const desired = cluster.pods.get("llm-0-prefill-0-0");
       if (desired?.spec.containers[0]?.image === "vllm:v2" && !isReady(desired)) desired.status = unschedulable;
     }
-    assert.deepEqual(images(cluster, "llm-0-prefill"), ["llm-0-prefill-1-0=vllm:v2"], "the successor alone, started once");
+    assert.deepEqual(
+      images(cluster, "llm-0-prefill"),
+      ["llm-0-prefill-1-0=vllm:v2"],
+      "the successor alone, started once",
+    );
     const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
     assert.equal(progressing.reason, "Converged");
   });
