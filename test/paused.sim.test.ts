@@ -87,7 +87,8 @@ describe("a paused rollout moves nothing", () => {
     assert.equal(report.verdict, "pass", JSON.stringify(report.steps.filter((step) => !step.ok)));
     assert.deepEqual(
       report.final.pods.map((pod) => `${pod.name}=${pod.images.join(",")}`),
-      ["m-0-server-0-0=v:2", "m-1-server-0-0=v:2"],
+      // The surge group (ordinal 2) succeeded group 0 for good (docs/design/succession.md).
+      ["m-1-server-0-0=v:2", "m-2-server-0-0=v:2"],
     );
     const status = report.final.status as ModelServingStatus;
     assert.equal(

@@ -64,14 +64,24 @@ export function recreateAnnotationValue(request: RecreateRequest): string {
   });
 }
 
-/** Why `request` does not fit `spec`, naming the field (`group` or `role`); undefined when it fits. */
+/**
+ * Why `request` does not fit `spec`, naming the field (`group` or `role`); undefined when it fits.
+ * `groups` are the ordinals of the ServingGroups (as pod names and labels show them, ascending;
+ * 0..replicas−1 unless surge groups succeeded some, docs/design/succession.md).
+ */
 export function recreateProblem(
   spec: ModelServingSpec,
   request: RecreateRequest,
+  groups: readonly number[] = [...Array(spec.replicas).keys()],
 ): { readonly field: "group" | "role"; readonly reason: string } | undefined {
-  if (request.group >= spec.replicas) {
+  if (!groups.includes(request.group)) {
+    const contiguous = groups.every((ordinal, index) => ordinal === index);
     const range =
-      spec.replicas === 0 ? "it has no ServingGroup (replicas is 0)" : `its ServingGroups are 0..${spec.replicas - 1}`;
+      groups.length === 0
+        ? "it has no ServingGroup (replicas is 0)"
+        : contiguous
+          ? `its ServingGroups are 0..${groups.length - 1}`
+          : `its ServingGroups are ${groups.join(", ")}`;
     return { field: "group", reason: `there is no ServingGroup ${request.group}: ${range}` };
   }
   if (request.role !== undefined && !spec.template.roles.some((role) => role.name === request.role)) {

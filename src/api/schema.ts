@@ -203,6 +203,24 @@ export const UnitRecord = z.strictObject({
 export type UnitRecord = z.infer<typeof UnitRecord>;
 
 /**
+ * Where a unit's pods live (docs/design/succession.md): the planner reasons about positions
+ * (0..replicas−1, surge above), pod names and the `tandem.dev/group` / `tandem.dev/instance`
+ * labels carry ordinals. An entry is stored only where a position's ordinal differs from its own
+ * number. Without `role`: group position `group` is served by group ordinal `ordinal`; with
+ * `role`: in group position `group`, that role's instance position `instance` is served by
+ * instance ordinal `ordinal`. `retired`: the unit at that ordinal was succeeded by a surge unit
+ * and is surplus (drained and deleted); no new pod takes the ordinal until its pods are gone.
+ */
+export const OrdinalEntry = z.strictObject({
+  group: nonNegativeInt().optional(),
+  role: z.string().optional(),
+  instance: nonNegativeInt().optional(),
+  ordinal: nonNegativeInt(),
+  retired: z.literal(true).optional(),
+});
+export type OrdinalEntry = z.infer<typeof OrdinalEntry>;
+
+/**
  * The explicit recreate request the controller took up last (annotation `tandem.dev/recreate`,
  * src/api/recreate.ts; src/core/recreate.ts): its id and unit, how far it got, and while it is
  * `Replacing` the UIDs of the pods it replaces, so it happens once across controller restarts.
@@ -232,6 +250,7 @@ export const ModelServingStatus = z.strictObject({
     .optional(),
   conditions: z.array(Condition).optional(),
   units: z.array(UnitRecord).optional(),
+  ordinals: z.array(OrdinalEntry).optional(),
   recreate: RecreateRecord.optional(),
 });
 export type ModelServingStatus = z.infer<typeof ModelServingStatus>;

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { stripVTControlCharacters } from "node:util";
 import fc from "fast-check";
 import type { KubeObject } from "../engine/ports.ts";
-import { podGlyph, renderFrame } from "./demo-view.ts";
+import { groupRows, podGlyph, renderFrame } from "./demo-view.ts";
 import type { FrameInput } from "./demo-view.ts";
 
 function pod(
@@ -166,6 +166,17 @@ describe("demo view", () => {
         },
       ),
     );
+  });
+});
+
+describe("demo grid rows", () => {
+  it("lists the group ordinals the pods carry, sparse ones included (a surge group that succeeded group 0), filled up to the desired count", () => {
+    const pods = [1, 2].map((group) => pod(`m-${group}-prefill-0-0`, group, "prefill", "prefill-0", { ready: true }));
+    assert.deepEqual(groupRows({ groups: 2, pods }), [1, 2]);
+    assert.deepEqual(groupRows({ groups: 3, pods }), [0, 1, 2]);
+    assert.deepEqual(groupRows({ groups: 2, pods: [] }), [0, 1]);
+    const frame = renderFrame(frameOf({ groups: 2, pods }));
+    assert.match(frame, /^ {2}2 /m, "group 2 has a row");
   });
 });
 

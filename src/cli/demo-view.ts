@@ -129,6 +129,21 @@ export interface TerminalSize {
   readonly columns: number;
 }
 
+/**
+ * The group ordinals the grid shows, ascending: every one a pod's `tandem.dev/group` label names
+ * (a surge group, or a group whose ordinal a surge group passed on: docs/design/succession.md),
+ * and the lowest others until there are `input.groups` rows (groups with no pod yet).
+ */
+export function groupRows(input: Pick<FrameInput, "groups" | "pods">): number[] {
+  const labelled = new Set<number>();
+  for (const pod of input.pods) {
+    const group = Number(pod.metadata.labels?.[LABEL_GROUP] ?? Number.NaN);
+    if (Number.isSafeInteger(group) && group >= 0) labelled.add(group);
+  }
+  for (let group = 0; labelled.size < input.groups; group++) labelled.add(group);
+  return [...labelled].sort((a, b) => a - b);
+}
+
 /** The parts of a frame, each a list of lines, before they are fitted to a terminal. */
 interface FrameParts {
   readonly title: string;
@@ -147,7 +162,8 @@ interface FrameParts {
  * ServingGroup(s)"), and last any line that still does not fit ("… N more line(s)").
  */
 export function renderFrame(input: FrameInput, size?: TerminalSize): string {
-  const cells = Array.from({ length: input.groups }, (_, group) =>
+  const rows = groupRows(input);
+  const cells = rows.map((group) =>
     input.roles.map((role) =>
       roleCell(
         input.pods.filter(
@@ -162,8 +178,8 @@ export function renderFrame(input: FrameInput, size?: TerminalSize): string {
     title: `${input.title} · t=${clock(input.seconds)} (simulated) · ${input.step}`,
     gridHeader: `  group  ${input.roles.map((role, index) => role.padEnd(widths[index] ?? 0)).join("   ")}`,
     gridRows: cells.map(
-      (row, group) =>
-        `  ${String(group).padEnd(5)}  ${row.map((cell, index) => cell.text + " ".repeat(Math.max(0, (widths[index] ?? 0) - cell.width))).join("   ")}`,
+      (row, index) =>
+        `  ${String(rows[index] ?? "").padEnd(5)}  ${row.map((cell, index) => cell.text + " ".repeat(Math.max(0, (widths[index] ?? 0) - cell.width))).join("   ")}`,
     ),
     progress: progressLines(input),
     requests:

@@ -21,19 +21,27 @@ function load(file: string): Golden {
 const LATER = Date.parse("2027-06-01T00:00:00Z");
 
 describe("compatibility with objects written by earlier releases", () => {
-  it("v0.1.0, a held RoleRollingUpdate canary: one reconcile only adds the recovery finalizer to each pod, and the next plans zero writes", () => {
+  it("v0.1.0, a held RoleRollingUpdate canary: one reconcile only adds the recovery finalizer to each pod and rewrites the label selector, and the next plans zero writes", () => {
     const observed = load("v0.1.0-pd-partitioned.json");
     const { actions } = plan(observed, LATER);
     // Pods from before tracking get the finalizer, once (docs/design/pod-tracking.md); nothing rolls.
+    // The selector no longer names instance 0 (docs/design/succession.md): one status write.
     assert.deepEqual(
       actions.map((action) => (action.type === "SetPodFinalizers" ? [action.name, action.finalizers] : [action.type])),
-      observed.pods.map((pod) => [pod.metadata.name, [FINALIZER_RECOVERY]]),
+      [...observed.pods.map((pod) => [pod.metadata.name, [FINALIZER_RECOVERY]]), ["WriteStatus"]],
+    );
+    const written = actions.find((action) => action.type === "WriteStatus");
+    assert.ok(written?.type === "WriteStatus");
+    assert.deepEqual(
+      { ...written.status, labelSelector: observed.modelServing.status.labelSelector },
+      observed.modelServing.status,
     );
     const tracked = observed.pods.map((pod) => ({
       ...pod,
       metadata: { ...pod.metadata, finalizers: [FINALIZER_RECOVERY] },
     }));
-    assert.deepEqual(plan({ ...observed, pods: tracked }, LATER).actions, []);
+    const modelServing = { ...observed.modelServing, status: written.status };
+    assert.deepEqual(plan({ ...observed, modelServing, pods: tracked }, LATER).actions, []);
   });
 });
 

@@ -13,7 +13,7 @@
  * of the revision its pods were built from) is live, Ready and not draining.
  */
 import type { Pod } from "../api/kube.ts";
-import type { ModelServing, Role, UnitRecord } from "../api/schema.ts";
+import type { ModelServing, OrdinalEntry, Role, UnitRecord } from "../api/schema.ts";
 import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 import {
   ANNOTATION_DRAINING,
@@ -34,6 +34,7 @@ import { readProgress } from "./inplace.ts";
 import { recreatePending } from "./recreate.ts";
 import type { PodIdentity } from "./identity.ts";
 import { buildPod } from "./pods.ts";
+import { OrdinalTable, positionOf } from "./ordinals.ts";
 import type { Revision } from "./pods.ts";
 import { roleHash } from "./role-hash.ts";
 
@@ -58,7 +59,10 @@ export type RevisionsByName = ReadonlyMap<string, Revision>;
 /** A pod of a ModelServing placed in its unit tree. */
 export interface PlacedPod {
   readonly pod: Pod;
+  /** Its place: group and instance positions (docs/design/succession.md). */
   readonly id: PodIdentity;
+  /** The ordinals its name and labels carry, where they differ from `id`. */
+  readonly physical?: PodIdentity;
 }
 
 /** The pods a ModelServing controls (controller owner reference by uid) whose identity parses. */
@@ -68,7 +72,8 @@ export function placedPods(ms: ModelServing, pods: readonly Pod[]): PlacedPod[] 
 
 /**
  * `placedPods` of one pod: the pod in `ms`'s unit tree, or undefined when `ms` does not control it
- * or its identity does not parse. Depends only on `ms`'s name and uid, never on its spec.
+ * or its identity does not parse. Depends only on `ms`'s name, uid and `status.ordinals` (the
+ * positions of its ordinals), never on its spec. A retired unit sits at a negative position.
  */
 export function placePod(ms: ModelServing, pod: Pod): PlacedPod | undefined {
   if (pod.metadata.labels?.[LABEL_MODEL_SERVING] !== ms.metadata.name) return undefined;
@@ -79,7 +84,23 @@ export function placePod(ms: ModelServing, pod: Pod): PlacedPod | undefined {
   )
     return undefined;
   const id = parsePodIdentity(ms.metadata.name, pod.metadata.name, pod.metadata.labels);
-  return id === undefined ? undefined : { pod, id };
+  if (id === undefined) return undefined;
+  const ordinals = ms.status?.ordinals;
+  if (ordinals === undefined || ordinals.length === 0) return { pod, id };
+  // Judged where the controller places it: by position (docs/design/succession.md).
+  return { pod, id: { ...positionOf(ordinalTableOf(ordinals), id), index: id.index }, physical: id };
+}
+
+/** `OrdinalTable.read` per stored `status.ordinals` list (a WeakMap: every pod of a status shares one). */
+const ORDINAL_TABLES = new WeakMap<readonly OrdinalEntry[], OrdinalTable>();
+
+function ordinalTableOf(entries: readonly OrdinalEntry[]): OrdinalTable {
+  let table = ORDINAL_TABLES.get(entries);
+  if (table === undefined) {
+    table = OrdinalTable.read(entries);
+    ORDINAL_TABLES.set(entries, table);
+  }
+  return table;
 }
 
 export function isDraining(pod: Pod): boolean {
@@ -157,14 +178,15 @@ export function specRevisionName(pod: Pod): string {
  */
 export function revisionMismatch(
   ms: ModelServing,
-  { pod, id }: PlacedPod,
+  { pod, id, physical }: PlacedPod,
   revisions: RevisionsByName,
 ): string | undefined {
   const name = specRevisionName(pod);
   const revision = revisions.get(name);
   if (revision === undefined) return `pod ${pod.metadata.name} names revision "${name}", which does not exist`;
   const owner = { name: ms.metadata.name, namespace: ms.metadata.namespace ?? "default", uid: ms.metadata.uid ?? "" };
-  const built = buildPod(owner, revision, id);
+  // Built under the ordinals it carries: its name, labels and ENTRY_ADDRESS are theirs.
+  const built = buildPod(owner, revision, physical ?? id);
   if (built === undefined || !sameWhenSerialized(built.spec, comparedSpec(pod)))
     return `pod ${pod.metadata.name}: spec differs from what revision ${name} builds`;
   return undefined;
@@ -363,7 +385,8 @@ function missingGroups(ms: ModelServing, counts: AvailableCounts, judged: Readon
     ? undefined
     : new Set(groupsWithCapacity(counts));
   const counted = (group: number) => groupAvailable(ms, group, counts) && (withCapacity?.has(group) ?? true);
-  return [...judged].filter((group) => group < ms.spec.replicas && !counted(group)).sort((a, b) => a - b);
+  // A retired group (negative position) is surplus: its successor is the group judged.
+  return [...judged].filter((group) => group >= 0 && group < ms.spec.replicas && !counted(group)).sort((a, b) => a - b);
 }
 
 /** Each role's floor, `replicas − maxUnavailable`, by role name. */
@@ -386,7 +409,8 @@ export function disruptionsUnderWay(
     const { group, role } = ofCountKey(key);
     const available = counts.get(key) ?? 0;
     const floor = floors.get(role);
-    if (floor !== undefined && available < floor && group < ms.spec.replicas) belowFloor.set(key, available);
+    if (floor !== undefined && available < floor && group >= 0 && group < ms.spec.replicas)
+      belowFloor.set(key, available);
   }
   return { groups: new Set(missingGroups(ms, counts, judged.groups)), roleFloors: belowFloor };
 }
@@ -529,7 +553,9 @@ export function withinSurgeLimits(
 
 /** `surgeBound`'s verdict on one pod: its violation message, or undefined when it is within bounds. */
 export function surgeViolation(limits: SurgeLimits, { pod, id }: PlacedPod): string | undefined {
-  if (!isLive(pod) || isDraining(pod)) return undefined;
+  // A retired unit (negative position, docs/design/succession.md) is on its way out like a
+  // draining one, from the succession on; its ordinals were below the bound when it was built.
+  if (!isLive(pod) || isDraining(pod) || id.group < 0 || id.instance < 0) return undefined;
   const limit = limits.instanceLimits.get(id.role);
   if (id.group >= limits.groupLimit)
     return `${limits.name}: group ${id.group} exists beyond replicas + maxSurge = ${limits.groupLimit}`;
@@ -608,7 +634,8 @@ function disrupts(before: Pod, after: Pod | undefined): boolean {
  */
 export function belowPartition(ms: ModelServing, group: number, role: string, instance: number): boolean {
   const spec = ms.spec.template.roles.find((candidate) => candidate.name === role);
-  if (spec === undefined || instance >= spec.replicas) return false;
+  // A retired unit (negative position) is surplus, succeeded at or above the partition.
+  if (spec === undefined || instance >= spec.replicas || instance < 0 || group < 0) return false;
   if (group < resolveGroupBudget(ms.spec).partition) return true;
   return ms.spec.rolloutStrategy.type === "RoleRollingUpdate" && instance < resolveRoleBudget(spec).partition;
 }
@@ -932,6 +959,8 @@ export function surgeOrDrainReason(ms: ModelServing, { pod, id }: PlacedPod): st
   const role = ms.spec.template.roles.find((candidate) => candidate.name === id.role);
   if (id.group >= ms.spec.replicas || role === undefined || id.instance >= role.replicas)
     return `${ms.metadata.name}: surge or extra pod ${pod.metadata.name} is still there`;
+  if (id.group < 0 || id.instance < 0)
+    return `${ms.metadata.name}: retired pod ${pod.metadata.name} (succeeded by a surge unit) is still there`;
   if (isDraining(pod)) return `${ms.metadata.name}: pod ${pod.metadata.name} is draining`;
   return undefined;
 }

@@ -17,11 +17,15 @@ import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
+import { ordinalsOf, positionOf, retiredOrdinal } from "./ordinals.ts";
+import type { UnitPlace } from "./ordinals.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
 import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
 import { deletePod, releasePods, trackPod } from "./tracking.ts";
 import { recreateKey } from "./recreate.ts";
+import { groupAvailable } from "./rollout.ts";
+import { resolveGroupBudget, roleFloor } from "../api/budgets.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -101,18 +105,22 @@ export function planLifecycle(
     recreate,
   };
   const desiredServices = new Set<string>();
+  const statesOf = (group: number) => desiredInstanceStates(states, layout, resolve, group);
+  const retiredGroupsGo = retiredGroupMayGo(model, layout, statesOf);
   for (const [group, roles] of [...model.tree].reverse()) {
-    if (group >= layout.groups)
+    // A retired group (negative position) has a successor: it is surplus like one beyond the layout.
+    if (group >= layout.groups || (group < 0 && retiredGroupsGo))
       scaleDown(
         context,
         [...roles.values()].flatMap((instances) => [...instances.values()]),
-        `group ${group}`,
+        `group ${group < 0 ? retiredOrdinal(group) : group}`,
+        group < 0 ? "succeeded by a surge group" : undefined,
       );
   }
   const desired: InstanceState[] = [];
   for (const group of range(layout.groups)) {
-    scaleDownRoles(context, layout, group);
-    const groupStates = desiredInstanceStates(states, layout, resolve, group);
+    const groupStates = statesOf(group);
+    scaleDownRoles(context, layout, group, groupStates);
     planGroup(context, group, groupStates);
     desired.push(...groupStates);
     for (const state of groupStates)
@@ -140,9 +148,13 @@ function deleteUnneededServices(context: Context, desired: ReadonlySet<string>):
     const hasPods =
       instance === undefined
         ? (namesWithPods ??= serviceNamesWithPods(model)).has(name)
-        : model.tree.get(instance.group)?.get(instance.role)?.has(instance.instance) === true;
+        : hasInstance(model, positionOf(model.ordinals, instance));
     if (!hasPods) work.actions.push({ type: "DeleteService", name, uid });
   }
+}
+
+function hasInstance(model: Model, at: UnitPlace): boolean {
+  return model.tree.get(at.group)?.get(at.role)?.has(at.instance) === true;
 }
 
 /** The Service names of every instance with pods (the tree holds only instances with pods). */
@@ -157,8 +169,9 @@ function serviceNamesWithPods(model: Model): Set<string> {
 
 /**
  * The name of an instance's Service: its entry pod's name when that pod exists (a pod is placed
- * only when its name is the one its identity gives, so the two are equal), else built; reusing
- * the pod's name spares building the same string on every plan.
+ * only when its name is the one its identity gives, so the two are equal), else built from the
+ * ordinals of its pods or, without pods, those of its position; reusing the pod's name spares
+ * building the same string on every plan.
  */
 function instanceServiceName(
   model: Model,
@@ -167,17 +180,23 @@ function instanceServiceName(
   instance: number,
   pods: InstancePods | undefined,
 ): string {
-  return pods?.get(0)?.pod.metadata.name ?? serviceName(model.owner.name, group, role, instance);
+  const entry = pods?.get(0)?.pod.metadata.name;
+  if (entry !== undefined) return entry;
+  // Pods carry their ordinals; a position without pods has the ones new pods would get.
+  const some = pods?.values().next().value;
+  const physical = some?.id ?? ordinalsOf(model.ordinals, { group, role, instance });
+  // A position still waiting for its ordinal has no Service yet: no name to keep.
+  return physical === undefined ? "" : serviceName(model.owner.name, physical.group, role, physical.instance);
 }
 
 /** Deletes units no longer desired, drained; their lost pods need no recovery and are released. */
-function scaleDown(context: Context, units: readonly InstancePods[], label: string): void {
+function scaleDown(context: Context, units: readonly InstancePods[], label: string, cause?: string): void {
   const pods = units.flatMap((pods) => [...pods.values()]);
   const step = planDrainedDeletion(
     pods,
     context.model.drain,
     "ScaleDown",
-    `${label} (${scaleDownCause(context, pods)})`,
+    `${label} (${cause ?? scaleDownCause(context, pods)})`,
     context.nowMs,
   );
   addDrainStep(context.work, step);
@@ -202,16 +221,44 @@ function scaleDownCause(context: Context, pods: readonly PodView[]): string {
     : "scale-down";
 }
 
-/** Scales down, highest ordinal first, the instances of `group` the layout no longer wants. */
-function scaleDownRoles(context: Context, layout: Layout, group: number): void {
+/**
+ * Whether retired groups may be drained now: the groups the layout keeps that are available
+ * (surge included) reach the group floor without them. A succession counted the outdated group's
+ * capacity as gone, but its successor may fail or be deleted before the retired group drains
+ * (fuzz-4171): then the retired group serves on, surplus, until the floor is back.
+ */
+function retiredGroupMayGo(model: Model, layout: Layout, statesOf: (group: number) => InstanceState[]): boolean {
+  if (![...model.tree.keys()].some((group) => group < 0)) return true;
+  const roles = model.ms.spec.template.roles;
+  const available = range(layout.groups).filter((group) => groupAvailable(statesOf(group), roles)).length;
+  return available >= model.ms.spec.replicas - resolveGroupBudget(model.ms.spec).maxUnavailable;
+}
+
+/**
+ * Scales down, highest ordinal first, the instances of `group` the layout no longer wants
+ * (`groupStates` are the ones it keeps). A retired instance (negative position) has a successor:
+ * it is surplus like one beyond the layout, drained once its role in the group keeps its floor
+ * without it (`retiredGroupMayGo`, per role).
+ */
+function scaleDownRoles(context: Context, layout: Layout, group: number, groupStates: readonly InstanceState[]): void {
   for (const [role, instances] of context.model.tree.get(group) ?? []) {
     const spec = context.model.roles.get(role);
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);
+    const retiredGo =
+      spec === undefined ||
+      groupStates.filter((state) => state.role === role && state.available).length >= roleFloor(spec);
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];
-    for (const entry of instances) if (entry[0] >= wanted) unwanted.push(entry);
+    for (const entry of instances) if (entry[0] >= wanted || (entry[0] < 0 && retiredGo)) unwanted.push(entry);
     for (const [instance, pods] of unwanted.reverse())
-      scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
+      if (instance < 0)
+        scaleDown(
+          context,
+          [pods],
+          `${instanceId(role, retiredOrdinal(instance))} of group ${group}`,
+          "succeeded by a surge instance",
+        );
+      else scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
   }
 }
 
@@ -520,6 +567,9 @@ function createAbsent(context: Context, state: InstanceState): void {
   if (state.health.absent.length === 0 || (state.health.live.length === 0 && state.health.terminating.length > 0))
     return;
   const revision = state.running ?? state.target;
+  // The ordinals its pods get; a position whose ordinal a retired unit still holds waits for it.
+  const physical = ordinalsOf(model.ordinals, state);
+  if (physical === undefined) return;
   if (state.health.live.length === 0 && state.health.terminating.length === 0) {
     work.actions.push(
       recordEvent(
@@ -530,20 +580,15 @@ function createAbsent(context: Context, state: InstanceState): void {
   }
   if (
     expectedPods(revision, state.role) > 1 &&
-    !model.services.has(serviceName(model.owner.name, state.group, state.role, state.instance))
+    !model.services.has(serviceName(model.owner.name, physical.group, state.role, physical.instance))
   ) {
     work.actions.push({
       type: "CreateService",
-      service: buildService(model.owner, state.group, state.role, state.instance),
+      service: buildService(model.owner, physical.group, state.role, physical.instance),
     });
   }
   for (const index of state.health.absent) {
-    const pod = buildPod(model.owner, revision, {
-      group: state.group,
-      role: state.role,
-      instance: state.instance,
-      index,
-    });
+    const pod = buildPod(model.owner, revision, { ...physical, index });
     if (pod !== undefined) work.actions.push({ type: "CreatePod", pod });
   }
 }

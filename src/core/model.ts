@@ -21,6 +21,7 @@ import type { DecodeResult, StoredRevision } from "./revision/controller-revisio
 import { decodeControllerRevision } from "./revision/controller-revision.ts";
 import type { RevisionData } from "./revision/format.ts";
 import { revisionData } from "./revision/projection.ts";
+import { OrdinalTable, positionOf } from "./ordinals.ts";
 
 /** A pod with its place in the unit tree and the revision label it was built from. */
 export interface PodView {
@@ -76,7 +77,13 @@ export interface Model {
   readonly unreadable: ReadonlyMap<string, string>;
   /** All decode results, for record planning and GC. */
   readonly decoded: readonly DecodeResult[];
+  /**
+   * group position → role → instance position → pods (docs/design/succession.md): pods are placed
+   * by `ordinals`, read from `status.ordinals`; a retired unit sits at a negative position.
+   */
   readonly tree: UnitTree;
+  /** The durable map between positions and the ordinals in pod names and labels. */
+  readonly ordinals: OrdinalTable;
   /**
    * The revision labels of every pod this ModelServing controls with a parsed identity (a second
    * pod with one identity, which `tree` cannot hold, included: it still runs that revision).
@@ -108,6 +115,7 @@ export function buildModel(observed: Observed): ModelResult {
     else if (!result.ok && result.name !== undefined) unreadable.set(result.name, result.reason);
   }
   const services = new Map<string, ServiceView>();
+  const ordinals = OrdinalTable.read(ms.status?.ordinals);
   for (const service of observed.services) {
     const view = readForOwner(serviceViewMemo, owner, service, readServiceView);
     if (view !== undefined) services.set(service.metadata.name, view);
@@ -123,7 +131,8 @@ export function buildModel(observed: Observed): ModelResult {
       revisions,
       unreadable,
       decoded,
-      ...buildTree(owner, observed.pods),
+      ...buildTree(owner, observed.pods, ordinals),
+      ordinals,
       services,
       drain: {
         timeoutSeconds: ms.spec.drain.timeoutSeconds,
@@ -197,27 +206,28 @@ function ownedBy(
  * Pods it does not control, or whose identity does not parse, are left out: the controller
  * neither adopts nor deletes them.
  */
-function buildTree(owner: NamespacedOwner, pods: readonly Pod[]): { tree: UnitTree; podRevisionNames: Set<string> } {
-  const views: PodView[] = [];
+function buildTree(
+  owner: NamespacedOwner,
+  pods: readonly Pod[],
+  ordinals: OrdinalTable,
+): { tree: UnitTree; podRevisionNames: Set<string> } {
+  const views: { view: PodView; at: { group: number; role: string; instance: number; index: number } }[] = [];
   const podRevisionNames = new Set<string>();
   for (const pod of pods) {
     const view = readForOwner(podViewMemo, owner, pod, readPodView);
     if (view === undefined) continue;
-    views.push(view);
+    views.push({ view, at: { ...positionOf(ordinals, view.id), index: view.id.index } });
     if (view.revision !== undefined) podRevisionNames.add(view.revision);
   }
   // Stable, so of two pods with one identity the later one still wins, as a plain insert would.
   views.sort(
-    (a, b) =>
-      a.id.group - b.id.group ||
-      compareStrings(a.id.role, b.id.role) ||
-      a.id.instance - b.id.instance ||
-      a.id.index - b.id.index,
+    ({ at: a }, { at: b }) =>
+      a.group - b.group || compareStrings(a.role, b.role) || a.instance - b.instance || a.index - b.index,
   );
   // Inserting in key order makes every map iterate in ascending key order.
   const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
-  for (const view of views) {
-    const { group, role, instance, index } = view.id;
+  for (const { view, at } of views) {
+    const { group, role, instance, index } = at;
     const roles = getOrCreate(tree, group, () => new Map<string, Map<number, Map<number, PodView>>>());
     const instances = getOrCreate(roles, role, () => new Map<number, Map<number, PodView>>());
     getOrCreate(instances, instance, () => new Map<number, PodView>()).set(index, view);

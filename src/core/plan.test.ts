@@ -73,10 +73,7 @@ describe("plan: creation", () => {
       { name: "prefill", replicas: 2, ready: 2, updated: 2 },
       { name: "decode", replicas: 2, ready: 2, updated: 2 },
     ]);
-    assert.equal(
-      status.labelSelector,
-      "tandem.dev/modelserving=llm,tandem.dev/entry=true,tandem.dev/instance=prefill-0",
-    );
+    assert.equal(status.labelSelector, "tandem.dev/modelserving=llm,tandem.dev/entry=true,tandem.dev/role=prefill");
     assert.deepEqual(
       status.conditions.map((c: any) => [c.type, c.status, c.reason]),
       [

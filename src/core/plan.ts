@@ -15,17 +15,20 @@ import { planRecreate } from "./recreate.ts";
 import type { Layout } from "./instances.ts";
 import { pauseBroken } from "./invariants.ts";
 import { planRollout } from "./rollout.ts";
+import type { RolloutDecision } from "./rollout.ts";
 import { planLifecycle, newWork } from "./lifecycle.ts";
 import type { Work } from "./lifecycle.ts";
 import { parsePodIdentity } from "./identity.ts";
 import { buildModel } from "./model.ts";
+import { positionOf, settleFor } from "./ordinals.ts";
+import type { OrdinalTable } from "./ordinals.ts";
 import type { Model } from "./model.ts";
 import type { Observed } from "./observed.ts";
 import { liveRevisionNames, planHistoryGc } from "./revision/history.ts";
 import { sameCanonicalJson } from "./revision/canonical.ts";
 import { planRevisions } from "./revisions.ts";
 import type { Revisions } from "./revisions.ts";
-import { computeStatus, settleConditions } from "./status.ts";
+import { computeStatus, ordinalsField, settleConditions } from "./status.ts";
 import { rolloutEvents } from "./events.ts";
 
 /** Plans one reconcile of one ModelServing at time `nowMs` (integer milliseconds). */
@@ -47,36 +50,41 @@ export function plan(observed: Observed, nowMs: number): Plan {
       nowMs,
     );
   }
-  const model = built.model;
-  const revisions = planRevisions(model);
+  const stored = built.model;
+  const revisions = planRevisions(stored);
   if (!revisions.ok)
-    return blockedPlan(observed, model.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
+    return blockedPlan(observed, stored.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
   const work = newWork();
   work.actions.push(...revisions.revisions.actions);
-  const states = instanceStates(model, revisions.revisions);
-  const rollout = planRollout(states, baseLayout(model, revisions.revisions), work.unreadable);
+  const storedStates = instanceStates(stored, revisions.revisions);
+  const rollout = planRollout(storedStates, baseLayout(stored, revisions.revisions), work.unreadable);
   const layout = rollout.layout;
   // The runtime assert of pauseHolds: a plan that would move a unit while paused is a bug, refused.
-  const moved = pauseBroken(model.ms.spec.rolloutStrategy.paused, model.ms.status ?? {}, {
+  const moved = pauseBroken(stored.ms.spec.rolloutStrategy.paused, stored.ms.status ?? {}, {
     units: layout.units,
     update: revisions.revisions.update.name,
   });
   if (moved.length > 0)
     return blockedPlan(
       observed,
-      model.generation,
+      stored.generation,
       {
         reason: "InvariantViolated",
         message: `Refusing to act on a plan that breaks pauseHolds, a controller bug (please report it): ${moved.slice(0, 3).join("; ")}`,
       },
       nowMs,
     );
+  // A succession moves units between positions: written first, acted on once it is observed.
+  if (rollout.succeeded) return successionPlan(stored, revisions.revisions, rollout, work);
+  // Ordinals settled for this layout touch no placed pod, so the states computed stay true.
+  const model: Model = { ...stored, ordinals: settleFor(stored, layout, stored.ordinals.copy()) };
+  const states = { ...storedStates, model };
   const recreate = planRecreate(states, layout, resolver(revisions.revisions, work.unreadable));
   // New unit records, and a recreate request taken up, are durable before any pod that depends
   // on them is created or deleted.
   let written: ModelServingStatus = model.ms.status ?? {};
-  if (rollout.recordsChanged || recreate.taken) {
-    written = withRecreate(recordsStatus(written, revisions.revisions, layout), recreate.record);
+  if (rollout.recordsChanged || recreate.taken || !sameOrdinals(model, stored)) {
+    written = withRecreate(recordsStatus(written, revisions.revisions, layout, model.ordinals), recreate.record);
     work.actions.push({ type: "WriteStatus", status: written, barrier: true });
   }
   // The rollout's events go here, once the revision and records writes they follow are made.
@@ -109,6 +117,11 @@ function advancedRevision(revisions: Revisions): { name: string; revision: numbe
   return advance === undefined ? undefined : { name: advance.name, revision: advance.revision };
 }
 
+/** Both models map positions to the same ordinals. */
+function sameOrdinals(a: Model, b: Model): boolean {
+  return sameCanonicalJson(a.ordinals.entries(), b.ordinals.entries());
+}
+
 /** The ModelServing as stored has a deletionTimestamp. */
 function isDeleting(modelServing: unknown): boolean {
   const metadata = (modelServing as { metadata?: { deletionTimestamp?: unknown } } | null)?.metadata;
@@ -118,19 +131,40 @@ function isDeleting(modelServing: unknown): boolean {
 /** `pod` is the one the model's tree holds under its identity. */
 function isPlaced(model: Model, pod: Pod): boolean {
   const id = parsePodIdentity(model.owner.name, pod.metadata.name, pod.metadata.labels);
-  return id !== undefined && model.tree.get(id.group)?.get(id.role)?.get(id.instance)?.get(id.index)?.pod === pod;
+  if (id === undefined) return false;
+  const at = positionOf(model.ordinals, id);
+  return model.tree.get(at.group)?.get(at.role)?.get(at.instance)?.get(id.index)?.pod === pod;
 }
 
-/** The stored status with the rollout's records and revisions, nothing else changed. */
-function recordsStatus(stored: ModelServingStatus, revisions: Revisions, layout: Layout): ModelServingStatus {
-  const { units: _previous, ...rest } = stored; // eslint-disable-line @typescript-eslint/no-unused-vars -- dropped on purpose
+/** The stored status with the rollout's records, revisions and ordinals, nothing else changed. */
+function recordsStatus(
+  stored: ModelServingStatus,
+  revisions: Revisions,
+  layout: Layout,
+  ordinals: OrdinalTable,
+): ModelServingStatus {
+  const { units: _previous, ordinals: _ordinals, ...rest } = stored; // eslint-disable-line @typescript-eslint/no-unused-vars -- dropped on purpose
   return {
     ...rest,
     currentRevision: layout.currentName,
     updateRevision: revisions.update.name,
     collisionCount: revisions.collisionCount,
     ...(layout.units.length > 0 ? { units: [...layout.units] } : {}),
+    ...ordinalsField(ordinals),
   };
+}
+
+/**
+ * A plan with a succession (docs/design/succession.md): the records and ordinals it decided,
+ * written as a barrier, and nothing else. Pods are placed by the stored ordinals, and acting on
+ * them under the new ones before the write is observed could delete the successor; the next plan
+ * (right away) reads the new ones, where the outdated unit is surplus and drained as such. A
+ * restart in between finds either map, each consistent with the pods.
+ */
+function successionPlan(model: Model, revisions: Revisions, rollout: RolloutDecision, work: Work): Plan {
+  const status = recordsStatus(model.ms.status ?? {}, revisions, rollout.layout, rollout.ordinals);
+  work.actions.push({ type: "WriteStatus", status, barrier: true });
+  return { actions: work.actions, requeueAfterMs: 0 };
 }
 
 /** `status` with `record` as its `recreate` (none when undefined). */

@@ -38,6 +38,7 @@ import type { LifecycleRecreate } from "./lifecycle.ts";
 import { desiredInstanceStates } from "./instances.ts";
 import type { Revision } from "./pods.ts";
 import { groupAvailable } from "./rollout.ts";
+import { groupOrdinals } from "./ordinals.ts";
 
 /** What this plan does about the explicit recreate. */
 export interface RecreateDecision {
@@ -72,7 +73,7 @@ export function planRecreate(states: InstanceStates, layout: Layout, resolve: Re
   if (!read.ok)
     return reject({ id: read.id, phase: "Rejected", message: `The annotation ${ANNOTATION_RECREATE} ${read.reason}.` });
   const { request } = read;
-  const problem = recreateProblem(model.ms.spec, request);
+  const problem = recreateProblem(model.ms.spec, request, groupOrdinals(model.ordinals, model.ms.spec.replicas));
   if (problem !== undefined)
     return reject({
       ...requestFields(request),
@@ -118,7 +119,8 @@ function unitPodUids(
   among?: ReadonlySet<string>,
 ): string[] {
   const uids: string[] = [];
-  for (const [role, instances] of states.model.tree.get(unit.group ?? -1) ?? []) {
+  const at = unit.group === undefined ? undefined : states.model.ordinals.groups.position(unit.group);
+  for (const [role, instances] of at === undefined ? [] : (states.model.tree.get(at) ?? [])) {
     if (unit.role !== undefined && role !== unit.role) continue;
     for (const pods of instances.values())
       for (const view of pods.values())
@@ -155,8 +157,9 @@ function replace(
       ],
     };
   }
-  const group = record.group ?? 0;
-  const groupStates = group < layout.groups ? desiredInstanceStates(states, layout, resolve, group) : [];
+  // The request names the group by its ordinal (what pod names show); the layout by position.
+  const group = states.model.ordinals.groups.position(record.group ?? 0);
+  const groupStates = group >= 0 && group < layout.groups ? desiredInstanceStates(states, layout, resolve, group) : [];
   const pending = groupStates.filter(
     (state) =>
       (record.role === undefined || state.role === record.role) && state.health.live.some((view) => uids.has(view.uid)),

@@ -34,6 +34,7 @@ import { instancePodsOf, somePod } from "./model.ts";
 import type { Revision } from "./pods.ts";
 import type { Revisions } from "./revisions.ts";
 import { sameRoleSpec } from "./role-hash.ts";
+import type { OrdinalTable } from "./ordinals.ts";
 
 /** The rollout's decision for this plan. */
 export interface RolloutDecision {
@@ -46,6 +47,14 @@ export interface RolloutDecision {
   readonly blocked: readonly string[];
   /** Groups InPlaceUpdate refuses to move: their change is more than images (RolloutBlocked). */
   readonly ineligible: readonly Ineligible[];
+  /**
+   * The positions and ordinals after this plan's successions (`model.ordinals` when there is
+   * none). A succession moves pods between positions: the plan writes it and acts on no pod until
+   * the stored status shows it.
+   */
+  readonly ordinals: OrdinalTable;
+  /** Some surge unit succeeded an outdated one in this plan. */
+  readonly succeeded: boolean;
 }
 
 interface Scratch {
@@ -60,6 +69,8 @@ interface Scratch {
   readonly unreadable: UnreadableUses;
   /** Record keys of surge instances kept at their revision this plan (`holdSurge`). */
   readonly held: Set<string>;
+  /** The ordinals with this plan's successions; undefined until the first one. */
+  ordinals: OrdinalTable | undefined;
 }
 
 function recordKey(record: { group: number; role?: string | undefined; instance?: number | undefined }): string {
@@ -79,6 +90,7 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
     ineligible: [],
     unreadable,
     held: new Set(),
+    ordinals: undefined,
   };
   const strategy = model.ms.spec.rolloutStrategy;
   withdrawPermitsBelowPartition(scratch, base);
@@ -92,7 +104,57 @@ export function planRollout(states: InstanceStates, base: Layout, unreadable: Un
   const units = promoted ? [] : compact(scratch, currentName, surge);
   const layout: Layout = { groups: surge.groups, instances: surge.instances, units, currentName };
   const recordsChanged = currentName !== base.currentName || !sameRecords(units, base.units);
-  return { layout, recordsChanged, waiting: scratch.waiting, blocked: scratch.blocked, ineligible: scratch.ineligible };
+  return {
+    layout,
+    recordsChanged,
+    waiting: scratch.waiting,
+    blocked: scratch.blocked,
+    ineligible: scratch.ineligible,
+    ordinals: scratch.ordinals ?? model.ordinals,
+    succeeded: scratch.ordinals !== undefined,
+  };
+}
+
+/**
+ * A surge unit that serves at the update revision is the successor an outdated unit needs: the
+ * highest surge position among `states` (one per unit, surge positions from `from`) that is
+ * available, at the update revision and recorded there, not held and not already a successor this
+ * plan (`taken`, positions). Taking its place costs no start (docs/design/succession.md).
+ */
+export function successorOf<T extends { readonly position: number; readonly serving: boolean }>(
+  units: readonly T[],
+  from: number,
+  taken: ReadonlySet<number>,
+): T | undefined {
+  let found: T | undefined;
+  for (const unit of units)
+    if (unit.position >= from && unit.serving && !taken.has(unit.position) && (found?.position ?? -1) < unit.position)
+      found = unit;
+  return found;
+}
+
+/** The ordinals of this plan, copied from the model's at the first succession. */
+function ordinalsToWrite(scratch: Scratch): OrdinalTable {
+  scratch.ordinals ??= scratch.model.ordinals.copy();
+  return scratch.ordinals;
+}
+
+/**
+ * Surge instance `successor` of `role` in `group` takes the place of the outdated instance at
+ * position `outdated` for good: its record goes with it, the outdated one is retired (drained and
+ * deleted as surplus once the stored status shows the change).
+ */
+function succeedInstance(scratch: Scratch, group: number, role: string, outdated: number, successor: number): void {
+  ordinalsToWrite(scratch).instanceScope(group, role).succeed(outdated, successor);
+  permit(scratch, { group, role, instance: outdated, revision: scratch.revisions.update.name });
+  scratch.records.delete(recordKey({ group, role, instance: successor }));
+}
+
+/** Surge group `successor` takes the place of the outdated group `outdated` for good (`succeedInstance`, for groups). */
+function succeedGroup(scratch: Scratch, outdated: number, successor: number): void {
+  ordinalsToWrite(scratch).succeedGroup(outdated, successor);
+  permit(scratch, { group: outdated, revision: scratch.revisions.update.name });
+  for (const [key, record] of [...scratch.records]) if (record.group === successor) scratch.records.delete(key);
 }
 
 /**
@@ -322,7 +384,7 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
   if (!paused)
     for (const group of range(surgeGroups))
       if (!held.has(replicas + group)) permit(scratch, { group: replicas + group, revision: revisions.update.name });
-  if (!paused && outdated.length > 0) permitOutdatedGroups(scratch, base, outdated, replicas + surgeGroups);
+  if (!paused && outdated.length > 0) permitOutdatedGroups(scratch, base, outdated, replicas + surgeGroups, held);
   return { groups: replicas + surgeGroups, instances: roleSurgeKept(scratch, base, resolve) };
 }
 
@@ -331,7 +393,13 @@ function planGroupRollout(scratch: Scratch, base: Layout): Surge {
  * with `groups` groups standing (desired and surge); says what the rollout waits for when the
  * budget stops it.
  */
-function permitOutdatedGroups(scratch: Scratch, base: Layout, outdated: readonly number[], groups: number): void {
+function permitOutdatedGroups(
+  scratch: Scratch,
+  base: Layout,
+  outdated: readonly number[],
+  groups: number,
+  held: ReadonlySet<number>,
+): void {
   const { model, revisions } = scratch;
   const replicas = model.ms.spec.replicas;
   const budget = resolveGroupBudget(model.ms.spec);
@@ -342,10 +410,20 @@ function permitOutdatedGroups(scratch: Scratch, base: Layout, outdated: readonly
     groups,
     instances: (group, role) => role.replicas + (group < replicas ? existingRoleSurge(model, group, role) : 0),
   });
-  const available = range(groups).filter((group) =>
-    groupAvailable(desiredInstanceStates(scratch.states, layout, resolve, group), roles),
-  );
+  const statesOf = range(groups).map((group) => desiredInstanceStates(scratch.states, layout, resolve, group));
+  const available = range(groups).filter((group) => groupAvailable(statesOf[group] ?? [], roles));
   let spare = available.length - (replicas - budget.maxUnavailable);
+  // Surge groups that may succeed an outdated group: serving at the update revision, recorded there.
+  const successors = range(groups).map((position) => ({
+    position,
+    serving:
+      position >= replicas &&
+      !held.has(position) &&
+      available.includes(position) &&
+      (statesOf[position] ?? []).every((state) => state.atUpdate && state.targetsUpdate) &&
+      !(statesOf[position] ?? []).some((state) => state.instance >= (model.roles.get(state.role)?.replicas ?? 0)),
+  }));
+  const taken = new Set<number>();
   // Unavailable outdated groups first (moving them costs nothing), then from the highest ordinal.
   const order = movable(scratch, outdated, resolve).sort(
     (a, b) => Number(available.includes(a)) - Number(available.includes(b)) || b - a,
@@ -353,7 +431,12 @@ function permitOutdatedGroups(scratch: Scratch, base: Layout, outdated: readonly
   for (const group of order) {
     const free = !available.includes(group);
     if (!free && spare <= 0) break;
-    permit(scratch, { group, revision: revisions.update.name });
+    const successor = successorOf(successors, replicas, taken);
+    if (successor === undefined) permit(scratch, { group, revision: revisions.update.name });
+    else {
+      taken.add(successor.position);
+      succeedGroup(scratch, group, successor.position);
+    }
     if (!free) spare -= 1;
   }
   if (
@@ -389,7 +472,11 @@ function roleSurgeKept(
     instances: (group, role) => role.replicas + existingRoleSurge(model, group, role),
   });
   for (const [group, roles] of model.tree) {
-    if (group >= model.ms.spec.replicas || scratch.records.get(`${group}`)?.revision === revisions.update.name)
+    if (
+      group < 0 ||
+      group >= model.ms.spec.replicas ||
+      scratch.records.get(`${group}`)?.revision === revisions.update.name
+    )
       continue;
     if (!model.ms.spec.template.roles.some((role) => hasOrdinalFrom(roles.get(role.name), role.replicas))) continue;
     keepSurgeBelowPartition(scratch, group, desiredInstanceStates(scratch.states, layout, resolve, group), kept);
@@ -702,7 +789,7 @@ function holdSurge(scratch: Scratch, layout: Layout, resolve: ReturnType<typeof 
   const { model } = scratch;
   const release = new SurgeRelease(scratch, layout, resolve);
   for (const [group, roles] of model.tree) {
-    if (group >= model.ms.spec.replicas) continue;
+    if (group < 0 || group >= model.ms.spec.replicas) continue;
     const surgeRoles = model.ms.spec.template.roles.filter((role) =>
       hasOrdinalFrom(roles.get(role.name), role.replicas),
     );
@@ -920,15 +1007,27 @@ function planRoleInGroup(
   let available = states.filter((state) => state.available && state.instance < role.replicas + surge).length;
   let retirable = limits.permit?.retireLimit ?? Number.POSITIVE_INFINITY;
   let disruptedGroup = planned.disruptedGroup;
+  // Surge instances kept this plan that may succeed an outdated one (`successorOf`).
+  const successors = states
+    .filter((state) => state.instance < role.replicas + surge)
+    .map((state) => ({
+      position: state.instance,
+      serving: state.available && state.atUpdate && state.targetsUpdate && !scratch.held.has(recordKey(state)),
+    }));
+  const taken = new Set<number>();
   // Not yet permitted: unavailable ones first (moving them costs no budget), then highest ordinal.
   const candidates = outdated.filter((state) => !state.targetsUpdate);
   for (const state of candidates.sort((a, b) => Number(a.available) - Number(b.available) || b.instance - a.instance)) {
+    const successor = successorOf(successors, role.replicas, taken);
     // Swapping an old instance for Ready surge capacity that already counts as full progress
     // exposes nothing new: no start needed. Nor does moving an unavailable one then: it takes no
     // capacity down, and its start would never come (the coordinator counts the surge as its
     // progress), so one recovering at an older update forever (an image that crashes) would hold
     // the rollout and the surge for good.
-    const surgeBacked = (limits.permit?.fullProgress ?? false) && (!state.available || available - 1 >= role.replicas);
+    // A successor takes the place with no start at all.
+    const surgeBacked =
+      successor !== undefined ||
+      ((limits.permit?.fullProgress ?? false) && (!state.available || available - 1 >= role.replicas));
     if (quota <= 0 && !surgeBacked) break;
     if (state.available) {
       const belowDesired = available - 1 < role.replicas;
@@ -947,7 +1046,12 @@ function planRoleInGroup(
       if (belowDesired) disruptedGroup = true;
     }
     if (!surgeBacked) quota -= 1;
-    permit(scratch, { group, role: role.name, instance: state.instance, revision: revisions.update.name });
+    if (successor === undefined)
+      permit(scratch, { group, role: role.name, instance: state.instance, revision: revisions.update.name });
+    else {
+      taken.add(successor.position);
+      succeedInstance(scratch, group, role.name, state.instance, successor.position);
+    }
   }
   return { surge, disruptedGroup };
 }
@@ -1079,12 +1183,16 @@ function promote(scratch: Scratch, base: Layout, surge: Surge): boolean {
   // With the update current, records left at other revisions still have units to move (an
   // update back to the current revision mid-rollout); once every unit runs it, they go.
   if (base.currentName === revisions.update.name && base.units.length === 0) return false;
+  // Retired units (negative positions) are surplus still there: the rollout is not complete.
   const noSurge = [...model.tree].every(
     ([group, roles]) =>
+      group >= 0 &&
       group < model.ms.spec.replicas &&
       [...roles].every(([role, instances]) => {
         const spec = model.roles.get(role);
-        return [...instances.keys()].every((instance) => spec !== undefined && instance < spec.replicas);
+        return [...instances.keys()].every(
+          (instance) => spec !== undefined && instance >= 0 && instance < spec.replicas,
+        );
       }),
   );
   if (!noSurge || surge.groups > model.ms.spec.replicas) return false;

@@ -4,9 +4,10 @@
  * Conditions keep their lastTransitionTime until their status changes.
  */
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
-import type { Condition, ModelServingStatus } from "../api/schema.ts";
+import type { Condition, ModelServingStatus, OrdinalEntry } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
-import { LABEL_ENTRY, LABEL_INSTANCE, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROLE } from "../api/wellknown.ts";
+import type { OrdinalTable } from "./ordinals.ts";
 import { DRAIN_SETTLE_MS, DRAIN_WAITING_REASON, rfc3339 } from "./drain.ts";
 import type { DrainWait } from "./drain.ts";
 import { PAUSED_REASON } from "./events.ts";
@@ -104,11 +105,20 @@ export function computeStatus(
     currentRevision: layout.currentName,
     updateRevision: revisions.update.name,
     collisionCount: revisions.collisionCount,
-    labelSelector: `${LABEL_MODEL_SERVING}=${model.owner.name},${LABEL_ENTRY}=true,${LABEL_INSTANCE}=${instanceId(firstRole, 0)}`,
+    // The first role's entry pods: one per instance (instance ordinals need not start at 0,
+    // docs/design/succession.md), so one per group when that role has one instance per group.
+    labelSelector: `${LABEL_MODEL_SERVING}=${model.owner.name},${LABEL_ENTRY}=true,${LABEL_ROLE}=${firstRole}`,
     roles: ms.spec.template.roles.map((role) => roleStatus(role.name, desired)),
     conditions: settleConditions(ms.status?.conditions ?? [], conditions, model.generation, nowMs),
     ...(layout.units.length > 0 ? { units: [...layout.units] } : {}),
+    ...ordinalsField(model.ordinals),
   };
+}
+
+/** `status.ordinals` of `table`: only when some position's ordinal differs from its number. */
+export function ordinalsField(table: OrdinalTable): { ordinals?: OrdinalEntry[] } {
+  const entries = table.entries();
+  return entries.length > 0 ? { ordinals: entries } : {};
 }
 
 /** Some pod of the group is not being deleted. */

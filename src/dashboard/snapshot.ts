@@ -22,6 +22,7 @@ import { buildModel } from "../core/model.ts";
 import type { Revisions } from "../core/revisions.ts";
 import { planRevisions } from "../core/revisions.ts";
 import { groupAvailable } from "../core/rollout.ts";
+import type { OrdinalTable } from "../core/ordinals.ts";
 import { isUpdated } from "../core/status.ts";
 import type { KubeObject } from "../engine/ports.ts";
 import { revisionHistory } from "./history.ts";
@@ -50,6 +51,7 @@ export interface InstanceCell {
 }
 
 export interface GroupRow {
+  /** The group's ordinal, as its pod names and labels show it (docs/design/succession.md); rows come in position order. */
   readonly group: number;
   /** Beyond `spec.replicas`: a surge group. */
   readonly surge: boolean;
@@ -190,7 +192,7 @@ function gridView(model: Model, revisions: Revisions, context: ViewContext): Mod
   numbers.set(revisions.update.name, revisions.updateNumber);
   const routers = routersInScope(context.input.leases, model.owner.namespace, context.input.nowMs);
   const cellOf = (state: InstanceState): InstanceCell =>
-    instanceCell(state, { ms, numbers, routers, nowMs: context.input.nowMs });
+    instanceCell(state, { ms, numbers, routers, nowMs: context.input.nowMs, ordinals: model.ordinals });
   const groupBudget = resolveGroupBudget(ms.spec);
   const groups: GroupRow[] = [];
   // Desired groups available as the budgets count them (surge instances standing in included).
@@ -202,7 +204,9 @@ function gridView(model: Model, revisions: Revisions, context: ViewContext): Mod
     for (const state of groupStates) roles[state.role]?.push(cellOf(state));
     const surge = group >= ms.spec.replicas;
     if (!surge && groupAvailable(groupStates, ms.spec.template.roles)) servingGroups += 1;
-    groups.push({ group, surge, partitioned: group < groupBudget.partition, roles });
+    // Named by the ordinal its pods carry (a position still waiting for one shows its number).
+    const ordinal = model.ordinals.groups.assigned(group) ?? group;
+    groups.push({ group: ordinal, surge, partitioned: group < groupBudget.partition, roles });
   }
   return {
     namespace: model.owner.namespace,
@@ -247,6 +251,7 @@ function observedLayout(model: Model, base: Layout): Layout {
 
 interface CellContext {
   readonly ms: ModelServing;
+  readonly ordinals: OrdinalTable;
   readonly numbers: ReadonlyMap<string, number>;
   readonly routers: readonly string[];
   readonly nowMs: number;
@@ -263,7 +268,7 @@ function instanceCell(state: InstanceState, context: CellContext): InstanceCell 
     role === undefined || ms.spec.rolloutStrategy.type !== "RoleRollingUpdate" ? 0 : resolveRoleBudget(role).partition;
   const groupPartition = resolveGroupBudget(ms.spec).partition;
   return {
-    instance: state.instance,
+    instance: context.ordinals.instances(state.group, state.role).assigned(state.instance) ?? state.instance,
     state: unitState(state, ms.spec.template.restartGracePeriodSeconds, context.nowMs),
     revision,
     revisionNumber: context.numbers.get(revision) ?? 0,

@@ -16,6 +16,7 @@ import type { RecreateRequest } from "../api/recreate.ts";
 import type { ModelServing, PodTemplateSpec, RecreateRecord } from "../api/schema.ts";
 import { ANNOTATION_RECREATE, ANNOTATION_RESTARTED_AT, LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { placedPods, rolloutPending } from "../core/invariants.ts";
+import { OrdinalTable, groupOrdinals } from "../core/ordinals.ts";
 import { applyRevision } from "../core/revision/apply.ts";
 import { decodeControllerRevision } from "../core/revision/controller-revision.ts";
 import type { DecodeResult, StoredRevision } from "../core/revision/controller-revision.ts";
@@ -234,7 +235,9 @@ function prepareRecreate(reader: RollbackPorts["reader"], request: RecreateComma
       ok: false,
       message: `${label}: the recreate request ${waiting.id} is not taken up by the controller yet; wait for it (tandem rollout status ${name}) before asking again`,
     };
-  const problem = recreateProblem(ms.spec, request);
+  // G is the group ordinal pod names and labels show, which a succession may have changed.
+  const groups = groupOrdinals(OrdinalTable.read(ms.status?.ordinals), ms.spec.replicas);
+  const problem = recreateProblem(ms.spec, request, groups);
   if (problem !== undefined) return { ok: false, field: problem.field, message: `${label}: ${problem.reason}` };
   const annotations = { ...stored.metadata.annotations, [ANNOTATION_RECREATE]: recreateAnnotationValue(request) };
   const message = `${label}: recreate of ${recreateUnitLabel(request)} requested (id ${request.id}); the controller replaces its pods once, within the budgets (follow it: tandem rollout status ${name} --watch)`;

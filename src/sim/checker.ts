@@ -785,7 +785,14 @@ function hitRecovered(
   const { available, stored } = index.instance(id.group, id.role, id.instance);
   if (available) return true;
   const role = ms.spec.template.roles.find((each) => each.name === id.role);
-  return !stored && (id.group >= ms.spec.replicas || role === undefined || id.instance >= role.replicas);
+  return (
+    !stored &&
+    (id.group >= ms.spec.replicas ||
+      role === undefined ||
+      id.instance >= role.replicas ||
+      id.group < 0 ||
+      id.instance < 0)
+  );
 }
 
 /**

@@ -195,7 +195,10 @@ export class SubjectIndex {
   observe(ms: ModelServing, revisions: RevisionsByName): void {
     if (ms === this.#ms && revisions === this.#context.revisions) return;
     const sameSpec = ms.spec === this.#ms.spec;
+    const moved = JSON.stringify(ms.status?.ordinals ?? []) !== JSON.stringify(this.#ms.status?.ordinals ?? []);
     this.#ms = ms;
+    // Pods are placed by position (`placePod`): a succession moves them, so all are placed again.
+    if (moved) this.#placeAgain();
     // A status write keeps the parsed spec object (the parse memo shares it): nothing to compare.
     if (sameSpec && revisions === this.#context.revisions) return;
     const specJson = JSON.stringify(ms.spec);
@@ -203,6 +206,16 @@ export class SubjectIndex {
     if (revisions !== this.#context.revisions) this.#unsettleChanged();
     this.#context = contextOf(ms, revisions, specJson);
     this.#rederive();
+  }
+
+  /** Every stored pod removed and added again, placed under the ModelServing now. */
+  #placeAgain(): void {
+    const pods = [...this.#entries.values()].map((entry) => entry.placed.pod);
+    for (const pod of pods) this.#remove(pod);
+    for (const pod of pods) {
+      const placed = placePod(this.#ms, pod);
+      if (placed !== undefined) this.#add(placed);
+    }
   }
 
   podChanged({ before, after }: PodChange): void {
@@ -342,7 +355,7 @@ export class SubjectIndex {
    */
   #place(entry: Entry | undefined, after: Pod): PlacedPod | undefined {
     const previous = entry?.placed;
-    if (previous !== undefined && samePlaceParts(previous.pod, after)) return { pod: after, id: previous.id };
+    if (previous !== undefined && samePlaceParts(previous.pod, after)) return { ...previous, pod: after };
     return placePod(this.#ms, after);
   }
 
