@@ -52,18 +52,7 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  const requests = new Counter({
-    name: "tandem_router_requests_total",
-    help: "Completion requests by model, answering role and HTTP status.",
-    labelNames: ["model", "role", "code"],
-    registers,
-  });
-  const cut = new Counter({
-    name: "tandem_router_requests_cut_total",
-    help: "Completion requests whose response ended before it was complete (also counted in tandem_router_requests_total).",
-    labelNames: ["model", "role", "code"],
-    registers,
-  });
+  const requestSeries = requestCounters(registers);
   const duration = new Histogram({
     name: "tandem_router_request_duration_seconds",
     help: "Time from a request's arrival to the end of its response.",
@@ -96,13 +85,6 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
     registers,
   });
   registerStateGauges(registers, sources);
-  // Each request's series, looked up once: prom-client hashes a label object on every call
-  // otherwise. The label values are bounded (served models, roles, HTTP codes).
-  const requestSeries = memoize((key: string) => {
-    const [model = "", role = "", code = ""] = key.split("\n");
-    const labels = { model, role, code };
-    return { requests: requests.labels(labels), cut: cut.labels(labels) };
-  });
   const durationSeries = memoize((model: string) => duration.labels({ model }));
   const ttftSeries = memoize((model: string) => ttft.labels({ model }));
   return {
@@ -124,6 +106,33 @@ export function createRouterMetrics(sources: RouterMetricsSources): RouterMetric
       retries.inc({ model: route.model });
     },
   };
+}
+
+/**
+ * The requests and cut-requests counters, and each `model\nrole\ncode` key's pair of series, looked
+ * up once: prom-client hashes a label object on every call otherwise. The label values are
+ * bounded (served models, roles, HTTP codes).
+ */
+function requestCounters(
+  registers: Registry[],
+): (key: string) => { requests: Counter.Internal; cut: Counter.Internal } {
+  const requests = new Counter({
+    name: "tandem_router_requests_total",
+    help: "Completion requests by model, answering role and HTTP status.",
+    labelNames: ["model", "role", "code"],
+    registers,
+  });
+  const cut = new Counter({
+    name: "tandem_router_requests_cut_total",
+    help: "Completion requests whose response ended before it was complete (also counted in tandem_router_requests_total).",
+    labelNames: ["model", "role", "code"],
+    registers,
+  });
+  return memoize((key: string) => {
+    const [model = "", role = "", code = ""] = key.split("\n");
+    const labels = { model, role, code };
+    return { requests: requests.labels(labels), cut: cut.labels(labels) };
+  });
 }
 
 function memoize<T>(make: (key: string) => T): (key: string) => T {
