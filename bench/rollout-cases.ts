@@ -1,7 +1,8 @@
 /**
  * The cases of the rollout table (`bench/rollout.ts`): four shapes × six strategies, each a
  * scenario (create, wait Available, change the images of the shape's changed roles, wait for the
- * rollout) and the lower bound its budgets imply (`rollout-bound.ts`).
+ * rollout) and the lower bound its specs imply (`src/sim/rollout-bound.ts`, what `tandem plan
+ * --timing` prints for the same specs).
  *
  * Every shape's change is image-only, so every strategy, InPlaceUpdate included, can carry it
  * out. Tandem's four strategies share one budget: 25% of the groups (rounded down) may be
@@ -22,10 +23,11 @@
  */
 import { parseModelServing } from "../src/api/parse.ts";
 import type { ModelServing } from "../src/api/schema.ts";
-import { resolveGroupBudget, resolveRoleBudget } from "../src/api/budgets.ts";
+import { resolveGroupBudget } from "../src/api/budgets.ts";
 import { parseScenario } from "../src/sim/scenario.ts";
 import type { Scenario } from "../src/sim/scenario.ts";
-import type { BoundInput, Lane, MoveKind, StepTiming } from "./rollout-bound.ts";
+import { boundSteps, price, rolloutBound } from "../src/sim/rollout-bound.ts";
+import type { RolloutBound } from "../src/sim/rollout-bound.ts";
 
 export interface RoleShape {
   readonly name: string;
@@ -98,12 +100,6 @@ export const STRATEGIES: readonly Strategy[] = [
  * weights) is in `startSeconds` instead. The runs also set the start jitter to 0.
  */
 export const TIMING = { scheduleSeconds: 1, pullSeconds: 0, startSeconds: 80, terminationSeconds: 5 } as const;
-
-export const STEP_TIMING: StepTiming = {
-  unitStartSeconds: TIMING.scheduleSeconds + TIMING.pullSeconds + TIMING.startSeconds,
-  containerStartSeconds: TIMING.pullSeconds + TIMING.startSeconds,
-  terminationSeconds: TIMING.terminationSeconds,
-};
 
 /** Tandem's group budget in every Tandem row. */
 const GROUP_MAX_UNAVAILABLE = "25%";
@@ -215,16 +211,16 @@ export function scenario(shape: Shape, strategy: Strategy): Scenario {
 /** Twice the time one pod at a time needs, plus a margin. */
 function replaySeconds(shape: Shape): number {
   const changedPods = shape.groups * podsPerGroup(shape, true);
-  return 2 * changedPods * (STEP_TIMING.unitStartSeconds + STEP_TIMING.terminationSeconds) + 600;
+  return 2 * changedPods * (TIMING.scheduleSeconds + TIMING.startSeconds + TIMING.terminationSeconds) + 600;
 }
 
-/** The spec after the change, parsed (defaults applied), as the budgets resolve it. */
-export function parsedSpec(shape: Shape, strategy: StrategyName): ModelServing {
+/** The ModelServing before (`updated` false) or after the change, parsed (defaults applied). */
+export function parsedSpec(shape: Shape, strategy: StrategyName, updated = true): ModelServing {
   const parsed = parseModelServing({
     apiVersion: "tandem.dev/v1alpha1",
     kind: "ModelServing",
     metadata: { name: NAME, namespace: "default" },
-    spec: spec(shape, strategy, true),
+    spec: spec(shape, strategy, updated),
   });
   if (!parsed.ok) throw new Error(`${shape.name}, ${strategy}: ${JSON.stringify(parsed.problems)}`);
   return parsed.value;
@@ -251,55 +247,22 @@ export function floorGroups(shape: Shape, strategy: StrategyName): number {
   return shape.groups - resolveGroupBudget(parsedSpec(shape, strategy).spec).maxUnavailable;
 }
 
-/** The bound's input: lanes, stages and the move kind the strategy's budgets imply. */
-export function boundInput(shape: Shape, strategy: StrategyName): BoundInput {
-  const ms = parsedSpec(shape, strategy);
-  const group = resolveGroupBudget(ms.spec);
-  const timing = STEP_TIMING;
-  const groupMove: MoveKind = group.maxSurge > 0 ? "surge" : "delete-first";
-  switch (strategy) {
-    case "group":
-    case "group-recreate":
-      return { lanes: [groupLane(shape, group)], stages: 1, move: groupMove, timing };
-    case "in-place":
-      return { lanes: [groupLane(shape, group)], stages: 1, move: "in-place", timing };
-    case "statefulset":
-      return {
-        lanes: [{ changedUnits: shape.groups * podsPerGroup(shape, true), unitsAtOnce: 1 }],
-        stages: 1,
-        move: "delete-first",
-        timing,
-      };
-    case "role":
-    case "role-surge":
-      return roleBound(shape, ms, group.maxUnavailable);
-  }
-}
-
-function groupLane(shape: Shape, group: { maxUnavailable: number; maxSurge: number }): Lane {
-  return { changedUnits: shape.groups, unitsAtOnce: group.maxUnavailable + group.maxSurge };
-}
-
 /**
- * One lane per changed role: each group moves `maxUnavailable + maxSurge` of its instances at
- * once; groups a move disrupts (maxUnavailable > 0) are limited by the group budget, surge alone
- * disrupts none, so every group moves at once.
+ * The lower bound of the case's makespan, in seconds: `rolloutBound` of its specs on its cluster.
+ * StatefulSet's one pod at a time has no Tandem strategy: its bound is one lane of the changed
+ * pods, one at a time, old pod first, at the timing of the groups' lane.
  */
-function roleBound(shape: Shape, ms: ModelServing, groupMaxUnavailable: number): BoundInput {
-  const lanes: Lane[] = [];
-  let surgeOnly = true;
-  for (const role of ms.spec.template.roles) {
-    if (shape.roles.find((candidate) => candidate.name === role.name)?.changes !== true) continue;
-    const budget = resolveRoleBudget(role);
-    surgeOnly &&= budget.maxUnavailable === 0;
-    const perGroup = Math.min(role.replicas, budget.maxUnavailable + budget.maxSurge);
-    const groupsAtOnce = budget.maxUnavailable > 0 ? groupMaxUnavailable : shape.groups;
-    lanes.push({ changedUnits: shape.groups * role.replicas, unitsAtOnce: perGroup * groupsAtOnce });
-  }
-  return {
-    lanes,
-    stages: shape.chain === true ? shape.roles.length : 1,
-    move: surgeOnly ? "surge" : "delete-first",
-    timing: STEP_TIMING,
-  };
+export function caseBound(shape: Shape, strategy: Strategy): number {
+  const bound = tandemBound(shape, strategy);
+  if (strategy.name !== "statefulset") return bound.boundSeconds;
+  const groups = bound.lanes[0];
+  if (groups === undefined) return 0;
+  const pods = { ...groups, changedUnits: shape.groups * podsPerGroup(shape, true), unitsAtOnce: 1 };
+  return price({ ...pods, move: "delete-first" }, boundSteps(pods)).seconds;
+}
+
+/** `rolloutBound` of the case's specs before and after the change, on the case's cluster. */
+export function tandemBound(shape: Shape, strategy: Strategy): RolloutBound {
+  const before = parsedSpec(shape, strategy.name, false);
+  return rolloutBound(before, parsedSpec(shape, strategy.name), scenario(shape, strategy).cluster);
 }

@@ -20,7 +20,7 @@ import type { Step } from "../src/sim/scenario.ts";
 import { statefulSetPlan } from "./peers/statefulset.ts";
 import {
   NAME,
-  boundInput,
+  caseBound,
   desiredPods,
   floorGroups,
   minimumImagePatches,
@@ -28,8 +28,7 @@ import {
   scenario,
 } from "./rollout-cases.ts";
 import type { Shape, Strategy } from "./rollout-cases.ts";
-import { boundSeconds } from "./rollout-bound.ts";
-import type { Measures } from "./rollout-bound.ts";
+import type { Measures } from "./rollout-judge.ts";
 
 export interface CaseResult {
   readonly shape: Shape;
@@ -144,7 +143,7 @@ export async function runCase(shape: Shape, strategy: Strategy): Promise<CaseRes
     strategy,
     measures: {
       makespanSeconds: lastPodEvent(report, startedAt) - startedAt,
-      boundSeconds: boundSeconds(boundInput(shape, strategy.name)),
+      boundSeconds: caseBound(shape, strategy),
       podsCreated: Object.values(created).reduce((sum, count) => sum + count, 0),
       minimumPods: minimumPods(shape, strategy.name),
       unchangedRestarts: unchanged.reduce(

@@ -2,16 +2,16 @@
  * `npm run bench -- rollout`: the rollout table (issue #21). Every shape of `rollout-cases.ts` is
  * rolled out by every strategy — Tandem's four and the two peers' behaviours replayed — in the
  * simulator, side by side in one run (virtual time, seed 1, no start jitter), and each is measured
- * against the physical limit its budgets allow (`rollout-bound.ts`): makespan ÷ lower bound, pods
+ * against the physical limit its budgets allow (`src/sim/rollout-bound.ts`, as `tandem plan --timing` prints it): makespan ÷ lower bound, pods
  * created ÷ minimum, restarts of unchanged roles, API writes ÷ (creates + deletes + status
  * changes), lowest serving capacity ÷ desired. Each cell that misses its target is marked ✗.
  * How to read it: `docs/design/scenario-runner.md`, "Rollout table".
  */
 import { runCase } from "./rollout-run.ts";
 import type { CaseResult } from "./rollout-run.ts";
-import { SHAPES, STEP_TIMING, STRATEGIES, TIMING } from "./rollout-cases.ts";
-import { TARGETS, judge } from "./rollout-bound.ts";
-import type { Judged } from "./rollout-bound.ts";
+import { SHAPES, STRATEGIES, TIMING } from "./rollout-cases.ts";
+import { TARGETS, judge } from "./rollout-judge.ts";
+import type { Judged } from "./rollout-judge.ts";
 
 const MISS = " ✗";
 
@@ -38,7 +38,7 @@ export function tableLines(results: readonly CaseResult[]): string[] {
     "capacity ÷ desired",
   ];
   return [
-    `Rollout table: one run per cell in the simulator (virtual time, seed 1, no start jitter); a unit starts in ${STEP_TIMING.unitStartSeconds} s (schedule ${TIMING.scheduleSeconds} + start ${TIMING.startSeconds}), a container restarts in ${STEP_TIMING.containerStartSeconds} s, a pod terminates in ${TIMING.terminationSeconds} s`,
+    `Rollout table: one run per cell in the simulator (virtual time, seed 1, no start jitter); a unit starts in ${TIMING.scheduleSeconds + TIMING.startSeconds} s (schedule ${TIMING.scheduleSeconds} + start ${TIMING.startSeconds}), a container restarts in ${TIMING.pullSeconds + TIMING.startSeconds} s, a pod terminates in ${TIMING.terminationSeconds} s`,
     `Targets: makespan ≤ ${TARGETS.makespanRatio} × bound; pods created = minimum; unchanged-role restarts = ${TARGETS.unchangedRestarts}; writes ≤ ${TARGETS.writesRatio} × needed; capacity never below the budget's floor.${MISS} marks a miss.`,
     "",
     ...aligned([header, ...results.map(row)]),
@@ -84,7 +84,7 @@ export function aligned(rows: readonly (readonly string[])[]): string[] {
 function notes(results: readonly CaseResult[]): string[] {
   return [
     "Notes:",
-    "- bound = ⌈changed units ÷ units the budgets let move at once⌉ steps (the slowest role, each moving within its own budget; a 3-role chain at least 3 steps), × termination + unit start per step when the old unit goes first, × unit start plus one termination at the end with surge, × container restart in place. The chain's dependency gate and reverse teardown are not in the bound: their cost shows in its RoleRollingUpdate rows.",
+    "- bound = what `tandem plan --timing` prints for the same specs (src/sim/rollout-bound.ts): per changed role (a lane; the groups under the group strategies) ⌈changed units ÷ units its budgets let move at once⌉ steps, the slowest lane deciding and a 3-role chain taking at least 3 steps; a step costs termination + unit start when the old unit goes first, a unit start with surge (plus one termination at the end), a container restart in place. StatefulSet: its changed pods one at a time, old pod first. The chain's dependency gate and reverse teardown are not in the bound: their cost shows in its RoleRollingUpdate rows.",
     "- units: groups under ServingGroupRollingUpdate, InPlaceUpdate and group recreate (Tandem budget 25% of the groups, peers 1 group); role instances under RoleRollingUpdate (1 per role and group, or surge 1 with maxUnavailable 0, in 25% of the groups at once); pods, one at a time, for StatefulSet.",
     "- pods ÷ minimum: pods created during the rollout ÷ pods of the role instances whose spec changes (in place: 0, nothing needs creating).",
     "- unchanged-role restarts: pods of roles whose spec did not change that the rollout created, plus their container restarts.",

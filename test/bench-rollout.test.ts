@@ -1,47 +1,51 @@
 /**
- * The rollout table's arithmetic (`bench/rollout-bound.ts`) and its measurement on a shape small
- * enough to run every strategy quickly (`bench/rollout-run.ts`): the counts each strategy implies,
- * and the bound as a true lower bound of the simulated makespan. Virtual time only.
+ * The rollout table's judgement (`bench/rollout-judge.ts`), its bound (`src/sim/rollout-bound.ts`,
+ * the one `tandem plan --timing` prints) and its measurement on a shape small enough to run every
+ * strategy quickly (`bench/rollout-run.ts`): the counts each strategy implies, and the bound as a
+ * true lower bound of the simulated makespan. Virtual time only.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { TARGETS, boundSeconds, boundSteps, judge, ratio } from "../bench/rollout-bound.ts";
-import type { Measures, StepTiming } from "../bench/rollout-bound.ts";
-import { STRATEGIES, boundInput } from "../bench/rollout-cases.ts";
-import type { Shape, StrategyName } from "../bench/rollout-cases.ts";
+import { planCommand } from "../src/cli/plan.ts";
+import { boundSteps, price } from "../src/sim/rollout-bound.ts";
+import type { Lane } from "../src/sim/rollout-bound.ts";
+import { TARGETS, judge, ratio } from "../bench/rollout-judge.ts";
+import type { Measures } from "../bench/rollout-judge.ts";
+import { SHAPES, STRATEGIES, caseBound, parsedSpec, scenario, tandemBound } from "../bench/rollout-cases.ts";
+import type { Shape, Strategy, StrategyName } from "../bench/rollout-cases.ts";
 import { runCase } from "../bench/rollout-run.ts";
 import { tableLines } from "../bench/rollout.ts";
 import type { CaseResult } from "../bench/rollout-run.ts";
 
-const timing: StepTiming = { unitStartSeconds: 81, containerStartSeconds: 80, terminationSeconds: 5 };
+const strategyNamed = (name: StrategyName): Strategy => {
+  const found = STRATEGIES.find((candidate) => candidate.name === name);
+  assert.ok(found);
+  return found;
+};
 
 describe("rollout bound", () => {
-  it("takes the slowest lane's ⌈changed ÷ at once⌉, at least the stages", () => {
-    assert.equal(boundSteps([{ changedUnits: 16, unitsAtOnce: 4 }], 1), 4);
-    assert.equal(boundSteps([{ changedUnits: 17, unitsAtOnce: 4 }], 1), 5);
-    assert.equal(
-      boundSteps(
-        [
-          { changedUnits: 8, unitsAtOnce: 8 },
-          { changedUnits: 6, unitsAtOnce: 2 },
-        ],
-        1,
-      ),
-      3,
-    );
-    assert.equal(boundSteps([{ changedUnits: 8, unitsAtOnce: 8 }], 3), 3);
-    assert.equal(boundSteps([{ changedUnits: 0, unitsAtOnce: 0 }], 1), 1);
-    assert.throws(() => boundSteps([{ changedUnits: 2, unitsAtOnce: 0 }], 1), /unitsAtOnce must be a positive integer/);
+  const lane: Lane = {
+    role: undefined,
+    changedUnits: 8,
+    unitsAtOnce: 2,
+    move: "delete-first",
+    timing: { scheduleSeconds: 1, startSeconds: 80, pullSeconds: 0, terminationSeconds: 5 },
+  };
+
+  it("takes ⌈changed ÷ at once⌉ steps and refuses a lane that cannot move", () => {
+    assert.equal(boundSteps({ ...lane, changedUnits: 16, unitsAtOnce: 4 }), 4);
+    assert.equal(boundSteps({ ...lane, changedUnits: 17, unitsAtOnce: 4 }), 5);
+    assert.throws(() => boundSteps({ ...lane, unitsAtOnce: 0 }), /unitsAtOnce must be a positive integer/);
   });
 
-  it("prices a step by how the unit is replaced", () => {
-    const lanes = [{ changedUnits: 8, unitsAtOnce: 2 }];
-    assert.equal(boundSeconds({ lanes, stages: 1, move: "delete-first", timing }), 4 * (5 + 81));
-    assert.equal(boundSeconds({ lanes, stages: 1, move: "surge", timing }), 4 * 81 + 5);
-    assert.equal(boundSeconds({ lanes, stages: 1, move: "in-place", timing }), 4 * 80);
+  it("prices a step by how the unit is replaced, the first one pulling new images", () => {
+    assert.equal(price(lane, 4).seconds, 4 * (5 + 81));
+    assert.equal(price({ ...lane, move: "surge" }, 4).seconds, 4 * 81 + 5);
+    assert.equal(price({ ...lane, move: "in-place" }, 4).seconds, 4 * 80);
+    assert.equal(price({ ...lane, timing: { ...lane.timing, pullSeconds: 20 } }, 4).seconds, 4 * (5 + 81) + 20);
   });
 
-  it("resolves the budgets of each strategy into lanes", () => {
+  it("resolves each strategy's budgets into lanes from the case's specs", () => {
     const shape: Shape = {
       name: "2P1D × 16",
       groups: 16,
@@ -50,13 +54,50 @@ describe("rollout bound", () => {
         { name: "decode", replicas: 1, workerReplicas: 0, changes: true },
       ],
     };
+    const lanes = (name: StrategyName) =>
+      tandemBound(shape, strategyNamed(name)).lanes.map(({ role, changedUnits, unitsAtOnce, move }) => ({
+        role,
+        changedUnits,
+        unitsAtOnce,
+        move,
+      }));
     // 25% of 16 groups at once, one decode each; with surge alone no group is disrupted: all 16.
-    assert.deepEqual(boundInput(shape, "role").lanes, [{ changedUnits: 16, unitsAtOnce: 4 }]);
-    assert.equal(boundInput(shape, "role").move, "delete-first");
-    assert.deepEqual(boundInput(shape, "role-surge").lanes, [{ changedUnits: 16, unitsAtOnce: 16 }]);
-    assert.equal(boundInput(shape, "role-surge").move, "surge");
-    assert.deepEqual(boundInput(shape, "group-recreate").lanes, [{ changedUnits: 16, unitsAtOnce: 1 }]);
-    assert.deepEqual(boundInput(shape, "statefulset").lanes, [{ changedUnits: 16, unitsAtOnce: 1 }]);
+    assert.deepEqual(lanes("role"), [{ role: "decode", changedUnits: 16, unitsAtOnce: 4, move: "delete-first" }]);
+    assert.deepEqual(lanes("role-surge"), [{ role: "decode", changedUnits: 16, unitsAtOnce: 16, move: "surge" }]);
+    assert.deepEqual(lanes("group-recreate"), [
+      { role: undefined, changedUnits: 16, unitsAtOnce: 1, move: "delete-first" },
+    ]);
+    assert.equal(caseBound(shape, strategyNamed("role")), 4 * (5 + 81));
+    assert.equal(caseBound(shape, strategyNamed("role-surge")), 81 + 5);
+    // StatefulSet: the 16 changed decode pods, one at a time.
+    assert.equal(caseBound(shape, strategyNamed("statefulset")), 16 * (5 + 81));
+  });
+
+  it("the chain takes at least one step per stage", () => {
+    const chain = SHAPES.find((shape) => shape.chain === true);
+    assert.ok(chain);
+    const bound = tandemBound(chain, strategyNamed("role-surge"));
+    assert.equal(bound.stages, 3);
+    assert.deepEqual(bound.decidedBy?.stageFloor, true);
+    assert.equal(bound.boundSeconds, 3 * 81 + 5);
+  });
+
+  it("is what tandem plan --timing reports for the same specs (the issue's 4-group decode surge: 86 s)", async () => {
+    const shape = SHAPES.find((candidate) => candidate.name === "decode 1+3 workers × 4");
+    assert.ok(shape);
+    const strategy = strategyNamed("role-surge");
+    const manifest = (updated: boolean) => JSON.stringify(parsedSpec(shape, strategy.name, updated));
+    const cluster = { name: "bench", cluster: scenario(shape, strategy).cluster, steps: [{ advance: { seconds: 1 } }] };
+    const output = await planCommand({
+      file: { path: "after.json", text: manifest(true) },
+      from: { path: "before.json", text: manifest(false) },
+      timing: { path: "cluster.json", text: JSON.stringify(cluster) },
+    });
+    assert.equal(output.exitCode, 0, output.stderr);
+    const printed = /^ {2}lower bound (\d+)s, /m.exec(output.stdout);
+    assert.ok(printed, output.stdout);
+    assert.equal(Number(printed[1]), caseBound(shape, strategy));
+    assert.equal(caseBound(shape, strategy), 86);
   });
 
   it("judges each column against its target", () => {
@@ -116,9 +157,7 @@ describe("rollout table on a small shape", () => {
   const result = async (name: StrategyName): Promise<CaseResult> => {
     let found = results.get(name);
     if (found === undefined) {
-      const strategy = STRATEGIES.find((candidate) => candidate.name === name);
-      assert.ok(strategy);
-      found = await runCase(shape, strategy);
+      found = await runCase(shape, strategyNamed(name));
       results.set(name, found);
     }
     return found;

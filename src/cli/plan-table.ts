@@ -4,7 +4,7 @@
  * Units are named compactly: groups and ordinals as ranges (`g0-3`, `decode 0-2 @ g1`).
  */
 import type { ModelServing } from "../api/schema.ts";
-import type { RolloutBound } from "../sim/rollout-bound.ts";
+import type { PricedLane, RolloutBound } from "../sim/rollout-bound.ts";
 import type { PlayedRollout } from "../sim/rollout-preview.ts";
 import type { Capacity, RolloutStep, StartKind, UnitStart } from "../sim/rollout-steps.ts";
 import { ordinalOf } from "../sim/rollout-steps.ts";
@@ -79,7 +79,7 @@ export function renderPlan(ms: ModelServing, played: PlayedRollout, bound: Rollo
   const byGroup = ms.spec.rolloutStrategy.type !== "RoleRollingUpdate";
   const out = [
     strategyLine(ms),
-    `changed: ${bound.changedUnits} ${bound.unit}(s) at or above the partitions; the budgets let ${bound.atOnce} move at once`,
+    `changed: ${bound.changedUnits} ${bound.unit}(s) at or above the partitions${byLane(bound, "changedUnits")}; the budgets let ${bound.atOnce} move at once${byLane(bound, "unitsAtOnce")}`,
     `played by the controller in the simulator: room for every pod, each unit starting in ${cycleSeconds}s, no faults`,
   ];
   const rows = played.steps.map((step, index) => [
@@ -108,6 +108,39 @@ function summary(played: PlayedRollout, bound: RolloutBound, byGroup: boolean): 
   return `blocked after ${played.steps.length} step(s) (${totals}): ${played.reason ?? "the rollout did not complete"}`;
 }
 
+/** ` (prefill 8, decode 4)`: a count per role lane, when there are role lanes. */
+function byLane(bound: RolloutBound, count: "changedUnits" | "unitsAtOnce"): string {
+  const parts = bound.lanes.flatMap((lane) => (lane.role === undefined ? [] : [`${lane.role} ${lane[count]}`]));
+  return parts.length === 0 ? "" : ` (${parts.join(", ")})`;
+}
+
+/** `8 step(s) × (5s termination + 91s unit start) + 20s first pull`: what the lane's steps cost. */
+function priceText(lane: PricedLane): string {
+  const { scheduleSeconds, startSeconds, pullSeconds, terminationSeconds } = lane.timing;
+  const pull = pullSeconds > 0 ? ` + ${pullSeconds}s first pull` : "";
+  const unitStart = `${scheduleSeconds + startSeconds}s unit start`;
+  switch (lane.move) {
+    case "delete-first":
+      return `${lane.steps} step(s) × (${terminationSeconds}s termination + ${unitStart})${pull}`;
+    case "surge":
+      return `${lane.steps} surge step(s) × ${unitStart}${pull} + ${terminationSeconds}s last termination`;
+    case "in-place":
+      return `${lane.steps} step(s) × ${startSeconds}s container start${pull}`;
+  }
+}
+
+/** `set by decode: ⌈4 changed instance(s) ÷ 4 at once⌉ = 1 surge step(s) × …`, or the chain's floor. */
+function boundText(bound: RolloutBound): string {
+  const decided = bound.decidedBy;
+  if (decided === undefined) return ": nothing above the partitions changes";
+  const { lane } = decided;
+  const cost = priceText(lane);
+  if (decided.stageFloor)
+    return `set by the ${bound.stages}-stage dependency chain (cheapest: ${lane.role ?? ""}): ${cost}`;
+  const steps = `⌈${lane.changedUnits} changed ${bound.unit}(s) ÷ ${lane.unitsAtOnce} at once⌉ = ${cost}`;
+  return lane.role === undefined ? ` = ${steps}` : `, set by ${lane.role}: ${steps}`;
+}
+
 /** `--timing`: the played makespan, the bound and their ratio. */
 export function renderTiming(label: string, played: PlayedRollout, bound: RolloutBound): string {
   const ratio = bound.boundSeconds === 0 ? "n/a" : (played.makespanSeconds / bound.boundSeconds).toFixed(2);
@@ -117,7 +150,7 @@ export function renderTiming(label: string, played: PlayedRollout, bound: Rollou
   return [
     `timing on ${label}:`,
     `  estimated makespan ${makespan}`,
-    `  lower bound ${bound.boundSeconds}s = ⌈${bound.changedUnits} changed ${bound.unit}(s) ÷ ${bound.atOnce} at once⌉ × ${bound.unitStartSeconds}s unit start`,
+    `  lower bound ${bound.boundSeconds}s${boundText(bound)}`,
     `  makespan ÷ bound ${ratio}`,
     "",
   ].join("\n");

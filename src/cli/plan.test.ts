@@ -78,7 +78,7 @@ describe("tandem plan", () => {
       output.stdout,
       [
         "ModelServing/m: RoleRollingUpdate, 4 group(s)",
-        "changed: 12 instance(s) at or above the partitions; the budgets let 5 move at once",
+        "changed: 12 instance(s) at or above the partitions (prefill 8, decode 4); the budgets let 5 move at once (prefill 1, decode 4)",
         "played by the controller in the simulator: room for every pod, each unit starting in 60s, no faults",
         "step  at (s)  starts (g = group)                                   surge  lowest serving",
         "1     0.1     decode 1 @ g0-3 (surge)                              4      groups 3/4; prefill 7/8; decode 4/4",
@@ -122,7 +122,7 @@ describe("tandem plan", () => {
       output.stdout,
       [
         "ModelServing/vl-chain: RoleRollingUpdate (coordinated, maxSkew 10%), 1 group(s)",
-        "changed: 160 instance(s) at or above the partitions; the budgets let 16 move at once",
+        "changed: 160 instance(s) at or above the partitions (encode 10, prefill 50, decode 100); the budgets let 16 move at once (encode 1, prefill 5, decode 10)",
         "played by the controller in the simulator: room for every pod, each unit starting in 60s, no faults",
         "step  at (s)  starts (g = group)                                                                     surge  lowest serving",
         "1     2.2     encode 9 @ g0 (recreate); prefill 45-49 @ g0 (recreate)                                0      groups 0/1; encode 9/10; prefill 45/50; decode 100/100",
@@ -156,7 +156,7 @@ describe("tandem plan", () => {
     assert.equal(output.exitCode, 0);
     assert.match(
       output.stdout,
-      /^changed: 100 instance\(s\) at or above the partitions; the budgets let 10 move at once$/m,
+      /^changed: 100 instance\(s\) at or above the partitions \(decode 100\); the budgets let 10 move at once \(decode 10\)$/m,
     );
     assert.match(output.stdout, /^1 +2\.2 +decode 90-99 @ g0 \(recreate\) +0 +groups 0\/1; decode 90\/100$/m);
     assert.match(output.stdout, /^complete after 10 step\(s\): 100 instance start\(s\) for 100 changed/m);
@@ -198,8 +198,8 @@ describe("tandem plan", () => {
     const expected = [
       "timing on the cluster of cluster.yaml (seed 3):",
       "  estimated makespan 819.167s",
-      "  lower bound 333s = ⌈12 changed instance(s) ÷ 5 at once⌉ × 111s unit start",
-      "  makespan ÷ bound 2.46",
+      "  lower bound 788s, set by prefill: ⌈8 changed instance(s) ÷ 1 at once⌉ = 8 step(s) × (5s termination + 91s unit start) + 20s first pull",
+      "  makespan ÷ bound 1.04",
       "",
     ].join("\n");
     assert.ok(output.stdout.endsWith(expected), output.stdout);

@@ -205,53 +205,100 @@ describe("rollout steps recorded from the simulator", () => {
         const played = await playRollout(before, after);
         assert.deepEqual(played.steps, steps, "playRollout records the same steps");
         assert.equal(played.complete, true);
+        const bound = rolloutBound(before, after, idealCluster(before, after)).boundSeconds;
+        assert.ok(bound <= played.makespanSeconds, `bound ${bound} s above the makespan ${played.makespanSeconds} s`);
       }),
       { numRuns: 16, seed: 21, endOnFailure: true, examples: [[COORDINATED]] },
     );
   });
 
-  it("the bound counts the changed units and what the nested budgets let move at once", () => {
-    const shape: Shape = {
-      strategy: "RoleRollingUpdate",
-      replicas: 4,
-      coordinated: false,
-      group: { maxUnavailable: 1, maxSurge: 0, partition: 1 },
-      roles: [
-        { replicas: 2, workers: 0, maxUnavailable: 1, maxSurge: 0, partition: 0 },
-        { replicas: 3, workers: 1, maxUnavailable: 0, maxSurge: 1, partition: 1 },
-      ],
-    };
+  /** Two roles under RoleRollingUpdate, one group below the partition. */
+  const twoRoles: Shape = {
+    ...COORDINATED,
+    replicas: 4,
+    coordinated: false,
+    group: { ...COORDINATED.group, partition: 1 },
+    roles: [
+      { replicas: 2, workers: 0, maxUnavailable: 1, maxSurge: 0, partition: 0 },
+      { replicas: 3, workers: 1, maxUnavailable: 0, maxSurge: 1, partition: 1 },
+    ],
+  };
+
+  it("the bound: per changed role, ⌈changed ÷ at once⌉ steps priced by the move; the slowest role decides", () => {
+    const shape = twoRoles;
     const before = modelServing(shape, "vllm:v1");
     const after = modelServing(shape, "vllm:v2");
     assert.ok(before !== undefined && after !== undefined);
-    const timing = {
-      timing: { scheduleSeconds: 1, pullSeconds: 20, startSeconds: 60 },
+    const cluster = {
+      timing: { scheduleSeconds: 1, pullSeconds: 20, startSeconds: 60, terminationSeconds: 5 },
       images: { "vllm:v2": { startSeconds: 90 } },
     };
-    // 3 groups above the partition × (2 + 2 instances above the role partitions) = 12 units; at
-    // once: r0 one instance in one group (group budget 1), r1 its surge instance in all 3 groups.
-    assert.deepEqual(rolloutBound(before, after, timing), {
+    const timing = { scheduleSeconds: 1, startSeconds: 90, pullSeconds: 20, terminationSeconds: 5 };
+    // 3 groups above the partition. r0: 2 instances each, one at a time in one group (group
+    // budget 1): 6 steps of termination + start. r1: 2 above its partition, its surge instance in
+    // all 3 groups at once: 2 steps of a start, one termination at the end. Both pull vllm:v2 once.
+    const bound = rolloutBound(before, after, cluster);
+    const r0 = { role: "r0", changedUnits: 6, unitsAtOnce: 1, move: "delete-first", timing, steps: 6 } as const;
+    assert.deepEqual(bound, {
       unit: "instance",
       roles: ["r0", "r1"],
+      lanes: [
+        { ...r0, seconds: 6 * (5 + 91) + 20 },
+        { role: "r1", changedUnits: 6, unitsAtOnce: 3, move: "surge", timing, steps: 2, seconds: 2 * 91 + 20 + 5 },
+      ],
       changedUnits: 12,
       atOnce: 4,
-      waves: 3,
-      unitStartSeconds: 111,
-      boundSeconds: 333,
+      stages: 1,
+      decidedBy: { lane: { ...r0, seconds: 596 }, stageFloor: false },
+      boundSeconds: 596,
     });
-    const groups = rolloutBound(
-      modelServing({ ...shape, strategy: "InPlaceUpdate" }, "vllm:v1") ?? before,
-      modelServing({ ...shape, strategy: "InPlaceUpdate" }, "vllm:v2") ?? after,
-      timing,
+    // In place: the groups, one at a time; a container restart, no scheduling, no termination.
+    const inPlace = (image: string) => modelServing({ ...shape, strategy: "InPlaceUpdate" }, image);
+    const groups = rolloutBound(inPlace("vllm:v1") ?? before, inPlace("vllm:v2") ?? after, cluster);
+    assert.deepEqual(
+      groups.lanes.map(({ role, changedUnits, unitsAtOnce, move, steps, seconds }) => ({
+        role,
+        changedUnits,
+        unitsAtOnce,
+        move,
+        steps,
+        seconds,
+      })),
+      [{ role: undefined, changedUnits: 3, unitsAtOnce: 1, move: "in-place", steps: 3, seconds: 3 * 90 + 20 }],
     );
-    assert.deepEqual(groups, {
-      unit: "group",
-      roles: ["r0", "r1"],
-      changedUnits: 3,
-      atOnce: 1,
-      waves: 3,
-      unitStartSeconds: 110,
-      boundSeconds: 330,
-    });
+    // An image the old pods already ran (r0's, unchanged) is not pulled again: only r1 moves.
+    assert.equal(rolloutBound(after, after, cluster).boundSeconds, 0);
+    const [r0After, r1Before] = [after.spec.template.roles[0], before.spec.template.roles[1]];
+    assert.ok(r0After !== undefined && r1Before !== undefined);
+    const r0Updated = {
+      ...before,
+      spec: { ...before.spec, template: { ...before.spec.template, roles: [r0After, r1Before] } },
+    };
+    const r1Only = rolloutBound(r0Updated, after, cluster);
+    assert.deepEqual(r1Only.roles, ["r1"]);
+    assert.equal(r1Only.lanes[0]?.timing.pullSeconds, 0);
+    assert.equal(r1Only.boundSeconds, 2 * 91 + 5);
+  });
+
+  it("the bound of a coordinated chain takes at least one step per changed stage", () => {
+    // One group; each role surges both its instances at once.
+    const surging = { replicas: 2, workers: 0, maxUnavailable: 0, maxSurge: 2, partition: 0 };
+    const shape: Shape = { ...twoRoles, replicas: 1, coordinated: true, roles: [surging, surging] };
+    const chained = (image: string): ModelServing => {
+      const ms = modelServing(shape, image);
+      assert.ok(ms !== undefined);
+      const coordination = { maxSkew: "50%", dependencies: [{ role: "r1", dependsOn: ["r0"] }] };
+      return { ...ms, spec: { ...ms.spec, rolloutStrategy: { ...ms.spec.rolloutStrategy, coordination } } };
+    };
+    const cluster = { timing: { scheduleSeconds: 1, pullSeconds: 0, startSeconds: 80, terminationSeconds: 5 } };
+    const bound = rolloutBound(chained("vllm:v1"), chained("vllm:v2"), cluster);
+    // Each role alone: 1 surge step (86 s); the chain: 2 of them, r1 after r0 has new capacity.
+    assert.deepEqual(
+      bound.lanes.map((lane) => lane.seconds),
+      [86, 86],
+    );
+    assert.equal(bound.stages, 2);
+    assert.equal(bound.decidedBy?.stageFloor, true);
+    assert.equal(bound.boundSeconds, 2 * 81 + 5);
   });
 });
