@@ -17,7 +17,7 @@ import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
-import { ordinalsOf, positionOf, retiredOrdinal } from "./ordinals.ts";
+import { groupLabel, ordinalsOf, positionOf, unitLabel } from "./ordinals.ts";
 import type { UnitPlace } from "./ordinals.ts";
 import { buildPod, buildService } from "./pods.ts";
 import type { Revision } from "./pods.ts";
@@ -113,7 +113,7 @@ export function planLifecycle(
       scaleDown(
         context,
         [...roles.values()].flatMap((instances) => [...instances.values()]),
-        `group ${group < 0 ? retiredOrdinal(group) : group}`,
+        groupLabel(model.ordinals, group),
         group < 0 ? "succeeded by a surge group" : undefined,
       );
   }
@@ -255,10 +255,10 @@ function scaleDownRoles(context: Context, layout: Layout, group: number, groupSt
         scaleDown(
           context,
           [pods],
-          `${instanceId(role, retiredOrdinal(instance))} of group ${group}`,
+          unitLabel(context.model.ordinals, { group, role, instance }),
           "succeeded by a surge instance",
         );
-      else scaleDown(context, [pods], `${instanceId(role, instance)} of group ${group}`);
+      else scaleDown(context, [pods], unitLabel(context.model.ordinals, { group, role, instance }));
   }
 }
 
@@ -310,7 +310,7 @@ function movedByRollout(context: Context, state: InstanceState): boolean {
   // An instance whose pods are all lost ran what their label names.
   const lostLabel = state.running === undefined ? state.health.lost[0]?.revision : undefined;
   const runs =
-    state.running ?? (lostLabel === undefined ? undefined : context.resolve(lostLabel, instanceLabel(state)));
+    state.running ?? (lostLabel === undefined ? undefined : context.resolve(lostLabel, instanceLabel(context, state)));
   if (runs === undefined) return false;
   return (
     state.atUpdate || (context.current !== undefined && !sameRoleSpec(runs.data, context.current.data, state.role))
@@ -416,7 +416,7 @@ function planInstance(context: Context, state: InstanceState): void {
     const reason = recreating ? "Recreate" : "Update";
     addDrainStep(
       work,
-      planDrainedDeletion(health.live, model.drain, reason, `${instanceLabel(state)} (${why})`, nowMs),
+      planDrainedDeletion(health.live, model.drain, reason, `${instanceLabel(context, state)} (${why})`, nowMs),
     );
     return;
   }
@@ -427,7 +427,7 @@ function planInstance(context: Context, state: InstanceState): void {
     deleteForRecovery(
       context,
       victims,
-      `${instanceLabel(state)} failed (${describeFailure(context, state)}); ${policy === "None" ? "replacing the failed pods" : "rebuilding the instance"}`,
+      `${instanceLabel(context, state)} failed (${describeFailure(context, state)}); ${policy === "None" ? "replacing the failed pods" : "rebuilding the instance"}`,
     );
     // Under None a lost pod is its own unit, refilled once its object goes; else the instance is,
     // and the rebuild cannot be undone once none of its pods lives.
@@ -436,7 +436,7 @@ function planInstance(context: Context, state: InstanceState): void {
     return;
   }
   createAbsent(context, state);
-  const lookup = (name: string) => context.resolve(name, instanceLabel(state));
+  const lookup = (name: string) => context.resolve(name, instanceLabel(context, state));
   if (inPlace && movesInPlace(health.live, state.target, lookup)) {
     const step = planInPlace({ model, nowMs, lookup }, state, health.live, state.target);
     addDrainStep(work, step);
@@ -484,7 +484,8 @@ function relabelUnchanged(context: Context, state: InstanceState): void {
   let labels: Record<string, string> | undefined;
   for (const view of state.health.live) {
     if (view.revision === undefined || view.revision === target.name) continue;
-    const own = view.revision === running.name ? running : context.resolve(view.revision, instanceLabel(state));
+    const own =
+      view.revision === running.name ? running : context.resolve(view.revision, instanceLabel(context, state));
     // An equal revision under another name (re-hashed by a newer controller) is left alone, as
     // ever; a pod whose role spec differs is not relabelled (only a replacement can move it).
     if (
@@ -508,8 +509,8 @@ function relabelUnchanged(context: Context, state: InstanceState): void {
 }
 
 /** How messages and unreadable-revision reports name the instance; built only when one is written. */
-function instanceLabel(state: InstanceState): string {
-  return `${instanceId(state.role, state.instance)} of group ${state.group}`;
+function instanceLabel(context: Context, state: InstanceState): string {
+  return unitLabel(context.model.ordinals, state);
 }
 
 function isInPlace(context: Context): boolean {
@@ -574,7 +575,7 @@ function createAbsent(context: Context, state: InstanceState): void {
     work.actions.push(
       recordEvent(
         "InstanceCreated",
-        `Creating ${instanceLabel(state)} at revision ${revision.name} (${creationCause(context, state)}).`,
+        `Creating ${instanceLabel(context, state)} at revision ${revision.name} (${creationCause(context, state)}).`,
       ),
     );
   }

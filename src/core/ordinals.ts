@@ -17,6 +17,7 @@ import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { OrdinalEntry } from "../api/schema.ts";
 import type { Layout } from "./instances.ts";
 import type { Model } from "./model.ts";
+import { instanceId } from "./identity.ts";
 import { compareStrings } from "./maps.ts";
 
 /** The position of the retired unit of `ordinal`: negative, one per ordinal. */
@@ -349,6 +350,24 @@ export function ordinalsOf(table: OrdinalTable, at: UnitPlace): UnitPlace | unde
   const group = table.groups.ordinal(at.group);
   const instance = table.instances(at.group, at.role).ordinal(at.instance);
   return group === undefined || instance === undefined ? undefined : { group, role: at.role, instance };
+}
+
+/**
+ * How messages name group position `group`: by the ordinal its pods carry in their names and
+ * labels (what a person finds with kubectl), a retired group by its own ordinal, and a position
+ * that has no ordinal yet by its number.
+ */
+export function groupLabel(table: OrdinalTable, group: number): string {
+  return `group ${group < 0 ? retiredOrdinal(group) : (table.groups.ordinal(group) ?? group)}`;
+}
+
+/** How messages name the instance at positions `at`, by ordinals as `groupLabel` does. */
+export function unitLabel(table: OrdinalTable, at: UnitPlace): string {
+  const instance =
+    at.instance < 0
+      ? retiredOrdinal(at.instance)
+      : (table.instances(at.group, at.role).ordinal(at.instance) ?? at.instance);
+  return `${instanceId(at.role, instance)} of ${groupLabel(table, at.group)}`;
 }
 
 /**

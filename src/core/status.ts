@@ -8,11 +8,11 @@ import type { Condition, ModelServingStatus, OrdinalEntry } from "../api/schema.
 import type { Action } from "./actions.ts";
 import { LABEL_ENTRY, LABEL_MODEL_SERVING, LABEL_ROLE } from "../api/wellknown.ts";
 import type { OrdinalTable } from "./ordinals.ts";
+import { unitLabel } from "./ordinals.ts";
 import { DRAIN_SETTLE_MS, DRAIN_WAITING_REASON, rfc3339 } from "./drain.ts";
 import type { DrainWait } from "./drain.ts";
 import { PAUSED_REASON } from "./events.ts";
 import { podCondition, range } from "./health.ts";
-import { instanceId } from "./identity.ts";
 import { getOrCreate } from "./maps.ts";
 import type { InstanceState, Layout, UnreadableUses } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
@@ -70,7 +70,7 @@ export function computeStatus(
           ...rollout.blocked,
           "InPlaceUpdate cannot make this change (condition RolloutBlocked, reason InPlaceIneligible, says how to apply it)",
         ];
-  const progressing = progressingCondition(work, { waiting: rollout.waiting, blocked }, desired, () =>
+  const progressing = progressingCondition(model, work, { waiting: rollout.waiting, blocked }, desired, () =>
     hasTerminatingPod(model),
   );
   const conditions: ConditionState[] = [
@@ -190,10 +190,7 @@ function availableCondition(model: Model, desired: readonly InstanceState[], rea
   const waiting = desired.filter((instance) => !instance.health.ready);
   const listed = waiting
     .slice(0, MAX_LISTED)
-    .map(
-      (instance) =>
-        `${instanceId(instance.role, instance.instance)} of group ${instance.group}: ${whyNotReady(instance)}`,
-    );
+    .map((instance) => `${unitLabel(model.ordinals, instance)}: ${whyNotReady(instance)}`);
   const more = waiting.length > MAX_LISTED ? `; and ${waiting.length - MAX_LISTED} more instance(s)` : "";
   return {
     type: "Available",
@@ -263,6 +260,7 @@ const ACTION_PHRASES: Readonly<Partial<Record<Action["type"], string>>> = {
 };
 
 function progressingCondition(
+  model: Model,
   work: Work,
   rollout: { readonly waiting: readonly string[]; readonly blocked: readonly string[] },
   desired: readonly InstanceState[],
@@ -277,7 +275,7 @@ function progressingCondition(
   // A drain holding units out of traffic is the most telling reason nothing is written.
   if (counts.size === 0 && work.drainWaits.length > 0) return drainWaitingCondition(work.drainWaits);
   if (rolloutWaiting.length > 0) {
-    const detail = notReadyDetail(pendingInstances(desired));
+    const detail = notReadyDetail(model, pendingInstances(desired));
     return {
       type: "Progressing",
       status: "True",
@@ -291,7 +289,7 @@ function progressingCondition(
     // Capacity alone would not finish a blocked rollout (it needs a spec change first). Whether a
     // pod is terminating is asked last: it looks at every pod.
     if (rollout.blocked.length === 0 && desired.some((state) => state.health.unschedulable) && !terminating())
-      return capacityCondition(desired);
+      return capacityCondition(model, desired);
     if (pending.length > 0) {
       // An instance rebuilt (a crash recovered) has only terminating pods until they are gone.
       const what = pending.every((state) => state.health.complete)
@@ -301,7 +299,7 @@ function progressingCondition(
         type: "Progressing",
         status: "True",
         reason: "WaitingForPods",
-        message: `${what}: ${notReadyDetail(pending)}.${crashHint(desired)}`,
+        message: `${what}: ${notReadyDetail(model, pending)}.${crashHint(desired)}`,
       };
     }
     // A blocked rollout has nothing to do either, but it has not converged (RolloutBlocked says why).
@@ -398,10 +396,8 @@ function pendingInstances(desired: readonly InstanceState[]): InstanceState[] {
     .slice(0, MAX_LISTED);
 }
 
-function notReadyDetail(pending: readonly InstanceState[]): string {
-  return pending
-    .map((state) => `${instanceId(state.role, state.instance)} of group ${state.group}: ${whyNotReady(state)}`)
-    .join("; ");
+function notReadyDetail(model: Model, pending: readonly InstanceState[]): string {
+  return pending.map((state) => `${unitLabel(model.ordinals, state)}: ${whyNotReady(state)}`).join("; ");
 }
 
 /**
@@ -412,13 +408,13 @@ function notReadyDetail(pending: readonly InstanceState[]): string {
  * fuzz-9514 before 3774732: desired instances below a partition starved by the surge standing in
  * for them).
  */
-function capacityCondition(desired: readonly InstanceState[]): ConditionState {
+function capacityCondition(model: Model, desired: readonly InstanceState[]): ConditionState {
   const starved = desired.filter((state) => state.health.unschedulable);
   const pods = starved.reduce(
     (sum, state) => sum + state.health.live.filter((view) => view.facts.unschedulable).length,
     0,
   );
-  const detail = notReadyDetail(starved.slice(0, MAX_LISTED));
+  const detail = notReadyDetail(model, starved.slice(0, MAX_LISTED));
   const more = starved.length > MAX_LISTED ? `; and ${starved.length - MAX_LISTED} more instance(s)` : "";
   return {
     type: "Progressing",
