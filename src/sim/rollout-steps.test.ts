@@ -6,7 +6,7 @@ import { parseModelServing } from "../api/parse.ts";
 import type { ModelServing } from "../api/schema.ts";
 import { rolloutBound } from "./rollout-bound.ts";
 import { CHANGE_STEP, idealCluster, playRollout, rolloutScenario } from "./rollout-preview.ts";
-import { StepRecorder, ordinalOf, rolloutSteps } from "./rollout-steps.ts";
+import { StepRecorder, rolloutSteps } from "./rollout-steps.ts";
 import type { RolloutStep } from "./rollout-steps.ts";
 import { runScenario } from "./runner.ts";
 
@@ -121,7 +121,7 @@ const keyOf = (unit: { group: number; instance: string }) => `${unit.group}/${un
 function checkAgainstSpec(ms: ModelServing, steps: readonly RolloutStep[]): void {
   const moved = steps.flatMap((step) => [
     ...step.starts.filter((start) => start.kind === "recreate" || start.kind === "in-place").map(keyOf),
-    ...step.retired.filter((unit) => unit.group < ms.spec.replicas && !isSurgeOrdinal(ms, unit)).map(keyOf),
+    ...step.retired.filter((unit) => !unit.surge).map(keyOf),
   ]);
   assert.deepEqual([...moved].sort(), [...changedUnits(ms)].sort(), "each changed unit moves once, no other");
   const group = resolveGroupBudget(ms.spec);
@@ -138,11 +138,6 @@ function checkAgainstSpec(ms: ModelServing, steps: readonly RolloutStep[]): void
       assert.ok((step.floor.roles[role.name] ?? 0) >= floor, `${where}: ${role.name} ${step.floor.roles[role.name]}`);
     }
   }
-}
-
-function isSurgeOrdinal(ms: ModelServing, unit: { role: string; instance: string }): boolean {
-  const role = ms.spec.template.roles.find((candidate) => candidate.name === unit.role);
-  return ordinalOf(unit.instance) >= (role?.replicas ?? 0);
 }
 
 /**

@@ -15,6 +15,7 @@ import type { ModelServing } from "../api/schema.ts";
 import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
 import { availableCounts, countKey, groupAvailable, placedPods, podsByInstance } from "../core/invariants.ts";
 import { compareStrings } from "../core/maps.ts";
+import { OrdinalTable, positionOf } from "../core/ordinals.ts";
 import type { SimCluster } from "./cluster.ts";
 import type { PodEvent } from "./pod-events.ts";
 import type { RunObserver } from "./runner.ts";
@@ -34,6 +35,11 @@ export interface UnitStart {
   readonly kind: StartKind;
 }
 
+export interface RetiredUnit extends Omit<UnitStart, "kind"> {
+  /** The unit had started as a surge unit in this rollout. */
+  readonly surge: boolean;
+}
+
 /** Serving capacity at an instant: groups with every role at its desired count, and instances per role. */
 export interface Capacity {
   readonly groups: number;
@@ -48,8 +54,11 @@ export interface RolloutStep {
   /** Seconds from the change to the step's starts. */
   readonly atSeconds: number;
   readonly starts: readonly UnitStart[];
-  /** Units whose pods were deleted for good while this step was the latest. */
-  readonly retired: readonly Omit<UnitStart, "kind">[];
+  /**
+   * Units whose pods were deleted for good while this step was the latest: outdated units a surge
+   * unit succeeded, or (`surge`) surge units removed at the end.
+   */
+  readonly retired: readonly RetiredUnit[];
   /** The lowest capacity from the first disruption of this step's units to the next step's. */
   readonly floor: Capacity;
   /** The most surge role instances live over the same window. */
@@ -119,30 +128,33 @@ export class StepRecorder implements RunObserver {
 }
 
 function capacityOf(ms: ModelServing, cluster: SimCluster): Capacity {
-  // The stored (frozen) pods, read without a copy: the recorder only looks.
+  // The stored (frozen) objects, read without a copy: the recorder only looks.
   const pods = cluster.server
     .stored("Pod")
     .filter((pod) => pod.metadata.labels?.[LABEL_MODEL_SERVING] === ms.metadata.name) as unknown as Pod[];
+  const stored = cluster.server.stored("ModelServing").find((object) => object.metadata.name === ms.metadata.name);
+  // Labels carry ordinals; desired and surge units are told by position (docs/design/succession.md).
+  const table = OrdinalTable.read((stored as unknown as ModelServing | undefined)?.status?.ordinals);
   const byUnit = podsByInstance(placedPods(ms, pods));
   const counts = availableCounts(ms, byUnit, new Map());
-  let groups = 0;
-  for (const group of new Set([...byUnit.values()].map((unit) => unit[0]?.id.group ?? 0)))
-    if (groupAvailable(ms, group, counts)) groups += 1;
-  const roles: Record<string, number> = {};
-  for (const role of ms.spec.template.roles) {
-    let serving = 0;
-    for (let group = 0; group < ms.spec.replicas; group++) serving += counts.get(countKey(group, role.name)) ?? 0;
-    roles[role.name] = serving;
-  }
-  const desired = new Map(ms.spec.template.roles.map((role) => [role.name, role.replicas]));
-  const surge = [...byUnit.values()].filter((unit) => {
+  const units = [...byUnit.values()].flatMap((unit) => {
     const id = unit[0]?.id;
-    return id !== undefined && (id.group >= ms.spec.replicas || id.instance >= (desired.get(id.role) ?? 0));
-  }).length;
-  const surgeGroups = new Set(
-    [...byUnit.values()].map((unit) => unit[0]?.id.group ?? 0).filter((group) => group >= ms.spec.replicas),
-  ).size;
-  return { groups, roles, surge, surgeGroups };
+    return id === undefined ? [] : [{ id, at: positionOf(table, id) }];
+  });
+  const groupOrdinals = new Set(units.map((unit) => unit.id.group));
+  let groups = 0;
+  for (const group of groupOrdinals) if (groupAvailable(ms, group, counts)) groups += 1;
+  const desiredGroups = [...groupOrdinals].filter((group) => {
+    const position = table.groups.position(group);
+    return position >= 0 && position < ms.spec.replicas;
+  });
+  const roles: Record<string, number> = {};
+  for (const role of ms.spec.template.roles)
+    roles[role.name] = desiredGroups.reduce((sum, group) => sum + (counts.get(countKey(group, role.name)) ?? 0), 0);
+  const desired = new Map(ms.spec.template.roles.map((role) => [role.name, role.replicas]));
+  const surge = units.filter(({ at }) => at.group >= ms.spec.replicas || at.instance >= (desired.get(at.role) ?? 0));
+  const surgeGroups = new Set(units.flatMap(({ at }) => (at.group >= ms.spec.replicas ? [at.group] : []))).size;
+  return { groups, roles, surge: surge.length, surgeGroups };
 }
 
 function sameCapacity(a: Capacity, b: Capacity): boolean {
@@ -163,6 +175,8 @@ interface UnitTrack {
   readonly revisions: Map<string, string | undefined>;
   /** When the unit's current life was first disrupted (a pod not Ready or deleted), if it was. */
   disruptedAt: number | undefined;
+  /** Its current (or last) life started as a surge unit. */
+  surge: boolean;
 }
 
 interface Found {
@@ -212,34 +226,49 @@ function findStarts(
   events: readonly PodEvent[],
   fromEvent: number,
   desired: ModelServing,
-): { starts: Found[]; retired: (Omit<UnitStart, "kind"> & { t: number })[] } {
+): { starts: Found[]; retired: (RetiredUnit & { t: number })[] } {
   const units = new Map<string, UnitTrack>();
+  const live = new LiveUnits(desired);
   const starts: Found[] = [];
-  const deletions = new Map<string, { t: number; unit: Omit<UnitStart, "kind"> }>();
+  const retired: (RetiredUnit & { t: number })[] = [];
+  // The last deletion of each unit that has no pod left: a retirement unless the unit is rebuilt.
+  const deletions = new Map<string, RetiredUnit & { t: number }>();
   const startedAt = new Set<string>();
   events.forEach((event, index) => {
     const key = `${event.group ?? -1}/${event.instance ?? ""}`;
-    const unit = units.get(key) ?? { live: 0, lived: false, revisions: new Map(), disruptedAt: undefined };
+    const unit = units.get(key) ?? {
+      live: 0,
+      lived: false,
+      surge: false,
+      revisions: new Map(),
+      disruptedAt: undefined,
+    };
     units.set(key, unit);
-    const found = step(event, unit, desired);
+    const found = step(event, unit, live);
     if (index < fromEvent) return;
     if (found !== undefined && !startedAt.has(`${key}@${found.t}`)) {
       startedAt.add(`${key}@${found.t}`);
       starts.push(found);
+      // A surge unit on an ordinal whose unit went for good (pod names are reused only once free).
+      const gone = deletions.get(key);
+      if (gone !== undefined && found.start.kind === "surge") retired.push(gone);
       deletions.delete(key);
     }
     if (event.type === "PodDeleted" && unit.live === 0)
       deletions.set(key, {
         t: event.t,
-        unit: { group: event.group ?? -1, instance: event.instance ?? "", role: event.role ?? "" },
+        group: event.group ?? -1,
+        instance: event.instance ?? "",
+        role: event.role ?? "",
+        surge: unit.surge,
       });
   });
-  const retired = [...deletions.values()].map(({ t, unit }) => ({ ...unit, t }));
+  retired.push(...deletions.values());
   return { starts, retired };
 }
 
 /** Applies one event to its unit; the start it makes, if any. */
-function step(event: PodEvent, unit: UnitTrack, desired: ModelServing): Found | undefined {
+function step(event: PodEvent, unit: UnitTrack, live: LiveUnits): Found | undefined {
   const start = (kind: StartKind, begin: number): Found => ({
     t: event.t,
     begin,
@@ -248,19 +277,23 @@ function step(event: PodEvent, unit: UnitTrack, desired: ModelServing): Found | 
   switch (event.type) {
     case "PodCreated": {
       const fresh = unit.live === 0;
-      const kind = unit.lived ? "recreate" : isSurge(event, desired) ? "surge" : "new";
-      const begin = unit.disruptedAt ?? event.t;
       unit.live += 1;
       unit.revisions.set(event.pod, event.revision);
       if (!fresh) return undefined;
+      const surge = live.beyondDesired(event);
+      const kind = surge ? "surge" : unit.lived ? "recreate" : "new";
+      live.started(event);
+      const begin = unit.disruptedAt ?? event.t;
       unit.disruptedAt = undefined;
       unit.lived = true;
+      unit.surge = surge;
       return start(kind, begin);
     }
     case "PodDeleted":
       unit.live = Math.max(0, unit.live - 1);
       unit.revisions.delete(event.pod);
       unit.disruptedAt ??= event.t;
+      if (unit.live === 0) live.ended(event);
       return undefined;
     case "PodNotReady":
       unit.disruptedAt ??= event.t;
@@ -278,10 +311,48 @@ function step(event: PodEvent, unit: UnitTrack, desired: ModelServing): Found | 
   }
 }
 
-/** A unit beyond the desired ones: its group or instance ordinal follows the desired ones. */
-function isSurge(event: PodEvent, desired: ModelServing): boolean {
-  const wanted = desired.spec.template.roles.find((candidate) => candidate.name === event.role)?.replicas ?? 0;
-  return (event.group ?? -1) >= desired.spec.replicas || ordinalOf(event.instance ?? "") >= wanted;
+/**
+ * The units with live pods, per group and per role in each group, to tell a surge start by count:
+ * ordinals say nothing once a surge unit has succeeded an outdated one (docs/design/succession.md),
+ * but a unit that starts while its group (or its role in its group) already has the desired
+ * count live is beyond the desired ones. A group is a surge group from its first start on.
+ */
+class LiveUnits {
+  readonly #desired: ModelServing;
+  /** Group ordinal → whether it started as a surge group, while it has live units. */
+  readonly #groups = new Map<number, { surge: boolean; units: number }>();
+  /** `<group>/<role>` → live units. */
+  readonly #roles = new Map<string, number>();
+
+  constructor(desired: ModelServing) {
+    this.#desired = desired;
+  }
+
+  beyondDesired(event: PodEvent): boolean {
+    const group = this.#groups.get(event.group ?? -1);
+    if (group === undefined) return this.#groups.size >= this.#desired.spec.replicas;
+    const wanted = this.#desired.spec.template.roles.find((role) => role.name === event.role)?.replicas ?? 0;
+    return group.surge || (this.#roles.get(`${event.group ?? -1}/${event.role ?? ""}`) ?? 0) >= wanted;
+  }
+
+  started(event: PodEvent): void {
+    const key = event.group ?? -1;
+    const group = this.#groups.get(key) ?? { surge: this.#groups.size >= this.#desired.spec.replicas, units: 0 };
+    group.units += 1;
+    this.#groups.set(key, group);
+    const role = `${key}/${event.role ?? ""}`;
+    this.#roles.set(role, (this.#roles.get(role) ?? 0) + 1);
+  }
+
+  ended(event: PodEvent): void {
+    const key = event.group ?? -1;
+    const role = `${key}/${event.role ?? ""}`;
+    this.#roles.set(role, Math.max(0, (this.#roles.get(role) ?? 0) - 1));
+    const group = this.#groups.get(key);
+    if (group === undefined) return;
+    group.units -= 1;
+    if (group.units <= 0) this.#groups.delete(key);
+  }
 }
 
 /** `j` of `<role>-<j>`. */
@@ -308,8 +379,8 @@ function lowest(samples: readonly Sample[]): Capacity {
   };
 }
 
-function unitOf({ group, instance, role }: Omit<UnitStart, "kind">): Omit<UnitStart, "kind"> {
-  return { group, instance, role };
+function unitOf({ group, instance, role, surge }: RetiredUnit): RetiredUnit {
+  return { group, instance, role, surge };
 }
 
 function compareStarts(a: UnitStart, b: UnitStart): number {
