@@ -14,6 +14,7 @@ test("tandem manifests: the install flags become the install options (the Helm c
     controllerReplicas: "1",
     routerReplicas: "0",
     router: true,
+    dashboardRole: false,
     metrics: false,
     controllerMetricsPort: "18080",
     routerMetricsPort: "19090",
@@ -28,6 +29,7 @@ test("tandem manifests: the install flags become the install options (the Helm c
     controllerReplicas: 1,
     routerReplicas: 0,
     router: true,
+    dashboardRole: false,
     metrics: false,
     controllerMetricsPort: 18080,
     routerMetricsPort: 19090,
@@ -92,7 +94,8 @@ test("tandem manifests --watch-namespace ml --no-router: Roles in ml, no router 
     objects
       .filter((object) => object.metadata.namespace === "ml")
       .map((object) => `${object.kind}/${object.metadata.name}`),
-    ["Role/tandem-controller-watched", "RoleBinding/tandem-controller-watched"],
+    // The dashboard's Role in ml stays unbound: `tandem manifests` cannot know its users.
+    ["Role/tandem-controller-watched", "RoleBinding/tandem-controller-watched", "Role/tandem-dashboard-watched"],
   );
   assert.ok(!objects.some((object) => object.metadata.name.startsWith("tandem-router")));
 });
