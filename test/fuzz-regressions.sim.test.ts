@@ -274,6 +274,11 @@ const FAULT_RUNS: readonly {
     seed: 2,
     what: "a checker fix: InPlaceUpdate paused while a decode instance was mid-patch (its worker patched, its entry not yet): pauseHolds took the instance's two role hashes for a violation; it now holds each pod to what it ran at the pause or the move its record named then",
   },
+  {
+    generatorSeed: 910035,
+    seed: 1,
+    what: "RoleRecreate, prefill maxUnavailable 0: after a node outage a prefill pod restarted; its recovery's release went through and its deletion failed under API faults, and the retry, planned on a cache that lagged the pod becoming Ready, deleted it 31 ms after it served again (roleBudget); a recovery deletion now requires the resourceVersion its verdict saw",
+  },
 ];
 
 describe("fuzz-found scenarios, fixed", () => {
