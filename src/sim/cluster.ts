@@ -9,7 +9,7 @@
  * promise callbacks settle between firings (microtasks only, never the wall clock), so an engine
  * awaiting its writes sees them resolve before the next instant's events.
  */
-import type { Kind } from "../engine/ports.ts";
+import type { Kind, KubeObject } from "../engine/ports.ts";
 import { ApiServer } from "./apiserver.ts";
 import { EventRecorder } from "../engine/recorder.ts";
 import type { SimClient } from "./client.ts";
