@@ -274,6 +274,16 @@ const FAULT_RUNS: readonly {
     seed: 2,
     what: "a checker fix: InPlaceUpdate paused while a decode instance was mid-patch (its worker patched, its entry not yet): pauseHolds took the instance's two role hashes for a violation; it now holds each pod to what it ran at the pause or the move its record named then",
   },
+  {
+    generatorSeed: 910001,
+    seed: 1,
+    what: "a harness fix: ServingGroupRollingUpdate with maxSurge 1, an update rolled back; the surge group 2 had succeeded group 0 (group position 0 carried ordinal 2), so the generator's deletion by tandem.dev/group=0 matched no pod; it now names the first group by position (groupPosition 0)",
+  },
+  {
+    generatorSeed: 910035,
+    seed: 1,
+    what: "RoleRecreate, prefill maxUnavailable 0: after a node outage a prefill pod restarted; its recovery's release went through and its deletion failed under API faults, and the retry, planned on a cache that lagged the pod becoming Ready, deleted it 31 ms after it served again (roleBudget); a recovery deletion now requires the resourceVersion its verdict saw",
+  },
 ];
 
 describe("fuzz-found scenarios, fixed", () => {

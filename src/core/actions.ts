@@ -35,12 +35,18 @@ export type Action =
    * `release` (the pod holds the recovery finalizer), the executor first sets the finalizers
    * without it, as SetPodFinalizers does, and deletes only once that write is applied: a pod the
    * controller deletes never looks lost to someone else (docs/design/pod-tracking.md).
+   *
+   * With `resourceVersion` (the version the plan saw), the deletion applies only to the pod as
+   * observed, else Conflict: a recovery's verdict is about the pod's state, and a pod that became
+   * Ready since (the cache lagged, or an earlier attempt failed) must not be taken for the broken
+   * one (fuzz-faults-910035). After a release the version the release wrote is the one required.
    */
   | {
       readonly type: "DeletePod";
       readonly name: string;
       readonly uid: string;
       readonly reason: DeleteReason;
+      readonly resourceVersion?: string;
       readonly gracePeriodSeconds?: number;
       readonly release?: PodFinalizers;
     }

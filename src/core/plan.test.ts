@@ -336,6 +336,25 @@ describe("plan: recovery", () => {
     assert.deepEqual(deletedPods(late.actions), ["llm-0-prefill-0-0"]);
   });
 
+  it("a recovery deletion is guarded by the resourceVersion the plan saw, tracked or released (fuzz-faults-910035: a delete retried on a stale cache took a pod Ready again for the broken one, below the role budget)", () => {
+    const cluster = idealCluster(manifest());
+    converge(cluster, NOW);
+    const crashing = cluster.pods.get("llm-0-prefill-0-0")!;
+    crashing.status!.containerStatuses![0]!.restartCount = 1;
+    crashing.status!.conditions = crashing.status!.conditions!.map((c) =>
+      c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c,
+    );
+    crashing.metadata.resourceVersion = "7";
+    const guards = () =>
+      plan(observe(cluster), NOW).actions.flatMap((a) =>
+        a.type === "DeletePod" ? [[a.reason, a.resourceVersion, a.release !== undefined]] : [],
+      );
+    assert.deepEqual(guards(), [["Recovery", "7", true]], "tracked: released, then deleted as observed");
+    // An earlier attempt's release went through, its deletion failed: the retry is guarded as well.
+    crashing.metadata.finalizers = [];
+    assert.deepEqual(guards(), [["Recovery", "7", false]]);
+  });
+
   it("an instance whose every pod is terminating is created whole once they are gone, never beside them", () => {
     const cluster = idealCluster(manifest());
     converge(cluster, NOW);

@@ -10,12 +10,18 @@ import type { Action, DeleteReason, PodFinalizers } from "./actions.ts";
 import { isTerminating, isTracked } from "./health.ts";
 import type { PodView } from "./model.ts";
 
-/** Deletes the pod on purpose: released first when it holds the finalizer (see `DeletePod`). */
+/**
+ * Deletes the pod on purpose: released first when it holds the finalizer (see `DeletePod`). A
+ * recovery deletion is a verdict on the pod's observed state, so it is guarded by the observed
+ * resourceVersion: a pod that recovered meanwhile is not deleted, and the next plan judges it
+ * afresh. Planned deletions (update, scale-down) are budgeted whatever the pod's state: no guard.
+ */
 export function deletePod(view: PodView, reason: DeleteReason): Action {
-  const { name } = view.pod.metadata;
+  const { name, resourceVersion } = view.pod.metadata;
+  const guard = reason === "Recovery" && resourceVersion !== undefined ? { resourceVersion } : {};
   return view.facts.tracked
-    ? { type: "DeletePod", name, uid: view.uid, reason, release: releaseOf(view.pod) }
-    : { type: "DeletePod", name, uid: view.uid, reason };
+    ? { type: "DeletePod", name, uid: view.uid, reason, ...guard, release: releaseOf(view.pod) }
+    : { type: "DeletePod", name, uid: view.uid, reason, ...guard };
 }
 
 /** Releases each of `views` that holds the finalizer. */

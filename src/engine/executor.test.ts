@@ -221,6 +221,43 @@ describe("executor", () => {
     assert.match(result.conflicts[0]?.message ?? "", /^DeletePod Pod default\/p0: Conflict/);
   });
 
+  it("deletes a pod guarded by a resourceVersion only as the plan saw it; after a release, as the release wrote it", async () => {
+    const { executor, target, client, clock, server } = await setup();
+    const stored = (name: string) => server.get({ kind: "Pod", namespace: "default", name });
+    for (const name of ["p0", "p1", "p2"])
+      await client.create(asObject(aPod(name, { finalizers: ["tandem.dev/recovery"] })));
+    clock.advance(0);
+    const seen = (name: string) => ({
+      uid: stored(name).metadata.uid ?? "",
+      version: stored(name).metadata.resourceVersion ?? "",
+    });
+    const [p0, p1, p2] = [seen("p0"), seen("p1"), seen("p2")];
+    // p0 changed since the plan saw it (it became Ready): its deletion is a Conflict.
+    await client.patch({ kind: "Pod", namespace: "default", name: "p0" }, { metadata: { labels: { ready: "yes" } } });
+    const release = (version: string) => ({ resourceVersion: version, finalizers: [] });
+    const result = await executor.execute(target(), [
+      { type: "DeletePod", name: "p0", uid: p0.uid, reason: "Recovery", resourceVersion: p0.version },
+      { type: "DeletePod", name: "p1", uid: p1.uid, reason: "Recovery", resourceVersion: p1.version },
+      {
+        type: "DeletePod",
+        name: "p2",
+        uid: p2.uid,
+        reason: "Recovery",
+        resourceVersion: p2.version,
+        release: release(p2.version),
+      },
+    ]);
+    assert.deepEqual([result.applied, result.conflicts.length, result.failed.length], [2, 1, 0]);
+    assert.match(result.conflicts[0]?.message ?? "", /^DeletePod Pod default\/p0: Conflict/);
+    assert.equal(stored("p0").metadata.deletionTimestamp, undefined, "the changed pod stays");
+    assert.notEqual(stored("p1").metadata.deletionTimestamp, undefined, "p1 is deleted (its finalizer holds it)");
+    assert.throws(
+      () => stored("p2"),
+      /NotFound/,
+      "p2 is released and gone: the deletion required the release's version",
+    );
+  });
+
   it("aggregates partial failures and keeps applying the rest", async () => {
     const { executor, target, server } = await setup({ maxParallelWrites: 3 });
     server.faults.failNth({ verb: "create", kind: "Pod" }, 2, { error: "ServerError" });

@@ -186,9 +186,7 @@ export class Executor {
       case "DeletePod":
         // Released first, deleted only once that is applied: a pod the controller deletes never
         // looks lost (core/tracking.ts). A failed release fails the action, nothing deleted.
-        if (action.release !== undefined)
-          await this.#setFinalizers({ ...action.release, name: action.name, uid: action.uid }, namespace);
-        return this.#delete({ kind: "Pod", namespace, name: action.name }, action.uid, action.gracePeriodSeconds);
+        return this.#deletePod(action, namespace);
       case "SetPodFinalizers":
         return this.#setFinalizers(action, namespace);
       case "DeleteService":
@@ -213,13 +211,33 @@ export class Executor {
     return { expectation: expectCreated(refOf(sent), stored.metadata.uid ?? "") };
   }
 
+  /**
+   * Deletes a pod (see `DeletePod`), released first when asked. The release is guarded by the
+   * version the plan saw; a guarded deletion then requires the version the release wrote, so
+   * nothing that changed the pod in between goes unnoticed.
+   */
+  async #deletePod(
+    action: Extract<Action, { type: "DeletePod" }>,
+    namespace: string,
+  ): Promise<{ expectation: Expectation }> {
+    const { name, uid, release, gracePeriodSeconds } = action;
+    let { resourceVersion } = action;
+    if (release !== undefined) {
+      const released = await this.#setFinalizers({ ...release, name, uid }, namespace);
+      if (resourceVersion !== undefined) resourceVersion = released.resourceVersion;
+    }
+    return this.#delete({ kind: "Pod", namespace, name }, uid, gracePeriodSeconds, resourceVersion);
+  }
+
   async #delete(
     ref: ObjectRef,
     uid: string | undefined,
     gracePeriodSeconds?: number,
+    resourceVersion?: string,
   ): Promise<{ expectation: Expectation }> {
     const options = {
       ...(uid === undefined ? {} : { uid }),
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
       ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }),
     };
     const expectation = expectDeleted(ref, uid);
@@ -234,7 +252,7 @@ export class Executor {
   async #setFinalizers(
     set: PodFinalizers & { readonly name: string; readonly uid: string },
     namespace: string,
-  ): Promise<{ expectation: Expectation }> {
+  ): Promise<{ expectation: Expectation; resourceVersion: string | undefined }> {
     const { name, uid, resourceVersion, finalizers } = set;
     const ref = { kind: "Pod", namespace, name } as const;
     const tracked = finalizers.includes(FINALIZER_RECOVERY);
@@ -244,11 +262,11 @@ export class Executor {
       `finalizer ${FINALIZER_RECOVERY} ${tracked ? "added" : "removed"}`,
       (object) => (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked,
     );
-    await orUnknown(
+    const stored = await orUnknown(
       this.#ports.writer.patch(ref, { metadata: { uid, resourceVersion, finalizers: [...finalizers] } }),
       expectation,
     );
-    return { expectation };
+    return { expectation, resourceVersion: stored.metadata.resourceVersion };
   }
 
   /** Sends the difference to the observed status (see the module comment); no request when equal. */

@@ -9,7 +9,7 @@
  * promise callbacks settle between firings (microtasks only, never the wall clock), so an engine
  * awaiting its writes sees them resolve before the next instant's events.
  */
-import type { Kind } from "../engine/ports.ts";
+import type { Kind, KubeObject } from "../engine/ports.ts";
 import { ApiServer } from "./apiserver.ts";
 import { EventRecorder } from "../engine/recorder.ts";
 import type { SimClient } from "./client.ts";
@@ -280,12 +280,14 @@ export class SimCluster {
   }
 
   /**
-   * Deletes up to `count` pods matching `labelSelector` that are not already being deleted,
-   * chosen from the "faults" stream, through a client named "chaos" with their own grace period.
-   * Returns the names, sorted.
+   * Deletes up to `count` pods matching `labelSelector` (and `among`, when given) that are not
+   * already being deleted, chosen from the "faults" stream, through a client named "chaos" with
+   * their own grace period. Returns the names, sorted.
    */
-  async deletePods(labelSelector: string, count: number): Promise<string[]> {
-    const candidates = this.server.list("Pod", { labelSelector }).items.filter((pod) => !isDeleting(pod));
+  async deletePods(labelSelector: string, count: number, among?: (pod: KubeObject) => boolean): Promise<string[]> {
+    const candidates = this.server
+      .list("Pod", { labelSelector })
+      .items.filter((pod) => !isDeleting(pod) && (among === undefined || among(pod)));
     const chosen = this.#faultRng.shuffle(candidates).slice(0, Math.max(0, count));
     for (const pod of chosen) await this.#chaos.delete(refOf(pod), { uid: pod.metadata.uid ?? "" });
     return chosen.map((pod) => pod.metadata.name).sort();

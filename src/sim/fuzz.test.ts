@@ -34,11 +34,12 @@ describe("fuzzScenario", () => {
     }
   });
 
-  it("deletes a pod only right after waiting for Available, when group 0 surely has one that is not being deleted (fuzz-25)", () => {
+  it("deletes a pod only right after waiting for Available, when group 0 surely has one that is not being deleted (fuzz-25), naming the group by position: after a succession no group may carry ordinal 0 (fuzz-faults-910001)", () => {
     for (let seed = 0; seed < 300; seed++) {
       const steps = fuzzScenario(seed)["steps"] as readonly Record<string, unknown>[];
       steps.forEach((step, index) => {
         if (!("deletePods" in step)) return;
+        assert.deepEqual(step["deletePods"], { selector: "tandem.dev/modelserving=m", count: 1, groupPosition: 0 });
         assert.deepEqual(
           steps[index - 1],
           { wait: { for: "Available", timeoutSeconds: 1800 } },

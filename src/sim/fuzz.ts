@@ -519,9 +519,12 @@ function keepValid(state: SpecState): void {
 
 /**
  * What comes after a change: nothing, a wait of some seconds or for a condition, and now and then
- * a pod deleted. A deletion always follows a wait for Available: mid-rollout, group 0 may have no
- * pod that is not already being deleted (the group being replaced, maxUnavailable ≥ replicas),
- * and the step would fail for want of a pod, not for anything the controller did.
+ * a pod of the first ServingGroup deleted. A deletion always follows a wait for Available:
+ * mid-rollout, group 0 may have no pod that is not already being deleted (the group being
+ * replaced, maxUnavailable ≥ replicas), and the step would fail for want of a pod, not for
+ * anything the controller did. The group is named by its position, not by the
+ * `tandem.dev/group` label: after a surge group succeeded it, no group may carry ordinal 0
+ * (fuzz-faults-910001, docs/design/succession.md).
  */
 function between(rng: Prng, paused: boolean): unknown[] {
   const steps: unknown[] = [];
@@ -531,7 +534,7 @@ function between(rng: Prng, paused: boolean): unknown[] {
   else if (wait === "available") steps.push(waitFor("Available", 1800));
   if (rng.chance(1, 10)) {
     if (wait !== "available") steps.push(waitFor("Available", 1800));
-    steps.push({ deletePods: { selector: "tandem.dev/group=0", count: 1 } });
+    steps.push({ deletePods: { selector: "tandem.dev/modelserving=m", count: 1, groupPosition: 0 } });
   }
   return steps;
 }

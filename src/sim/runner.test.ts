@@ -693,6 +693,33 @@ describe("scenario runner", () => {
     assert.equal(report.verdict, "pass", JSON.stringify(report.steps.at(-1)));
   });
 
+  it("deletePods with groupPosition deletes a pod of the group at that position, whatever ordinal it carries after a succession (fuzz-faults-910001)", async () => {
+    const roles = [{ name: "server", entryTemplate: container("vllm:v2") }];
+    const surge = { type: "ServingGroupRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: 0, maxSurge: 1 } };
+    const report = await runScenario(
+      small([
+        { patch: { name: "m", merge: { spec: { rolloutStrategy: surge, template: { roles } } } } },
+        { wait: { for: "RolloutComplete", timeoutSeconds: 600 } },
+        { deletePods: { selector: "tandem.dev/modelserving=m", groupPosition: 0 } },
+        { deletePods: { selector: "tandem.dev/modelserving=m", groupPosition: 3 } },
+      ]),
+    );
+    const ordinals = (report.final.status as { ordinals?: { group: number; role?: string; ordinal: number }[] })
+      .ordinals;
+    const first = ordinals?.find((entry) => entry.group === 0 && entry.role === undefined)?.ordinal;
+    assert.ok(
+      first !== undefined && first !== 0,
+      `a surge group succeeded group position 0: ${JSON.stringify(ordinals)}`,
+    );
+    assert.deepEqual(
+      report.steps.slice(4).map((step) => [step.ok, step.message]),
+      [
+        [true, `deleted m-${first}-server-0-0`],
+        [false, 'no pod matches "tandem.dev/modelserving=m" in group position 3 (not already being deleted)'],
+      ],
+    );
+  });
+
   it("catches a plan that builds pods unlike their revision", async () => {
     // Every pod is created with an image its revision does not declare.
     const rogue: PlanFunction = (observed, nowMs) => {

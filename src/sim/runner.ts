@@ -13,7 +13,9 @@
  *   applied that still exists (predicates in `src/core/invariants.ts`); `Seconds` just advances.
  *   A wait that times out fails with the pending reasons.
  * - `deletePods`, `failNode`, `recoverNode` inject faults (they open a fault window for the budget
- *   invariants, see `checker.ts`); `deletePods` fails when nothing matched.
+ *   invariants, see `checker.ts`); `deletePods` fails when nothing matched. Its `groupPosition`
+ *   keeps only pods of the ServingGroup at that position of their ModelServing, read from its
+ *   `status.ordinals` (`placePod`): after a succession the group there may carry another ordinal.
  * - `restartController` stops the controller and its informer and starts new ones (no memory).
  * - `rollback` runs `rollback()` from `src/engine/rollout-commands.ts` as user "user"; `restart`
  *   runs its `restart()` (stamped with the virtual time) and `recreate` its `requestRecreate()`
@@ -34,6 +36,8 @@ import { Controller } from "../engine/controller.ts";
 import { requestRecreate, restart, rollback } from "../engine/rollout-commands.ts";
 import type { PlanFunction } from "../engine/reconciler.ts";
 import { parseModelServing } from "../api/parse.ts";
+import { LABEL_MODEL_SERVING } from "../api/wellknown.ts";
+import { placePod } from "../core/invariants.ts";
 import { InvariantChecker } from "./checker.ts";
 import { SimCluster } from "./cluster.ts";
 import type { SimInformer } from "./informer.ts";
@@ -283,7 +287,7 @@ class ScenarioRun {
         case "patch":
           return await this.#patch(step.value);
         case "deletePods":
-          return await this.#deletePods(step.value.selector, step.value.count);
+          return await this.#deletePods(step.value.selector, step.value.count, step.value.groupPosition);
         case "failNode":
         case "recoverNode":
           return this.#node(step.kind, step.value.name);
@@ -361,14 +365,27 @@ class ScenarioRun {
     };
   }
 
-  async #deletePods(selector: string, count: number): Promise<StepOutcome> {
+  async #deletePods(selector: string, count: number, groupPosition: number | undefined): Promise<StepOutcome> {
     // The window opens before the deletions: they are not the controller's (`drainHonoured`).
     this.#checker.faultInjected();
     const before = this.#cluster.server.list("Pod", { labelSelector: selector }).items as unknown as Pod[];
-    const names = await this.#cluster.deletePods(selector, count);
+    const among = groupPosition === undefined ? undefined : (pod: KubeObject) => this.#atGroup(pod, groupPosition);
+    const names = await this.#cluster.deletePods(selector, count, among);
     this.#checker.faultInjected(before.filter((pod) => names.includes(pod.metadata.name)));
-    if (names.length === 0) return { ok: false, message: `no pod matches "${selector}" (not already being deleted)` };
+    const matched = `"${selector}"${groupPosition === undefined ? "" : ` in group position ${groupPosition}`}`;
+    if (names.length === 0) return { ok: false, message: `no pod matches ${matched} (not already being deleted)` };
     return { ok: true, message: `deleted ${names.join(", ")}` };
+  }
+
+  /** `pod` belongs to the ServingGroup at `position` of its ModelServing (`placePod`: by `status.ordinals`). */
+  #atGroup(pod: KubeObject, position: number): boolean {
+    const name = pod.metadata.labels?.[LABEL_MODEL_SERVING];
+    const namespace = pod.metadata.namespace ?? "default";
+    const stored =
+      name === undefined ? undefined : this.#cluster.server.peek({ kind: "ModelServing", namespace, name });
+    const parsed = stored === undefined ? undefined : parseModelServing(stored);
+    if (parsed?.ok !== true) return false;
+    return placePod(parsed.value, pod as unknown as Pod)?.id.group === position;
   }
 
   #node(kind: "failNode" | "recoverNode", name: string): StepOutcome {

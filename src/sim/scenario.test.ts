@@ -59,6 +59,22 @@ describe("scenario files", () => {
     );
   });
 
+  it("takes deletePods' optional groupPosition, a non-negative integer", () => {
+    const result = parseScenario({
+      name: "s",
+      steps: [{ deletePods: { selector: "tandem.dev/modelserving=m", groupPosition: 0 } }],
+    });
+    assert.ok(result.ok);
+    assert.deepEqual(result.scenario.steps[0]?.value, {
+      selector: "tandem.dev/modelserving=m",
+      count: 1,
+      groupPosition: 0,
+    });
+    assert.deepEqual(problemsOf({ name: "s", steps: [{ deletePods: { selector: "a=b", groupPosition: -1 } }] }), [
+      "steps[0].deletePods.groupPosition: must be 0 or more",
+    ]);
+  });
+
   it("names the field path and the reason of each problem", () => {
     assert.deepEqual(
       problemsOf({

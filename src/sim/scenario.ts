@@ -124,7 +124,11 @@ const STEP_SCHEMAS = {
     namespace: z.string().min(1).optional(),
     merge: z.record(z.string(), z.unknown()),
   }),
-  deletePods: z.strictObject({ selector: z.string().min(1), count: z.int().min(1).max(10_000).default(1) }),
+  deletePods: z.strictObject({
+    selector: z.string().min(1),
+    count: z.int().min(1).max(10_000).default(1),
+    groupPosition: z.int().min(0).optional(),
+  }),
   failNode: z.strictObject({ name: Name }),
   recoverNode: z.strictObject({ name: Name }),
   restartController: z
