@@ -14,7 +14,7 @@
 import { parseArgs } from "node:util";
 import { serveRouter } from "../src/cli/router.ts";
 import { createLogger } from "../src/kube/logger.ts";
-import { onePodCluster } from "../src/router/kube/one-pod-cluster.ts";
+import { onePodCluster } from "./one-pod-cluster.ts";
 import { parseWorkerCount } from "../src/router/workers.ts";
 import { availableParallelism } from "node:os";
 import { pino } from "pino";

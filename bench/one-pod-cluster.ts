@@ -5,11 +5,11 @@
  * pod `engine-0` at 127.0.0.1 — the engine-mock or fake engine listening on that port. Lists
  * answer those objects, watches stay open until aborted, and every write (Leases, route status,
  * confirmations) is accepted and forgotten.
- * Bench and test support only.
+ * Bench and test support only (outside src/, so the package never ships it or the fixtures it uses).
  */
-import { fakeSend, jsonResponse, watchResponse } from "../../kube/test-fakes.ts";
-import type { Send } from "../../kube/transport.ts";
-import { aPod } from "../test-fixtures.ts";
+import { fakeSend, jsonResponse, watchResponse } from "../src/kube/test-fakes.ts";
+import type { Send } from "../src/kube/transport.ts";
+import { aPod } from "../src/router/test-fixtures.ts";
 
 export function onePodCluster(enginePort: number): Send {
   const route = {
