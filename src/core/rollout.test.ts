@@ -40,8 +40,8 @@ const isReady = (p: Pod) =>
   p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true &&
   p.metadata.annotations?.["tandem.dev/draining"] === undefined;
 
-/** Available instances of `role` in `group`: every pod present, Ready and not draining. */
-function available(cluster: IdealCluster, group: number, role: string): number {
+/** The pods of `role` in group ordinal `group`, by their instance label. */
+function podsByInstanceOf(cluster: IdealCluster, group: number, role: string): Map<string, Pod[]> {
   const byInstance = new Map<string, Pod[]>();
   for (const p of cluster.pods.values()) {
     const labels = p.metadata.labels ?? {};
@@ -49,6 +49,12 @@ function available(cluster: IdealCluster, group: number, role: string): number {
     const key = labels["tandem.dev/instance"] ?? "";
     byInstance.set(key, [...(byInstance.get(key) ?? []), p]);
   }
+  return byInstance;
+}
+
+/** Available instances of `role` in `group`: every pod present, Ready and not draining. */
+function available(cluster: IdealCluster, group: number, role: string): number {
+  const byInstance = podsByInstanceOf(cluster, group, role);
   const size = role === "decode" ? 2 : 1;
   return [...byInstance.values()].filter((pods) => pods.length === size && pods.every(isReady)).length;
 }
@@ -102,13 +108,7 @@ function carriedBySurge(cluster: IdealCluster, group: number): boolean {
  * instance that succeeded a desired one keeps its own, docs/design/succession.md).
  */
 function unitImages(cluster: IdealCluster, group: number, role: string): string[] {
-  const byInstance = new Map<string, Pod[]>();
-  for (const p of cluster.pods.values()) {
-    const labels = p.metadata.labels ?? {};
-    if (labels["tandem.dev/group"] !== String(group) || labels["tandem.dev/role"] !== role) continue;
-    const key = labels["tandem.dev/instance"] ?? "";
-    byInstance.set(key, [...(byInstance.get(key) ?? []), p]);
-  }
+  const byInstance = podsByInstanceOf(cluster, group, role);
   return [...byInstance.values()]
     .map((pods) =>
       pods
