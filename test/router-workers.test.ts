@@ -185,7 +185,11 @@ describe("tandem router --workers 2 on 127.0.0.1", () => {
     );
     assert.equal(again["worker"], 0);
     assert.notEqual(again["pid"], pid);
-    await router.line("bench-w0 routing again", (line) => line["router"] === "bench-w0", again.index);
+    await router.line(
+      "bench-w0 routing again",
+      (line) => line["router"] === "bench-w0" && String(line["msg"]).includes("routing"),
+      again.index,
+    );
     await untilServedBy((by) => by === "bench-w0");
     const metrics = await send(port, "GET", "/metrics");
     assert.match(metrics.text, /^tandem_router_worker_restarts_total 1$/m);

@@ -11,6 +11,7 @@ import type { KubeObject } from "../engine/ports.ts";
 import { readBounded } from "../router/proxy/body.ts";
 import { routerRequestTotals } from "./requests.ts";
 import type { RequestReading } from "./requests.ts";
+import { compareStrings } from "../core/maps.ts";
 
 /** The labels of the router pods (`tandem manifests`, the Helm chart: app.kubernetes.io name and component). */
 export const ROUTER_POD_SELECTOR = "app.kubernetes.io/name=tandem,app.kubernetes.io/component=router";
@@ -44,7 +45,7 @@ export function routerTargets(pods: readonly KubeObject[]): RouterTarget[] {
       url: `http://${host}:${port}/metrics`,
     });
   }
-  return targets.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return targets.sort((a, b) => compareStrings(a.key, b.key));
 }
 
 /** The `containerPort` of the container port named `metrics` (the object as the API sent it: read with care). */

@@ -28,6 +28,7 @@ import type { LeaseState } from "../registration.ts";
 import type { RouterRoute } from "../route.ts";
 import type { InFlight } from "./inflight.ts";
 import type { RequestRecord, RouterObserver } from "./observer.ts";
+import { getOrCreate } from "../../core/maps.ts";
 
 /** Seconds; LLM answers span milliseconds (a cached prefill) to minutes (a long generation). */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -137,14 +138,7 @@ function requestCounters(
 
 function memoize<T>(make: (key: string) => T): (key: string) => T {
   const made = new Map<string, T>();
-  return (key) => {
-    let value = made.get(key);
-    if (value === undefined) {
-      value = make(key);
-      made.set(key, value);
-    }
-    return value;
-  };
+  return (key) => getOrCreate(made, key, () => make(key));
 }
 
 /** The gauges read at scrape time from `sources`: in-flight legs, endpoints per route and role, the Lease state. */
