@@ -32,13 +32,12 @@ import type { ModelServing, RecreateRecord, Role } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { recordEvent } from "./events.ts";
 import { range } from "./health.ts";
-import { instanceId } from "./identity.ts";
 import type { InstanceState, InstanceStates, Layout } from "./instances.ts";
 import type { LifecycleRecreate } from "./lifecycle.ts";
 import { desiredInstanceStates } from "./instances.ts";
 import type { Revision } from "./pods.ts";
 import { groupAvailable } from "./rollout.ts";
-import { groupOrdinals } from "./ordinals.ts";
+import { groupLabel, groupOrdinals, unitLabel } from "./ordinals.ts";
 
 /** What this plan does about the explicit recreate. */
 export interface RecreateDecision {
@@ -211,7 +210,7 @@ function admit(
     ).length;
   const groupMayGo = (): boolean => groupDown || groupsAvailable() - 1 >= spec.replicas - groupBudget;
   const groupWait = () =>
-    `recreate ${id}: group ${group} waits for the group budget: ${groupsAvailable()} of ${spec.replicas} ServingGroup(s) available with maxUnavailable ${groupBudget}`;
+    `recreate ${id}: ${groupLabel(model.ordinals, group)} waits for the group budget: ${groupsAvailable()} of ${spec.replicas} ServingGroup(s) available with maxUnavailable ${groupBudget}`;
   if (admission.wholeGroup)
     return groupMayGo() ? { go: [...pending], waiting: [] } : { go: [], waiting: [groupWait()] };
   const go: InstanceState[] = [];
@@ -221,7 +220,8 @@ function admit(
     // Highest ordinal first, as the rollout moves instances.
     for (const state of pending.filter((candidate) => candidate.role === role.name).reverse()) {
       if (!state.available) go.push(state);
-      else if (available - 1 < roleFloor(role)) waiting.push(roleWait(id, state, role, available));
+      else if (available - 1 < roleFloor(role))
+        waiting.push(roleWait(unitLabel(model.ordinals, state), id, role, available));
       else if (!groupDown && available - 1 < role.replicas && !groupMayGo()) waiting.push(groupWait());
       else {
         go.push(state);
@@ -233,8 +233,8 @@ function admit(
   return { go, waiting: [...new Set(waiting)] };
 }
 
-function roleWait(id: string, state: InstanceState, role: Role, available: number): string {
-  return `recreate ${id}: ${instanceId(state.role, state.instance)} of group ${state.group} waits for the role budget: ${available} of ${role.replicas} ${role.name} instance(s) available, at least ${roleFloor(role)} must stay`;
+function roleWait(label: string, id: string, role: Role, available: number): string {
+  return `recreate ${id}: ${label} waits for the role budget: ${available} of ${role.replicas} ${role.name} instance(s) available, at least ${roleFloor(role)} must stay`;
 }
 
 /**

@@ -35,6 +35,7 @@ import type { Revision } from "./pods.ts";
 import type { Revisions } from "./revisions.ts";
 import { sameRoleSpec } from "./role-hash.ts";
 import type { OrdinalTable } from "./ordinals.ts";
+import { groupLabel } from "./ordinals.ts";
 
 /** The rollout's decision for this plan. */
 export interface RolloutDecision {
@@ -514,7 +515,12 @@ function movable(scratch: Scratch, outdated: readonly number[], resolve: ReturnT
   const { model, revisions } = scratch;
   if (model.ms.spec.rolloutStrategy.type !== "InPlaceUpdate") return [...outdated];
   return outdated.filter((group) => {
-    const refused = groupIneligibility(model, (name) => resolve(name, `group ${group}`), group, revisions.update);
+    const refused = groupIneligibility(
+      model,
+      (name) => resolve(name, groupLabel(model.ordinals, group)),
+      group,
+      revisions.update,
+    );
     scratch.ineligible.push(...refused);
     return refused.length === 0;
   });
@@ -837,7 +843,7 @@ class SurgeRelease {
     this.#left ??= resolveGroupBudget(model.ms.spec).maxUnavailable - this.#unavailableNow();
     if (this.#left <= 0) {
       this.#scratch.waiting.push(
-        `group ${group} role ${role.name}: surge instances serve while desired ones wait for capacity they may hold; letting them go would disrupt the group beyond the group maxUnavailable`,
+        `${groupLabel(model.ordinals, group)} role ${role.name}: surge instances serve while desired ones wait for capacity they may hold; letting them go would disrupt the group beyond the group maxUnavailable`,
       );
       return false;
     }
@@ -954,7 +960,9 @@ function coordinationPermits(scratch: Scratch, states: readonly InstanceState[])
   for (const [role, permit] of permits) {
     if (permit.blocked && permit.reason !== undefined) scratch.blocked.push(permit.reason);
     else if (permit.reason !== undefined && progress.find((candidate) => candidate.role === role)?.active === true)
-      scratch.waiting.push(`group ${states[0]?.group ?? "?"} role ${role}: ${permit.reason}`);
+      scratch.waiting.push(
+        `${states[0] === undefined ? "group ?" : groupLabel(scratch.model.ordinals, states[0].group)} role ${role}: ${permit.reason}`,
+      );
   }
   return permits;
 }
@@ -1035,7 +1043,7 @@ function planRoleInGroup(
       if (available - 1 < roleFloor(role) || !groupOk) {
         if (available - 1 < roleFloor(role))
           scratch.waiting.push(
-            `group ${group} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}${unschedulableNote(scratch.model, [group], role.name)}`,
+            `${groupLabel(scratch.model.ordinals, group)} role ${role.name}: ${waitingMessage(available, role.replicas, budget, "instance(s)")}${unschedulableNote(scratch.model, [group], role.name)}`,
           );
         else limits.groupBudgetWait(group, role.name);
         break;
@@ -1091,7 +1099,7 @@ function planRoleSurge(
   });
   if (!limits.paused && unpermitted === 0 && starvedDesired && availableBase < floor && wanted > 0)
     scratch.waiting.push(
-      `group ${group} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`,
+      `${groupLabel(scratch.model.ordinals, group)} role ${role.name}: ${starvedMessage(availableBase, role.replicas, resolveRoleBudget(role), "instance(s)", wanted)}`,
     );
   let disruptedGroup = false;
   if (Math.max(wanted, held) < existing && takesBelowDesired(role, states, Math.max(wanted, held))) {
@@ -1100,7 +1108,7 @@ function planRoleSurge(
       // As few as keep the role at its desired count: never more than exist, where `states` stop.
       while (wanted < existing && takesBelowDesired(role, states, wanted)) wanted += 1;
       scratch.waiting.push(
-        `group ${group} role ${role.name}: keeping ${wanted} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`,
+        `${groupLabel(scratch.model.ordinals, group)} role ${role.name}: keeping ${wanted} surge instance(s) serving: scaling them down would disrupt the group beyond the group maxUnavailable`,
       );
     }
   }
