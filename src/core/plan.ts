@@ -164,6 +164,14 @@ function recordsStatus(
 function successionPlan(model: Model, revisions: Revisions, rollout: RolloutDecision, work: Work): Plan {
   const status = recordsStatus(model.ms.status ?? {}, revisions, rollout.layout, rollout.ordinals);
   work.actions.push({ type: "WriteStatus", status, barrier: true });
+  // What this write changes (a new update revision, a rollback's advance) is not seen as a change
+  // by the next plan, so its events go now.
+  work.actions.push(
+    ...rolloutEvents(model.ms.status ?? {}, status, {
+      paused: model.ms.spec.rolloutStrategy.paused,
+      rolledBack: advancedRevision(revisions),
+    }),
+  );
   return { actions: work.actions, requeueAfterMs: 0 };
 }
 
