@@ -15,6 +15,21 @@ const gpu = (image: string) => ({
 });
 
 /** 4 groups of 1 prefill + 1 decode with one worker (the issue's case), `strategy` as given. */
+/** One prefill instance, and one decode instance of an entry and a worker at `decodeImage`. */
+function roles(decodeImage: string, decode: Record<string, unknown>): Record<string, unknown>[] {
+  return [
+    { name: "prefill", replicas: 1, entryTemplate: gpu("vllm:v1") },
+    {
+      name: "decode",
+      replicas: 1,
+      workerReplicas: 1,
+      entryTemplate: gpu(decodeImage),
+      workerTemplate: gpu(decodeImage),
+      ...decode,
+    },
+  ];
+}
+
 function modelServing(
   strategy: Record<string, unknown>,
   decode: Record<string, unknown> = {},
@@ -27,39 +42,13 @@ function modelServing(
       replicas: 4,
       drain: { timeoutSeconds: 0 },
       rolloutStrategy: strategy,
-      template: {
-        roles: [
-          { name: "prefill", replicas: 1, entryTemplate: gpu("vllm:v1") },
-          {
-            name: "decode",
-            replicas: 1,
-            workerReplicas: 1,
-            entryTemplate: gpu("vllm:v1"),
-            workerTemplate: gpu("vllm:v1"),
-            ...decode,
-          },
-        ],
-      },
+      template: { roles: roles("vllm:v1", decode) },
     },
   };
 }
 
 const decodeImage = (image: string, surge: Record<string, unknown> = { maxUnavailable: 0, maxSurge: 1 }) => ({
-  spec: {
-    template: {
-      roles: [
-        { name: "prefill", replicas: 1, entryTemplate: gpu("vllm:v1") },
-        {
-          name: "decode",
-          replicas: 1,
-          workerReplicas: 1,
-          entryTemplate: gpu(image),
-          workerTemplate: gpu(image),
-          ...surge,
-        },
-      ],
-    },
-  },
+  spec: { template: { roles: roles(image, surge) } },
 });
 
 const ROLE_SURGE = modelServing({ type: "RoleRollingUpdate" }, { maxUnavailable: 0, maxSurge: 1 });
