@@ -208,14 +208,25 @@ export class SubjectIndex {
     this.#rederive();
   }
 
-  /** Every stored pod removed and added again, placed under the ModelServing now. */
+  /**
+   * Every stored pod placed again under the ModelServing now. A pod whose place is unchanged keeps
+   * its entry (the verdicts, readiness, spec match and unit answers read the place, the spec and
+   * the pod, none of which changed); the others are removed, then added where they now belong —
+   * the same outcome as removing and adding every pod, at the cost of the pods that moved.
+   */
   #placeAgain(): void {
-    const pods = [...this.#entries.values()].map((entry) => entry.placed.pod);
-    for (const pod of pods) this.#remove(pod);
-    for (const pod of pods) {
-      const placed = placePod(this.#ms, pod);
-      if (placed !== undefined) this.#add(placed);
+    const moved: PlacedPod[] = [];
+    for (const entry of [...this.#entries.values()]) {
+      const placed = placePod(this.#ms, entry.placed.pod);
+      if (placed !== undefined && samePlace(entry.placed, placed)) {
+        entry.unit.pods[entry.unit.pods.indexOf(entry.placed)] = placed;
+        entry.placed = placed;
+        continue;
+      }
+      this.#remove(entry.placed.pod);
+      if (placed !== undefined) moved.push(placed);
     }
+    for (const placed of moved) this.#add(placed);
   }
 
   podChanged({ before, after }: PodChange): void {
