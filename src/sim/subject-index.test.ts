@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../api/kube.ts";
 import { parseModelServing } from "../api/parse.ts";
-import type { ModelServing } from "../api/schema.ts";
+import type { ModelServing, OrdinalEntry } from "../api/schema.ts";
 import {
   availableCounts,
   availablePending,
@@ -27,7 +27,13 @@ import { PodChanges } from "./pod-changes.ts";
 import { Prng } from "./prng.ts";
 import { IdentityClaims, SubjectIndex } from "./subject-index.ts";
 
-function modelServing(image: string, replicas: number, partition: number, updateRevision = "m-rev2"): ModelServing {
+function modelServing(
+  image: string,
+  replicas: number,
+  partition: number,
+  updateRevision = "m-rev2",
+  ordinals?: readonly OrdinalEntry[],
+): ModelServing {
   const container = { spec: { containers: [{ name: "c", image }] } };
   const result = parseModelServing({
     apiVersion: "tandem.dev/v1alpha1",
@@ -55,6 +61,7 @@ function modelServing(image: string, replicas: number, partition: number, update
       updateRevision,
       currentRevision: "m-rev1",
       conditions: [{ type: "Available", status: "True", reason: "r", message: "x", observedGeneration: 1 }],
+      ...(ordinals === undefined ? {} : { ordinals }),
     },
   });
   if (!result.ok) throw new Error(JSON.stringify(result.problems));
@@ -211,6 +218,7 @@ function step(rng: Prng, states: Map<string, PodState>, pods: Map<string, Pod>):
 /** A pod settled: its object now, what `revisionMismatch` read of it then, and the revisions then. */
 interface SettledParts {
   readonly pod: Pod;
+  /** The ordinals the pod carries (group/role/instance/index), as `revisionMismatch` builds it. */
   readonly place: string;
   readonly spec: Pod["spec"];
   readonly revisionLabel: string | undefined;
@@ -218,8 +226,10 @@ interface SettledParts {
   readonly revisions: RevisionsByName;
 }
 
-function settledParts({ pod, id }: PlacedPod, revisions: RevisionsByName): SettledParts {
-  const place = `${id.group}/${id.role}/${id.instance}/${id.index}`;
+function settledParts({ pod, id, physical }: PlacedPod, revisions: RevisionsByName): SettledParts {
+  // The ordinals it carries, not its position: a pod is built (and checked) under those.
+  const own = physical ?? id;
+  const place = `${own.group}/${own.role}/${own.instance}/${own.index}`;
   return {
     pod,
     place,
@@ -245,6 +255,19 @@ function stillSettled(was: SettledParts | undefined, now: SettledParts): boolean
       was.revisions === now.revisions)
   );
 }
+
+/** `status.ordinals` entries: group positions 0 and 3 served by each other's ordinal. */
+const SWAPPED_GROUPS: readonly OrdinalEntry[] = [
+  { group: 0, ordinal: 3 },
+  { group: 3, ordinal: 0 },
+];
+/** Decode instance positions 0 and 2 of group position 1 served by each other's ordinal. */
+const SWAPPED_INSTANCES: readonly OrdinalEntry[] = [
+  { group: 1, role: "decode", instance: 0, ordinal: 2 },
+  { group: 1, role: "decode", instance: 2, ordinal: 0 },
+];
+/** Group ordinal 2 retired: its pods sit at a negative position. */
+const RETIRED_GROUP: OrdinalEntry = { ordinal: 2, retired: true };
 
 /** A limit no list reaches: every reason, uncapped. */
 const EVERY_REASON = Number.MAX_SAFE_INTEGER;
@@ -281,6 +304,12 @@ describe("SubjectIndex and IdentityClaims", () => {
         // The update revision changes alone: answers cached per instance must follow it.
         if (round === 350) ms = modelServing("vllm:v2", 3, 0, "m-rev1");
         if (round === 400) ms = modelServing("vllm:v2", 3, 0);
+        // Successions move pods between positions (`status.ordinals`): groups 0 and 3 swap, then
+        // decode instances 0 and 2 of group position 1 too, then group 2 is retired, then none.
+        if (round === 410 || round === 490) ms = modelServing("vllm:v2", 3, 0, "m-rev2", SWAPPED_GROUPS);
+        if (round === 420) ms = modelServing("vllm:v2", 3, 0, "m-rev2", [...SWAPPED_GROUPS, ...SWAPPED_INSTANCES]);
+        if (round === 430) ms = modelServing("vllm:v2", 3, 0, "m-rev2", [...SWAPPED_INSTANCES, RETIRED_GROUP]);
+        if (round === 440) ms = modelServing("vllm:v2", 3, 0);
         const stored = listing(pods);
         for (const change of changes.take()) {
           claims.apply(change);

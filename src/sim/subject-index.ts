@@ -45,6 +45,7 @@ import type {
   UpdateOfRole,
 } from "../core/invariants.ts";
 import { getOrCreate } from "../core/maps.ts";
+import { OrdinalTable, positionOf } from "../core/ordinals.ts";
 import { compareStored } from "./pod-changes.ts";
 import type { PodChange } from "./pod-changes.ts";
 
@@ -210,23 +211,32 @@ export class SubjectIndex {
 
   /**
    * Every stored pod placed again under the ModelServing now. A pod whose place is unchanged keeps
-   * its entry (the verdicts, readiness, spec match and unit answers read the place, the spec and
-   * the pod, none of which changed); the others are removed, then added where they now belong —
-   * the same outcome as removing and adding every pod, at the cost of the pods that moved.
+   * its entry (its verdicts, readiness, spec match and unit answers read its place, the spec and
+   * the pod, none of which changed); the others are removed, then added where they now belong,
+   * keeping their spec match: `revisionMismatch` builds a pod under the ordinals it carries, which
+   * a move leaves as they were. The same answers as placing every pod anew, at the cost of the
+   * pods that moved.
    */
   #placeAgain(): void {
-    const moved: PlacedPod[] = [];
+    const ordinals = this.#ms.status?.ordinals ?? [];
+    const table = ordinals.length === 0 ? undefined : OrdinalTable.read(ordinals);
+    const moved: { readonly placed: PlacedPod; readonly settled: Entry["settled"] }[] = [];
     for (const entry of [...this.#entries.values()]) {
-      const placed = placePod(this.#ms, entry.placed.pod);
-      if (placed !== undefined && samePlace(entry.placed, placed)) {
+      const placed = placedAgain(table, entry.placed);
+      if (samePlace(entry.placed, placed)) {
         entry.unit.pods[entry.unit.pods.indexOf(entry.placed)] = placed;
         entry.placed = placed;
         continue;
       }
       this.#remove(entry.placed.pod);
-      if (placed !== undefined) moved.push(placed);
+      moved.push({ placed, settled: entry.settled });
     }
-    for (const placed of moved) this.#add(placed);
+    for (const { placed, settled } of moved) {
+      const entry = this.#add(placed);
+      if (settled === undefined) continue;
+      entry.settled = settled;
+      this.#unverified.delete(entry);
+    }
   }
 
   podChanged({ before, after }: PodChange): void {
@@ -370,7 +380,8 @@ export class SubjectIndex {
     return placePod(this.#ms, after);
   }
 
-  #add(placed: PlacedPod): void {
+  /** Adds a placed pod (unverified) and returns its entry. */
+  #add(placed: PlacedPod): Entry {
     const unit = this.#unitOf(placed.id);
     unit.pods.splice(
       storedIndex(unit.pods, (each) => each.pod, placed.pod),
@@ -389,6 +400,7 @@ export class SubjectIndex {
     this.#unverified.add(entry);
     this.#judge(entry);
     this.#dirty.add(unit);
+    return entry;
   }
 
   /**
@@ -566,6 +578,18 @@ function sameUnitLabels(before: Pod, after: Pod): boolean {
     before.metadata.labels?.[LABEL_REVISION] === after.metadata.labels?.[LABEL_REVISION] &&
     before.metadata.labels?.[LABEL_ROLE_HASH] === after.metadata.labels?.[LABEL_ROLE_HASH]
   );
+}
+
+/**
+ * `placePod` of a placed pod's same object under the ordinal table `table` (undefined: no
+ * `status.ordinals`) of its ModelServing, whose name and uid are unchanged: the pod stays
+ * controlled and its identity the same (`physical`, or `id` when it was placed without
+ * ordinals), so only its position is read again, as `placePod` reads it.
+ */
+function placedAgain(table: OrdinalTable | undefined, { pod, id, physical }: PlacedPod): PlacedPod {
+  const own = physical ?? id;
+  if (table === undefined) return { pod, id: own };
+  return { pod, id: { ...positionOf(table, own), index: own.index }, physical: own };
 }
 
 /** Two versions of one pod (same uid) in the same instance as the same worker. */
