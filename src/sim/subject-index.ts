@@ -221,7 +221,9 @@ export class SubjectIndex {
     const ordinals = this.#ms.status?.ordinals ?? [];
     const table = ordinals.length === 0 ? undefined : OrdinalTable.read(ordinals);
     const moved: { readonly placed: PlacedPod; readonly settled: Entry["settled"] }[] = [];
-    for (const entry of [...this.#entries.values()]) {
+    // Deleting the entry being visited leaves a Map's iteration well defined; moved ones are added after.
+    for (const entry of this.#entries.values()) {
+      if (isPlacedUnder(table, entry.placed)) continue;
       const placed = placedAgain(table, entry.placed);
       if (samePlace(entry.placed, placed)) {
         entry.unit.pods[entry.unit.pods.indexOf(entry.placed)] = placed;
@@ -590,6 +592,17 @@ function placedAgain(table: OrdinalTable | undefined, { pod, id, physical }: Pla
   const own = physical ?? id;
   if (table === undefined) return { pod, id: own };
   return { pod, id: { ...positionOf(table, own), index: own.index }, physical: own };
+}
+
+/**
+ * Whether `placedAgain(table, placed)` would be `placed` as it is (the same position, and
+ * `physical` present exactly when there is a table): the common case, decided without allocating.
+ */
+function isPlacedUnder(table: OrdinalTable | undefined, { id, physical }: PlacedPod): boolean {
+  if (table === undefined) return physical === undefined;
+  if (physical === undefined) return false;
+  const group = table.groups.position(physical.group);
+  return group === id.group && table.instances(group, physical.role).position(physical.instance) === id.instance;
 }
 
 /** Two versions of one pod (same uid) in the same instance as the same worker. */
