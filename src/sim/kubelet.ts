@@ -121,8 +121,12 @@ interface PodRuntime {
 interface ContainerReport {
   readonly statusVersion: number;
   readonly phase: string;
-  /** Made once, never modified (patches hand it to the server, which copies it). */
-  readonly containerStatuses: JsonValue;
+  /**
+   * Made once, never modified (patches hand it to the server, which copies it); once a write has
+   * stored it, the stored (frozen) list itself, so later syncs find it unchanged by identity
+   * instead of comparing it element by element.
+   */
+  containerStatuses: JsonValue;
 }
 
 interface Timing {
@@ -457,8 +461,11 @@ export class SimKubelet {
     try {
       const statusVersion = runtime.statusVersion;
       const patch = isReported(runtime, pod) ? undefined : this.#statusPatch(runtime, pod);
-      if (patch !== undefined)
-        runtime.reported = { pod: await this.#client.patchStatus(runtime.ref, patch), statusVersion };
+      if (patch !== undefined) {
+        const stored = await this.#client.patchStatus(runtime.ref, patch);
+        runtime.reported = { pod: stored, statusVersion };
+        adoptStoredReport(runtime.containerReport, stored, statusVersion);
+      }
       runtime.conflicts = 0;
       if (runtime.termination?.done === true)
         await this.#client.delete(runtime.ref, { uid: runtime.uid, gracePeriodSeconds: 0 });
@@ -596,6 +603,17 @@ function offerField(changed: JsonObject, current: JsonObject, field: string, val
   if (!isJsonObject(value) && sameJsonText(stored, value)) return false;
   changed[field] = value;
   return !mergePatchIsNoop(stored, value, 1);
+}
+
+/**
+ * After a status write computed from `report` (as of `statusVersion`) stored `stored`: the
+ * stored containerStatuses are the same JSON text as the report's (merged from it whole, or left
+ * out of the patch because they were stored as is), so the report takes the stored list itself.
+ */
+function adoptStoredReport(report: ContainerReport | undefined, stored: KubeObject, statusVersion: number): void {
+  const containerStatuses = stored.status?.["containerStatuses"];
+  if (report?.statusVersion === statusVersion && containerStatuses !== undefined)
+    report.containerStatuses = containerStatuses;
 }
 
 /**
