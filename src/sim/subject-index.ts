@@ -196,7 +196,9 @@ export class SubjectIndex {
   observe(ms: ModelServing, revisions: RevisionsByName): void {
     if (ms === this.#ms && revisions === this.#context.revisions) return;
     const sameSpec = ms.spec === this.#ms.spec;
-    const moved = JSON.stringify(ms.status?.ordinals ?? []) !== JSON.stringify(this.#ms.status?.ordinals ?? []);
+    const ordinals = ms.status?.ordinals;
+    const before = this.#ms.status?.ordinals;
+    const moved = ordinals !== before && JSON.stringify(ordinals ?? []) !== JSON.stringify(before ?? []);
     this.#ms = ms;
     // Pods are placed by position (`placePod`): a succession moves them, so all are placed again.
     if (moved) this.#placeAgain();
