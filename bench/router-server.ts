@@ -12,12 +12,12 @@
  * requests in flight finish, exit 0. The router id is `bench` (workers `bench-w<index>`).
  */
 import { parseArgs } from "node:util";
-import { serveRouter } from "../src/cli/router.ts";
+import { accessLogDestination, serveRouter } from "../src/cli/router.ts";
+import { openSync } from "node:fs";
 import { createLogger } from "../src/kube/logger.ts";
 import { onePodCluster } from "./one-pod-cluster.ts";
 import { parseWorkerCount } from "../src/router/workers.ts";
 import { availableParallelism } from "node:os";
-import { pino } from "pino";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -26,7 +26,8 @@ const { positionals, values } = parseArgs({
 const enginePort = Number(positionals[0]);
 if (!Number.isInteger(enginePort) || enginePort <= 0)
   throw new Error(`usage: node bench/router-server.ts ENGINE_PORT [--workers N] (got ${positionals[0] ?? "nothing"})`);
-const destination = values.log === undefined ? undefined : pino.destination({ dest: values.log, sync: true });
+// As `tandem router` writes its lines (to stdout there).
+const destination = accessLogDestination(values.log === undefined ? 1 : openSync(values.log, "a"));
 
 process.exitCode = await serveRouter(
   {

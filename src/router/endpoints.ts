@@ -113,8 +113,25 @@ export interface RoleEndpoints {
   readonly summary: string;
 }
 
-/** Sorts `discovered` into the eligible endpoints of `role` and a count of the reasons of the rest. */
+/** `roleEndpoints` results by pod list, route and role: a discovery keeps a list while its pods are unchanged. */
+const roleEndpointsMemo = new WeakMap<readonly DiscoveredPod[], WeakMap<RouterRoute, Map<string, RoleEndpoints>>>();
+
+/**
+ * Sorts `discovered` into the eligible endpoints of `role` and a count of the reasons of the rest.
+ * A pure function of its arguments, computed once per pod list, route and role (the router asks
+ * for every request; the list changes only when a pod does).
+ */
 export function roleEndpoints(discovered: readonly DiscoveredPod[], route: RouterRoute, role: string): RoleEndpoints {
+  let byRoute = roleEndpointsMemo.get(discovered);
+  if (byRoute === undefined) roleEndpointsMemo.set(discovered, (byRoute = new WeakMap()));
+  let byRole = byRoute.get(route);
+  if (byRole === undefined) byRoute.set(route, (byRole = new Map<string, RoleEndpoints>()));
+  let result = byRole.get(role);
+  if (result === undefined) byRole.set(role, (result = computeRoleEndpoints(discovered, route, role)));
+  return result;
+}
+
+function computeRoleEndpoints(discovered: readonly DiscoveredPod[], route: RouterRoute, role: string): RoleEndpoints {
   const endpoints: Endpoint[] = [];
   const reasons = new Map<string, number>();
   let counted = 0;

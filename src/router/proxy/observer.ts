@@ -90,8 +90,17 @@ export class AnswerTap {
   }
 }
 
+/** `: 123` right where it is applied (sticky). */
+const COUNT_AFTER_KEY = /\s*:\s*(\d+)/y;
+
+/** The number after the last `"field":` that has one (JSON whitespace allowed around the colon). */
 function lastCount(text: string, field: string): number | undefined {
-  const matches = [...text.matchAll(new RegExp(`"${field}"\\s*:\\s*(\\d+)`, "g"))];
-  const last = matches.at(-1)?.[1];
-  return last === undefined ? undefined : Number(last);
+  const key = `"${field}"`;
+  // A scan from the end rather than a regular expression over the whole tail: this runs twice per request.
+  for (let at = text.lastIndexOf(key); at >= 0; at = at === 0 ? -1 : text.lastIndexOf(key, at - 1)) {
+    COUNT_AFTER_KEY.lastIndex = at + key.length;
+    const digits = COUNT_AFTER_KEY.exec(text)?.[1];
+    if (digits !== undefined) return Number(digits);
+  }
+  return undefined;
 }

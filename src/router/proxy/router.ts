@@ -25,16 +25,16 @@ import type { RouterRoute } from "../route.ts";
 import type { EngineLoad, TieBreak } from "../select.ts";
 import { chooseTarget, targetEndpoints } from "../target.ts";
 import type { Target } from "../target.ts";
-import { readBounded, readRequestBody } from "./body.ts";
+import { readRequestBody } from "./body.ts";
 import { EngineScraper } from "./engine-scraper.ts";
 import { sendError } from "./errors.ts";
 import type { RouterError } from "./errors.ts";
 import { InFlight } from "./inflight.ts";
-import { relay } from "./relay.ts";
 import { AnswerTap } from "./observer.ts";
 import type { RequestRecord, RouterObserver } from "./observer.ts";
 import { classifyFailure, Upstreams } from "./upstream.ts";
-import type { LegFailure, UpstreamResponse } from "./upstream.ts";
+import type { LegFailure } from "./upstream.ts";
+import type { LegResponse } from "./leg.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
@@ -111,7 +111,7 @@ interface Exchange {
 /** A leg that got response headers, counted in flight until `release`. */
 interface SentLeg {
   readonly endpoint: Endpoint;
-  readonly response: UpstreamResponse;
+  readonly response: LegResponse;
   readonly release: () => void;
 }
 
@@ -380,7 +380,7 @@ export class RequestRouter {
       if (!pre.ok) return failed(prefill, pre.failure);
       // An error answer of the prefill is the request's answer (4xx) or a reason to retry (5xx).
       if (pre.response.statusCode >= 400) return await this.#deliver(exchange, pre, last, debug);
-      const answer = await readBounded(pre.response.body, this.#maxBodyBytes);
+      const answer = await pre.response.body.read(this.#maxBodyBytes);
       pre.release();
       if (exchange.signal.aborted) return DONE;
       const json = answer.ok ? parseJson(answer.bytes) : undefined;
@@ -469,7 +469,7 @@ export class RequestRouter {
   async #deliver(exchange: Exchange, sent: SentLeg, last: boolean, debug: Record<string, string>): Promise<Outcome> {
     const { response, release, endpoint } = sent;
     if (response.statusCode >= 500 && !last) {
-      await response.body.dump().catch(() => undefined);
+      await response.body.dump();
       release();
       return failed(endpoint, {
         code: "upstream_error",
@@ -497,7 +497,7 @@ export class RequestRouter {
     trace.tap = tap;
     // Neither side's failure rejects: the client left (its abort already went to every leg) or
     // the engine cut the stream, and either way the response is closed.
-    await relay(response.body, res, (chunk) => {
+    await response.body.relay(res, (chunk) => {
       tap.observe(chunk);
     });
     release();
@@ -539,7 +539,7 @@ function pairHeaders(prefill: Endpoint, decode: Endpoint): Record<string, string
 async function settlePrefill(sent: Sent, maxBytes: number): Promise<LegFailure | undefined> {
   if (!sent.ok) return sent.failure;
   const { response, release, endpoint } = sent;
-  const text = await readBounded(response.body, maxBytes);
+  const text = await response.body.read(maxBytes);
   release();
   if (response.statusCode < 400) return undefined;
   const detail = text.ok ? text.bytes.toString("utf8").slice(0, 500) : text.reason;
@@ -580,7 +580,7 @@ function parseJson(bytes: Buffer): unknown {
   }
 }
 
-function forwardedHeaders(headers: UpstreamResponse["headers"]): Record<string, string | string[]> {
+function forwardedHeaders(headers: LegResponse["headers"]): Record<string, string | string[]> {
   const kept: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers))
     if (value !== undefined && !HOP_BY_HOP.has(name) && !ROUTER_SET.has(name)) kept[name] = value;

@@ -1,12 +1,15 @@
 /**
- * Legs to engines over undici: one Agent, which keeps a keep-alive Pool per endpoint origin, and
- * the classification of what can go wrong before an answer arrives.
+ * Legs to engines over undici: one Agent, which keeps a keep-alive Pool per endpoint origin, each
+ * leg dispatched with its own handler (leg.ts), and the classification of what can go wrong
+ * before an answer arrives.
  */
 import { Agent } from "undici";
 import type { Dispatcher } from "undici";
 import type { Address, Endpoint } from "../endpoints.ts";
 import type { RouterRoute } from "../route.ts";
 import type { RouterError } from "./errors.ts";
+import { Leg } from "./leg.ts";
+import type { LegResponse } from "./leg.ts";
 
 export interface LegRequest {
   readonly endpoint: Endpoint;
@@ -18,7 +21,8 @@ export interface LegRequest {
   readonly signal: AbortSignal;
 }
 
-export type UpstreamResponse = Dispatcher.ResponseData;
+/** An engine's `/metrics` page, as the scrapers read it. */
+export type ScrapeResponse = Dispatcher.ResponseData;
 
 /** Why a leg got no answer: the error the client sees if no other attempt succeeds. */
 export interface LegFailure extends RouterError {
@@ -38,23 +42,36 @@ export class Upstreams {
   /**
    * Sends one leg: resolves when the response headers arrive (the first byte, bounded by the
    * route's `firstByteSeconds`), its body then bounded between chunks by `idleSeconds`; rejects on
-   * connection failure, timeout or abort (`classifyFailure` reads the error).
+   * connection failure, timeout or abort (`classifyFailure` reads the error). The leg is aborted
+   * when `signal` is, until its body has ended or failed.
    */
-  send(leg: LegRequest): Promise<UpstreamResponse> {
-    return this.#agent.request({
-      origin: originOf(leg.endpoint.address),
-      path: leg.path,
-      method: "POST",
-      headers: { ...leg.headers, "content-type": "application/json" },
-      body: leg.body,
-      signal: leg.signal,
-      headersTimeout: leg.route.timeouts.firstByteSeconds * 1000,
-      bodyTimeout: leg.route.timeouts.idleSeconds * 1000,
+  send(request: LegRequest): Promise<LegResponse> {
+    const { signal } = request;
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    const onAbort = (): void => {
+      leg.abort(signal.reason as Error);
+    };
+    const leg = new Leg(() => {
+      signal.removeEventListener("abort", onAbort);
     });
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.#agent.dispatch(
+      {
+        origin: originOf(request.endpoint.address),
+        path: request.path,
+        method: "POST",
+        headers: { ...request.headers, "content-type": "application/json" },
+        body: request.body,
+        headersTimeout: request.route.timeouts.firstByteSeconds * 1000,
+        bodyTimeout: request.route.timeouts.idleSeconds * 1000,
+      },
+      leg,
+    );
+    return leg.response;
   }
 
   /** A GET (an engine's `/metrics`) whose headers and body must each arrive within `timeoutMs`. */
-  get(address: Address, path: string, timeoutMs: number): Promise<UpstreamResponse> {
+  get(address: Address, path: string, timeoutMs: number): Promise<ScrapeResponse> {
     return this.#agent.request({
       origin: originOf(address),
       path,
