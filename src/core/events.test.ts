@@ -370,6 +370,35 @@ describe("events: rollout transitions from the stored status", () => {
     );
   });
 
+  it("a pause is announced once: work done while paused (a recovery) gives the reason back without a second RolloutPaused", () => {
+    const at = (generation: number, current: string, update: string, reason: string): ModelServingStatus => ({
+      ...status(current, update, reason),
+      observedGeneration: generation,
+    });
+    const paused = { ...none, paused: true };
+    assert.deepEqual(of(rolloutEvents(at(2, "a", "b", "RolloutPaused"), at(2, "a", "b", "Reconciling"), paused)), []);
+    assert.deepEqual(
+      of(rolloutEvents(at(2, "a", "b", "Reconciling"), at(2, "a", "b", "RolloutPaused"), paused)),
+      [],
+      "the same paused spec (generation, update revision) as the status before: the pause was announced when it began",
+    );
+    assert.deepEqual(
+      of(rolloutEvents(at(1, "a", "a", "Converged"), at(2, "a", "b", "Reconciling"), paused)),
+      ["RolloutStarted", "RolloutPaused"],
+      "a paused spec first observed while other work runs: the pause begins there",
+    );
+    assert.deepEqual(
+      of(rolloutEvents(at(1, "a", "b", "RolloutPaused"), at(2, "a", "b", "RolloutPaused"), paused)),
+      [],
+      "still shown paused: no event",
+    );
+    assert.deepEqual(
+      of(rolloutEvents(at(1, "a", "a", "Converged"), at(2, "a", "a", "Converged"), paused)),
+      [],
+      "paused with nothing to roll out: nothing to announce",
+    );
+  });
+
   it("started, superseded and completed follow the revisions; equal statuses give nothing", () => {
     assert.deepEqual(of(rolloutEvents(status("a", "a"), status("a", "a"), none)), []);
     assert.deepEqual(of(rolloutEvents({}, status("a", "a"), none)), [], "a new ModelServing starts no rollout");

@@ -106,7 +106,7 @@ export function rolloutEvents(
   }
   const wasPaused = progressingReason(before) === PAUSED_REASON;
   const isPaused = progressingReason(after) === PAUSED_REASON;
-  if (!wasPaused && isPaused && spec.paused)
+  if (!wasPaused && spec.paused && pauseBegins(before, after))
     events.push(
       recordEvent(
         "RolloutPaused",
@@ -124,6 +124,24 @@ export function rolloutEvents(
     );
   }
   return events;
+}
+
+/**
+ * Whether `after` (under a paused spec, `before` not showing RolloutPaused) is where the pause
+ * begins: the first status that shows it (RolloutPaused), or the first of a newly observed paused
+ * spec while other work (a recovery) holds the reason and a rollout waits. Under the same spec as
+ * `before` (its generation and update revision) the pause began earlier and was announced then:
+ * work done while paused gives the reason back without a second announcement.
+ */
+function pauseBegins(before: ModelServingStatus, after: ModelServingStatus): boolean {
+  const sameSpec =
+    before.observedGeneration !== undefined &&
+    before.observedGeneration === after.observedGeneration &&
+    before.updateRevision === after.updateRevision;
+  if (sameSpec) return false;
+  const reason = progressingReason(after);
+  if (reason === PAUSED_REASON) return true;
+  return after.updateRevision !== after.currentRevision && reason !== "Converged";
 }
 
 function progressingReason(status: ModelServingStatus): string | undefined {
