@@ -17,6 +17,7 @@ import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
 import type { Ineligible } from "./inplace.ts";
 import { isInPlaceRestart, movesInPlace, planInPlace, readProgress } from "./inplace.ts";
 import type { InstancePods, Model, PodView } from "./model.ts";
+import type { Role } from "../api/schema.ts";
 import { groupLabel, ordinalsOf, positionOf, unitLabel } from "./ordinals.ts";
 import type { UnitPlace } from "./ordinals.ts";
 import { buildPod, buildService } from "./pods.ts";
@@ -25,7 +26,7 @@ import { roleHash, sameRevisionData, sameRoleSpec } from "./role-hash.ts";
 import { deletePod, releasePods, trackPod } from "./tracking.ts";
 import { recreateKey } from "./recreate.ts";
 import { groupAvailable } from "./rollout.ts";
-import { resolveGroupBudget, roleFloor } from "../api/budgets.ts";
+import { resolveGroupBudget, resolveRoleBudget, roleFloor } from "../api/budgets.ts";
 
 /** What planning accumulates: actions in order, when to look again, and why it waits. */
 export interface Work {
@@ -37,10 +38,22 @@ export interface Work {
   readonly ineligible: Ineligible[];
   /** Units whose drain still waits (for routers or the settle), for status. */
   readonly drainWaits: DrainWait[];
+  /**
+   * Why retired units stay that only capacity or a larger maxUnavailable can end (a successor
+   * waits for capacity while they carry the floor), for status (Progressing, RolloutWaiting).
+   */
+  readonly retiredWaits: string[];
 }
 
 export function newWork(): Work {
-  return { actions: [], recheckAtMs: undefined, unreadable: new Map(), ineligible: [], drainWaits: [] };
+  return {
+    actions: [],
+    recheckAtMs: undefined,
+    unreadable: new Map(),
+    ineligible: [],
+    drainWaits: [],
+    retiredWaits: [],
+  };
 }
 
 /** Adds a drain step's actions, recheck and wait to `work`. */
@@ -107,6 +120,7 @@ export function planLifecycle(
   const desiredServices = new Set<string>();
   const statesOf = (group: number) => desiredInstanceStates(states, layout, resolve, group);
   const retiredGroupsGo = retiredGroupMayGo(model, layout, statesOf);
+  if (!retiredGroupsGo) noteStarvedRetiredGroups(context, layout, statesOf);
   for (const [group, roles] of [...model.tree].reverse()) {
     // A retired group (negative position) has a successor: it is surplus like one beyond the layout.
     if (group >= layout.groups || (group < 0 && retiredGroupsGo))
@@ -250,6 +264,7 @@ function scaleDownRoles(context: Context, layout: Layout, group: number, groupSt
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];
     for (const entry of instances) if (entry[0] >= wanted || (entry[0] < 0 && retiredGo)) unwanted.push(entry);
+    if (!retiredGo && spec !== undefined) noteStarvedRetired(context, group, spec, instances, groupStates);
     for (const [instance, pods] of unwanted.reverse())
       if (instance < 0)
         scaleDown(
@@ -260,6 +275,60 @@ function scaleDownRoles(context: Context, layout: Layout, group: number, groupSt
         );
       else scaleDown(context, [pods], unitLabel(context.model.ordinals, { group, role, instance }));
   }
+}
+
+/**
+ * The starved case of a retired instance (docs/design/succession.md): it stays because its role
+ * in `group` is below its floor without it, and a desired instance of the role waits for a node
+ * with room — the GPUs the retired one holds among them, so the wait does not end by itself.
+ * Says so, as `starvedMessage` does for surge; a successor merely starting says nothing.
+ */
+function noteStarvedRetired(
+  context: Context,
+  group: number,
+  role: Role,
+  instances: ReadonlyMap<number, InstancePods>,
+  groupStates: readonly InstanceState[],
+): void {
+  const retired = [...instances.keys()].filter((instance) => instance < 0);
+  const states = groupStates.filter((state) => state.role === role.name);
+  if (retired.length === 0 || !states.some((state) => state.health.unschedulable)) return;
+  const { ordinals } = context.model;
+  const units = retired.map((instance) => unitLabel(ordinals, { group, role: role.name, instance })).join(", ");
+  const available = states.filter((state) => state.available).length;
+  context.work.retiredWaits.push(
+    `${groupLabel(ordinals, group)} role ${role.name}: ${starvedRetiredMessage(available, role.replicas, resolveRoleBudget(role).maxUnavailable, "instance(s)", units)}`,
+  );
+}
+
+/** `noteStarvedRetired` for retired groups: the desired groups below the group floor, one starved. */
+function noteStarvedRetiredGroups(
+  context: Context,
+  layout: Layout,
+  statesOf: (group: number) => InstanceState[],
+): void {
+  const { model } = context;
+  const states = range(layout.groups).map(statesOf);
+  if (!states.some((group) => group.some((state) => state.health.unschedulable))) return;
+  const roles = model.ms.spec.template.roles;
+  const available = states.filter((group) => groupAvailable(group, roles)).length;
+  const retired = [...model.tree.keys()].filter((group) => group < 0);
+  const units = retired.map((group) => groupLabel(model.ordinals, group)).join(", ");
+  const { maxUnavailable } = resolveGroupBudget(model.ms.spec);
+  context.work.retiredWaits.push(
+    starvedRetiredMessage(available, model.ms.spec.replicas, maxUnavailable, "ServingGroup(s)", units),
+  );
+}
+
+/** Why retired units stay while desired ones starve (the retired ones named by `retired`). */
+function starvedRetiredMessage(
+  available: number,
+  desired: number,
+  maxUnavailable: number,
+  unit: string,
+  retired: string,
+): string {
+  return `${available} of ${desired} desired ${unit} available with maxUnavailable ${maxUnavailable}: the rest wait for capacity while the retired unit(s) ${retired}, succeeded and due to go, carry the floor, and draining them would break the budget; add capacity or raise maxUnavailable`;
 }
 
 /**

@@ -92,7 +92,7 @@ export function plan(observed: Observed, nowMs: number): Plan {
   work.actions.push(...recreate.events);
   const desired = planLifecycle(states, layout, nowMs, work, recreate.lifecycle);
   work.actions.push(...releaseUnplaced(observed.pods, (pod) => isPlaced(model, pod)));
-  const waiting = { ...rollout, waiting: [...rollout.waiting, ...recreate.waiting] };
+  const waiting = { ...rollout, waiting: [...work.retiredWaits, ...rollout.waiting, ...recreate.waiting] };
   const computed = computeStatus(model, revisions.revisions, layout, desired, waiting, work, nowMs);
   const status = withRecreate(computed, recreate.record);
   if (!sameStatus(status, written)) work.actions.push({ type: "WriteStatus", status, barrier: false });

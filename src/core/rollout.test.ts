@@ -6,7 +6,7 @@ import { applyRevision } from "./revision/apply.ts";
 import { plan } from "./plan.ts";
 import { surgeCount } from "./rollout.ts";
 import type { SurgeInputs } from "./rollout.ts";
-import { apply, idealCluster, observe, readyPod } from "../../test/ideal-cluster.ts";
+import { apply, deleteByOthers, idealCluster, observe, readyPod, servesReady } from "../../test/ideal-cluster.ts";
 import type { IdealCluster } from "../../test/ideal-cluster.ts";
 
 const NOW = Date.parse("2026-11-30T01:00:00Z");
@@ -1424,6 +1424,84 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
     assert.equal(
       cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing")?.reason,
       "Converged",
+    );
+  });
+});
+
+describe("waits that only capacity or a larger maxUnavailable end (starved)", () => {
+  const unschedulable = {
+    phase: "Pending" as const,
+    conditions: [
+      { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
+    ],
+  };
+  /** One group of 2 prefill instances (maxUnavailable 0, maxSurge 1) at v1, the update to v2 applied. */
+  function prefillUpdated(): IdealCluster {
+    const cluster = idealCluster(
+      manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
+        { name: "prefill", replicas: 2, maxUnavailable: 0, maxSurge: 1, entryTemplate: pod("vllm:v1") },
+      ]),
+    );
+    run(cluster);
+    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    return cluster;
+  }
+  /** Plans `rounds` rounds; the pod `name` re-created after `lostUid` went cannot be scheduled. */
+  function starve(cluster: IdealCluster, name: string, lostUid: string, fromMs: number, rounds = 10): void {
+    for (let round = 0; round < rounds; round++) {
+      apply(cluster, plan(observe(cluster), fromMs + round * 1000).actions);
+      const rebuilt = cluster.pods.get(name);
+      if (rebuilt !== undefined && rebuilt.metadata.uid !== lostUid) rebuilt.status = unschedulable;
+    }
+  }
+  const progressing = (cluster: IdealCluster) =>
+    cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+
+  it("a retired instance whose lost successor cannot be scheduled stays, and the rollout says why and how to unblock it (succession.md)", () => {
+    const cluster = prefillUpdated();
+    planUntil(
+      cluster,
+      () => cluster.modelServing.status?.ordinals?.some((entry: any) => entry.retired === true) === true,
+      "prefill-2 (surge) succeeds prefill-1",
+    );
+    const successor = cluster.pods.get("llm-0-prefill-2-0") as Pod;
+    deleteByOthers(cluster, "llm-0-prefill-2-0");
+    starve(cluster, "llm-0-prefill-2-0", successor.metadata.uid ?? "", NOW + 20_000);
+    assert.ok(cluster.pods.has("llm-0-prefill-1-0"), "the retired instance stays: it carries the floor");
+    assert.equal(progressing(cluster).reason, "RolloutWaiting");
+    assert.match(
+      progressing(cluster).message,
+      /^group 0 role prefill: 1 of 2 desired instance\(s\) available with maxUnavailable 0: the rest wait for capacity while the retired unit\(s\) prefill-1 of group 0, succeeded and due to go, carry the floor, and draining them would break the budget; add capacity or raise maxUnavailable; /,
+    );
+  });
+
+  it("an instance below a partition raised mid-rollout, lost and rebuilt at its record, cannot be scheduled: the serving surge instance stays and the rollout says why (starvedMessage)", () => {
+    const cluster = prefillUpdated();
+    // prefill-2 succeeds prefill-1; prefill-1's ordinal, freed, carries the next surge instance.
+    planUntil(
+      cluster,
+      () => {
+        const surge = cluster.pods.get("llm-0-prefill-1-0");
+        return surge?.spec.containers[0]?.image === "vllm:v2" && servesReady(surge);
+      },
+      "the second surge instance (ordinal 1) serves at v2",
+    );
+    cluster.modelServing.spec.template.roles[0].partition = 1;
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    const lost = cluster.pods.get("llm-0-prefill-0-0") as Pod;
+    assert.equal(lost.spec.containers[0]?.image, "vllm:v1");
+    deleteByOthers(cluster, "llm-0-prefill-0-0");
+    starve(cluster, "llm-0-prefill-0-0", lost.metadata.uid ?? "", NOW + 20_000);
+    assert.deepEqual(
+      images(cluster, "llm-0-prefill"),
+      ["llm-0-prefill-0-0=vllm:v1", "llm-0-prefill-1-0=vllm:v2", "llm-0-prefill-2-0=vllm:v2"],
+      "rebuilt at its record below the partition; the surge instance stays",
+    );
+    assert.equal(progressing(cluster).reason, "RolloutWaiting");
+    assert.match(
+      progressing(cluster).message,
+      /^group 0 role prefill: 1 of 2 desired instance\(s\) available with maxUnavailable 0: the rest wait for capacity while 1 surge instance\(s\) carry the floor, and scaling those down would break the budget; add capacity or raise maxUnavailable\. Not Ready: prefill-0 of group 0: /,
     );
   });
 });
