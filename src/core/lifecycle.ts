@@ -264,7 +264,8 @@ function scaleDownRoles(context: Context, layout: Layout, group: number, groupSt
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];
     for (const entry of instances) if (entry[0] >= wanted || (entry[0] < 0 && retiredGo)) unwanted.push(entry);
-    if (!retiredGo && spec !== undefined) noteStarvedRetired(context, group, spec, instances, groupStates);
+    // retiredGo is true without a spec: here the role has one.
+    if (!retiredGo) noteStarvedRetired(context, group, spec, instances, groupStates);
     for (const [instance, pods] of unwanted.reverse())
       if (instance < 0)
         scaleDown(
