@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import { FINALIZER_RECOVERY } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
 import { plan } from "./plan.ts";
-import { apply, converge, deleteByOthers, idealCluster, observe } from "../../test/ideal-cluster.ts";
+import { apply, converge, deleteByOthers, idealCluster, observe, readyPod } from "../../test/ideal-cluster.ts";
 import type { IdealCluster } from "../../test/ideal-cluster.ts";
 
 const NOW = Date.parse("2026-11-30T01:00:00Z");
@@ -129,6 +129,63 @@ describe("pod tracking", () => {
     assert.deepEqual([deleted(recovery), released(recovery)], [["llm-0-decode-0-0"], []]);
     apply(cluster, recovery);
     assert.deepEqual(released(plan(observe(cluster), NOW).actions), ["llm-0-decode-0-1"]);
+  });
+
+  describe("a recovery deletion released its pod, and the deletion failed with a Conflict (the pod changed meanwhile): the next plan judges the untracked pod afresh", () => {
+    /** llm-1-prefill-0-0 crashed (restarted, containers not ready for long): the first write of its deletion, the release, applied. */
+    function releasedThenConflict() {
+      const cluster = converged("RoleRecreate");
+      const crashed = cluster.pods.get("llm-1-prefill-0-0")!;
+      const uid = crashed.metadata.uid;
+      const ready = crashed.status!.conditions!.filter((c) => c.type !== "ContainersReady" && c.type !== "Ready");
+      crashed.status = {
+        ...crashed.status,
+        conditions: [
+          ...ready,
+          { type: "ContainersReady", status: "False", lastTransitionTime: "2026-11-30T00:00:00Z" },
+          { type: "Ready", status: "False", lastTransitionTime: "2026-11-30T00:00:00Z" },
+        ],
+        containerStatuses: crashed.status!.containerStatuses!.map((c) => ({ ...c, ready: false, restartCount: 1 })),
+      };
+      const deletion = plan(observe(cluster), NOW).actions.find((a) => a.type === "DeletePod");
+      assert.ok(
+        deletion?.type === "DeletePod" && deletion.release !== undefined && deletion.resourceVersion !== undefined,
+      );
+      // The release went through; the guarded deletion then met a newer pod (Conflict): not applied.
+      crashed.metadata.finalizers = [...deletion.release.finalizers];
+      crashed.metadata.resourceVersion = String(Number(crashed.metadata.resourceVersion) + 1);
+      return { cluster, crashed, uid };
+    }
+
+    it("recovered meanwhile (Ready again): it is tracked again and kept, not deleted", () => {
+      const { cluster, crashed, uid } = releasedThenConflict();
+      crashed.status = readyPod(crashed, true).status;
+      crashed.metadata.resourceVersion = String(Number(crashed.metadata.resourceVersion) + 1);
+      const { actions } = plan(observe(cluster), NOW);
+      assert.deepEqual(deleted(actions), []);
+      assert.deepEqual(
+        actions.flatMap((a) => (a.type === "SetPodFinalizers" ? [[a.name, a.finalizers]] : [])),
+        [["llm-1-prefill-0-0", [FINALIZER_RECOVERY]]],
+      );
+      apply(cluster, actions);
+      assert.deepEqual(plan(observe(cluster), NOW).actions, [], "tracked and serving: nothing more to do");
+      assert.equal(cluster.pods.get("llm-1-prefill-0-0")?.metadata.uid, uid);
+    });
+
+    it("still failed: it is deleted without a second release, guarded by the version now seen, and rebuilt", () => {
+      const { cluster, crashed, uid } = releasedThenConflict();
+      const { actions } = plan(observe(cluster), NOW);
+      const deletion = actions.find((a) => a.type === "DeletePod");
+      assert.ok(deletion?.type === "DeletePod");
+      assert.deepEqual(
+        [deletion.name, deletion.release, deletion.resourceVersion],
+        ["llm-1-prefill-0-0", undefined, crashed.metadata.resourceVersion],
+      );
+      assert.deepEqual(released(actions), []);
+      apply(cluster, actions);
+      converge(cluster, NOW);
+      assert.notEqual(cluster.pods.get("llm-1-prefill-0-0")?.metadata.uid, uid, "rebuilt");
+    });
   });
 
   it("a lost pod of a group scaled away is released, not recovered", () => {
