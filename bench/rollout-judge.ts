@@ -31,7 +31,11 @@ export interface Measures {
   readonly minimumPods: number;
   readonly unchangedRestarts: number;
   readonly writes: number;
-  /** Creates + deletes + status changes (+ one image patch per pod updated in place). */
+  /**
+   * Creates + deletes + status changes — ModelServing status writes and the serving-gate
+   * transitions each pod needs (`gateTransitions` in rollout-run.ts) — + one image patch per pod
+   * updated in place.
+   */
   readonly necessaryWrites: number;
   /** Fewest groups serving (`groupAvailable`) at the end of any instant of the rollout. */
   readonly lowestGroups: number;
