@@ -169,6 +169,27 @@ function carriedBySurgeInTwoGroups(): IdealCluster {
 const disruptedGroups = (cluster: IdealCluster, decode = 2) =>
   [0, 1, 2].filter((group) => available(cluster, group, "prefill") < 2 || available(cluster, group, "decode") < decode);
 
+/** What a pending pod reports when no node has room for it. */
+const unschedulable = {
+  phase: "Pending" as const,
+  conditions: [
+    { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
+  ],
+};
+
+/** One group of `replicas` prefill instances (maxUnavailable 0, maxSurge 1) at v1, the update to v2 applied. */
+function prefillUpdated(replicas: number): IdealCluster {
+  const cluster = idealCluster(
+    manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
+      { name: "prefill", replicas, maxUnavailable: 0, maxSurge: 1, entryTemplate: pod("vllm:v1") },
+    ]),
+  );
+  run(cluster);
+  cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+  cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+  return cluster;
+}
+
 describe("RoleRollingUpdate", () => {
   it("updates only decode, never touches prefill, and keeps each group's decode budget", () => {
     const cluster = idealCluster(
@@ -357,21 +378,8 @@ describe("RoleRollingUpdate", () => {
   });
 
   it("a surge instance that serves succeeds the last old one, so no replacement is built that could wait for the capacity the old one frees (the wait of fuzz-208 cannot arise here)", () => {
-    const cluster = idealCluster(
-      manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
-        { name: "prefill", replicas: 1, maxUnavailable: 0, maxSurge: 1, entryTemplate: pod("vllm:v1") },
-      ]),
-    );
-    run(cluster);
-    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
-    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    const cluster = prefillUpdated(1);
     // The capacity the old desired pod frees goes elsewhere (another pending pod in a full cluster).
-    const unschedulable = {
-      phase: "Pending" as const,
-      conditions: [
-        { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
-      ],
-    };
     for (let round = 0; round < 10; round++) {
       apply(cluster, plan(observe(cluster), NOW + round * 1000).actions);
       const desired = cluster.pods.get("llm-0-prefill-0-0");
@@ -1289,12 +1297,6 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
     run(cluster);
     update(cluster);
     // A full cluster: a replacement at the new image cannot be placed while the surge pod lives.
-    const unschedulable = {
-      phase: "Pending" as const,
-      conditions: [
-        { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
-      ],
-    };
     const starve = () => {
       for (const instance of [0, 1]) {
         const desired = cluster.pods.get(`llm-0-decode-${instance}-0`);
@@ -1429,24 +1431,6 @@ describe("coordinated RoleRollingUpdate (in the planner)", () => {
 });
 
 describe("waits that only capacity or a larger maxUnavailable end (starved)", () => {
-  const unschedulable = {
-    phase: "Pending" as const,
-    conditions: [
-      { type: "PodScheduled", status: "False" as const, reason: "Unschedulable", message: "0/1 nodes are available" },
-    ],
-  };
-  /** One group of 2 prefill instances (maxUnavailable 0, maxSurge 1) at v1, the update to v2 applied. */
-  function prefillUpdated(): IdealCluster {
-    const cluster = idealCluster(
-      manifest({ replicas: 1, rolloutStrategy: { type: "RoleRollingUpdate" } }, [
-        { name: "prefill", replicas: 2, maxUnavailable: 0, maxSurge: 1, entryTemplate: pod("vllm:v1") },
-      ]),
-    );
-    run(cluster);
-    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
-    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
-    return cluster;
-  }
   /** Plans `rounds` rounds; the pod `name` re-created after `lostUid` went cannot be scheduled. */
   function starve(cluster: IdealCluster, name: string, lostUid: string, fromMs: number, rounds = 10): void {
     for (let round = 0; round < rounds; round++) {
@@ -1459,7 +1443,7 @@ describe("waits that only capacity or a larger maxUnavailable end (starved)", ()
     cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
 
   it("a retired instance whose lost successor cannot be scheduled stays, and the rollout says why and how to unblock it (succession.md)", () => {
-    const cluster = prefillUpdated();
+    const cluster = prefillUpdated(2);
     planUntil(
       cluster,
       () => cluster.modelServing.status?.ordinals?.some((entry: any) => entry.retired === true) === true,
@@ -1477,7 +1461,7 @@ describe("waits that only capacity or a larger maxUnavailable end (starved)", ()
   });
 
   it("an instance below a partition raised mid-rollout, lost and rebuilt at its record, cannot be scheduled: the serving surge instance stays and the rollout says why (starvedMessage)", () => {
-    const cluster = prefillUpdated();
+    const cluster = prefillUpdated(2);
     // prefill-2 succeeds prefill-1; prefill-1's ordinal, freed, carries the next surge instance.
     planUntil(
       cluster,
