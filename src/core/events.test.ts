@@ -4,7 +4,7 @@ import type { ModelServingStatus } from "../api/schema.ts";
 import type { Action } from "./actions.ts";
 import { EVENT_TYPES, rolloutEvents } from "./events.ts";
 import { plan } from "./plan.ts";
-import { apply, converge, idealCluster, observe } from "../../test/ideal-cluster.ts";
+import { apply, converge, deleteByOthers, idealCluster, observe } from "../../test/ideal-cluster.ts";
 import type { IdealCluster } from "../../test/ideal-cluster.ts";
 
 const NOW = Date.parse("2026-11-30T01:00:00Z");
@@ -258,6 +258,26 @@ describe("events: one per controller action, on transitions only", () => {
     );
     assert.ok(!events.some((e) => e.reason === "RolloutStarted"));
     assert.equal(events.at(-1)!.reason, "RolloutCompleted");
+  });
+
+  it("a paused rollout announces the pause once: a recovery while paused brings the reason back without a second RolloutPaused", () => {
+    const cluster = converged();
+    cluster.modelServing.spec.rolloutStrategy = { paused: true };
+    setImage(cluster, "vllm:v2");
+    assert.deepEqual(
+      reasons(settle(cluster, NOW + 100_000)).filter((r) => r.startsWith("Rollout")),
+      ["RolloutStarted", "RolloutPaused"],
+    );
+    deleteByOthers(cluster, "llm-1-decode-0-1");
+    const recovery = reasons(settle(cluster, NOW + 200_000));
+    assert.ok(recovery.includes("Recovering"), recovery.join(", "));
+    assert.deepEqual(
+      recovery.filter((r) => r.startsWith("Rollout")),
+      [],
+      "still the same pause: nothing to announce",
+    );
+    const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+    assert.equal(progressing.reason, "RolloutPaused", "the status shows the pause again");
   });
 
   it("recovery names its policy; the rebuilt instance is created for want of its pods", () => {
