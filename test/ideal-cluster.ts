@@ -7,7 +7,7 @@
  * `badImages` never becomes ready (CrashLoopBackOff). Pod writes bump the pod's resourceVersion,
  * and a write conditional on another version is dropped, as the API server would refuse it.
  */
-import type { Pod, Service } from "../src/api/kube.ts";
+import type { Pod, PodCondition, Service } from "../src/api/kube.ts";
 import type { Action } from "../src/core/actions.ts";
 import type { Observed, ObservedRouter } from "../src/core/observed.ts";
 import { plan } from "../src/core/plan.ts";
@@ -164,15 +164,26 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
         if (cluster.pods.get(action.name)?.metadata.deletionTimestamp !== undefined)
           remove(cluster, action.name, action.finalizers);
         break;
-      case "AnnotatePod":
-        podWrite(cluster, action.name, undefined, (pod) => {
+      case "AnnotatePod": {
+        // A gate written first: the metadata write then requires the version it left.
+        let version = action.release?.resourceVersion;
+        if (action.gate !== undefined) {
+          const before = cluster.pods.get(action.name)?.metadata.resourceVersion;
+          setCondition(cluster, action.name, action.gate.resourceVersion, action.gate.condition);
+          const after = cluster.pods.get(action.name)?.metadata.resourceVersion;
+          if (after === before) break;
+          version = after;
+        }
+        podWrite(cluster, action.name, action.release === undefined ? undefined : version, (pod) => {
           const merged = { ...pod.metadata.annotations, ...action.annotations };
           pod.metadata.annotations = Object.fromEntries(
             Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null),
           );
           if (action.labels !== undefined) pod.metadata.labels = { ...pod.metadata.labels, ...action.labels };
+          if (action.release !== undefined) pod.metadata.finalizers = [...action.release.finalizers];
         });
         break;
+      }
       case "PatchPodImages":
         podWrite(cluster, action.name, action.resourceVersion, (pod) => {
           const merged = { ...pod.metadata.annotations, ...action.annotations };
@@ -183,21 +194,7 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
         });
         break;
       case "SetPodCondition":
-        podWrite(cluster, action.name, action.resourceVersion, (pod) => {
-          const others = (pod.status?.conditions ?? []).filter(
-            (c) => c.type !== action.condition.type && c.type !== "Ready",
-          );
-          const containersReady = others.some((c) => c.type === "ContainersReady" && c.status === "True");
-          const ready = action.condition.status === "True" && containersReady;
-          pod.status = {
-            ...pod.status,
-            conditions: [
-              ...others,
-              action.condition,
-              { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 },
-            ],
-          };
-        });
+        setCondition(cluster, action.name, action.resourceVersion, action.condition);
         break;
       case "CreateService":
         cluster.services.set(action.service.metadata.name, {
@@ -212,6 +209,19 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
         break;
     }
   }
+}
+
+/** Sets one pod condition (the serving gate) and Ready with it, conditional on `resourceVersion`. */
+function setCondition(cluster: IdealCluster, name: string, resourceVersion: string, condition: PodCondition): void {
+  podWrite(cluster, name, resourceVersion, (pod) => {
+    const others = (pod.status?.conditions ?? []).filter((c) => c.type !== condition.type && c.type !== "Ready");
+    const containersReady = others.some((c) => c.type === "ContainersReady" && c.status === "True");
+    const ready = condition.status === "True" && containersReady;
+    pod.status = {
+      ...pod.status,
+      conditions: [...others, condition, { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 }],
+    };
+  });
 }
 
 /**

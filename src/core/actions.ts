@@ -59,6 +59,14 @@ export type Action =
   /**
    * Set (string) or remove (null) pod annotations and, when given, labels, in one write; UID
    * precondition as for deletion.
+   *
+   * With `release`, the same write sets the pod's finalizers (as SetPodFinalizers does, under
+   * `release.resourceVersion`): the drain mark of a pod about to be deleted releases it, so its
+   * deletion needs no write of its own (docs/design/pod-tracking.md rule 1). With `gate`, the
+   * executor first sets that status condition as SetPodCondition does (under
+   * `gate.resourceVersion`, the version the plan saw), and the metadata write then requires the
+   * version the gate write returned: the mark, the gate and the release of one pod in two writes,
+   * nothing that changed the pod in between unnoticed. A failed gate write fails the action.
    */
   | {
       readonly type: "AnnotatePod";
@@ -66,6 +74,8 @@ export type Action =
       readonly uid: string;
       readonly annotations: Readonly<Record<string, string | null>>;
       readonly labels?: Readonly<Record<string, string>>;
+      readonly release?: PodFinalizers;
+      readonly gate?: { readonly resourceVersion: string; readonly condition: PodCondition };
     }
   /**
    * In-place update (DESIGN §2.10): set the image of each named regular container (`images`:

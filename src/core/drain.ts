@@ -3,7 +3,8 @@
  * purpose in three steps, each observable so a restarted controller continues where it stopped:
  *
  * 1. mark: every live pod of the unit gets `tandem.dev/draining: <now>` (RFC 3339 with
- *    milliseconds) and its serving gate set False (routers stop sending new requests to it);
+ *    milliseconds) and its serving gate set False (routers stop sending new requests to it); the
+ *    mark's write also releases the recovery finalizer (docs/design/pod-tracking.md rule 1);
  * 2. wait (`entryWait`): for each entry pod of the unit that was serving (workers take no
  *    requests, so they follow their entry), until every live router whose scope covers the
  *    namespace has confirmed it (`drained.tandem.dev/<router-id>: "true"`), and no sooner than
@@ -27,7 +28,7 @@ import type { Action, DeleteReason } from "./actions.ts";
 import { recordEvent } from "./events.ts";
 import { drainMarkKeys, podCondition } from "./health.ts";
 import type { PodView } from "./model.ts";
-import { deletePod } from "./tracking.ts";
+import { deletePod, releaseOf } from "./tracking.ts";
 
 /**
  * The least wait between a mark and the disruption it announces (DESIGN §3.5): long enough for a
@@ -71,7 +72,12 @@ export function rfc3339Millis(nowMs: number): string {
 }
 
 /** Sets the pod's serving gate, conditional on the resourceVersion the plan saw. */
-export function setServing(view: PodView, status: "True" | "False", reason: string, nowMs: number): Action {
+export function setServing(
+  view: PodView,
+  status: "True" | "False",
+  reason: string,
+  nowMs: number,
+): Extract<Action, { type: "SetPodCondition" }> {
   return {
     type: "SetPodCondition",
     name: view.pod.metadata.name,
@@ -111,7 +117,7 @@ export function planDrainedDeletion(
 ): DrainStep {
   const live = pods.filter((view) => !view.facts.terminating);
   if (live.length === 0) return { actions: [], recheckAtMs: undefined, wait: undefined };
-  const step = planDrain(live, policy, { unitLabel, next: "deleting" }, nowMs);
+  const step = planDrain(live, policy, { unitLabel, next: "deleting", release: true }, nowMs);
   if (!step.drained) return step;
   const deletions = live.map((view) => deletePod(view, reason));
   const event = recordEvent("InstanceDeleted", `Deleting ${unitLabel}: ${podList(live)}.`);
@@ -171,7 +177,9 @@ function entryWait(view: PodView, policy: DrainPolicy, nowMs: number): EntryWait
 
 /**
  * Steps 1 and 2 of a drain of `live` (the live pods of one unit): marks the unmarked ones (with
- * `extraAnnotations` of each pod in the same write), and says whether the wait is over. Its events
+ * `extraAnnotations` of each pod in the same write; with `unit.release`, a drain before a
+ * deletion, the mark also releases a pod that holds the recovery finalizer: `markPod`), and says
+ * whether the wait is over. Its events
  * name the unit (`unitLabel`) and what follows the wait (`next`): DrainStarted when it marks a unit
  * none of whose pods was marked and a wait lies ahead; once the wait is over, DrainConfirmed naming
  * the routers that confirmed, or DrainTimeout naming those that did not and the pods.
@@ -179,7 +187,7 @@ function entryWait(view: PodView, policy: DrainPolicy, nowMs: number): EntryWait
 export function planDrain(
   live: readonly PodView[],
   policy: DrainPolicy,
-  unit: { readonly unitLabel: string; readonly next: "deleting" | "updating images" },
+  unit: { readonly unitLabel: string; readonly next: "deleting" | "updating images"; readonly release?: boolean },
   nowMs: number,
   extraAnnotations: (view: PodView) => Readonly<Record<string, string>> = () => ({}),
 ): DrainProgress {
@@ -197,20 +205,8 @@ export function planDrain(
       ),
     );
   for (const view of live) {
-    if (view.facts.drainingSinceMs !== undefined) continue;
-    // The gate first: its write carries the resourceVersion the plan saw, which the annotation
-    // write would change.
-    if (view.facts.serving) actions.push(setServing(view, "False", DRAINING_REASON, nowMs));
-    actions.push({
-      type: "AnnotatePod",
-      name: view.pod.metadata.name,
-      uid: view.uid,
-      annotations: {
-        ...staleConfirmations(view),
-        ...extraAnnotations(view),
-        [ANNOTATION_DRAINING]: rfc3339Millis(nowMs),
-      },
-    });
+    if (view.facts.drainingSinceMs === undefined)
+      actions.push(...markPod(view, { ...extraAnnotations(view) }, unit.release === true, nowMs));
   }
   // Only entries that took traffic need the routers' confirmations: a pod whose gate never opened
   // has no request on it. The gate reason "Draining" (set above) remembers that it was serving.
@@ -247,6 +243,37 @@ export function planDrain(
     );
   }
   return { actions, recheckAtMs: undefined, wait: undefined, drained: true };
+}
+
+/**
+ * The mark of one pod (DESIGN §3.2): its gate closed when it serves, `tandem.dev/draining` set
+ * with `extra` and stale confirmations removed. The gate goes first: its write carries the
+ * resourceVersion the plan saw, which the annotation write would change. With `release` and the
+ * recovery finalizer held, one action writes both, and the mark's write releases the pod too (a
+ * merge patch of the same metadata): its deletion after the wait needs no release of its own.
+ * Tracking the pod through the drain would buy nothing: a pod lost from a unit being deleted needs
+ * no recovery (docs/design/pod-tracking.md rule 3), and a drain cancelled leaves a live pod that
+ * rule 5 tracks again.
+ */
+function markPod(
+  view: PodView,
+  extra: Readonly<Record<string, string>>,
+  release: boolean,
+  nowMs: number,
+): readonly Action[] {
+  const gate = view.facts.serving ? setServing(view, "False", DRAINING_REASON, nowMs) : undefined;
+  const mark: Extract<Action, { type: "AnnotatePod" }> = {
+    type: "AnnotatePod",
+    name: view.pod.metadata.name,
+    uid: view.uid,
+    annotations: { ...staleConfirmations(view), ...extra, [ANNOTATION_DRAINING]: rfc3339Millis(nowMs) },
+  };
+  if (release && view.facts.tracked) {
+    const closing =
+      gate === undefined ? {} : { gate: { resourceVersion: gate.resourceVersion, condition: gate.condition } };
+    return [{ ...mark, release: releaseOf(view.pod), ...closing }];
+  }
+  return gate === undefined ? [mark] : [gate, mark];
 }
 
 /** What DrainStarted says the unit waits for. */

@@ -134,17 +134,16 @@ describe("plan: scaling", () => {
     cluster.modelServing.spec.replicas = 1;
     const first = plan(observe(cluster), NOW);
     assert.ok(!types(first.actions).includes("DeletePod"));
-    assert.ok(
-      first.actions.some(
-        (a) => a.type === "SetPodCondition" && a.name === "llm-1-prefill-0-0" && a.condition.status === "False",
-      ),
-    );
+    // One action per pod: the gate closed, then the mark, which also releases the pod (its
+    // deletion after the wait needs no release of its own).
     assert.ok(
       first.actions.some(
         (a) =>
           a.type === "AnnotatePod" &&
           a.name === "llm-1-prefill-0-0" &&
-          a.annotations["tandem.dev/draining"] === "2026-11-30T01:00:00.000Z",
+          a.annotations["tandem.dev/draining"] === "2026-11-30T01:00:00.000Z" &&
+          a.gate?.condition.status === "False" &&
+          a.release?.finalizers.length === 0,
       ),
     );
     assert.equal(first.requeueAfterMs, 2_000, "the settle ends first");
@@ -160,6 +159,10 @@ describe("plan: scaling", () => {
     cluster.pods.get("llm-1-prefill-0-0")!.metadata.annotations!["drained.tandem.dev/router-a"] = "true";
     const acked = plan(observe(cluster), NOW + 30_000);
     assert.deepEqual(deletedPods(acked.actions), ["llm-1-decode-0-0", "llm-1-decode-0-1", "llm-1-prefill-0-0"]);
+    assert.ok(
+      acked.actions.every((a) => a.type !== "DeletePod" || a.release === undefined),
+      "released with the mark: the deletions release nothing",
+    );
   });
 
   it("while a drain waits, Progressing says DrainWaiting: the pods, the routers awaited, the timeout (not 'surge or extra pod')", () => {

@@ -62,7 +62,8 @@ export function releaseUnplaced(pods: readonly Pod[], placed: (pod: Pod) => bool
   return actions;
 }
 
-function releaseOf(pod: Pod): PodFinalizers {
+/** The pod's finalizers without the recovery one, under the resourceVersion the plan saw. */
+export function releaseOf(pod: Pod): PodFinalizers {
   return {
     resourceVersion: pod.metadata.resourceVersion ?? "",
     finalizers: (pod.metadata.finalizers ?? []).filter((finalizer) => finalizer !== FINALIZER_RECOVERY),

@@ -350,6 +350,44 @@ describe("executor", () => {
     assert.equal(stale.conflicts.length, 1, "the plan saw an older version");
   });
 
+  it("a drain mark that releases: the gate under the plan's version, then the mark and the finalizers under the version the gate wrote; a pod changed meanwhile is a Conflict, nothing written", async () => {
+    const { executor, target, client, server, clock, informer } = await setup();
+    for (const name of ["p0", "p1"])
+      await client.create(asObject(aPod(name, { finalizers: ["example.com/other", "tandem.dev/recovery"] })));
+    clock.advance(0);
+    const mark = (name: string): Action => {
+      const cached = informer.get("Pod", "default", name);
+      const resourceVersion = cached?.metadata.resourceVersion ?? "";
+      return {
+        type: "AnnotatePod",
+        name,
+        uid: cached?.metadata.uid ?? "",
+        annotations: { "tandem.dev/draining": "2026-11-30T01:00:00.000Z" },
+        release: { resourceVersion, finalizers: ["example.com/other"] },
+        gate: { resourceVersion, condition: { type: "tandem.dev/serving", status: "False", reason: "Draining" } },
+      };
+    };
+    const [m0, m1] = [mark("p0"), mark("p1")];
+    // p1 changed since the plan saw it: its gate write is a Conflict, and nothing else is written.
+    await client.patch(podRef("p1"), { metadata: { labels: { ready: "yes" } } });
+    const result = await executor.execute(target(), [m0, m1]);
+    assert.deepEqual([result.applied, result.conflicts.length], [1, 1]);
+    const p0 = server.get(podRef("p0"));
+    assert.deepEqual(
+      [p0.metadata.finalizers, p0.metadata.annotations?.["tandem.dev/draining"], p0.status?.["conditions"]],
+      [
+        ["example.com/other"],
+        "2026-11-30T01:00:00.000Z",
+        [{ type: "tandem.dev/serving", status: "False", reason: "Draining" }],
+      ],
+    );
+    const p1 = server.get(podRef("p1"));
+    assert.deepEqual(
+      [p1.metadata.finalizers, p1.metadata.annotations?.["tandem.dev/draining"]],
+      [["example.com/other", "tandem.dev/recovery"], undefined],
+    );
+  });
+
   it("annotates with a UID precondition and removes annotations set to null", async () => {
     const { executor, target, client, server } = await setup();
     const pod = await client.create(asObject(aPod("p0", { annotations: { keep: "1", drop: "2" } })));

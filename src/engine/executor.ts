@@ -302,22 +302,44 @@ export class Executor {
     return { expectation: expectPatched(ref, uid, "status written", shows) };
   }
 
-  /** Sets and removes annotations (and sets labels, when given) in one merge patch, UID precondition. */
+  /**
+   * Sets and removes annotations (and sets labels, when given) in one merge patch, UID
+   * precondition; with `release`, the finalizers too, under its resourceVersion — or, after the
+   * `gate` condition written first, under the version that write returned (see `AnnotatePod`).
+   */
   async #annotatePod(
     action: Extract<Action, { type: "AnnotatePod" }>,
     namespace: string,
   ): Promise<{ expectation: Expectation }> {
-    const { name, uid, annotations, labels } = action;
+    const { name, uid, annotations, labels, release, gate } = action;
     const ref = { kind: "Pod", namespace, name } as const;
-    const shows = (object: KubeObject): boolean => showsMetadata(object, annotations, labels ?? {});
+    let resourceVersion = release?.resourceVersion;
+    if (gate !== undefined) {
+      const gated = await this.#setPodCondition({ type: "SetPodCondition", name, uid, ...gate }, namespace);
+      resourceVersion = gated.resourceVersion;
+    }
+    const tracked = release === undefined ? undefined : release.finalizers.includes(FINALIZER_RECOVERY);
+    const shows = (object: KubeObject): boolean =>
+      showsMetadata(object, annotations, labels ?? {}) &&
+      (tracked === undefined || (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked);
     const what = [
       ...Object.keys(annotations).map((key) => `annotation ${key}`),
       ...Object.keys(labels ?? {}).map((key) => `label ${key}`),
+      ...(tracked === undefined ? [] : [`finalizer ${FINALIZER_RECOVERY} ${tracked ? "added" : "removed"}`]),
     ].join(",");
     const expectation = expectPatched(ref, uid, what, shows);
+    const finalizers =
+      release === undefined
+        ? {}
+        : { ...(resourceVersion === undefined ? {} : { resourceVersion }), finalizers: [...release.finalizers] };
     await orUnknown(
       this.#ports.writer.patch(ref, {
-        metadata: { uid, annotations: { ...annotations }, ...(labels === undefined ? {} : { labels: { ...labels } }) },
+        metadata: {
+          uid,
+          ...finalizers,
+          annotations: { ...annotations },
+          ...(labels === undefined ? {} : { labels: { ...labels } }),
+        },
       }),
       expectation,
     );
@@ -374,7 +396,7 @@ export class Executor {
   async #setPodCondition(
     action: Extract<Action, { type: "SetPodCondition" }>,
     namespace: string,
-  ): Promise<{ expectation: Expectation }> {
+  ): Promise<{ expectation: Expectation; resourceVersion: string | undefined }> {
     const ref = { kind: "Pod", namespace, name: action.name } as const;
     const { uid, resourceVersion, condition } = action;
     // The cache has moved past what the plan saw when this throws: the server would refuse too.
@@ -383,11 +405,11 @@ export class Executor {
     const expectation = expectPatched(ref, uid, `condition ${condition.type}=${condition.status}`, (object) =>
       showsCondition(object, condition),
     );
-    await orUnknown(
+    const stored = await orUnknown(
       this.#ports.writer.patchStatus(ref, { metadata: { uid, resourceVersion }, status: { conditions } }),
       expectation,
     );
-    return { expectation };
+    return { expectation, resourceVersion: stored.metadata.resourceVersion };
   }
 
   #recordEvent(action: Extract<Action, { type: "RecordEvent" }>, target: PlanTarget): void {
