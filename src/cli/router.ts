@@ -45,13 +45,13 @@ export interface RouterFlags {
 }
 
 /**
- * Where the router's lines go (`fd`: stdout in production): written asynchronously, lines logged
- * while a write is in flight going out together in the next — one access-log line per request
- * would otherwise be one blocking write per request. pino writes what is left synchronously when
- * the process exits.
+ * Where the router's lines go (`fd`: stdout in production): buffered, written when 4 KiB have
+ * gathered and at least every second (Envoy's access logs flush on the same interval), so one
+ * access-log line per request is not one write per request. pino writes what is left
+ * synchronously when the process exits.
  */
 export function accessLogDestination(fd: number): pino.DestinationStream {
-  return pino.destination({ dest: fd, sync: false });
+  return pino.destination({ dest: fd, sync: false, minLength: 4096, periodicFlush: 1000 });
 }
 
 /** What the flags say, besides the cluster and the logger. */
