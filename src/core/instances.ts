@@ -9,7 +9,7 @@ import { instanceHealth } from "./health.ts";
 import { onFrozen } from "./frozen.ts";
 import { instanceId } from "./identity.ts";
 import { getOrCreate } from "./maps.ts";
-import type { GroupPods, InstancePods, Model, PodView } from "./model.ts";
+import type { InstancePods, Model, PodView } from "./model.ts";
 import type { Revision } from "./pods.ts";
 import type { RevisionData } from "./revision/format.ts";
 import type { Revisions } from "./revisions.ts";
@@ -108,19 +108,12 @@ export interface InstanceStates {
   readonly model: Model;
   readonly revisions: Revisions;
   /** group → role → instance → the states computed for it. */
-  readonly memo: Map<number, RoleMemo>;
-  /** Start a group's memo from an earlier plan's of the same subtree (`groupMemo`). */
-  readonly reuse: boolean;
+  readonly memo: Map<number, Map<string, Map<number, MemoizedState[]>>>;
   /** Record look-ups per units array of a layout (layouts never change their arrays). */
   readonly records: WeakMap<readonly UnitRecord[], RecordedRevision>;
 }
 
-/** role → instance → the states computed for it. */
-type RoleMemo = Map<string, Map<number, MemoizedState[]>>;
-
 interface MemoizedState {
-  /** The revisions it looked up, in order, with the data each resolved to (undefined: unreadable). */
-  readonly looked: readonly LookedUp[];
   readonly recorded: string | undefined;
   /** `recorded` is the instance's own record, not its group's. */
   readonly own: boolean;
@@ -130,60 +123,11 @@ interface MemoizedState {
   readonly unresolved: readonly string[];
 }
 
-interface LookedUp {
-  readonly name: string;
-  readonly data: RevisionData | undefined;
-}
-
 const NONE_UNRESOLVED: readonly string[] = Object.freeze([]);
 
-/**
- * A memo of instance states for one plan of `model` with `revisions`. With `reuse` (the default),
- * a group's memo starts from the one an earlier plan built for the same group subtree (see
- * `groupMemo`); `false` computes every state afresh (the property test of incremental against
- * from-scratch plans). Either way every state is the one `computeState` yields for this plan.
- */
-export function instanceStates(model: Model, revisions: Revisions, reuse = true): InstanceStates {
-  return { model, revisions, memo: new Map(), records: new WeakMap(), reuse };
-}
-
-/**
- * Group memos across plans, by the group's subtree (`buildModel` shares an unchanged group's
- * subtree between plans). A state depends on the subtree, the strategy (`sameSpec`), the update
- * revision, the revisions it looked up and its memo key (record, own, current name); the first
- * three are checked here per group, the looked-up revisions per state (`stillResolves`).
- */
-const groupMemos = new WeakMap<
-  GroupPods,
-  { readonly strategy: string; readonly update: Revision; readonly roles: RoleMemo }
->();
-
-/** This plan's memo for `group`: an earlier plan's for the same subtree and inputs, else empty. */
-function groupMemo(states: InstanceStates, group: number): RoleMemo {
-  const pods = states.model.tree.get(group);
-  if (!states.reuse || pods === undefined) return new Map();
-  const strategy = states.model.ms.spec.rolloutStrategy.type;
-  const { update } = states.revisions;
-  const cached = groupMemos.get(pods);
-  if (
-    cached !== undefined &&
-    cached.strategy === strategy &&
-    cached.update.name === update.name &&
-    cached.update.data === update.data
-  )
-    return cached.roles;
-  const roles: RoleMemo = new Map();
-  groupMemos.set(pods, { strategy, update, roles });
-  return roles;
-}
-
-/** Every revision `memoized` looked up resolves in this plan as it did when it was computed. */
-function stillResolves(states: InstanceStates, memoized: MemoizedState): boolean {
-  for (const { name, data } of memoized.looked) {
-    const found = states.revisions.lookup(name);
-    if ((found.ok ? found.revision.data : undefined) !== data) return false;
-  }
-  return true;
+/** An empty memo of instance states for one plan of `model` with `revisions`. */
+export function instanceStates(model: Model, revisions: Revisions): InstanceStates {
+  return { model, revisions, memo: new Map(), records: new WeakMap() };
 }
 
 /**
@@ -205,44 +149,28 @@ function instanceState(
   const { currentName } = layout;
   const computed = getOrCreate(memo, instance, (): MemoizedState[] => []);
   let memoized: MemoizedState | undefined;
-  let stale = -1;
   // A loop, not `find`: this runs for every instance of every layout a plan looks at.
-  for (let index = 0; index < computed.length; index++) {
-    const candidate = computed[index];
-    if (candidate === undefined) continue;
+  for (const candidate of computed) {
     if (candidate.recorded === recorded && candidate.own === own && candidate.currentName === currentName) {
-      if (stillResolves(states, candidate)) memoized = candidate;
-      else stale = index;
+      memoized = candidate;
       break;
     }
   }
   if (memoized === undefined) {
-    memoized = computeMemoized(states, { recorded, own, currentName }, at);
-    if (stale >= 0) computed[stale] = memoized;
-    else computed.push(memoized);
+    let unresolved: string[] | undefined;
+    const lookup = (name: string): Revision | undefined => {
+      const found = states.revisions.lookup(name);
+      if (found.ok) return found.revision;
+      (unresolved ??= []).push(name);
+      return undefined;
+    };
+    const state = computeState(states, currentName, { name: recorded, own }, lookup, at);
+    // Revisions are almost always readable: no array is kept per state for none.
+    memoized = { recorded, own, currentName, state, unresolved: unresolved ?? NONE_UNRESOLVED };
+    computed.push(memoized);
   }
   for (const name of memoized.unresolved) resolve(name, `${instanceId(role, instance)} of group ${group}`);
   return memoized.state;
-}
-
-/** Computes the state of instance `at` under `key`, with what it looked up and could not resolve. */
-function computeMemoized(
-  states: InstanceStates,
-  key: { readonly recorded: string | undefined; readonly own: boolean; readonly currentName: string },
-  at: { group: number; role: string; instance: number },
-): MemoizedState {
-  let unresolved: string[] | undefined;
-  const looked: LookedUp[] = [];
-  const lookup = (name: string): Revision | undefined => {
-    const found = states.revisions.lookup(name);
-    looked.push({ name, data: found.ok ? found.revision.data : undefined });
-    if (found.ok) return found.revision;
-    (unresolved ??= []).push(name);
-    return undefined;
-  };
-  const state = computeState(states, key.currentName, { name: key.recorded, own: key.own }, lookup, at);
-  // Revisions are almost always readable: no array is kept per state for none.
-  return { ...key, looked, state, unresolved: unresolved ?? NONE_UNRESOLVED };
 }
 
 /** The record look-up of a layout's `units`, indexed once per units array for this plan. */
@@ -323,7 +251,7 @@ export function desiredInstanceStates(
 ): InstanceState[] {
   const desired: InstanceState[] = [];
   const records = { recorded: recordsOf(states, layout.units), currentName: layout.currentName };
-  const roles = getOrCreate(states.memo, group, () => groupMemo(states, group));
+  const roles = getOrCreate(states.memo, group, () => new Map<string, Map<number, MemoizedState[]>>());
   for (const role of states.model.ms.spec.template.roles) {
     const count = layout.instances(group, role);
     const memo = getOrCreate(roles, role.name, () => new Map<number, MemoizedState[]>());

@@ -100,14 +100,8 @@ export type ModelResult =
   /** The stored object does not pass validation: the controller reports it and does nothing else. */
   | { readonly ok: false; readonly problems: readonly Problem[]; readonly raw: { readonly generation: number } };
 
-/**
- * Builds the model, or explains why the ModelServing cannot be acted on. `reuse` (the default)
- * shares the subtree of a group whose pod views and positions are those of an earlier plan with
- * that plan's tree (`reusedGroupPods`): equal content, so the result is the same either way, and
- * later memos can key on the subtree. `false` builds every subtree afresh (the property test of
- * incremental against from-scratch plans).
- */
-export function buildModel(observed: Observed, reuse = true): ModelResult {
+/** Builds the model, or explains why the ModelServing cannot be acted on. */
+export function buildModel(observed: Observed): ModelResult {
   const spec = onFrozen(specMemo, observed.modelServing, readSpec);
   if (!spec.ok)
     return { ok: false, problems: spec.problems, raw: { generation: rawGeneration(observed.modelServing) } };
@@ -137,7 +131,7 @@ export function buildModel(observed: Observed, reuse = true): ModelResult {
       revisions,
       unreadable,
       decoded,
-      ...buildTree(owner, observed.pods, ordinals, reuse),
+      ...buildTree(owner, observed.pods, ordinals),
       ordinals,
       services,
       drain: {
@@ -216,9 +210,8 @@ function buildTree(
   owner: NamespacedOwner,
   pods: readonly Pod[],
   ordinals: OrdinalTable,
-  reuse: boolean,
 ): { tree: UnitTree; podRevisionNames: Set<string> } {
-  const views: { view: PodView; at: PodPosition }[] = [];
+  const views: { view: PodView; at: { group: number; role: string; instance: number; index: number } }[] = [];
   const podRevisionNames = new Set<string>();
   for (const pod of pods) {
     const view = readForOwner(podViewMemo, owner, pod, readPodView);
@@ -232,66 +225,14 @@ function buildTree(
       a.group - b.group || compareStrings(a.role, b.role) || a.instance - b.instance || a.index - b.index,
   );
   // Inserting in key order makes every map iterate in ascending key order.
-  const tree = new Map<number, GroupPods>();
-  for (let from = 0; from < views.length;) {
-    let to = from + 1;
-    while (to < views.length && views[to]?.at.group === views[from]?.at.group) to++;
-    const segment = views.slice(from, to);
-    const group = segment[0]?.at.group ?? 0;
-    tree.set(group, reuse ? reusedGroupPods(segment, groupPods) : groupPods(segment));
-    from = to;
+  const tree = new Map<number, Map<string, Map<number, Map<number, PodView>>>>();
+  for (const { view, at } of views) {
+    const { group, role, instance, index } = at;
+    const roles = getOrCreate(tree, group, () => new Map<string, Map<number, Map<number, PodView>>>());
+    const instances = getOrCreate(roles, role, () => new Map<number, Map<number, PodView>>());
+    getOrCreate(instances, instance, () => new Map<number, PodView>()).set(index, view);
   }
   return { tree, podRevisionNames };
-}
-
-/** Where a pod sits in the tree: its positions (`ordinals`) and its index. */
-interface PodPosition {
-  readonly group: number;
-  readonly role: string;
-  readonly instance: number;
-  readonly index: number;
-}
-
-/**
- * Group subtrees by the view of their first pod, with the placed views they were built from.
- * Keyed on a view (one per frozen pod, `podViewMemo`), so an entry goes with its pod.
- */
-const groupPodsMemo = new WeakMap<PodView, { readonly views: PlacedViews; readonly pods: GroupPods }>();
-
-/** `build(views)`, or the subtree built before from the same views at the same positions. */
-function reusedGroupPods(views: PlacedViews, build: (views: PlacedViews) => GroupPods): GroupPods {
-  const first = views[0]?.view;
-  if (first === undefined) return build(views);
-  const cached = groupPodsMemo.get(first);
-  if (cached !== undefined && samePlacedViews(cached.views, views)) return cached.pods;
-  const pods = build(views);
-  groupPodsMemo.set(first, { views, pods });
-  return pods;
-}
-
-function samePlacedViews(a: PlacedViews, b: PlacedViews): boolean {
-  if (a.length !== b.length) return false;
-  for (let index = 0; index < a.length; index++) {
-    const x = a[index];
-    const y = b[index];
-    if (x === undefined || y === undefined || x.view !== y.view) return false;
-    if (x.at.group !== y.at.group || x.at.role !== y.at.role) return false;
-    if (x.at.instance !== y.at.instance || x.at.index !== y.at.index) return false;
-  }
-  return true;
-}
-
-/** One group's pods in tree order, with their positions. */
-type PlacedViews = readonly { readonly view: PodView; readonly at: PodPosition }[];
-
-/** The subtree of one group's `views` (sorted by role, instance, index). */
-function groupPods(views: PlacedViews): GroupPods {
-  const roles = new Map<string, Map<number, Map<number, PodView>>>();
-  for (const { view, at } of views) {
-    const instances = getOrCreate(roles, at.role, () => new Map<number, Map<number, PodView>>());
-    getOrCreate(instances, at.instance, () => new Map<number, PodView>()).set(at.index, view);
-  }
-  return roles;
 }
 
 /** A read of one object for one owner (ownership and identity depend on the owner). */

@@ -31,26 +31,13 @@ import type { Revisions } from "./revisions.ts";
 import { computeStatus, ordinalsField, settleConditions } from "./status.ts";
 import { rolloutEvents } from "./events.ts";
 
-/**
- * Plans one reconcile of one ModelServing at time `nowMs` (integer milliseconds). Per-group work
- * of an earlier plan (a group's subtree, its instance states) is reused where its inputs are
- * unchanged (`buildModel`, `instanceStates`): the plan is the one `planFromScratch` makes.
- */
+/** Plans one reconcile of one ModelServing at time `nowMs` (integer milliseconds). */
 export function plan(observed: Observed, nowMs: number): Plan {
-  return planning(observed, nowMs, true);
-}
-
-/** `plan` reusing nothing from earlier plans: what the property test compares `plan` with. */
-export function planFromScratch(observed: Observed, nowMs: number): Plan {
-  return planning(observed, nowMs, false);
-}
-
-function planning(observed: Observed, nowMs: number, reuse: boolean): Plan {
   // Being deleted, a ModelServing gets no new pods (garbage collection removes them again) and
   // its pods' deletion must not wait for a recovery: they are only released.
   if (isDeleting(observed.modelServing))
     return { actions: releaseUnplaced(observed.pods, () => false), requeueAfterMs: undefined };
-  const built = buildModel(observed, reuse);
+  const built = buildModel(observed);
   if (!built.ok) {
     const message = built.problems
       .slice(0, 5)
@@ -69,7 +56,7 @@ function planning(observed: Observed, nowMs: number, reuse: boolean): Plan {
     return blockedPlan(observed, stored.generation, { reason: "RevisionCollision", message: revisions.reason }, nowMs);
   const work = newWork();
   work.actions.push(...revisions.revisions.actions);
-  const storedStates = instanceStates(stored, revisions.revisions, reuse);
+  const storedStates = instanceStates(stored, revisions.revisions);
   const rollout = planRollout(storedStates, baseLayout(stored, revisions.revisions), work.unreadable);
   const layout = rollout.layout;
   // The runtime assert of pauseHolds: a plan that would move a unit while paused is a bug, refused.
