@@ -16,6 +16,10 @@
  * (the simulated cluster, the engine, the checker): the speed the run would have were plans free,
  * an upper bound on what planner work alone can gain.
  *
+ * Then the incremental-planning figures (`bench/incremental.ts`): plan CPU per changed group at 30
+ * and 300 groups and the growth exponent of total CPU from 10 to 300 groups, by process CPU time.
+ * `npm run bench -- incremental` runs only that one.
+ *
  * Then the rollout table (`bench/rollout.ts`): every strategy, Tandem's and the peers' replayed,
  * on four shapes, against the lower bound their budgets allow. `npm run bench -- rollout` runs
  * only that one.
@@ -28,61 +32,14 @@ import { performance } from "node:perf_hooks";
 import { plan } from "../src/core/plan.ts";
 import type { Observed } from "../src/core/observed.ts";
 import { runScenario } from "../src/sim/runner.ts";
+import { benchIncremental } from "./incremental.ts";
 import { benchRollout } from "./rollout.ts";
 import { benchRouter } from "./router.ts";
-import { parseScenario } from "../src/sim/scenario.ts";
-import type { Scenario } from "../src/sim/scenario.ts";
+import { benchScenario } from "./scenario.ts";
 
 const TARGET_RATIO = 1000;
 /** The coalesced configuration's `minReconcileIntervalMs`. */
 const COALESCE_MS = 1000;
-
-const container = (image: string) => ({
-  spec: { containers: [{ name: "vllm", image, resources: { limits: { "nvidia.com/gpu": "1" } } }] },
-});
-
-function roles(image: string): unknown[] {
-  return [
-    { name: "prefill", replicas: 2, entryTemplate: container("vllm:v1") },
-    {
-      name: "decode",
-      replicas: 1,
-      maxUnavailable: 0,
-      maxSurge: 1,
-      workerReplicas: 3,
-      entryTemplate: container(image),
-      workerTemplate: container(image),
-    },
-  ];
-}
-
-/** N groups need 6 GPUs each, plus room for one surge decode instance (4 GPUs) per group in flight. */
-function scenario(groups: number): Scenario {
-  const result = parseScenario({
-    name: `bench-${groups}-groups`,
-    cluster: { nodes: [{ name: "gpu", count: Math.ceil((groups * 10) / 8), gpus: 8 }] },
-    steps: [
-      {
-        apply: {
-          apiVersion: "tandem.dev/v1alpha1",
-          kind: "ModelServing",
-          metadata: { name: "bench" },
-          spec: {
-            replicas: groups,
-            drain: { timeoutSeconds: 0 },
-            rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { maxUnavailable: "10%" } },
-            template: { roles: roles("vllm:v1") },
-          },
-        },
-      },
-      { wait: { for: "Available", timeoutSeconds: 3600 } },
-      { patch: { name: "bench", merge: { spec: { template: { roles: roles("vllm:v2") } } } } },
-      { wait: { for: "RolloutComplete", timeoutSeconds: 36_000 } },
-    ],
-  });
-  if (!result.ok) throw new Error(JSON.stringify(result.problems));
-  return result.scenario;
-}
 
 interface Measured {
   groups: number;
@@ -111,7 +68,7 @@ async function measure(groups: number, minReconcileIntervalMs: number): Promise<
     return result;
   };
   const started = performance.now();
-  const report = await runScenario(scenario(groups), { minReconcileIntervalMs, plan: timedPlan });
+  const report = await runScenario(benchScenario(groups), { minReconcileIntervalMs, plan: timedPlan });
   const wallSeconds = (performance.now() - started) / 1000;
   const pods = report.metrics.podsCreated.total;
   return {
@@ -160,6 +117,9 @@ async function benchSimulator(smallGroups: number, largeGroups: number): Promise
 }
 
 const [first, second] = process.argv.slice(2);
-if (first !== "router" && first !== "rollout") await benchSimulator(Number(first ?? 10), Number(second ?? 100));
+const sections = ["router", "rollout", "incremental"];
+if (first === undefined || !sections.includes(first)) await benchSimulator(Number(first ?? 10), Number(second ?? 100));
+if (first === undefined || first === "incremental")
+  await benchIncremental({ smallest: 10, small: 30, large: 300 }, benchScenario, plan);
 if (first === undefined || first === "rollout") await benchRollout();
 if (first === undefined || first === "router") await benchRouter();
