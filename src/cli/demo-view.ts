@@ -5,6 +5,7 @@
  */
 import { stripVTControlCharacters } from "node:util";
 import type { KubeObject } from "../engine/ports.ts";
+import type { Outcomes } from "../router/outcomes.ts";
 import { ANNOTATION_DRAINING, LABEL_GROUP, LABEL_INSTANCE, LABEL_ROLE, LABEL_ROLE_HASH } from "../api/wellknown.ts";
 
 export interface FrameInput {
@@ -24,7 +25,7 @@ export interface FrameInput {
    * no earlier revision.
    */
   readonly previousRoleHashes: Readonly<Record<string, string>>;
-  readonly requests: { readonly ok: number; readonly failed: number; readonly cut: number } | undefined;
+  readonly requests: Readonly<Outcomes> | undefined;
   /** Latest events, oldest first, already formatted. */
   readonly events: readonly string[];
   readonly color: boolean;

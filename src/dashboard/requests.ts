@@ -10,13 +10,10 @@
  *   chart, never a zero.
  */
 import { parseCounts } from "../router/engine-metrics.ts";
+import type { Outcomes } from "../router/outcomes.ts";
 
 /** Requests finished so far, by outcome (counts only grow, except across a restart). */
-export interface RequestTotals {
-  readonly ok: number;
-  readonly failed: number;
-  readonly cut: number;
-}
+export type RequestTotals = Readonly<Outcomes>;
 
 /** Requests finished per second, by outcome. */
 export type RequestRates = RequestTotals;

@@ -11,6 +11,7 @@ import type { PodEvent } from "./pod-events.ts";
 import { isPodReady } from "./pod-status.ts";
 import type { WriteCount } from "./apiserver.ts";
 import { compareStrings } from "../core/maps.ts";
+import type { Outcomes } from "../router/outcomes.ts";
 
 /** DESIGN §6 pod record. */
 export interface PodRecord {
@@ -44,11 +45,7 @@ export interface StepRecord {
 }
 
 /** Leg outcomes within one step. */
-export interface StepRequests {
-  ok: number;
-  failed: number;
-  cut: number;
-}
+export type StepRequests = Outcomes;
 
 /** A count in total and by `tandem.dev/role` (keys sorted). */
 export interface ByRole {
@@ -56,11 +53,8 @@ export interface ByRole {
   byRole: Record<string, number>;
 }
 
-export interface RequestCounts {
+export interface RequestCounts extends Outcomes {
   total: number;
-  ok: number;
-  failed: number;
-  cut: number;
   /** Still in flight when the run ended: `total - ok - failed - cut`. */
   inFlight: number;
 }

@@ -28,6 +28,7 @@ import type { KubeObject, Rng, Timer } from "../engine/ports.ts";
 import type { EngineQueue } from "../router/engine-metrics.ts";
 import type { Endpoint } from "../router/endpoints.ts";
 import { kvFormatOf } from "../router/kv-format.ts";
+import type { Outcomes } from "../router/outcomes.ts";
 import { routeRoleNames } from "../router/route.ts";
 import type { RouterRoute } from "../router/route.ts";
 import { targetEndpoints } from "../router/target.ts";
@@ -65,11 +66,8 @@ export interface RouterOptions {
 }
 
 /** Leg outcomes; `total - ok - failed - cut` are in flight now. */
-export interface RequestCounts {
+export interface RequestCounts extends Outcomes {
   total: number;
-  ok: number;
-  failed: number;
-  cut: number;
 }
 
 /** `metrics()`: the report's `metrics.requests`, every leg, overall and by role (sorted by role name). */

@@ -6,12 +6,10 @@
  * or broke). Every request has a deadline.
  */
 import { Agent, request } from "undici";
+import type { Outcomes } from "../outcomes.ts";
 
-export interface LoadCounts {
+export interface LoadCounts extends Outcomes {
   sent: number;
-  ok: number;
-  failed: number;
-  cut: number;
   /** Failed requests a decode refused for their prefill's KV format (engine-mock: "kv format mismatch"). */
   kvMismatch: number;
   /** Failed requests by status (0: no response at all), for the assertion message. */
