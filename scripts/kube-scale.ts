@@ -9,9 +9,10 @@
  * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
  *
  * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2] [--nodes N]
- * [--timeout-minutes 30] [--create-only]` (defaults:
+ * [--timeout-minutes 30] [--create-only] [--keep-unread]` (defaults:
  * 10,000 pods; the controller's workers as `tandem controller --workers`; enough KWOK nodes for
- * POD_SLOTS_PER_NODE pods each). Needs the
+ * POD_SLOTS_PER_NODE pods each; `--keep-unread` caches objects whole, without the controller's
+ * informer transform, to measure what it saves). Needs the
  * binaries of `bash hack/kube-testenv/build.sh` and Node's --expose-gc (the npm script passes it).
  */
 import { readFileSync } from "node:fs";
@@ -59,6 +60,8 @@ const { values } = parseArgs({
     "timeout-minutes": { type: "string", default: "30" },
     // Stop after creation: measures creation and convergence only.
     "create-only": { type: "boolean", default: false },
+    // The controller caches objects whole (no dropControllerUnread): the heap the transform saves.
+    "keep-unread": { type: "boolean", default: false },
   },
 });
 const servings = positive(values.servings, "--servings");
@@ -133,7 +136,7 @@ function passesLine(passes: readonly number[]): string {
 }
 
 console.log(
-  `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods on ${nodes} KWOK nodes, ${workers} controller worker(s)`,
+  `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods on ${nodes} KWOK nodes, ${workers} controller worker(s), ${values["keep-unread"] ? "no informer transform" : "informer transform dropControllerUnread"}`,
 );
 let controller: TestController | undefined;
 const cluster = await startCluster({
@@ -146,6 +149,7 @@ try {
   const passes: number[] = [];
   controller = await startTestController(cluster, {
     metricsAddress: "127.0.0.1:0",
+    keepUnread: values["keep-unread"],
     controller: { workers, onReconciled: (pass: ReconcilePass) => passes.push(pass.durationMs) },
   });
   const metricsAddress = controller.running.metricsAddress ?? "";
