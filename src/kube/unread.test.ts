@@ -28,6 +28,9 @@ function asStored(pod: Pod): KubeObject {
     containers,
     volumes: [{ name: "kube-api-access-x", projected: { sources: [{ serviceAccountToken: { path: "token" } }] } }],
     tolerations: [{ key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute" }],
+    nodeName: "node-1",
+    schedulerName: "default-scheduler",
+    terminationGracePeriodSeconds: 30,
     dnsPolicy: "ClusterFirst",
     restartPolicy: "Always",
     serviceAccountName: "default",
@@ -40,12 +43,15 @@ function asStored(pod: Pod): KubeObject {
   if (status !== undefined) {
     const statuses = (status["containerStatuses"] ?? []) as Record<string, unknown>[];
     Object.assign(status, {
+      podIP: "10.0.0.1",
+      hostIP: "192.168.0.1",
       podIPs: [{ ip: "10.0.0.1" }],
       hostIPs: [{ ip: "192.168.0.1" }],
       qosClass: "Guaranteed",
       startTime: "2026-12-02T12:00:00Z",
       containerStatuses: statuses.map((entry) => ({
         ...entry,
+        started: true,
         lastState: {},
         volumeMounts: [{ name: "kube-api-access-x", mountPath: "/var/run/secrets", readOnly: true }],
         user: { linux: { uid: 0, gid: 0 } },
@@ -150,8 +156,8 @@ describe("dropControllerUnread", () => {
     assert.deepEqual(after.spec?.["containers"], pod.spec?.["containers"]);
     assert.deepEqual(after.status?.["conditions"], pod.status?.["conditions"]);
     assert.deepEqual(after.metadata, { name: "p", namespace: "ns", finalizers: ["tandem.dev/drain"] });
-    assert.deepEqual(Object.keys(after.spec ?? {}), ["containers", "nodeName"]);
-    assert.deepEqual(Object.keys(after.status ?? {}), ["phase", "podIP", "conditions", "containerStatuses"]);
+    assert.deepEqual(Object.keys(after.spec ?? {}), ["containers"]);
+    assert.deepEqual(Object.keys(after.status ?? {}), ["phase", "conditions", "containerStatuses"]);
     assert.deepEqual(after.status?.["containerStatuses"], [
       { name: "engine", image: "sglang:v1", containerID: "c://1", ready: true, restartCount: 0 },
     ]);

@@ -26,38 +26,21 @@ export function dropManagedFields(object: KubeObject): void {
   object.metadata = kept;
 }
 /**
- * The Pod spec fields the controller reads (src/core, src/engine): the containers (images, env,
- * and the whole list PatchPodImages sends back), the identity and placement fields, and the
- * grace period a deletion uses. The rest (volumes, tolerations, affinity, DNS and security
- * settings, defaults the API server added) only the kubelet and the scheduler read.
+ * The Pod spec fields the controller reads (src/core, src/engine): only the containers (images
+ * and env, and the whole list PatchPodImages sends back). The rest (volumes, tolerations,
+ * affinity, DNS and security settings, what the API server defaulted, `nodeName`) only the
+ * scheduler and the kubelet read. A new read of a Pod field by the controller must be added here
+ * (and to unread.test.ts's stored pod), or it reads undefined on a real cluster.
  */
-const POD_SPEC_READ: ReadonlySet<string> = new Set([
-  "containers",
-  "initContainers",
-  "nodeName",
-  "hostname",
-  "subdomain",
-  "readinessGates",
-  "schedulerName",
-  "terminationGracePeriodSeconds",
-]);
+const POD_SPEC_READ: ReadonlySet<string> = new Set(["containers"]);
 
-/** The Pod status fields the controller reads (phase, conditions whole, container statuses, addresses). */
-const POD_STATUS_READ: ReadonlySet<string> = new Set([
-  "phase",
-  "conditions",
-  "containerStatuses",
-  "initContainerStatuses",
-  "podIP",
-  "hostIP",
-  "reason",
-  "message",
-]);
+/** The Pod status fields the controller reads: the phase, the conditions (whole: SetPodCondition sends them back), the container statuses. */
+const POD_STATUS_READ: ReadonlySet<string> = new Set(["phase", "conditions", "containerStatuses"]);
 
 /**
  * The container status fields the controller reads: its image and ID (an in-place update's
- * verification), readiness, restarts and current state. Not `imageID`, `lastState`,
- * `volumeMounts`, `resources`, `allocatedResources`, `user`.
+ * verification), readiness, restarts and state (why it waits). Not `imageID`, `lastState`,
+ * `started`, `volumeMounts`, `resources`, `allocatedResources`, `user`.
  */
 const CONTAINER_STATUS_READ: ReadonlySet<string> = new Set([
   "name",
@@ -65,7 +48,6 @@ const CONTAINER_STATUS_READ: ReadonlySet<string> = new Set([
   "containerID",
   "ready",
   "restartCount",
-  "started",
   "state",
 ]);
 
@@ -80,11 +62,11 @@ export function dropControllerUnread(object: KubeObject): void {
   if (object.spec !== undefined) object.spec = pick(object.spec, POD_SPEC_READ);
   if (object.status === undefined) return;
   const status = pick(object.status, POD_STATUS_READ);
-  for (const key of ["containerStatuses", "initContainerStatuses"]) {
-    const list = status[key];
-    if (Array.isArray(list))
-      status[key] = list.map((entry) => (isJsonObject(entry) ? pick(entry, CONTAINER_STATUS_READ) : entry));
-  }
+  const list = status["containerStatuses"];
+  if (Array.isArray(list))
+    status["containerStatuses"] = list.map((entry) =>
+      isJsonObject(entry) ? pick(entry, CONTAINER_STATUS_READ) : entry,
+    );
   object.status = status;
 }
 
