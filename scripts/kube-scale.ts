@@ -9,12 +9,14 @@
  * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
  *
  * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2] [--nodes N]
- * [--timeout-minutes 30] [--create-only]` (defaults:
+ * [--timeout-minutes 30] [--create-only] [--keep-unread]` (defaults:
  * 10,000 pods; the controller's workers as `tandem controller --workers`; enough KWOK nodes for
- * POD_SLOTS_PER_NODE pods each). Needs the
+ * POD_SLOTS_PER_NODE pods each; `--keep-unread` caches objects whole, without the controller's
+ * informer transform, to measure what it saves). Needs the
  * binaries of `bash hack/kube-testenv/build.sh` and Node's --expose-gc (the npm script passes it).
  */
 import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { parse } from "yaml";
@@ -22,10 +24,15 @@ import type { ReconcilePass } from "../src/engine/controller.ts";
 import { startCluster } from "../test/e2e/cluster.ts";
 import type { Cluster } from "../test/e2e/cluster.ts";
 import { MODEL_SERVINGS } from "../test/e2e/client.ts";
+import type { KubeObject } from "../src/engine/ports.ts";
+import { dropControllerUnread } from "../src/kube/unread.ts";
 import { ensureNamespace, installCrd, installRbac, startTestController } from "../test/e2e/env.ts";
 import type { TestController } from "../test/e2e/env.ts";
-import { pending, readState } from "../test/e2e/observe.ts";
-import type { Target } from "../test/e2e/observe.ts";
+import { PODS, pending, readState } from "../test/e2e/observe.ts";
+import type { State, Target } from "../test/e2e/observe.ts";
+import type { Pod } from "../src/api/kube.ts";
+import { LABEL_ROLE } from "../src/api/wellknown.ts";
+import { isPodReady } from "../src/core/health.ts";
 
 /** The parts of the example this run reads or changes (the rest is passed through as it is). */
 interface PodTemplate {
@@ -46,6 +53,9 @@ const POD_SLOTS_PER_NODE = 100;
 const GPUS_PER_POD = 8;
 /** The decode image the rollout moves to (the example runs v0.5.2). */
 const NEW_IMAGE = "lmsysorg/sglang:v0.5.3";
+/** How often waitAll reads every pending ModelServing, and prints. */
+const POLL_MS = 5_000;
+const PROGRESS_MS = 30_000;
 const EXAMPLE = join(import.meta.dirname, "..", "deploy", "examples", "multinode-decode.yaml");
 
 const { values } = parseArgs({
@@ -59,6 +69,8 @@ const { values } = parseArgs({
     "timeout-minutes": { type: "string", default: "30" },
     // Stop after creation: measures creation and convergence only.
     "create-only": { type: "boolean", default: false },
+    // The controller caches objects whole (no dropControllerUnread): the heap the transform saves.
+    "keep-unread": { type: "boolean", default: false },
   },
 });
 const servings = positive(values.servings, "--servings");
@@ -89,23 +101,74 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 }
 
-/** Resolves once every ModelServing reaches `target`; prints progress every 10 s. */
+/** Pods of a state that count as converged towards `target`: Ready, and for a rollout on the new image. */
+function convergedPods(state: State, target: Target): number {
+  return state.pods.filter(
+    (pod) =>
+      isPodReady(pod) &&
+      (target === "Available" ||
+        pod.spec.containers.every((container) => container.image === NEW_IMAGE) ||
+        isPrefill(pod)),
+  ).length;
+}
+
+function isPrefill(pod: Pod): boolean {
+  return pod.metadata.labels?.[LABEL_ROLE] === "prefill";
+}
+
+/**
+ * Resolves once every ModelServing reaches `target`, reading them every POLL_MS (each read lists
+ * their pods: a shorter interval loads the API server the run measures); prints progress (elapsed
+ * time, load average, ModelServings and pods converged) every PROGRESS_MS.
+ */
 async function waitAll(cluster: Cluster, names: readonly string[], target: Target): Promise<void> {
-  const deadline = Date.now() + convergeTimeoutMs;
+  const startMs = Date.now();
+  const deadline = startMs + convergeTimeoutMs;
+  const podsByName = new Map<string, number>();
   let left = [...names];
   let lastPrintMs = 0;
   while (left.length > 0) {
     if (Date.now() > deadline) throw new Error(`${left.length} ModelServing(s) not ${target} in time`);
     const done = await Promise.all(
-      left.map(async (name) => pending(await readState(cluster.admin, name, name), target).length === 0),
+      left.map(async (name) => {
+        const state = await readState(cluster.admin, name, name);
+        podsByName.set(name, convergedPods(state, target));
+        return pending(state, target).length === 0;
+      }),
     );
     left = left.filter((_name, index) => done[index] !== true);
-    if (Date.now() - lastPrintMs > 10_000) {
-      console.log(`  ${names.length - left.length}/${names.length} ${target}`);
+    if (Date.now() - lastPrintMs > PROGRESS_MS) {
+      const converged = [...podsByName.values()].reduce((sum, count) => sum + count, 0);
+      console.log(
+        `  ${((Date.now() - startMs) / 1000).toFixed(0)} s, load ${loadLine()}: ${names.length - left.length}/${names.length} ${target}, ${converged}/${pods} pods ${target === "Available" ? "Ready" : "Ready on the update"}`,
+      );
       lastPrintMs = Date.now();
     }
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
+}
+
+/** The average JSON size of `namespace`'s pods as the API server lists them, and after the controller's transform. */
+async function podJsonLine(cluster: Cluster, namespace: string): Promise<string> {
+  const list = (await cluster.admin.list(PODS, namespace)) as { items: KubeObject[] };
+  const listed = list.items;
+  const size = (objects: readonly KubeObject[]): number =>
+    objects.reduce((sum, object) => sum + JSON.stringify(object).length, 0) / Math.max(1, objects.length);
+  const stored = size(listed);
+  const kept = size(
+    listed.map((object) => {
+      const copy = structuredClone({ ...object, kind: "Pod" as const });
+      dropControllerUnread(copy);
+      return copy;
+    }),
+  );
+  return `pod JSON: ${stored.toFixed(0)} B as listed, ${kept.toFixed(0)} B after dropControllerUnread (${namespace})`;
+}
+
+function loadLine(): string {
+  return loadavg()
+    .map((load) => load.toFixed(1))
+    .join(" ");
 }
 
 /** `tandem_api_requests_total` by verb, from the controller's /metrics. */
@@ -133,7 +196,7 @@ function passesLine(passes: readonly number[]): string {
 }
 
 console.log(
-  `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods on ${nodes} KWOK nodes, ${workers} controller worker(s)`,
+  `scale run: ${servings} ModelServing(s) × ${groups} groups × ${PODS_PER_GROUP} pods = ${pods} pods on ${nodes} KWOK nodes, ${workers} controller worker(s), ${values["keep-unread"] ? "no informer transform" : "informer transform dropControllerUnread"}`,
 );
 let controller: TestController | undefined;
 const cluster = await startCluster({
@@ -146,6 +209,7 @@ try {
   const passes: number[] = [];
   controller = await startTestController(cluster, {
     metricsAddress: "127.0.0.1:0",
+    keepUnread: values["keep-unread"],
     controller: { workers, onReconciled: (pass: ReconcilePass) => passes.push(pass.durationMs) },
   });
   const metricsAddress = controller.running.metricsAddress ?? "";
@@ -165,11 +229,13 @@ try {
   const createdMs = Date.now() - startMs;
   const heapPerPodBytes = (heapUsedBytes() - heapBeforeBytes) / pods;
   const createRequests = await apiRequests(metricsAddress);
-  console.log(`created and Available in ${(createdMs / 1000).toFixed(0)} s`);
+  console.log(`created and Available in ${(createdMs / 1000).toFixed(0)} s (load ${loadLine()})`);
   console.log(`  controller heap per pod: ${(heapPerPodBytes / 1024).toFixed(1)} KiB`);
   console.log(`  reconcile: ${passesLine(passes)}`);
   console.log(`  API requests per pod: ${perPod(createRequests, pods)}`);
-  if (!values["create-only"]) await rolloutAll(cluster, names, example, passes, metricsAddress, createRequests);
+  console.log(`  ${await podJsonLine(cluster, names[0] ?? "")}`);
+  if (!values["create-only"])
+    await rolloutAll(cluster, names, example, { passes, metricsAddress, createRequests, heapBeforeBytes });
 } finally {
   // Also after a failure: the controller's loops would go on against a stopped API server.
   await controller?.running.stop();
@@ -188,10 +254,14 @@ async function rolloutAll(
   cluster: Cluster,
   names: readonly string[],
   example: Example,
-  passes: number[],
-  metricsAddress: string,
-  createRequests: ReadonlyMap<string, number>,
+  measures: {
+    readonly passes: number[];
+    readonly metricsAddress: string;
+    readonly createRequests: ReadonlyMap<string, number>;
+    readonly heapBeforeBytes: number;
+  },
 ): Promise<void> {
+  const { passes, metricsAddress, createRequests, heapBeforeBytes } = measures;
   passes.length = 0;
   const rolloutStartMs = Date.now();
   for (const name of names) {
@@ -211,7 +281,10 @@ async function rolloutAll(
     );
   }
   await waitAll(cluster, names, "RolloutComplete");
-  console.log(`decode image update of all, complete in ${((Date.now() - rolloutStartMs) / 1000).toFixed(0)} s`);
+  console.log(
+    `decode image update of all, complete in ${((Date.now() - rolloutStartMs) / 1000).toFixed(0)} s (load ${loadLine()})`,
+  );
+  console.log(`  controller heap per pod: ${((heapUsedBytes() - heapBeforeBytes) / pods / 1024).toFixed(1)} KiB`);
   console.log(`  reconcile: ${passesLine(passes)}`);
   console.log(`  API requests per pod: ${perPod(difference(await apiRequests(metricsAddress), createRequests), pods)}`);
 }

@@ -3,8 +3,8 @@
  * a local cache by list + watch (see reflector.ts for restart, relist and watchdog rules); the
  * cache delivers ADDED/MODIFIED/DELETED to subscribers in the order it applies them, and a relist
  * is delivered as the difference between the old and new cache (unchanged objects: nothing), the
- * same contract as the simulator's informer (src/sim/informer.ts). The cache keeps objects without
- * `metadata.managedFields` (`dropUnread`).
+ * same contract as the simulator's informer (src/sim/informer.ts). The cache keeps objects as
+ * the `dropUnread` transform leaves them (default: without `metadata.managedFields`; unread.ts).
  */
 import { deepFreeze } from "../core/frozen.ts";
 import { Listeners } from "../engine/listeners.ts";
@@ -17,11 +17,12 @@ import type {
   Kind,
   KubeObject,
   ListOptions,
-  ObjectMeta,
   WatchEvent,
   WatchEventType,
 } from "../engine/ports.ts";
 import { Reflector } from "./reflector.ts";
+import { dropManagedFields } from "./unread.ts";
+import type { DropUnread } from "./unread.ts";
 import type { ReflectorOptions } from "./reflector.ts";
 import type { KubeTransport } from "./transport.ts";
 import { compareStrings } from "../core/maps.ts";
@@ -41,6 +42,11 @@ export interface KubeReaderOptions {
   /** A label selector per kind: only matching objects are listed and watched (and cached). */
   readonly labelSelectors?: Partial<Record<Kind, string>>;
   readonly logger?: Logger;
+  /**
+   * Applied to every object before it is cached and delivered: removes what this reader's
+   * consumers never read (default `dropManagedFields`; the controller's is `dropControllerUnread`).
+   */
+  readonly dropUnread?: DropUnread;
   /** Passed to every reflector (watchdog, backoff and its jitter source, page size). */
   readonly reflector?: Partial<
     Pick<ReflectorOptions, "watchdogMs" | "watchTimeoutSeconds" | "baseDelayMs" | "maxDelayMs" | "pageSize" | "random">
@@ -54,8 +60,10 @@ export class KubeReader implements ClusterReader {
   readonly #caches = new Map<Kind, Map<string, KubeObject>>();
   readonly #reflectors = new Map<Kind, Reflector>();
   readonly #subscribers = new Listeners<WatchEvent>(MAX_SUBSCRIBERS, "subscribers");
+  readonly #dropUnread: DropUnread;
 
   constructor(options: KubeReaderOptions) {
+    this.#dropUnread = options.dropUnread ?? dropManagedFields;
     for (const kind of options.kinds ?? CONTROLLER_KINDS) {
       const cache = new Map<string, KubeObject>();
       this.#caches.set(kind, cache);
@@ -140,24 +148,13 @@ export class KubeReader implements ClusterReader {
 
   #apply(cache: Map<string, KubeObject>, type: WatchEventType, object: KubeObject): void {
     const key = keyOf(object);
-    dropUnread(object);
+    this.#dropUnread(object);
     // Frozen once here and shared by every read (the ports' read-only contract), not copied per read.
     deepFreeze(object);
     if (type === "DELETED") cache.delete(key);
     else cache.set(key, object);
     this.#subscribers.notify({ type, object });
   }
-}
-
-/**
- * Removes, in place, what no reader of the cache reads: `metadata.managedFields` (server-side
- * apply's field ownership, a third or more of a Pod as the API server stores it). The objects are
- * fresh from the wire and not yet shared, so nothing is copied; the writes never send a cached
- * object back whole (they patch), so nothing is lost on the server.
- */
-function dropUnread(object: KubeObject): void {
-  const metadata: ObjectMeta & { managedFields?: unknown } = object.metadata;
-  delete metadata.managedFields;
 }
 
 /** Sort and lookup key: namespace, NUL, name (so the order is by namespace then name). */

@@ -21,6 +21,7 @@ import type { LeaderElectorOptions } from "./leader.ts";
 import { createMetrics, type ControllerMetrics } from "./metrics.ts";
 import { KubeReader } from "./reader.ts";
 import type { KubeReaderOptions } from "./reader.ts";
+import { dropControllerUnread } from "./unread.ts";
 import { EventRecorder } from "../engine/recorder.ts";
 import { startHealthServer } from "./server.ts";
 import type { HealthServer } from "./server.ts";
@@ -51,6 +52,11 @@ export interface RunOptions {
   /** `host:port` of /metrics, /healthz, /readyz; no server when absent. */
   readonly metricsAddress?: string | undefined;
   readonly reflector?: KubeReaderOptions["reflector"];
+  /**
+   * Cache objects whole, as listed (no transform), instead of through `dropControllerUnread`: for
+   * measuring what the transform saves (scripts/kube-scale.ts `--keep-unread`), not for production.
+   */
+  readonly keepUnread?: boolean;
   /** Engine options; its `onReconciled` is called after the metrics have recorded the pass. */
   readonly controller?: Omit<ControllerOptions, "plan">;
 }
@@ -153,6 +159,7 @@ function startWork(
     labelSelectors: { Lease: `${LABEL_ROUTER}=true` },
     clusterWideKinds: ["Lease"],
     logger: options.logger,
+    dropUnread: options.keepUnread === true ? () => undefined : dropControllerUnread,
     ...(options.reflector === undefined ? {} : { reflector: options.reflector }),
   });
   const writer = new KubeWriter(transport);
