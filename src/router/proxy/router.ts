@@ -283,7 +283,7 @@ export class RequestRouter {
       sendError(res, { code: "router_unavailable", message: refusal });
       return;
     }
-    const headers: Record<string, string> = { "x-request-id": requestId };
+    const headers: Record<string, string> = { "x-request-id": requestId, "content-type": "application/json" };
     for (const name of FORWARDED_REQUEST_HEADERS) {
       const value = req.headers[name];
       if (typeof value === "string") headers[name] = value;
@@ -484,10 +484,10 @@ export class RequestRouter {
       release();
       return DONE;
     }
-    res.writeHead(response.statusCode, {
-      ...forwardedHeaders(response.headers),
-      ...(this.#options.debugHeaders === true ? debug : {}),
-    });
+    res.writeHead(
+      response.statusCode,
+      forwardedHeaders(response.headers, this.#options.debugHeaders === true ? debug : {}),
+    );
     const { trace } = exchange;
     trace.role = endpoint.role;
     trace.revision = endpoint.revision;
@@ -580,10 +580,17 @@ function parseJson(bytes: Buffer): unknown {
   }
 }
 
-function forwardedHeaders(headers: LegResponse["headers"]): Record<string, string | string[]> {
+/** The engine's answer headers the client gets, then `extra` (one object: this runs for every answer). */
+function forwardedHeaders(
+  headers: LegResponse["headers"],
+  extra: Readonly<Record<string, string>>,
+): Record<string, string | string[]> {
   const kept: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers))
+  for (const name in headers) {
+    const value = headers[name];
     if (value !== undefined && !HOP_BY_HOP.has(name) && !ROUTER_SET.has(name)) kept[name] = value;
+  }
+  for (const name in extra) kept[name] = extra[name] as string;
   return kept;
 }
 

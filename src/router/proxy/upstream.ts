@@ -17,6 +17,7 @@ export interface LegRequest {
   /** `/v1/completions` or `/v1/chat/completions`, as the client asked. */
   readonly path: string;
   readonly body: string | Buffer;
+  /** Sent as they are: the caller includes `content-type`. */
   readonly headers: Readonly<Record<string, string>>;
   readonly signal: AbortSignal;
 }
@@ -60,7 +61,7 @@ export class Upstreams {
         origin: originOf(request.endpoint.address),
         path: request.path,
         method: "POST",
-        headers: { ...request.headers, "content-type": "application/json" },
+        headers: request.headers,
         body: request.body,
         headersTimeout: request.route.timeouts.firstByteSeconds * 1000,
         bodyTimeout: request.route.timeouts.idleSeconds * 1000,
