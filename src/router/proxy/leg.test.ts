@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import type { ServerResponse } from "node:http";
 import { describe, it } from "node:test";
 import type { Dispatcher } from "undici";
-import { Leg } from "./leg.ts";
+import { DUMP_LIMIT_BYTES, Leg } from "./leg.ts";
 
 /** What the leg did to undici's side of the connection. */
 class FakeController implements Dispatcher.DispatchController {
@@ -135,6 +135,22 @@ describe("Leg", () => {
     leg.onResponseData(controller, chunk("cd"));
     assert.deepEqual(await read, { ok: false, tooLarge: true, reason: "body larger than 3 bytes" });
     assert.deepEqual(controller.calls, ["abort: body too large"]);
+  });
+
+  it("dump reads a dropped answer to its end, or aborts it past DUMP_LIMIT_BYTES", async () => {
+    const short = started();
+    const dumped = short.leg.dump();
+    short.leg.onResponseData(short.controller, chunk("error body"));
+    short.leg.onResponseEnd();
+    await dumped;
+    assert.deepEqual(short.controller.calls, []);
+
+    const long = started();
+    const aborted = long.leg.dump();
+    long.leg.onResponseData(long.controller, Buffer.alloc(DUMP_LIMIT_BYTES + 1));
+    assert.deepEqual(long.controller.calls, ["abort: dropped answer too long to read to its end"]);
+    long.leg.onResponseError(long.controller, new Error("aborted"));
+    await aborted;
   });
 
   it("calls onSettled once, at the end or the failure", () => {

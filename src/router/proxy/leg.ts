@@ -15,6 +15,9 @@ import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import type { BodyRead } from "./body.ts";
 
+/** At most this much of a dropped answer is read to keep its connection (undici's `dump` default). */
+export const DUMP_LIMIT_BYTES = 128 * 1024;
+
 /** What a body's consumer is told, in order: chunks, then one end or one error. */
 interface Sink {
   data(chunk: Buffer): void;
@@ -31,7 +34,10 @@ export interface LegBody {
   relay(res: ServerResponse, onChunk: (chunk: Buffer) => void): Promise<void>;
   /** Reads the body to its end; past `maxBytes` the leg is aborted and the read is refused. */
   read(maxBytes: number): Promise<BodyRead>;
-  /** Reads the body to its end and drops it, keeping the connection for the next leg. */
+  /**
+   * Reads the body to its end and drops it, keeping the connection for the next leg; a body past
+   * `DUMP_LIMIT_BYTES` is not worth its connection, and the leg is aborted instead.
+   */
   dump(): Promise<void>;
   /** Aborts the leg: the engine sees its request closed. */
   destroy(): void;
@@ -165,8 +171,12 @@ export class Leg implements Dispatcher.DispatchHandler, LegBody {
 
   dump(): Promise<void> {
     return new Promise((resolve) => {
+      let length = 0;
       this.#attach({
-        data: () => undefined,
+        data: (chunk) => {
+          length += chunk.length;
+          if (length > DUMP_LIMIT_BYTES) this.abort(new Error("dropped answer too long to read to its end"));
+        },
         end: resolve,
         error: () => {
           resolve();
