@@ -316,6 +316,11 @@ export class Executor {
     let resourceVersion = release?.resourceVersion;
     if (gate !== undefined) {
       const gated = await this.#setPodCondition({ type: "SetPodCondition", name, uid, ...gate }, namespace);
+      // A release must never go out unguarded: it would drop a finalizer added after the gate write.
+      if (release !== undefined && gated.resourceVersion === undefined)
+        throw new Error(
+          `pod ${namespace}/${name}: the gate write returned no resourceVersion to guard the release with`,
+        );
       resourceVersion = gated.resourceVersion;
     }
     const tracked = release === undefined ? undefined : release.finalizers.includes(FINALIZER_RECOVERY);

@@ -15,6 +15,9 @@ export interface Discovery {
    * The entry pods of `route`'s ModelServing in its namespace, in any state, each with the
    * address of its engine (pod IP and `route.port` on a cluster). Eligibility is the router's
    * decision (`eligibility`), not discovery's, so every implementation filters the same way.
+   * A list that keeps its identity while its pods are unchanged (KubeDiscovery's does) lets the
+   * decisions over it be computed once per list (`roleEndpoints`); a new list per call is correct,
+   * only not memoised.
    */
   pods(route: RouterRoute): readonly DiscoveredPod[];
   /** The data of ControllerRevision `name` in `namespace`; undefined when unknown or unreadable. */

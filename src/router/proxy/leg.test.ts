@@ -86,6 +86,16 @@ describe("Leg.relay", () => {
     assert.deepEqual(controller.calls, ["pause", "resume"], "a finished leg is not aborted");
   });
 
+  it("never pauses or resumes once its body is done: the connection's parser is the next request's then", async () => {
+    const { leg, controller } = started();
+    leg.onResponseData(controller, chunk("whole answer"));
+    leg.onResponseEnd();
+    const res = new FakeResponse(1);
+    await leg.relay(res as unknown as ServerResponse, () => undefined);
+    res.emit("drain");
+    assert.deepEqual(controller.calls, []);
+  });
+
   it("writes what came before the relay began, and the end, at once", async () => {
     const { leg, controller } = started();
     leg.onResponseData(controller, chunk("whole answer"));
@@ -118,14 +128,25 @@ describe("Leg.relay", () => {
 });
 
 describe("Leg", () => {
-  it("rejects its response when no headers came, and aborts as soon as undici starts it", async () => {
-    const leg = new Leg(() => undefined);
+  it("aborted while waiting for a connection, fails at once, and aborts as soon as undici starts it", async () => {
+    let settled = 0;
+    const leg = new Leg(() => settled++);
     leg.abort(new Error("client gone"));
+    await assert.rejects(leg.response, /client gone/);
+    assert.equal(settled, 1);
     const controller = new FakeController();
     leg.onRequestStart(controller);
     assert.deepEqual(controller.calls, ["abort: client gone"]);
     leg.onResponseError(controller, new Error("aborted"));
-    await assert.rejects(leg.response, /aborted/);
+    assert.equal(settled, 1);
+  });
+
+  it("rejects its response when undici fails before any headers", async () => {
+    const leg = new Leg(() => undefined);
+    const controller = new FakeController();
+    leg.onRequestStart(controller);
+    leg.onResponseError(controller, new Error("connect ECONNREFUSED"));
+    await assert.rejects(leg.response, /ECONNREFUSED/);
   });
 
   it("read refuses a body past its limit and aborts the leg", async () => {

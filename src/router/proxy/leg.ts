@@ -79,8 +79,15 @@ export class Leg implements Dispatcher.DispatchHandler, LegBody {
   /** Aborts the leg with `reason`, now or as soon as undici starts it. */
   abort(reason: Error): void {
     if (this.#done !== undefined) return;
-    if (this.#controller === undefined) this.#abortReason ??= reason;
-    else this.#controller.abort(reason);
+    if (this.#controller !== undefined) {
+      this.#controller.abort(reason);
+      return;
+    }
+    // Still waiting for a connection: the leg fails now (undici aborts it once it starts), so
+    // a client that left, or a retry, never waits out a connect.
+    this.#abortReason = reason;
+    if (!this.#headersArrived) this.#rejectResponse(reason);
+    this.#settle(reason);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -121,7 +128,10 @@ export class Leg implements Dispatcher.DispatchHandler, LegBody {
         if (flush !== undefined) clearImmediate(flush);
         flush = undefined;
       };
-      const onDrain = (): void => this.#controller?.resume();
+      // Pause and resume act on the connection's parser: once this body is done, it is the next request's.
+      const onDrain = (): void => {
+        if (this.#done === undefined) this.#controller?.resume();
+      };
       res.on("drain", onDrain);
       res.once("close", () => {
         cancelFlush();
@@ -135,7 +145,7 @@ export class Leg implements Dispatcher.DispatchHandler, LegBody {
           cancelFlush();
           if (res.destroyed) return;
           onChunk(chunk);
-          if (!res.write(chunk)) this.#controller?.pause();
+          if (!res.write(chunk) && this.#done === undefined) this.#controller?.pause();
         },
         end: () => {
           cancelFlush();
