@@ -4,7 +4,7 @@
  * (`chooseTarget`, the leg bodies); this file only moves bytes, and keeps the rules of a proxy
  * that never loses track of a request:
  * - responses are never buffered: the upstream body is relayed to the client with backpressure
- *   (relay.ts);
+ *   (leg.ts);
  * - a client that disconnects aborts every leg of its request at once (one AbortSignal);
  * - an attempt is retried on another endpoint (or pair) only while nothing has been sent to the
  *   client, never on a 4xx, at most `retries.attempts` times; the last attempt's 5xx is passed on;
