@@ -6,7 +6,8 @@
  * scheduler places the pods on KWOK nodes (POD_SLOTS_PER_NODE pods of 8 GPUs each), which run them.
  *
  * Prints the controller's heap per pod (after a full GC, minus the heap before the first
- * ModelServing), its reconcile pass durations (p50/p99) and its API requests per pod, by verb.
+ * ModelServing), its reconcile pass durations (p50/p99), its API requests per pod, by verb, and
+ * the CPU seconds each process spent in each phase (the cluster's servers and this one).
  *
  * Usage: `npm run scale:kube -- [--servings 50] [--groups 40] [--workers 2] [--nodes N]
  * [--timeout-minutes 30] [--create-only] [--keep-unread]` (defaults:
@@ -16,6 +17,7 @@
  * binaries of `bash hack/kube-testenv/build.sh` and Node's --expose-gc (the npm script passes it).
  */
 import { readFileSync } from "node:fs";
+import { processTreeCpuMs } from "../bench/proc-cpu.ts";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -190,6 +192,33 @@ function difference(after: ReadonlyMap<string, number>, before: ReadonlyMap<stri
   return new Map([...after].map(([verb, count]) => [verb, count - (before.get(verb) ?? 0)]));
 }
 
+/** CPU ms used so far by each of the cluster's servers (by name) and by this process (the controller and the script). */
+function cpuByProcessMs(cluster: Cluster): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const pid of cluster.pids) {
+    let name = String(pid);
+    try {
+      name = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+    } catch {
+      // Exited, or not Linux: the pid names it.
+    }
+    byName.set(name, processTreeCpuMs(pid));
+  }
+  const own = process.cpuUsage();
+  byName.set("controller (this process)", (own.user + own.system) / 1000);
+  return byName;
+}
+
+/** CPU seconds each process spent since `before`, largest first, with its share of their sum. */
+function cpuLine(after: ReadonlyMap<string, number>, before: ReadonlyMap<string, number>): string {
+  const spent = [...after].map(([name, ms]) => [name, ms - (before.get(name) ?? 0)] as const);
+  const totalMs = spent.reduce((sum, [, ms]) => sum + ms, 0);
+  return spent
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(0)} s (${((100 * ms) / Math.max(1, totalMs)).toFixed(0)} %)`)
+    .join(", ");
+}
+
 function passesLine(passes: readonly number[]): string {
   const sorted = [...passes].sort((a, b) => a - b);
   return `${sorted.length} passes, p50 ${quantile(sorted, 0.5).toFixed(1)} ms, p99 ${quantile(sorted, 0.99).toFixed(1)} ms`;
@@ -218,6 +247,7 @@ try {
   const names = Array.from({ length: servings }, (_unused, index) => `ms-${index}`);
   for (const name of names) await ensureNamespace(cluster.admin, name);
   const heapBeforeBytes = heapUsedBytes();
+  const cpuBeforeMs = cpuByProcessMs(cluster);
   const startMs = Date.now();
   for (const name of names)
     await cluster.admin.create(MODEL_SERVINGS, {
@@ -233,9 +263,17 @@ try {
   console.log(`  controller heap per pod: ${(heapPerPodBytes / 1024).toFixed(1)} KiB`);
   console.log(`  reconcile: ${passesLine(passes)}`);
   console.log(`  API requests per pod: ${perPod(createRequests, pods)}`);
+  const cpuCreatedMs = cpuByProcessMs(cluster);
+  console.log(`  CPU: ${cpuLine(cpuCreatedMs, cpuBeforeMs)}`);
   console.log(`  ${await podJsonLine(cluster, names[0] ?? "")}`);
   if (!values["create-only"])
-    await rolloutAll(cluster, names, example, { passes, metricsAddress, createRequests, heapBeforeBytes });
+    await rolloutAll(cluster, names, example, {
+      passes,
+      metricsAddress,
+      createRequests,
+      heapBeforeBytes,
+      cpuBeforeMs: cpuCreatedMs,
+    });
 } finally {
   // Also after a failure: the controller's loops would go on against a stopped API server.
   await controller?.running.stop();
@@ -259,9 +297,10 @@ async function rolloutAll(
     readonly metricsAddress: string;
     readonly createRequests: ReadonlyMap<string, number>;
     readonly heapBeforeBytes: number;
+    readonly cpuBeforeMs: ReadonlyMap<string, number>;
   },
 ): Promise<void> {
-  const { passes, metricsAddress, createRequests, heapBeforeBytes } = measures;
+  const { passes, metricsAddress, createRequests, heapBeforeBytes, cpuBeforeMs } = measures;
   passes.length = 0;
   const rolloutStartMs = Date.now();
   for (const name of names) {
@@ -287,4 +326,5 @@ async function rolloutAll(
   console.log(`  controller heap per pod: ${((heapUsedBytes() - heapBeforeBytes) / pods / 1024).toFixed(1)} KiB`);
   console.log(`  reconcile: ${passesLine(passes)}`);
   console.log(`  API requests per pod: ${perPod(difference(await apiRequests(metricsAddress), createRequests), pods)}`);
+  console.log(`  CPU: ${cpuLine(cpuByProcessMs(cluster), cpuBeforeMs)}`);
 }
