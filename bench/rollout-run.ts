@@ -139,7 +139,7 @@ export async function runCase(shape: Shape, strategy: Strategy): Promise<CaseRes
   const deleted = sumByRole(during.map((step) => step.podsDeleted));
   const imagePatches = minimumImagePatches(shape, strategy.name);
   const gates = gateTransitions(sum(created), sum(deleted), imagePatches);
-  const writes = writesSince(watch.writesAtStart(), report.metrics.apiWrites.byKind, gates);
+  const writes = writesSince(watch.writesAtStart(), report.metrics.apiWrites.byKind, { gates, imagePatches });
   const failure = failureOf(report, shape, strategy);
   return {
     shape,
@@ -155,7 +155,7 @@ export async function runCase(shape: Shape, strategy: Strategy): Promise<CaseRes
         0,
       ),
       writes: writes.total,
-      necessaryWrites: writes.necessary + imagePatches,
+      necessaryWrites: writes.necessary,
       lowestGroups: watch.lowestGroups(),
       desiredGroups: shape.groups,
       floorGroups: floorGroups(shape, strategy.name),
@@ -214,13 +214,13 @@ function necessary(kind: string, verb: string): boolean {
 
 /**
  * The controller's writes from `before` to `after`: in total, the necessary ones, the rest by
- * `Kind.verb`. Pod status writes are necessary up to `gates` (`gateTransitions`); any beyond are
- * extra.
+ * `Kind.verb`. Pod status writes are necessary up to `gates` (`gateTransitions`), pod patches up
+ * to `imagePatches` (in place); any beyond are extra.
  */
 function writesSince(
   before: WriteCounts,
   after: WriteCounts,
-  gates: number,
+  minimum: { readonly gates: number; readonly imagePatches: number },
 ): { total: number; necessary: number; extra: Record<string, number> } {
   let total = 0;
   let needed = 0;
@@ -230,11 +230,9 @@ function writesSince(
       const during = count - (before[kind]?.[verb] ?? 0);
       if (during === 0) continue;
       total += during;
-      const counted = necessary(kind, verb)
-        ? during
-        : kind === "Pod" && verb === "patchStatus"
-          ? Math.min(during, gates)
-          : 0;
+      const upTo =
+        kind !== "Pod" ? 0 : verb === "patchStatus" ? minimum.gates : verb === "patch" ? minimum.imagePatches : 0;
+      const counted = necessary(kind, verb) ? during : Math.min(during, upTo);
       needed += counted;
       if (during > counted) extra[`${kind}.${verb}`] = during - counted;
     }

@@ -165,22 +165,16 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
           remove(cluster, action.name, action.finalizers);
         break;
       case "AnnotatePod": {
-        // A gate written first: the metadata write then requires the version it left.
-        let version = action.release?.resourceVersion;
-        if (action.gate !== undefined) {
-          const before = cluster.pods.get(action.name)?.metadata.resourceVersion;
-          setCondition(cluster, action.name, action.gate.resourceVersion, action.gate.condition);
-          const after = cluster.pods.get(action.name)?.metadata.resourceVersion;
-          if (after === before) break;
-          version = after;
-        }
-        podWrite(cluster, action.name, action.release === undefined ? undefined : version, (pod) => {
+        // One write; with a gate, a status write that sets the condition too.
+        const version = action.gate?.resourceVersion ?? action.release?.resourceVersion;
+        podWrite(cluster, action.name, version, (pod) => {
           const merged = { ...pod.metadata.annotations, ...action.annotations };
           pod.metadata.annotations = Object.fromEntries(
             Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null),
           );
           if (action.labels !== undefined) pod.metadata.labels = { ...pod.metadata.labels, ...action.labels };
           if (action.release !== undefined) pod.metadata.finalizers = [...action.release.finalizers];
+          if (action.gate !== undefined) withCondition(pod, action.gate.condition);
         });
         break;
       }
@@ -213,15 +207,18 @@ export function apply(cluster: IdealCluster, actions: readonly Action[]): void {
 
 /** Sets one pod condition (the serving gate) and Ready with it, conditional on `resourceVersion`. */
 function setCondition(cluster: IdealCluster, name: string, resourceVersion: string, condition: PodCondition): void {
-  podWrite(cluster, name, resourceVersion, (pod) => {
-    const others = (pod.status?.conditions ?? []).filter((c) => c.type !== condition.type && c.type !== "Ready");
-    const containersReady = others.some((c) => c.type === "ContainersReady" && c.status === "True");
-    const ready = condition.status === "True" && containersReady;
-    pod.status = {
-      ...pod.status,
-      conditions: [...others, condition, { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 }],
-    };
-  });
+  podWrite(cluster, name, resourceVersion, (pod) => withCondition(pod, condition));
+}
+
+/** Sets `condition` in the pod's status, and Ready as the kubelet would derive it. */
+function withCondition(pod: Pod, condition: PodCondition): void {
+  const others = (pod.status?.conditions ?? []).filter((c) => c.type !== condition.type && c.type !== "Ready");
+  const containersReady = others.some((c) => c.type === "ContainersReady" && c.status === "True");
+  const ready = condition.status === "True" && containersReady;
+  pod.status = {
+    ...pod.status,
+    conditions: [...others, condition, { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: T0 }],
+  };
 }
 
 /**

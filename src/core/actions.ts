@@ -63,10 +63,10 @@ export type Action =
    * With `release`, the same write sets the pod's finalizers (as SetPodFinalizers does, under
    * `release.resourceVersion`): the drain mark of a pod about to be deleted releases it, so its
    * deletion needs no write of its own (docs/design/pod-tracking.md rule 1). With `gate`, the
-   * executor first sets that status condition as SetPodCondition does (under
-   * `gate.resourceVersion`, the version the plan saw), and the metadata write then requires the
-   * version the gate write returned: the mark, the gate and the release of one pod in two writes,
-   * nothing that changed the pod in between unnoticed. A failed gate write fails the action.
+   * same write also sets that status condition as SetPodCondition does, under
+   * `gate.resourceVersion` (the version the plan saw): it goes to the pod's status subresource,
+   * which takes labels, annotations and finalizers too. The mark, the gate and the release of one
+   * pod are one write, and nothing that changed the pod since the plan goes unnoticed.
    */
   | {
       readonly type: "AnnotatePod";

@@ -225,9 +225,14 @@ describe("drain: when an entry that served may be disrupted (DESIGN §3.5)", () 
     const actions = cancelDrain(pod, MARK_MS + 5_000);
     assert.deepEqual(
       actions.map((action) => action.type),
-      ["SetPodCondition", "AnnotatePod"],
+      ["AnnotatePod"],
     );
-    const annotate = actions[1];
+    const annotate = actions[0];
+    assert.equal(
+      annotate?.type === "AnnotatePod" ? annotate.gate?.condition.status : undefined,
+      "True",
+      "in one write",
+    );
     assert.deepEqual(annotate?.type === "AnnotatePod" ? annotate.annotations : undefined, {
       "tandem.dev/draining": null,
       "drained.tandem.dev/a": null,

@@ -247,13 +247,11 @@ export function planDrain(
 
 /**
  * The mark of one pod (DESIGN §3.2): its gate closed when it serves, `tandem.dev/draining` set
- * with `extra` and stale confirmations removed. The gate goes first: its write carries the
- * resourceVersion the plan saw, which the annotation write would change. With `release` and the
- * recovery finalizer held, one action writes both, and the mark's write releases the pod too (a
- * merge patch of the same metadata): its deletion after the wait needs no release of its own.
- * Tracking the pod through the drain would buy nothing: a pod lost from a unit being deleted needs
- * no recovery (docs/design/pod-tracking.md rule 3), and a drain cancelled leaves a live pod that
- * rule 5 tracks again.
+ * with `extra` and stale confirmations removed, in one write (`AnnotatePod` with `gate`). With
+ * `release` and the recovery finalizer held, the same write releases the pod too: its deletion
+ * after the wait needs no release of its own. Tracking the pod through the drain would buy
+ * nothing: a pod lost from a unit being deleted needs no recovery (docs/design/pod-tracking.md
+ * rule 3), and a drain cancelled leaves a live pod that rule 5 tracks again.
  */
 function markPod(
   view: PodView,
@@ -261,19 +259,28 @@ function markPod(
   release: boolean,
   nowMs: number,
 ): readonly Action[] {
-  const gate = view.facts.serving ? setServing(view, "False", DRAINING_REASON, nowMs) : undefined;
-  const mark: Extract<Action, { type: "AnnotatePod" }> = {
-    type: "AnnotatePod",
-    name: view.pod.metadata.name,
-    uid: view.uid,
-    annotations: { ...staleConfirmations(view), ...extra, [ANNOTATION_DRAINING]: rfc3339Millis(nowMs) },
-  };
-  if (release && view.facts.tracked) {
-    const closing =
-      gate === undefined ? {} : { gate: { resourceVersion: gate.resourceVersion, condition: gate.condition } };
-    return [{ ...mark, release: releaseOf(view.pod), ...closing }];
-  }
-  return gate === undefined ? [mark] : [gate, mark];
+  return [
+    withGate(
+      {
+        type: "AnnotatePod",
+        name: view.pod.metadata.name,
+        uid: view.uid,
+        annotations: { ...staleConfirmations(view), ...extra, [ANNOTATION_DRAINING]: rfc3339Millis(nowMs) },
+        ...(release && view.facts.tracked ? { release: releaseOf(view.pod) } : {}),
+      },
+      view.facts.serving ? setServing(view, "False", DRAINING_REASON, nowMs) : undefined,
+    ),
+  ];
+}
+
+/** `annotate` writing `gate`'s condition too, when there is one (see `AnnotatePod`). */
+export function withGate(
+  annotate: Extract<Action, { type: "AnnotatePod" }>,
+  gate: Extract<Action, { type: "SetPodCondition" }> | undefined,
+): Extract<Action, { type: "AnnotatePod" }> {
+  return gate === undefined
+    ? annotate
+    : { ...annotate, gate: { resourceVersion: gate.resourceVersion, condition: gate.condition } };
 }
 
 /** What DrainStarted says the unit waits for. */
@@ -312,15 +319,17 @@ export function cancelDrain(view: PodView, nowMs: number): readonly Action[] {
   if (!view.facts.marked || view.facts.terminating) return NO_ACTIONS;
   const present = drainMarkKeys(view.pod);
   const gate =
-    view.facts.containersReady && !view.facts.serving ? [setServing(view, "True", "DrainCancelled", nowMs)] : [];
+    view.facts.containersReady && !view.facts.serving ? setServing(view, "True", "DrainCancelled", nowMs) : undefined;
   return [
-    ...gate,
-    {
-      type: "AnnotatePod",
-      name: view.pod.metadata.name,
-      uid: view.uid,
-      annotations: Object.fromEntries(present.map((key) => [key, null])),
-    },
+    withGate(
+      {
+        type: "AnnotatePod",
+        name: view.pod.metadata.name,
+        uid: view.uid,
+        annotations: Object.fromEntries(present.map((key) => [key, null])),
+      },
+      gate,
+    ),
   ];
 }
 

@@ -195,7 +195,13 @@ describe("InPlaceUpdate: the sequence", () => {
       each: (actions) => {
         const pod = cluster.pods.get(entry)!;
         for (const action of actions) {
-          if (action.type === "SetPodCondition" && action.name === entry) steps.push(`gate ${action.condition.status}`);
+          const gate =
+            action.type === "SetPodCondition"
+              ? action.condition
+              : action.type === "AnnotatePod"
+                ? action.gate?.condition
+                : undefined;
+          if (gate !== undefined && "name" in action && action.name === entry) steps.push(`gate ${gate.status}`);
           if (action.type === "PatchPodImages" && action.name === entry) {
             assert.equal(
               pod.metadata.annotations?.["drained.tandem.dev/router-a"],

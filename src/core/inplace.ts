@@ -31,7 +31,7 @@ import {
   LABEL_ROLE_HASH,
 } from "../api/wellknown.ts";
 import type { Action } from "./actions.ts";
-import { planDrain, podList, setServing } from "./drain.ts";
+import { planDrain, podList, setServing, withGate } from "./drain.ts";
 import type { DrainStep } from "./drain.ts";
 import { recordEvent } from "./events.ts";
 import { drainMarkKeys } from "./health.ts";
@@ -466,24 +466,28 @@ function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs
   const marks: Action[] = [];
   for (const { view } of moves) {
     const { pod } = view;
-    // The gate first: its write is conditional on the resourceVersion the mark write changes.
-    if (!view.facts.serving && view.facts.containersReady)
-      gates.push(setServing(view, "True", "InPlaceUpdated", nowMs));
+    const gate =
+      !view.facts.serving && view.facts.containersReady ? setServing(view, "True", "InPlaceUpdated", nowMs) : undefined;
     const present = drainMarkKeys(pod);
     const labelsNow = pod.metadata.labels ?? {};
     const relabel =
       labelsNow[LABEL_REVISION] !== target.name || (hash !== undefined && labelsNow[LABEL_ROLE_HASH] !== hash);
-    if (present.length === 0 && !relabel) continue;
+    if (present.length === 0 && !relabel) {
+      if (gate !== undefined) gates.push(gate);
+      continue;
+    }
     const labels = relabel
       ? { labels: { [LABEL_REVISION]: target.name, ...(hash === undefined ? {} : { [LABEL_ROLE_HASH]: hash }) } }
       : {};
-    marks.push({
+    // The gate opens in the same write as the marks go (one status write).
+    const annotate = {
       type: "AnnotatePod",
       name: pod.metadata.name,
       uid: view.uid,
       annotations: Object.fromEntries(present.map((key) => [key, null])),
       ...labels,
-    });
+    } as const;
+    marks.push(withGate(annotate, gate));
   }
   const verified = moves.filter((move) => move.progress !== undefined && move.progress.phase !== "Draining");
   const event =

@@ -224,7 +224,10 @@ describe("plan: scaling", () => {
     cluster.modelServing.spec.replicas = 2;
     const cancel = plan(observe(cluster), NOW + 1_000);
     assert.ok(cancel.actions.some((a) => a.type === "AnnotatePod" && a.annotations["tandem.dev/draining"] === null));
-    assert.ok(cancel.actions.some((a) => a.type === "SetPodCondition" && a.condition.status === "True"));
+    assert.ok(
+      cancel.actions.some((a) => a.type === "AnnotatePod" && a.gate?.condition.status === "True"),
+      "in one write",
+    );
   });
 });
 

@@ -350,7 +350,7 @@ describe("executor", () => {
     assert.equal(stale.conflicts.length, 1, "the plan saw an older version");
   });
 
-  it("a drain mark that releases: the gate under the plan's version, then the mark and the finalizers under the version the gate wrote; a pod changed meanwhile is a Conflict, nothing written", async () => {
+  it("a drain mark that releases: the gate, the mark and the finalizers in one status write under the plan's version; a pod changed meanwhile is a Conflict, nothing written", async () => {
     const { executor, target, client, server, clock, informer } = await setup();
     for (const name of ["p0", "p1"])
       await client.create(asObject(aPod(name, { finalizers: ["example.com/other", "tandem.dev/recovery"] })));
@@ -368,10 +368,12 @@ describe("executor", () => {
       };
     };
     const [m0, m1] = [mark("p0"), mark("p1")];
-    // p1 changed since the plan saw it: its gate write is a Conflict, and nothing else is written.
+    // p1 changed since the plan saw it: its write is a Conflict, and nothing is written.
     await client.patch(podRef("p1"), { metadata: { labels: { ready: "yes" } } });
+    const writesBefore = server.apiWrites({ kind: "Pod" });
     const result = await executor.execute(target(), [m0, m1]);
     assert.deepEqual([result.applied, result.conflicts.length], [1, 1]);
+    assert.equal(server.apiWrites({ kind: "Pod" }) - writesBefore, 2, "one request a pod; the server refuses p1's");
     const p0 = server.get(podRef("p0"));
     assert.deepEqual(
       [p0.metadata.finalizers, p0.metadata.annotations?.["tandem.dev/draining"], p0.status?.["conditions"]],

@@ -304,8 +304,10 @@ export class Executor {
 
   /**
    * Sets and removes annotations (and sets labels, when given) in one merge patch, UID
-   * precondition; with `release`, the finalizers too, under its resourceVersion — or, after the
-   * `gate` condition written first, under the version that write returned (see `AnnotatePod`).
+   * precondition; with `release`, the finalizers too, under its resourceVersion. With `gate`, the
+   * write is a status write that also sets that condition, under the gate's resourceVersion (the
+   * version the plan saw; see `AnnotatePod`): pods/status changes labels, annotations and
+   * finalizers as well (`KINDS.Pod.statusWritesMetadata`).
    */
   async #annotatePod(
     action: Extract<Action, { type: "AnnotatePod" }>,
@@ -313,41 +315,34 @@ export class Executor {
   ): Promise<{ expectation: Expectation }> {
     const { name, uid, annotations, labels, release, gate } = action;
     const ref = { kind: "Pod", namespace, name } as const;
-    let resourceVersion = release?.resourceVersion;
-    if (gate !== undefined) {
-      const gated = await this.#setPodCondition({ type: "SetPodCondition", name, uid, ...gate }, namespace);
-      // A release must never go out unguarded: it would drop a finalizer added after the gate write.
-      if (release !== undefined && gated.resourceVersion === undefined)
-        throw new Error(
-          `pod ${namespace}/${name}: the gate write returned no resourceVersion to guard the release with`,
-        );
-      resourceVersion = gated.resourceVersion;
-    }
+    const resourceVersion = gate?.resourceVersion ?? release?.resourceVersion;
     const tracked = release === undefined ? undefined : release.finalizers.includes(FINALIZER_RECOVERY);
     const shows = (object: KubeObject): boolean =>
       showsMetadata(object, annotations, labels ?? {}) &&
-      (tracked === undefined || (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked);
+      (tracked === undefined || (object.metadata.finalizers ?? []).includes(FINALIZER_RECOVERY) === tracked) &&
+      (gate === undefined || showsCondition(object, gate.condition));
     const what = [
       ...Object.keys(annotations).map((key) => `annotation ${key}`),
       ...Object.keys(labels ?? {}).map((key) => `label ${key}`),
       ...(tracked === undefined ? [] : [`finalizer ${FINALIZER_RECOVERY} ${tracked ? "added" : "removed"}`]),
+      ...(gate === undefined ? [] : [`condition ${gate.condition.type}=${gate.condition.status}`]),
     ].join(",");
     const expectation = expectPatched(ref, uid, what, shows);
-    const finalizers =
-      release === undefined
-        ? {}
-        : { ...(resourceVersion === undefined ? {} : { resourceVersion }), finalizers: [...release.finalizers] };
-    await orUnknown(
-      this.#ports.writer.patch(ref, {
-        metadata: {
-          uid,
-          ...finalizers,
-          annotations: { ...annotations },
-          ...(labels === undefined ? {} : { labels: { ...labels } }),
-        },
-      }),
-      expectation,
-    );
+    const metadata = {
+      uid,
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
+      ...(release === undefined ? {} : { finalizers: [...release.finalizers] }),
+      annotations: { ...annotations },
+      ...(labels === undefined ? {} : { labels: { ...labels } }),
+    };
+    if (gate === undefined) {
+      await orUnknown(this.#ports.writer.patch(ref, { metadata }), expectation);
+      return { expectation };
+    }
+    // The cache has moved past what the plan saw when this throws: the server would refuse too.
+    const cached = this.#cachedAt("Pod", namespace, name, uid, gate.resourceVersion);
+    const conditions = withCondition(cached.status?.["conditions"], toJsonObject(gate.condition));
+    await orUnknown(this.#ports.writer.patchStatus(ref, { metadata, status: { conditions } }), expectation);
     return { expectation };
   }
 

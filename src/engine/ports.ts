@@ -28,19 +28,79 @@ export interface KindInfo {
   readonly hasGeneration: boolean;
   /** Status is written only by `patchStatus`; `create`/`update`/`patch` never change it. */
   readonly statusSubresource: boolean;
+  /**
+   * A `patchStatus` may also change `metadata.labels`, `annotations` and `finalizers`, as the
+   * status strategies of Kubernetes' built-in kinds allow (they reset the spec only; a pod's
+   * also its owner references). A custom resource's status write keeps all of its metadata.
+   */
+  readonly statusWritesMetadata: boolean;
 }
 
 /** Static facts about each kind, shared by both implementations. */
 export const KINDS: Readonly<Record<Kind, KindInfo>> = {
-  ModelServing: { apiVersion: "tandem.dev/v1alpha1", namespaced: true, hasGeneration: true, statusSubresource: true },
-  ModelRoute: { apiVersion: "tandem.dev/v1alpha1", namespaced: true, hasGeneration: true, statusSubresource: true },
-  Pod: { apiVersion: "v1", namespaced: true, hasGeneration: false, statusSubresource: true },
-  Service: { apiVersion: "v1", namespaced: true, hasGeneration: false, statusSubresource: true },
-  ControllerRevision: { apiVersion: "apps/v1", namespaced: true, hasGeneration: false, statusSubresource: false },
-  Event: { apiVersion: "v1", namespaced: true, hasGeneration: false, statusSubresource: false },
-  Lease: { apiVersion: "coordination.k8s.io/v1", namespaced: true, hasGeneration: false, statusSubresource: false },
-  Node: { apiVersion: "v1", namespaced: false, hasGeneration: false, statusSubresource: true },
-  Namespace: { apiVersion: "v1", namespaced: false, hasGeneration: false, statusSubresource: true },
+  ModelServing: {
+    apiVersion: "tandem.dev/v1alpha1",
+    namespaced: true,
+    hasGeneration: true,
+    statusSubresource: true,
+    statusWritesMetadata: false,
+  },
+  ModelRoute: {
+    apiVersion: "tandem.dev/v1alpha1",
+    namespaced: true,
+    hasGeneration: true,
+    statusSubresource: true,
+    statusWritesMetadata: false,
+  },
+  Pod: {
+    apiVersion: "v1",
+    namespaced: true,
+    hasGeneration: false,
+    statusSubresource: true,
+    statusWritesMetadata: true,
+  },
+  Service: {
+    apiVersion: "v1",
+    namespaced: true,
+    hasGeneration: false,
+    statusSubresource: true,
+    statusWritesMetadata: true,
+  },
+  ControllerRevision: {
+    apiVersion: "apps/v1",
+    namespaced: true,
+    hasGeneration: false,
+    statusSubresource: false,
+    statusWritesMetadata: false,
+  },
+  Event: {
+    apiVersion: "v1",
+    namespaced: true,
+    hasGeneration: false,
+    statusSubresource: false,
+    statusWritesMetadata: false,
+  },
+  Lease: {
+    apiVersion: "coordination.k8s.io/v1",
+    namespaced: true,
+    hasGeneration: false,
+    statusSubresource: false,
+    statusWritesMetadata: false,
+  },
+  Node: {
+    apiVersion: "v1",
+    namespaced: false,
+    hasGeneration: false,
+    statusSubresource: true,
+    statusWritesMetadata: true,
+  },
+  Namespace: {
+    apiVersion: "v1",
+    namespaced: false,
+    hasGeneration: false,
+    statusSubresource: true,
+    statusWritesMetadata: true,
+  },
 };
 
 export function isKind(value: string): value is Kind {
@@ -236,8 +296,10 @@ export interface ClusterWriter {
    */
   patch<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>>;
   /**
-   * Applies a JSON merge patch to the status subresource: only `status` changes; preconditions as
-   * in `patch`. NotFound for kinds without a status subresource (`KINDS[kind].statusSubresource`).
+   * Applies a JSON merge patch to the status subresource: `status` changes, and for kinds that
+   * allow it (`KINDS[kind].statusWritesMetadata`: pods) labels, annotations and finalizers too, in
+   * the same write; nothing else. Preconditions as in `patch`. NotFound for kinds without a status
+   * subresource (`KINDS[kind].statusSubresource`).
    */
   patchStatus<K extends Kind>(ref: ObjectRef<K>, mergePatch: JsonObject): Promise<KubeObject<K>>;
   /**

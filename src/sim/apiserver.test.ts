@@ -184,7 +184,7 @@ describe("ApiServer: updates", () => {
       status: { replicas: 2 },
     });
     assert.deepEqual(viaStatus.spec, { replicas: 2 }, "status writes ignore spec");
-    assert.equal(viaStatus.metadata.labels, undefined, "status writes ignore metadata");
+    assert.equal(viaStatus.metadata.labels, undefined, "a custom resource's status writes ignore metadata");
     assert.deepEqual(viaStatus.status, { replicas: 2 });
     const viaPatch = await client.patch(msRef, { status: { replicas: 0 } });
     assert.deepEqual(viaPatch.status, { replicas: 2 }, "patch ignores status");
@@ -202,6 +202,39 @@ describe("ApiServer: updates", () => {
     );
   });
 
+  it("lets a pod's status write change its labels, annotations and finalizers in the same commit, as pods/status does", async () => {
+    const { client, server } = setup();
+    const ref = { kind: "Pod", namespace: "default", name: "p" } as const;
+    const base = pod("p", { role: "decode" });
+    const created = await client.create({
+      ...base,
+      metadata: { ...base.metadata, annotations: { keep: "1", drop: "1" }, finalizers: ["a/f", "b/f"] },
+    });
+    const before = Number(server.resourceVersion());
+    const written = await client.patchStatus(ref, {
+      metadata: {
+        resourceVersion: created.metadata.resourceVersion ?? "",
+        labels: { role: "prefill" },
+        annotations: { drop: null, added: "2" },
+        finalizers: ["b/f"],
+        ownerReferences: [{ apiVersion: "v1", kind: "X", name: "x", uid: "u" }],
+      },
+      spec: { containers: [] },
+      status: { phase: "Running" },
+    });
+    assert.equal(Number(server.resourceVersion()), before + 1, "one commit");
+    assert.equal(written.metadata.labels?.["role"], "prefill");
+    assert.deepEqual(written.metadata.annotations, { keep: "1", added: "2" });
+    assert.deepEqual(written.metadata.finalizers, ["b/f"]);
+    assert.equal(written.metadata.ownerReferences, undefined, "owner references are the main resource's");
+    assert.deepEqual(written.spec, created.spec, "status writes ignore spec");
+    assert.equal(written.status?.["phase"], "Running");
+    await assert.rejects(
+      client.patchStatus(ref, { metadata: { resourceVersion: created.metadata.resourceVersion ?? "", labels: {} } }),
+      rejectsWith("Conflict"),
+      "preconditions hold as in patch",
+    );
+  });
   it("applies merge patches, where null deletes a key and metadata.resourceVersion is a precondition", async () => {
     const { client } = setup();
     const created = await client.create({

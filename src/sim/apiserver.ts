@@ -381,10 +381,26 @@ export class ApiServer {
     const metadata = patch["metadata"];
     if (isJsonObject(metadata))
       checkPreconditions(existing, stringOrUndefined(metadata["uid"]), stringOrUndefined(metadata["resourceVersion"]));
-    if (mode === "status" && isJsonObject(patch)) return this.#replaceStatus(existing, patchedStatus(existing, patch));
+    if (mode === "status") return this.#writeStatus(existing, patch, isJsonObject(metadata) ? metadata : undefined);
     const patched = mergePatch(existing as unknown as JsonObject, patch);
     if (!isJsonObject(patched)) throw new ApiError("Invalid", "a merge patch must produce an object");
     return this.#replace(existing, this.#mainUpdate(existing, patched as unknown as KubeObject));
+  }
+
+  /**
+   * A status write: the status `patch` makes, and for kinds whose strategy allows it the labels,
+   * annotations and finalizers it makes in `metadata` (the patch's own) in the same commit.
+   */
+  #writeStatus(existing: KubeObject, patch: JsonObject, metadata: JsonObject | undefined): KubeObject {
+    const status = patchedStatus(existing, patch);
+    if (!STRATEGIES[existing.kind].statusWritesMetadata || metadata === undefined || !writesMetadata(metadata))
+      return this.#replaceStatus(existing, status);
+    const next = withStatus(existing, status);
+    for (const field of STATUS_WRITABLE_METADATA)
+      if (field in metadata) setOrDelete(next.metadata, field, mergePatch(existing.metadata[field], metadata[field]));
+    const problem = admissionProblem(next) ?? newFinalizerProblem(existing, next);
+    if (problem !== undefined) throw new ApiError("Invalid", `${whatOf(existing)}: ${problem}`);
+    return this.#replace(existing, next);
   }
 
   /**
@@ -617,6 +633,24 @@ function serverFieldsOf(object: KubeObject): Record<string, unknown> {
  */
 function withOwnMetadata(object: KubeObject): KubeObject {
   return { ...object, metadata: { ...object.metadata } };
+}
+
+/** What a status write may change in metadata, for kinds whose strategy allows it (`statusWritesMetadata`). */
+const STATUS_WRITABLE_METADATA = ["labels", "annotations", "finalizers"] as const;
+
+function writesMetadata(metadata: JsonObject): boolean {
+  return STATUS_WRITABLE_METADATA.some((field) => field in metadata);
+}
+
+function setOrDelete(
+  metadata: KubeObject["metadata"],
+  field: (typeof STATUS_WRITABLE_METADATA)[number],
+  value: JsonValue | undefined,
+): void {
+  // The three fields are optional: an emptied one is left out, as the server stores it.
+  const fields = metadata as unknown as Record<string, unknown>;
+  if (value === undefined || value === null) Reflect.deleteProperty(fields, field);
+  else fields[field] = value;
 }
 
 /** `existing` with `status` in place of its own (none when undefined). */

@@ -279,11 +279,22 @@ describe("controller on kube-apiserver", { timeout: CLUSTER_START_TIMEOUT_MS + 1
       await new Promise((resolve) => setTimeout(resolve, 4_000));
       const marked = group1Entries((await readState(admin(), ns, "llama-pd")).pods);
       assert.equal(marked.length, 3, "group 1's entries (two prefill, one decode) are still there");
+      // The mark, the closed gate and the released finalizer came in one pods/status write.
       assert.ok(
         marked.every(
           (pod) =>
             pod.metadata.deletionTimestamp === undefined &&
-            pod.metadata.annotations?.["tandem.dev/draining"] !== undefined,
+            pod.metadata.annotations?.["tandem.dev/draining"] !== undefined &&
+            !(pod.metadata.finalizers ?? []).includes("tandem.dev/recovery") &&
+            pod.status?.conditions?.some(
+              (condition: any) =>
+                condition.type === "tandem.dev/serving" &&
+                condition.status === "False" &&
+                condition.reason === "Draining",
+            ),
+        ),
+        JSON.stringify(
+          marked.map((pod) => [pod.metadata.annotations, pod.metadata.finalizers, pod.status?.conditions]),
         ),
       );
       for (const pod of marked)
