@@ -81,6 +81,10 @@
  *   ServingGroupRecreate, an instance an update since rolled back had moved, crashing while its
  *   move back waited, rebuilt its whole group (`movedByRollout`). A write that timed out after it was applied left no
  *   expectation, so the next plan ran on a cache without it (`orUnknown` in src/engine/executor.ts).
+ * - Fuzz of 2026-12-02 (generator seeds 918100-918139): a role scaled up while a unit a surge
+ *   unit had succeeded was still retired left the new desired position without a unit and the
+ *   retired one waiting for a floor it was needed for; it now takes that position
+ *   (`restoreRetired` in src/core/ordinals.ts).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -207,6 +211,8 @@ const SCENARIOS: Readonly<Record<string, string>> = {
     "InPlaceUpdate rolled back (decode d:v2 → d:v1, group 0 recorded at the rollback's revision) and, in the instant its pods are relabelled, patched back to d:v2 with a switch to RoleRollingUpdate (decode maxSurge 1), then a node outage; the group stayed on d:v1 behind its record while the status said Converged (fuzz-faults-coordinated-crash-gang-925, without API faults)",
   "crashing-instance-behind-surge-full-progress.json":
     "RoleRollingUpdate with coordination (maxSkew 10%, decode dependsOn prefill), prefill maxUnavailable 0 and maxSurge 1: mid-update, both roles moved to images that crash, then a rollback; prefill-2, moved to the crash while it was down, kept crashing there: the coordinator counted the serving surge as prefill's full progress and never gave it a start (fuzz-faults-coordinated-crash-gang-157)",
+  "role-scaled-up-over-retired-unit.json":
+    "RoleRollingUpdate, prefill maxUnavailable 0 and maxSurge 1: prefill scaled from 1 to 2 with the group partition raised to 3 while groups 0-2 each still held the prefill unit a surge unit had succeeded; the retired unit waited for the floor of 2, the floor for the position it held, while the status said Converged (fuzz-918128; a retired unit now goes back to a desired position that has none: `restoreRetired` in src/core/ordinals.ts)",
 };
 
 /**

@@ -6,13 +6,19 @@ import { successorOf } from "./rollout.ts";
 
 const NONE: ReadonlySet<number> = new Set();
 
-/** `settle` inputs for one role `r` with `count` instances (bound `bound`) in every group. */
-function inputs(overrides: Partial<SettleInputs> & { count?: number; bound?: number } = {}): SettleInputs {
-  const { count = 1, bound = 2, ...rest } = overrides;
+/**
+ * `settle` inputs for one role `r` with `count` instance positions (`desired` of them desired,
+ * bound `bound`) in every group.
+ */
+function inputs(
+  overrides: Partial<SettleInputs> & { count?: number; desired?: number; bound?: number } = {},
+): SettleInputs {
+  const { count = 1, desired = 1, bound = 2, ...rest } = overrides;
   return {
     groups: 1,
+    desiredGroups: 1,
     groupBound: 2,
-    instances: () => ({ count, bound }),
+    instances: () => ({ count, desired, bound }),
     roles: ["r"],
     heldGroups: new Set([0]),
     heldInstances: () => NONE,
@@ -61,6 +67,32 @@ describe("positions and ordinals", () => {
     ]);
     settle(table, inputs({ count: 2, heldInstances: () => new Set([0, 1]) }));
     assert.equal(table.instances(0, "r").ordinal(1), undefined);
+  });
+
+  it("a scale-up that makes the surge position desired gives it back the retired unit still there, as it runs (fuzz-918128)", () => {
+    const table = OrdinalTable.read(undefined);
+    table.instanceScope(0, "r").succeed(0, 1);
+    // replicas 1 → 2: position 1 is desired now; the retired unit (ordinal 0) still has its pods.
+    settle(table, inputs({ count: 2, desired: 2, bound: 3, heldInstances: () => new Set([0, 1]) }));
+    const scope = table.instances(0, "r");
+    assert.equal(scope.position(0), 1, "the retired unit is the desired unit at position 1");
+    assert.equal(scope.ordinal(1), 0);
+    assert.deepEqual(table.entries(), [
+      { group: 0, role: "r", instance: 0, ordinal: 1 },
+      { group: 0, role: "r", instance: 1, ordinal: 0 },
+    ]);
+    // The surge position forgotten first (the rollout was done with its surge): the same.
+    const forgotten = OrdinalTable.read(undefined);
+    forgotten.instanceScope(0, "r").succeed(0, 1);
+    settle(forgotten, inputs({ count: 1, heldInstances: () => new Set([0, 1]) }));
+    assert.equal(forgotten.instances(0, "r").hasEntry(1), false);
+    settle(forgotten, inputs({ count: 2, desired: 2, bound: 3, heldInstances: () => new Set([0, 1]) }));
+    assert.equal(forgotten.instances(0, "r").position(0), 1);
+    // Groups alike: a surge group position made desired by replicas takes back its retired group.
+    const groups = OrdinalTable.read(undefined);
+    groups.succeedGroup(0, 1);
+    settle(groups, inputs({ groups: 2, desiredGroups: 2, groupBound: 3, heldGroups: new Set([0, 1]) }));
+    assert.equal(groups.groups.position(0), 1);
   });
 
   it("a finished rollout forgets the surge position; a later surge there gets the lowest free ordinal below the bound", () => {

@@ -277,10 +277,18 @@ function compareEntries(a: OrdinalEntry, b: OrdinalEntry): number {
 export interface SettleInputs {
   /** Group positions the layout keeps (desired and surge). */
   readonly groups: number;
+  /** Desired group positions (`replicas`): the first of `groups`. */
+  readonly desiredGroups: number;
   /** `replicas + maxSurge`: no group ordinal is allocated at or beyond it. */
   readonly groupBound: number;
-  /** Instance positions the layout keeps of `role` in group position `group`, and the role's bound. */
-  readonly instances: (group: number, role: string) => { readonly count: number; readonly bound: number };
+  /**
+   * Instance positions the layout keeps of `role` in group position `group` (desired and surge),
+   * how many of them are desired (the role's `replicas`), and the role's bound.
+   */
+  readonly instances: (
+    group: number,
+    role: string,
+  ) => { readonly count: number; readonly desired: number; readonly bound: number };
   /** The roles of the spec. */
   readonly roles: readonly string[];
   /** Group ordinals some pod carries (terminating pods included: they still hold their names). */
@@ -299,11 +307,16 @@ function hasPods(scope: OrdinalScope, position: number, held: ReadonlySet<number
  * `table` brought up to date with the layout and the pods (in place): retired ordinals whose pods
  * are gone are released, entries of positions beyond the layout without pods forgotten (a
  * scale-down removes the highest positions; a finished rollout its surge), instance maps of groups
- * without pods dropped, and every position the layout keeps that has no ordinal given the lowest
- * free one below its bound, when there is one (until then its pods wait).
+ * without pods dropped, a retired unit whose position a scale-up made desired again restored
+ * there, and every position the layout keeps that has no ordinal given the lowest free one below
+ * its bound, when there is one (until then its pods wait).
  */
 export function settle(table: OrdinalTable, inputs: SettleInputs): OrdinalTable {
-  settleScope(table.groups, inputs.groups, inputs.groupBound, inputs.heldGroups);
+  settleScope(
+    table.groups,
+    { count: inputs.groups, desired: inputs.desiredGroups, bound: inputs.groupBound },
+    inputs.heldGroups,
+  );
   for (const { group, role, scope } of table.instanceScopes()) {
     const groupHasPods = group >= 0 && hasPods(table.groups, group, inputs.heldGroups);
     if (!groupHasPods) {
@@ -311,21 +324,51 @@ export function settle(table: OrdinalTable, inputs: SettleInputs): OrdinalTable 
       continue;
     }
     const kept = group < inputs.groups && inputs.roles.includes(role) ? inputs.instances(group, role) : undefined;
-    settleScope(scope, kept?.count ?? 0, kept?.bound ?? 0, inputs.heldInstances(group, role));
+    settleScope(scope, kept ?? NOTHING_KEPT, inputs.heldInstances(group, role));
   }
   return table;
 }
 
-/** `settle` of one scope keeping `count` positions with ordinals below `bound`. */
-function settleScope(scope: OrdinalScope, count: number, bound: number, held: ReadonlySet<number>): void {
+const NOTHING_KEPT = { count: 0, desired: 0, bound: 0 } as const;
+
+/**
+ * `settle` of one scope keeping `count` positions, the first `desired` of them desired, with
+ * ordinals below `bound`.
+ */
+function settleScope(
+  scope: OrdinalScope,
+  kept: { readonly count: number; readonly desired: number; readonly bound: number },
+  held: ReadonlySet<number>,
+): void {
+  const { count, bound } = kept;
   for (const ordinal of scope.retired()) if (!held.has(ordinal)) scope.forget(retiredPosition(ordinal));
   for (const [position] of scope.entries())
     if (position >= count && !hasPods(scope, position, held)) scope.forget(position);
   if (scope.empty) return;
+  restoreRetired(scope, kept.desired);
   for (let position = 0; position < count; position++) {
     if (scope.assigned(position) !== undefined) continue;
     const ordinal = scope.free(bound, held);
     if (ordinal !== undefined) scope.set(position, ordinal);
+  }
+}
+
+/**
+ * A retired unit is surplus only while no desired position lacks a unit: a scale-up that makes
+ * a position desired which has no usable ordinal (the surge position the succession gave the
+ * retired ordinal, or one whose number another position took) gets the retired unit back, as it
+ * runs — its own ordinal's position first. Left retired, it would wait to be drained until the
+ * scope's floor holds without it, while the floor waits for the position (fuzz-918128).
+ */
+function restoreRetired(scope: OrdinalScope, desired: number): void {
+  for (let position = 0; position < desired; position++) {
+    if (scope.ordinal(position) !== undefined) continue;
+    const retired = scope.retired();
+    const assigned = scope.assigned(position);
+    const ordinal = assigned === undefined ? retired[0] : retired.find((candidate) => candidate === assigned);
+    if (ordinal === undefined) continue;
+    scope.forget(retiredPosition(ordinal));
+    scope.set(position, ordinal);
   }
 }
 
@@ -391,13 +434,18 @@ export function settleFor(model: Model, layout: Layout, table: OrdinalTable): Or
   }
   return settle(table, {
     groups: layout.groups,
+    desiredGroups: model.ms.spec.replicas,
     groupBound: model.ms.spec.replicas + resolveGroupBudget(model.ms.spec).maxSurge,
     roles: [...model.roles.keys()],
     instances: (group, name) => {
       const role = model.roles.get(name);
       return role === undefined
-        ? { count: 0, bound: 0 }
-        : { count: layout.instances(group, role), bound: role.replicas + resolveRoleBudget(role).maxSurge };
+        ? NOTHING_KEPT
+        : {
+            count: layout.instances(group, role),
+            desired: role.replicas,
+            bound: role.replicas + resolveRoleBudget(role).maxSurge,
+          };
     },
     heldGroups,
     heldInstances: (group, role) => heldInstances.get(scopeKey(group, role)) ?? NO_ORDINALS,
