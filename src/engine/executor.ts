@@ -339,9 +339,7 @@ export class Executor {
       await orUnknown(this.#ports.writer.patch(ref, { metadata }), expectation);
       return { expectation };
     }
-    // The cache has moved past what the plan saw when this throws: the server would refuse too.
-    const cached = this.#cachedAt("Pod", namespace, name, uid, gate.resourceVersion);
-    const conditions = withCondition(cached.status?.["conditions"], toJsonObject(gate.condition));
+    const conditions = this.#conditionsWith(ref, uid, gate.resourceVersion, gate.condition);
     await orUnknown(this.#ports.writer.patchStatus(ref, { metadata, status: { conditions } }), expectation);
     return { expectation };
   }
@@ -396,20 +394,33 @@ export class Executor {
   async #setPodCondition(
     action: Extract<Action, { type: "SetPodCondition" }>,
     namespace: string,
-  ): Promise<{ expectation: Expectation; resourceVersion: string | undefined }> {
+  ): Promise<{ expectation: Expectation }> {
     const ref = { kind: "Pod", namespace, name: action.name } as const;
     const { uid, resourceVersion, condition } = action;
-    // The cache has moved past what the plan saw when this throws: the server would refuse too.
-    const cached = this.#cachedAt("Pod", namespace, action.name, uid, resourceVersion);
-    const conditions = withCondition(cached.status?.["conditions"], toJsonObject(condition));
+    const conditions = this.#conditionsWith(ref, uid, resourceVersion, condition);
     const expectation = expectPatched(ref, uid, `condition ${condition.type}=${condition.status}`, (object) =>
       showsCondition(object, condition),
     );
-    const stored = await orUnknown(
+    await orUnknown(
       this.#ports.writer.patchStatus(ref, { metadata: { uid, resourceVersion }, status: { conditions } }),
       expectation,
     );
-    return { expectation, resourceVersion: stored.metadata.resourceVersion };
+    return { expectation };
+  }
+
+  /**
+   * The pod's condition list as the cache holds it at `resourceVersion` (the version the plan
+   * saw), with `condition` in place of its type's; Conflict when the cache has moved past it (the
+   * server would refuse too).
+   */
+  #conditionsWith(
+    ref: { readonly namespace: string; readonly name: string },
+    uid: string,
+    resourceVersion: string,
+    condition: PodCondition,
+  ): JsonObject[] {
+    const cached = this.#cachedAt("Pod", ref.namespace, ref.name, uid, resourceVersion);
+    return withCondition(cached.status?.["conditions"], toJsonObject(condition));
   }
 
   #recordEvent(action: Extract<Action, { type: "RecordEvent" }>, target: PlanTarget): void {
