@@ -1,9 +1,9 @@
 /**
  * The router benchmark (`npm run bench`, or `npm run bench -- router` alone): what a proxy adds on
- * loopback in front of one engine-mock (ttft 0, tpot 0, its own process), measured side by side
+ * loopback in front of one engine-mock (ttft 0: it answers at once; tpot 1 ms; its own process), measured side by side
  * in one run by one load generator (Debian's `wrk`, a Lua script for the POST body) against:
  * the engine directly; Tandem's router (bench/router-server.ts: `tandem router` over a one-pod
- * stand-in API server), alone and with `--workers 2`; nginx
+ * stand-in API server), alone, with `--workers 2`, and with `--log-level warn` (no access-log line for a request that succeeds); nginx
  * (`proxy_pass` to a keep-alive upstream, one worker, generated config in a temp dir, not a
  * daemon); SGLang's Rust router (`sglang-router` 0.3.2 from PyPI, in a venv under .cache/).
  * It installs nothing: a missing peer is skipped with the command that installs it.
@@ -42,7 +42,7 @@ const TARGET_ADDED_P50_MS = 0.3;
 const TARGET_ADDED_P99_MS = 1;
 const READY_TIMEOUT_MS = 30_000;
 /** Target names are padded to this in the tables. */
-const NAME_WIDTH = 9;
+const NAME_WIDTH = 11;
 
 interface Target {
   readonly name: string;
@@ -70,7 +70,7 @@ const TANDEM_WORKERS = 2;
 /** Runs the whole router benchmark; prints what it measured and what it skipped. */
 export async function benchRouter(): Promise<void> {
   console.log(
-    `\nrouter benchmark: loopback, one engine-mock (ttft 0, tpot 0), wrk, ${RUN_SECONDS} s per run; every process shares the same cores`,
+    `\nrouter benchmark: loopback, one engine-mock (ttft 0, tpot 1 ms), wrk, ${RUN_SECONDS} s per run; every process shares the same cores`,
   );
   if (!hasCommand("wrk", ["-v"])) {
     console.log("  skipped: wrk is not installed (apt-get install nginx wrk)");
@@ -83,12 +83,13 @@ export async function benchRouter(): Promise<void> {
       await startChild(
         children,
         process.execPath,
-        [join(ROOT, "src/cli/main.ts"), "engine-mock", "--listen", "127.0.0.1:0", "--ttft-ms", "0", "--tpot-ms", "0"],
+        [join(ROOT, "src/cli/main.ts"), "engine-mock", "--listen", "127.0.0.1:0", "--ttft-ms", "0", "--tpot-ms", "1"],
         /listening on http:\/\/127\.0\.0\.1:(\d+)/,
       ),
     );
-    const tandem = async (name: string, workers: number): Promise<Target> => {
+    const tandem = async (name: string, workers: number, logLevel = "info"): Promise<Target> => {
       const args = [join(ROOT, "bench/router-server.ts"), String(enginePort), "--workers", String(workers)];
+      args.push("--log-level", logLevel);
       const port = await startChild(children, process.execPath, [...args, "--log", "/dev/null"], /listening on (\d+)/);
       const target = { name, url: `http://127.0.0.1:${port}`, pid: children.at(-1)?.pid };
       // Listening is not routing yet: every worker must have synced and registered.
@@ -99,6 +100,8 @@ export async function benchRouter(): Promise<void> {
       { name: "direct", url: `http://127.0.0.1:${enginePort}` },
       await tandem("tandem", 1),
       await tandem(`tandem-w${TANDEM_WORKERS}`, TANDEM_WORKERS),
+      // The access log's info lines off (`--log-level warn`): what one line per request costs.
+      await tandem("tandem-warn", 1, "warn"),
     ];
     for (const start of [() => startNginx(children, dir, enginePort), () => startSglang(children, enginePort)]) {
       const peer = await start().catch((error: unknown) => {

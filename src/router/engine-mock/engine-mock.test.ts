@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import type { EngineMock, EngineMockOptions, Sleep } from "./server.ts";
-import { startEngineMock } from "./server.ts";
+import { startEngineMock, timerSleep } from "./server.ts";
+import { stat } from "node:fs";
 import { naturalLength, tokenAt } from "./text.ts";
 
 const NOW_MS = Date.UTC(2026, 11, 1, 12, 0, 0);
@@ -495,5 +496,30 @@ describe("disaggregation", () => {
     const vllm = await start();
     const wrong = await post(vllm, "/v1/completions", leg);
     assert.match(wrong.json.error.message, /SGLang's bootstrap protocol, but this engine is vllm/);
+  });
+});
+
+describe("engine mock: the default sleep", () => {
+  it("0 ms is a turn of the event loop, not a timer (Node's timers wait at least 1 ms)", async () => {
+    // From an I/O callback the loop runs immediates before the next timers, so the order is fixed:
+    // a sleep on a timer would end after the timer set before it.
+    await new Promise((resolve) => stat(".", resolve));
+    const order: string[] = [];
+    const timer = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        order.push("timer");
+        resolve();
+      }, 0),
+    );
+    await timerSleep(0, new AbortController().signal).then(() => order.push("sleep"));
+    await timer;
+    assert.deepEqual(order, ["sleep", "timer"]);
+  });
+
+  it("an aborted signal ends a 0 ms sleep, as it ends a timed one", async () => {
+    const controller = new AbortController();
+    const reason = new Error("client gone");
+    controller.abort(reason);
+    await assert.rejects(timerSleep(0, controller.signal), { name: "AbortError", cause: reason });
   });
 });

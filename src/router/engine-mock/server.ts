@@ -16,7 +16,7 @@
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { setTimeout as delay } from "node:timers/promises";
+import { setTimeout as delay, setImmediate as nextTurn } from "node:timers/promises";
 import type { Engine } from "../../api/route.ts";
 import type { Leg } from "./disagg.ts";
 import { blocksFor, legOf, prefillTransferParams } from "./disagg.ts";
@@ -27,7 +27,7 @@ import { answerId, answerJson, closingEvents, errorJson, parseGeneration, tokenE
 import { QueueFullError, Slots } from "./slots.ts";
 import { tokenAt } from "./text.ts";
 
-/** Waits `delayMs`, or rejects with the signal's reason once it aborts. */
+/** Waits `delayMs`, or rejects once the signal aborts (real timers: an AbortError whose cause is its reason). */
 export type Sleep = (delayMs: number, signal: AbortSignal) => Promise<void>;
 
 export interface EngineMockOptions {
@@ -116,7 +116,13 @@ interface EngineState {
   engineId: string;
 }
 
-const realSleep: Sleep = (delayMs, signal) => delay(delayMs, undefined, { signal });
+/**
+ * Node's timers wait at least a millisecond, so a delay of 0 is one turn of the event loop instead:
+ * an engine asked for no delay answers at once, and a long generation still lets other requests
+ * (and aborts) in between its tokens.
+ */
+export const timerSleep: Sleep = (delayMs, signal) =>
+  delayMs > 0 ? delay(delayMs, undefined, { signal }) : nextTurn(undefined, { signal });
 
 function settingsOf(options: EngineMockOptions): Settings {
   return {
@@ -127,7 +133,7 @@ function settingsOf(options: EngineMockOptions): Settings {
     maxRunning: options.maxRunning ?? ENGINE_MOCK_DEFAULTS.maxRunning,
     model: options.model,
     nowMs: options.nowMs ?? (() => Date.now()),
-    sleep: options.sleep ?? realSleep,
+    sleep: options.sleep ?? timerSleep,
   };
 }
 

@@ -47,7 +47,11 @@ export interface RouterRunOptions {
   /** The cluster; or `send`, an HTTP exchange to the API server (tests). */
   readonly kubeConfig?: KubeConfig;
   readonly send?: Send;
-  readonly logger: Logger & { debug?(fields: LogFields, message: string): void };
+  /** pino's `isLevelEnabled`, when there: the access log builds no info line that would be dropped. */
+  readonly logger: Logger & {
+    debug?(fields: LogFields, message: string): void;
+    isLevelEnabled?(level: string): boolean;
+  };
   /** Watch only this namespace; all namespaces when absent. */
   readonly namespace?: string | undefined;
   /** `host:port` of the data plane (port 0: any free port). */

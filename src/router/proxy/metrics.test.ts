@@ -82,6 +82,22 @@ describe("access log", () => {
       "status",
     ]);
   });
+  it("with info off (--log-level warn) writes only the warnings and builds no info line", () => {
+    const lines: string[] = [];
+    const log = accessLog({
+      info: () => {
+        lines.push("info");
+      },
+      warn: () => {
+        lines.push("warn");
+      },
+      isLevelEnabled: (level) => level !== "info",
+    });
+    log.requestDone(RECORD);
+    log.requestDone({ ...RECORD, status: 502 });
+    log.requestDone({ ...RECORD, complete: false });
+    assert.deepEqual(lines, ["warn", "warn"]);
+  });
 });
 
 describe("router metrics", () => {
