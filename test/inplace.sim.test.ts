@@ -5,6 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../src/core/plan.ts";
+import { decodeControllerRevision } from "../src/core/revision/controller-revision.ts";
+import { roleHash } from "../src/core/role-hash.ts";
 import { Controller } from "../src/engine/controller.ts";
 import type { KubeObject } from "../src/engine/ports.ts";
 import { SimCluster } from "../src/sim/cluster.ts";
@@ -73,7 +75,17 @@ function status(cluster: SimCluster): Record<string, any> {
   return (cluster.server.get(ref) as KubeObject<"ModelServing">).status ?? {};
 }
 
-/** The rollout is done: the update revision is current, and every pod runs it and is Ready. */
+/** The role hash `role` has in revision `name`, as stored; undefined when it is not (yet). */
+function roleHashIn(cluster: SimCluster, name: string, role: string): string | undefined {
+  const stored = cluster.server.stored("ControllerRevision").find((object) => object.metadata.name === name);
+  const decoded = stored === undefined ? undefined : decodeControllerRevision(stored);
+  return decoded?.ok === true ? roleHash(decoded.revision.data, role) : undefined;
+}
+
+/**
+ * The rollout is done: the update revision is current, and every pod runs its role spec (by role
+ * hash: in place, pods of a role the update leaves unchanged keep their label) and is Ready.
+ */
 function complete(cluster: SimCluster): boolean {
   const { currentRevision, updateRevision } = status(cluster);
   const all = cluster.server.stored("Pod");
@@ -81,7 +93,11 @@ function complete(cluster: SimCluster): boolean {
     currentRevision !== undefined &&
     currentRevision === updateRevision &&
     all.length === 6 &&
-    all.every((pod) => pod.metadata.labels?.["tandem.dev/revision"] === updateRevision) &&
+    all.every((pod) => {
+      const labels = pod.metadata.labels ?? {};
+      const hash = roleHashIn(cluster, updateRevision, labels["tandem.dev/role"] ?? "");
+      return hash !== undefined && labels["tandem.dev/role-hash"] === hash;
+    }) &&
     [...pods(cluster).values()].every((pod) => pod.ready)
   );
 }
@@ -152,6 +168,15 @@ describe("InPlaceUpdate end to end (simulated cluster, real engine, core plan)",
         "no progress mark is left",
       );
       assert.equal(status(cluster).units, undefined);
+      for (const pod of cluster.server.stored("Pod")) {
+        const labels = pod.metadata.labels ?? {};
+        const decode = labels["tandem.dev/role"] === "decode";
+        assert.equal(
+          labels["tandem.dev/revision"],
+          decode ? status(cluster).updateRevision : firstRevision,
+          `${pod.metadata.name}: ${decode ? "relabelled" : "unchanged, its label too"}`,
+        );
+      }
     } finally {
       unhook();
       await controller.stop();

@@ -188,6 +188,7 @@ describe("InPlaceUpdate: the sequence", () => {
   it("gate False → drained → patched → verified → gate True, relabelled, with every pod UID kept", () => {
     const cluster = converged();
     const before = uids(cluster);
+    const first = cluster.modelServing.status.currentRevision;
     setDecode(cluster, "vllm:v2");
     const entry = "llm-2-decode-0-0";
     const steps: string[] = [];
@@ -232,7 +233,8 @@ describe("InPlaceUpdate: the sequence", () => {
       assert.equal(image(pod), decode ? "vllm:v2" : "vllm:v1");
       assert.equal(restarts(pod), decode ? 1 : 0, `${pod.metadata.name} restarted its changed container once`);
       assert.equal(restarts(pod, "sidecar"), 0, "an unchanged container is not restarted");
-      assert.equal(pod.metadata.labels?.["tandem.dev/revision"], status.updateRevision);
+      // Prefill's spec did not change: its pods keep the label they had (see the next describe).
+      assert.equal(pod.metadata.labels?.["tandem.dev/revision"], decode ? status.updateRevision : first);
       assert.deepEqual(Object.keys(pod.metadata.annotations ?? {}), []);
       assert.ok(serving(pod));
     }
@@ -292,6 +294,152 @@ describe("InPlaceUpdate: the sequence", () => {
     const late = plan(observe(cluster), NOW + (DRAIN_SECONDS + 10) * 1000);
     assert.ok(late.actions.some((a) => a.type === "RecordEvent" && a.reason === "DrainTimeout"));
     assert.ok(late.actions.some((a) => a.type === "PatchPodImages" && a.name === "llm-2-decode-0-0"));
+  });
+});
+
+describe("InPlaceUpdate: a role the update leaves unchanged", () => {
+  const prefillPods = (cluster: IdealCluster) =>
+    [...cluster.pods.values()].filter((pod) => pod.metadata.labels?.["tandem.dev/role"] === "prefill");
+  const namesOf = (actions: readonly Action[]) => actions.flatMap((action) => ("name" in action ? [action.name] : []));
+  /** Every decode pod of `group` is at the update revision and serves. */
+  const decodeDone = (cluster: IdealCluster, group: number) =>
+    [...cluster.pods.values()].every(
+      (pod) =>
+        groupOf(pod.metadata.name) !== group ||
+        pod.metadata.labels?.["tandem.dev/role"] !== "decode" ||
+        (pod.metadata.labels["tandem.dev/revision"] === cluster.modelServing.status.updateRevision && serving(pod)),
+    );
+  /** `converged`, with revisionHistoryLimit 0: a revision is kept only while something names it. */
+  const convergedWithoutHistory = () => {
+    const cluster = idealCluster(manifest({ revisionHistoryLimit: 0 }));
+    cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }];
+    run(cluster);
+    return cluster;
+  };
+
+  it("a decode-only update writes nothing to a prefill pod (no drain, gate or relabel) and completes; status and history judge prefill by its role spec", () => {
+    const cluster = convergedWithoutHistory();
+    const first = cluster.modelServing.status.currentRevision;
+    const before = structuredClone(prefillPods(cluster));
+    setDecode(cluster, "vllm:v2");
+    const actions = run(cluster, {
+      each: () => {
+        // Written from the pods the plan saw, so never ahead of them: a group counts once its decode is done.
+        const updated = cluster.modelServing.status.updatedReplicas ?? 0;
+        assert.ok(
+          updated <= [0, 1, 2].filter((group) => decodeDone(cluster, group)).length,
+          `updatedReplicas ${updated} ahead of the pods`,
+        );
+      },
+    });
+    const prefill = new Set(before.map((pod) => pod.metadata.name));
+    assert.deepEqual(
+      namesOf(actions).filter((name) => prefill.has(name)),
+      [],
+      "no write names a prefill pod",
+    );
+    assert.deepEqual(prefillPods(cluster), before, "every prefill pod is as it was, labels included");
+    const status = cluster.modelServing.status;
+    assert.notEqual(status.updateRevision, first);
+    assert.equal(status.currentRevision, status.updateRevision, "promoted: the rollout completed");
+    assert.equal(status.units, undefined);
+    assert.equal(status.updatedReplicas, 3);
+    assert.deepEqual(
+      status.roles.map((role: any) => [role.name, role.updated]),
+      [
+        ["prefill", 3],
+        ["decode", 3],
+      ],
+    );
+    const progressing = status.conditions.find((c: any) => c.type === "Progressing");
+    assert.equal(progressing.reason, "Converged");
+    assert.ok(cluster.revisions.has(first), "the prefill pods' revision is kept while they name it (history limit 0)");
+  });
+
+  it("a later prefill-only update moves prefill and leaves decode alone; the first revision goes once no pod names it", () => {
+    const cluster = convergedWithoutHistory();
+    const first = cluster.modelServing.status.currentRevision;
+    setDecode(cluster, "vllm:v2");
+    run(cluster);
+    const second = cluster.modelServing.status.currentRevision;
+    const decode = [...cluster.pods.values()].filter((pod) => pod.metadata.labels?.["tandem.dev/role"] === "decode");
+    const decodeBefore = structuredClone(decode);
+    cluster.modelServing.spec.template.roles[0].entryTemplate = template("vllm:v2");
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    const actions = run(cluster);
+    const decodeNames = new Set(decode.map((pod) => pod.metadata.name));
+    assert.deepEqual(
+      namesOf(actions).filter((name) => decodeNames.has(name)),
+      [],
+      "no write names a decode pod",
+    );
+    assert.deepEqual(
+      [...cluster.pods.values()].filter((pod) => decodeNames.has(pod.metadata.name)),
+      decodeBefore,
+    );
+    const status = cluster.modelServing.status;
+    assert.equal(status.currentRevision, status.updateRevision);
+    for (const pod of prefillPods(cluster)) {
+      assert.equal(image(pod), "vllm:v2");
+      assert.equal(pod.metadata.labels?.["tandem.dev/revision"], status.updateRevision);
+    }
+    assert.ok(!cluster.revisions.has(first), "no pod names the first revision any more: collected");
+    assert.ok(cluster.revisions.has(second), "the decode pods still name the second");
+  });
+
+  it("pods a RoleRollingUpdate left at a revision that differs beyond images in another role do not block the in-place move of the role that changes", () => {
+    const cluster = idealCluster(manifest({ rolloutStrategy: { type: "RoleRollingUpdate" } }));
+    cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }];
+    run(cluster);
+    const first = cluster.modelServing.status.currentRevision;
+    // decode gets args by replacement: prefill keeps the first revision's label.
+    setDecode(cluster, "vllm:v1", { args: ["--tp", "8"] });
+    run(cluster);
+    cluster.modelServing.spec.rolloutStrategy = { type: "InPlaceUpdate" };
+    setDecode(cluster, "vllm:v2", { args: ["--tp", "8"] });
+    const before = uids(cluster);
+    const prefill = structuredClone(prefillPods(cluster));
+    run(cluster);
+    const status = cluster.modelServing.status;
+    assert.notEqual(
+      status.conditions.find((c: any) => c.type === "RolloutBlocked")?.status,
+      "True",
+      "not refused for the prefill pods' revision, which differs in decode's args",
+    );
+    assert.equal(status.currentRevision, status.updateRevision);
+    assert.deepEqual(uids(cluster), before, "decode patched in place, nothing recreated");
+    assert.deepEqual(prefillPods(cluster), prefill);
+    assert.ok(prefill.every((pod) => pod.metadata.labels?.["tandem.dev/revision"] === first));
+  });
+
+  it("switched to ServingGroupRollingUpdate mid-update, a group in place had finished is moved whole within the budget, not at once with the one in flight (fuzz-10979)", () => {
+    const cluster = converged();
+    setDecode(cluster, "vllm:v2");
+    let round = 0;
+    for (; round < 80 && !(decodeDone(cluster, 2) && groupsInFlight(cluster).includes(1)); round++)
+      run(cluster, { rounds: 1, startMs: NOW + round * 1000 });
+    assert.deepEqual(groupsInFlight(cluster), [1], "group 2 done in place, group 1 on its way");
+    cluster.modelServing.spec.rolloutStrategy = { type: "ServingGroupRollingUpdate" };
+    cluster.modelServing.metadata.generation = Number(cluster.modelServing.metadata.generation) + 1;
+    /** Groups with every pod present and serving. */
+    const groupsServing = () =>
+      [0, 1, 2].filter(
+        (group) =>
+          [...cluster.pods.values()].filter(
+            (pod) =>
+              groupOf(pod.metadata.name) === group && pod.metadata.deletionTimestamp === undefined && serving(pod),
+          ).length === 3,
+      ).length;
+    run(cluster, {
+      startMs: NOW + round * 1000,
+      each: () => assert.ok(groupsServing() >= 2, `${groupsServing()} group(s) serving, the budget keeps 2`),
+    });
+    const status = cluster.modelServing.status;
+    assert.equal(status.currentRevision, status.updateRevision);
+    for (const pod of cluster.pods.values()) {
+      assert.equal(pod.metadata.labels?.["tandem.dev/revision"], status.updateRevision);
+      assert.ok(serving(pod));
+    }
   });
 });
 

@@ -13,6 +13,12 @@
  * 4. finish: gate True, drain and progress annotations removed, and the pod's revision and
  *    role-hash labels set to the target, so status, history and GC see it.
  *
+ * Only instances of a role whose spec (its role hash, `sameRoleSpec`) differs between their pods'
+ * revision and the target move. The pods of a role the target leaves unchanged get no write at
+ * all — no drain, gate or relabel — exactly as under RoleRollingUpdate: they keep their older
+ * revision label, `computeState` counts them at the group's record, and history keeps their
+ * revision while they name it.
+ *
  * Every step is decided from the observed pod alone, so a restarted controller continues where it
  * stopped. A patched container that fails on its new image (crash loop, pull error) moves the
  * annotation to `Stalled` with one InPlaceVerifyFailed Warning event (the event goes with that
@@ -42,7 +48,7 @@ import { sameCanonicalJson } from "./revision/canonical.ts";
 import type { JsonValue } from "./revision/canonical.ts";
 import type { RevisionData, RevisionPodTemplate } from "./revision/format.ts";
 import { normalizedData } from "./revision/projection.ts";
-import { roleHash, sameRevisionData } from "./role-hash.ts";
+import { roleHash, sameRoleSpec } from "./role-hash.ts";
 
 export type InPlacePhase = "Draining" | "Patched" | "Stalled";
 
@@ -172,7 +178,9 @@ function keyDifferences(a: object, b: object): string[] {
 
 /**
  * The live pods of `group` that cannot move in place to `to`, one entry per revision they are at.
- * Pods at an unreadable revision are left out (`lookup` reports them, nothing is guessed).
+ * Pods at an unreadable revision are left out (`lookup` reports them, nothing is guessed), and so
+ * are pods whose role spec `to` does not change: they do not move (`movesInPlace`), whatever
+ * else differs between their revision and `to`.
  */
 export function groupIneligibility(
   model: Model,
@@ -181,11 +189,13 @@ export function groupIneligibility(
   to: Revision,
 ): Ineligible[] {
   const froms = new Set<string>();
-  for (const instances of model.tree.get(group)?.values() ?? []) {
+  for (const [role, instances] of model.tree.get(group) ?? []) {
     for (const pods of instances.values())
-      for (const view of pods.values())
-        if (!view.facts.terminating && view.revision !== undefined && view.revision !== to.name)
-          froms.add(view.revision);
+      for (const view of pods.values()) {
+        if (view.facts.terminating || view.revision === undefined || view.revision === to.name) continue;
+        const from = lookup(view.revision);
+        if (from !== undefined && !sameRoleSpec(from.data, to.data, role)) froms.add(view.revision);
+      }
   }
   return [...froms].sort().flatMap((name) => {
     const from = lookup(name);
@@ -257,20 +267,23 @@ export interface InPlaceInput {
 }
 
 /**
- * The instance has pods to move in place: in progress, or built from a revision whose data differs
- * from `target`'s (an equal revision under another name, e.g. re-hashed by a newer controller, is
- * no change: its pods are left alone, as the rolling strategies leave them).
+ * The instance of `role` has pods to move in place: in progress, or built from a revision whose
+ * spec of `role` differs from `target`'s. Pods whose role spec `target` does not change (another
+ * role changed, or an equal revision has another name, e.g. re-hashed by a newer controller) are
+ * left alone at their label, as RoleRollingUpdate leaves them (`computeState` counts them at the
+ * target): a relabel would be the only write they get, for nothing they run.
  */
 export function movesInPlace(
   live: readonly PodView[],
   target: Revision,
+  role: string,
   lookup: (name: string) => Revision | undefined,
 ): boolean {
   return live.some((view) => {
     if (view.pod.metadata.annotations?.[ANNOTATION_IN_PLACE] !== undefined) return true;
     if (view.revision === undefined || view.revision === target.name) return false;
     const from = lookup(view.revision);
-    return from === undefined || !sameRevisionData(from.data, target.data);
+    return from === undefined || !sameRoleSpec(from.data, target.data, role);
   });
 }
 
@@ -456,9 +469,11 @@ function markStalled(move: PodMove, detail: string, label: string): Action[] {
 }
 
 /**
- * Opens the gates, removes the drain and progress marks and relabels every pod at `target`; with
- * an InPlaceUpdated event when pods patched in place are verified (the mark removal is the write
- * that goes with it).
+ * Opens the gates, removes the drain and progress marks and relabels every pod of the moved
+ * instance at `target`; with an InPlaceUpdated event when pods patched in place are verified (the
+ * mark removal is the write that goes with it). Only an instance that moves gets here
+ * (`movesInPlace`), so the relabel never costs a write of its own for a role the update leaves
+ * unchanged.
  */
 function finish(moves: readonly PodMove[], target: Revision, role: string, nowMs: number, label: string): Action[] {
   const hash = roleHash(target.data, role);

@@ -218,9 +218,12 @@ function computeState(
   // group record (a permit) moves them, within the budgets. A record of the instance's own was a
   // RoleRollingUpdate's, which compares role specs: pods that run its role spec under an older
   // label (a surge instance re-recorded at a newer update that left its role alone) are at it.
+  // In place, a group record moves only the roles whose spec it changes (`movesInPlace`): the
+  // pods of the others get no write, keep their older label and run the record's role spec, so
+  // they are at it, Ready capacity and updated (a relabel would be a write per pod for nothing).
   const runs =
     running !== undefined &&
-    (recorded.name === undefined || recorded.own) &&
+    (recorded.name === undefined || recorded.own || model.ms.spec.rolloutStrategy.type === "InPlaceUpdate") &&
     running.name !== target.name &&
     sameRoleSpec(running.data, target.data, role)
       ? target

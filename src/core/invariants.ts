@@ -1002,11 +1002,15 @@ export function instanceRolloutReason(
   pods: readonly PlacedPod[],
   update: UpdateOfRole,
 ): string | undefined {
-  const byRole = ms.spec.rolloutStrategy.type === "RoleRollingUpdate";
+  // RoleRollingUpdate and InPlaceUpdate leave the pods of a role an update does not change at
+  // their older revision label: their role hash tells what they run. ServingGroupRollingUpdate
+  // relabels such pods (`relabelUnchanged` in lifecycle.ts), so its label tells.
+  const { type } = ms.spec.rolloutStrategy;
+  const byRoleHash = type === "RoleRollingUpdate" || type === "InPlaceUpdate";
   const { revision, hash } = update;
   const label = (): string => `${ms.metadata.name}: ${instanceId(role.name, instance)} of group ${group}`;
   const outdated = pods.find((entry) =>
-    byRole
+    byRoleHash
       ? entry.pod.metadata.labels?.[LABEL_ROLE_HASH] !== hash
       : entry.pod.metadata.labels?.[LABEL_REVISION] !== revision.name,
   );

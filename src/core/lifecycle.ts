@@ -507,7 +507,7 @@ function planInstance(context: Context, state: InstanceState): void {
   }
   createAbsent(context, state);
   const lookup = (name: string) => context.resolve(name, instanceLabel(context, state));
-  if (inPlace && movesInPlace(health.live, state.target, lookup)) {
+  if (inPlace && movesInPlace(health.live, state.target, state.role, lookup)) {
     const step = planInPlace({ model, nowMs, lookup }, state, health.live, state.target);
     addDrainStep(work, step);
     work.ineligible.push(...step.ineligible);
@@ -533,11 +533,12 @@ function planInstance(context: Context, state: InstanceState): void {
 
 /**
  * Under ServingGroupRollingUpdate, relabels at the instance's target the live pods that run what
- * it builds under an older revision label (a role a RoleRollingUpdate left unchanged before the
- * switch; `computeState` counts them as running the target). The group strategy compares whole
- * revisions, so the label must say what the pod runs: left, a rollout with nothing to move would
- * never show its pods at the update revision. A label write, never a restart. (Under
- * RoleRollingUpdate such labels are what the strategy leaves; in place, `planInPlace` relabels.)
+ * it builds under an older revision label (a role a RoleRollingUpdate or an InPlaceUpdate left
+ * unchanged before the switch; `computeState` counts them as running the target). The group
+ * strategy compares whole revisions, so the label must say what the pod runs: left, a rollout
+ * with nothing to move would never show its pods at the update revision. A label write, never a
+ * restart. (Under RoleRollingUpdate and InPlaceUpdate such labels are what the strategy leaves:
+ * neither writes to the pods of a role an update does not change.)
  *
  * Each pod is judged by its own label, not by the entry's: a relabel whose write failed for one
  * pod (the entry's went through) is retried, where judging the instance by its entry would call it

@@ -207,7 +207,8 @@ function withdrawPermitsBelowPartition(scratch: Scratch, base: Layout): void {
  * node got a free permit, served again before its pod could go — the deletion waited for a write
  * that failed — and was then replaced with maxUnavailable 0 while the surge group still started).
  * A permit the budget granted lapses too when its drain mark was not written yet, and the same
- * budget grants it again at once.
+ * budget grants it again at once. A group that moved in part cannot go back; the instances of it
+ * that are being replaced only for their older label stay instead (`keepUnchangedInstances`).
  */
 function lapseServingPermits(scratch: Scratch, base: Layout): void {
   if (scratch.records.size === 0) return;
@@ -222,7 +223,7 @@ function lapseServingPermits(scratch: Scratch, base: Layout): void {
     const states = desiredInstanceStates(scratch.states, layout, resolve, group);
     if (!byRole) {
       if (states.some((state) => state.replacing) && states.every(servesUnmoved))
-        withdrawGroupPermit(scratch, group, states);
+        if (!withdrawGroupPermit(scratch, group, states)) keepUnchangedInstances(scratch, states);
       continue;
     }
     for (const state of states) if (state.replacing && servesUnmoved(state)) withdrawInstancePermit(scratch, state);
@@ -254,20 +255,23 @@ function withdrawInstancePermit(scratch: Scratch, state: InstanceState): void {
   });
 }
 
-/** The group strategies: the group goes back to the revision its live pods run, if it may. */
-function withdrawGroupPermit(scratch: Scratch, group: number, states: readonly InstanceState[]): void {
+/**
+ * The group strategies: the group goes back to the revision its live pods run, if it may; says
+ * whether it went.
+ */
+function withdrawGroupPermit(scratch: Scratch, group: number, states: readonly InstanceState[]): boolean {
   const back = new Map<string, Revision>();
   const atRecord: InstanceState[] = [];
   for (const state of states) {
     if (state.running === undefined) continue;
-    if (patchedInPlace(state)) return;
+    if (patchedInPlace(state)) return false;
     if (state.replacing) back.set(state.running.name, state.running);
     else atRecord.push(state);
   }
   const [revision] = back.values();
-  if (back.size !== 1 || revision === undefined) return;
+  if (back.size !== 1 || revision === undefined) return false;
   // An instance already at the group's record: the group has moved in part. In place, one whose
-  // role spec did not change was only relabelled, and is relabelled back as freely.
+  // role spec did not change was left alone (its pods keep their label), and goes back as freely.
   const inPlace = scratch.model.ms.spec.rolloutStrategy.type === "InPlaceUpdate";
   if (
     atRecord.some(
@@ -275,8 +279,31 @@ function withdrawGroupPermit(scratch: Scratch, group: number, states: readonly I
         !inPlace || state.running === undefined || !sameRoleSpec(state.running.data, revision.data, state.role),
     )
   )
-    return;
+    return false;
   permit(scratch, { group, revision: revision.name });
+  return true;
+}
+
+/**
+ * ServingGroupRollingUpdate over a group that moved in part and serves as it is: each instance
+ * being replaced only because its pods' label is older than the group's record — they run the
+ * record's role spec, as InPlaceUpdate leaves the pods of a role it does not change — is recorded
+ * at the revision its pods run, so it serves as it is. Otherwise, after a switch from
+ * InPlaceUpdate, every group the update had finished would be taken down at once, unbudgeted
+ * (fuzz-10979: four groups with maxUnavailable 2). The group, outdated, is moved whole by a
+ * budgeted permit of this plan or a later one, which drops these records (`permit`).
+ */
+function keepUnchangedInstances(scratch: Scratch, states: readonly InstanceState[]): void {
+  for (const state of states) {
+    const { running, target, role } = state;
+    if (!state.replacing || running === undefined || !sameRoleSpec(running.data, target.data, role)) continue;
+    scratch.records.set(recordKey(state), {
+      group: state.group,
+      role,
+      instance: state.instance,
+      revision: running.name,
+    });
+  }
 }
 
 /** A live pod of the instance has had its images patched in place (progress past `Draining`). */
