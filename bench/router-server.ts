@@ -30,7 +30,9 @@ const { positionals, values } = parseArgs({
 });
 const enginePort = Number(positionals[0]);
 if (!Number.isInteger(enginePort) || enginePort <= 0)
-  throw new Error(`usage: node bench/router-server.ts ENGINE_PORT [--workers N] (got ${positionals[0] ?? "nothing"})`);
+  throw new Error(
+    `usage: node bench/router-server.ts ENGINE_PORT [--workers N|auto] [--log FILE] [--log-level L] (got ${positionals[0] ?? "nothing"})`,
+  );
 const level = values["log-level"];
 if (!(LOG_LEVELS as readonly string[]).includes(level))
   throw new Error(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
