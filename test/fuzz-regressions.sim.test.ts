@@ -85,6 +85,11 @@
  *   unit had succeeded was still retired left the new desired position without a unit and the
  *   retired one waiting for a floor it was needed for; it now takes that position
  *   (`restoreRetired` in src/core/ordinals.ts).
+ * - Fuzz of 2026-12-03 (generator seed 388, faults with coordination, crash and gang): a role
+ *   scaled down (prefill 3 → 1, maxUnavailable 0) while the instance it kept was being rebuilt
+ *   drained both serving instances beyond the spec at once, so the group served no prefill until
+ *   the rebuilt one was Ready; a scale-down now keeps as many serving unwanted instances as the
+ *   kept ones lack (`scaleDownRoles` in src/core/lifecycle.ts).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -289,6 +294,12 @@ const FAULT_RUNS: readonly {
     generatorSeed: 910035,
     seed: 1,
     what: "RoleRecreate, prefill maxUnavailable 0: after a node outage a prefill pod restarted; its recovery's release went through and its deletion failed under API faults, and the retry, planned on a cache that lagged the pod becoming Ready, deleted it 31 ms after it served again (roleBudget); a recovery deletion now requires the resourceVersion its verdict saw",
+  },
+  {
+    generatorSeed: 388,
+    seed: 1,
+    modes: { coordination: true, crash: true, gang: true },
+    what: "ServingGroupRollingUpdate, maxUnavailable 0 and maxSurge 2: prefill scaled 3 → 1 while group 3's prefill-0 was being rebuilt by the rollout; prefill-1 and prefill-2, both serving, were drained at once and the group had no Ready prefill (groupBudget); the scale-down now keeps one until prefill-0 is Ready",
   },
 ];
 

@@ -10,7 +10,7 @@ import type { Action } from "./actions.ts";
 import { cancelDrain, openGate, planDrainedDeletion, podList } from "./drain.ts";
 import type { DrainStep, DrainWait } from "./drain.ts";
 import { recordEvent } from "./events.ts";
-import { podFailure, range } from "./health.ts";
+import { instanceHealth, podFailure, range } from "./health.ts";
 import { instanceId, serviceName } from "./identity.ts";
 import type { InstanceState, InstanceStates, Layout, UnreadableUses } from "./instances.ts";
 import { desiredInstanceStates, expectedPods, resolver } from "./instances.ts";
@@ -252,20 +252,41 @@ function retiredGroupMayGo(model: Model, layout: Layout, statesOf: (group: numbe
  * Scales down, highest ordinal first, the instances of `group` the layout no longer wants
  * (`groupStates` are the ones it keeps). A retired instance (negative position) has a successor:
  * it is surplus like one beyond the layout, drained once its role in the group keeps its floor
- * without it (`retiredGroupMayGo`, per role).
+ * without it (`retiredGroupMayGo`, per role). A scale-down never takes a role in the group below
+ * `replicas` available by itself: while kept instances are not yet available (one being rebuilt
+ * when the spec shrinks the role), as many serving unwanted instances as they lack stay, lowest
+ * ordinal first, and go once the kept ones serve (fuzz-faults-coordinated-crash-gang-388).
  */
 function scaleDownRoles(context: Context, layout: Layout, group: number, groupStates: readonly InstanceState[]): void {
   for (const [role, instances] of context.model.tree.get(group) ?? []) {
     const spec = context.model.roles.get(role);
     const wanted = spec === undefined ? 0 : layout.instances(group, spec);
-    const retiredGo =
-      spec === undefined ||
-      groupStates.filter((state) => state.role === role && state.available).length >= roleFloor(spec);
+    const keptAvailable = groupStates.filter((state) => state.role === role && state.available).length;
+    // retiredGo is true without a spec; a role without a spec holds nothing back.
+    const retiredGo = spec === undefined || keptAvailable >= roleFloor(spec);
+    let lacking = spec === undefined ? 0 : spec.replicas - keptAvailable;
     // Usually none is unwanted: collect them before reversing rather than copying every instance.
     const unwanted: [number, InstancePods][] = [];
-    for (const entry of instances) if (entry[0] >= wanted || (entry[0] < 0 && retiredGo)) unwanted.push(entry);
-    // retiredGo is true without a spec: here the role has one.
-    if (!retiredGo) noteStarvedRetired(context, group, spec, instances, groupStates);
+    const held: number[] = [];
+    // Ascending: retired instances (which carry the role while they stay) come first.
+    for (const entry of instances) {
+      const [instance, pods] = entry;
+      const serving = lacking > 0 && spec !== undefined && serves(spec, pods);
+      if (instance < 0) {
+        if (retiredGo) unwanted.push(entry);
+        else if (serving) lacking -= 1;
+      } else if (instance >= wanted) {
+        if (serving) {
+          lacking -= 1;
+          held.push(instance);
+        } else unwanted.push(entry);
+      }
+    }
+    if (spec !== undefined) {
+      const retired = retiredGo ? [] : [...instances.keys()].filter((instance) => instance < 0);
+      noteStarvedKept(context, group, spec, retired, groupStates, "retired");
+      noteStarvedKept(context, group, spec, held, groupStates, "held");
+    }
     for (const [instance, pods] of unwanted.reverse())
       if (instance < 0)
         scaleDown(
@@ -278,28 +299,37 @@ function scaleDownRoles(context: Context, layout: Layout, group: number, groupSt
   }
 }
 
+/** Whether an instance of `role` serves: every pod of its spec's count present, Ready and not draining. */
+function serves(role: Role, pods: InstancePods): boolean {
+  const health = instanceHealth(pods, 1 + role.workerReplicas);
+  return health.ready && !health.draining;
+}
+
 /**
- * The starved case of a retired instance (docs/design/succession.md): it stays because its role
- * in `group` is below its floor without it, and a desired instance of the role waits for a node
- * with room — the GPUs the retired one holds among them, so the wait does not end by itself.
- * Says so, as `starvedMessage` does for surge; a successor merely starting says nothing.
+ * The starved case of instances a scale-down keeps (docs/design/succession.md): retired ones stay
+ * because their role in `group` is below its floor without them, held ones (`scaleDownRoles`)
+ * because it is below `replicas`, and a desired instance of the role waits for a node with room —
+ * the GPUs they hold among them, so the wait does not end by itself. Says so, as `starvedMessage`
+ * does for surge; a desired instance merely starting says nothing.
  */
-function noteStarvedRetired(
+function noteStarvedKept(
   context: Context,
   group: number,
   role: Role,
-  instances: ReadonlyMap<number, InstancePods>,
+  kept: readonly number[],
   groupStates: readonly InstanceState[],
+  kind: "retired" | "held",
 ): void {
-  const retired = [...instances.keys()].filter((instance) => instance < 0);
   const states = groupStates.filter((state) => state.role === role.name);
-  if (retired.length === 0 || !states.some((state) => state.health.unschedulable)) return;
+  if (kept.length === 0 || !states.some((state) => state.health.unschedulable)) return;
   const { ordinals } = context.model;
-  const units = retired.map((instance) => unitLabel(ordinals, { group, role: role.name, instance })).join(", ");
+  const units = kept.map((instance) => unitLabel(ordinals, { group, role: role.name, instance })).join(", ");
   const available = states.filter((state) => state.available).length;
-  context.work.retiredWaits.push(
-    `${groupLabel(ordinals, group)} role ${role.name}: ${starvedRetiredMessage(available, role.replicas, resolveRoleBudget(role).maxUnavailable, "instance(s)", units)}`,
-  );
+  const message =
+    kind === "retired"
+      ? starvedRetiredMessage(available, role.replicas, resolveRoleBudget(role).maxUnavailable, "instance(s)", units)
+      : `${available} of ${role.replicas} desired instance(s) available: the rest wait for capacity while ${units}, beyond the spec and due to go, keep the group available; add capacity`;
+  context.work.retiredWaits.push(`${groupLabel(ordinals, group)} role ${role.name}: ${message}`);
 }
 
 /** `noteStarvedRetired` for retired groups: the desired groups below the group floor, one starved. */

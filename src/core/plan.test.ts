@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import type { Action } from "./actions.ts";
 import { deepFreeze } from "./frozen.ts";
 import { plan } from "./plan.ts";
-import { apply, converge, idealCluster, observe } from "../../test/ideal-cluster.ts";
+import { apply, converge, idealCluster, observe, readyPod } from "../../test/ideal-cluster.ts";
 
 const NOW = Date.parse("2026-11-30T01:00:00Z");
 
@@ -125,6 +125,43 @@ describe("plan: scaling", () => {
     cluster.modelServing.spec.template.roles[0].replicas = 1;
     converge(cluster, NOW);
     assert.deepEqual(new Map([...cluster.pods].map(([name, p]) => [name, p.metadata.uid])), uidsBefore);
+  });
+
+  it("a role scale-down in a group the rollout rebuilt keeps as many serving instances beyond the spec as the kept ones lack, until those serve (fuzz 388)", () => {
+    const cluster = idealCluster(
+      manifest({
+        rolloutStrategy: {
+          type: "ServingGroupRollingUpdate",
+          rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 0, partition: 1 },
+        },
+      }),
+    );
+    cluster.modelServing.spec.template.roles[0].replicas = 3;
+    converge(cluster, NOW);
+    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+    converge(cluster, NOW);
+    // Group 1 moved (its permit stays: group 0 is below the partition); its prefill-0 is still
+    // starting when the role shrinks to 1 and the budget to none unavailable.
+    const starting = cluster.pods.get("llm-1-prefill-0-0")!;
+    starting.status!.conditions = starting.status!.conditions!.map((c) =>
+      c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c,
+    );
+    cluster.modelServing.spec.template.roles[0].replicas = 1;
+    cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = {
+      maxUnavailable: 0,
+      maxSurge: 1,
+      partition: 1,
+    };
+    converge(cluster, NOW);
+    const prefill = () => podNames(cluster).filter((name) => name.includes("prefill"));
+    assert.deepEqual(
+      prefill(),
+      ["llm-0-prefill-0-0", "llm-1-prefill-0-0", "llm-1-prefill-1-0"],
+      "prefill-1 serves for group 1",
+    );
+    cluster.pods.set("llm-1-prefill-0-0", readyPod(starting, true));
+    converge(cluster, NOW);
+    assert.deepEqual(prefill(), ["llm-0-prefill-0-0", "llm-1-prefill-0-0"]);
   });
 
   it("drains before a scale-down deletion and waits for the router's confirmation or the timeout", () => {
