@@ -1,17 +1,25 @@
 /**
  * The router benchmark (`npm run bench`, or `npm run bench -- router` alone): what a proxy adds on
- * loopback in front of one engine-mock (ttft 0: it answers at once; tpot 1 ms; its own process), measured side by side
- * in one run by one load generator (Debian's `wrk`, a Lua script for the POST body) against:
- * the engine directly; Tandem's router (bench/router-server.ts: `tandem router` over a one-pod
- * stand-in API server), alone, with `--workers 2`, and with `--log-level warn` (no access-log line for a request that succeeds); nginx
+ * loopback in front of one engine-mock (ttft 0: it answers at once; tpot 1 ms; its own process),
+ * measured side by side in one run by one load generator (Debian's `wrk`, a Lua script for the
+ * POST body) against: the engine directly; Tandem's router (bench/router-server.ts: `tandem router`
+ * over a one-pod stand-in API server) at its default log level (one access-log line per request),
+ * with `--workers 2`, and with `--log-level warn` (no line for a request that succeeds); nginx
  * (`proxy_pass` to a keep-alive upstream, one worker, generated config in a temp dir, not a
- * daemon); SGLang's Rust router (`sglang-router` 0.3.2 from PyPI, in a venv under .cache/).
+ * daemon); SGLang's Rust router (`sglang-router` 0.3.2 from PyPI, in a venv under .cache/) at its
+ * default level (info: two lines per request) and at `--log-level error` (none). Every log goes
+ * to /dev/null, formatted and written as in production.
  * It installs nothing: a missing peer is skipped with the command that installs it.
+ *
+ * Tandem is compared with SGLang's router like for like (`PAIRS`): both at their defaults, both
+ * quiet. Latency and throughput run in `ROUNDS` rounds, each over every target (in reverse order
+ * every other round, so drift in the machine's load falls on all alike); a ratio is taken per
+ * round and its median printed with its range, as the machine is shared and one run swings.
  *
  * Figures (method in docs/design/router.md, "Benchmark"):
  * - added latency p50/p99: wrk cannot hold a fixed request rate (wrk2 can; it is not in Debian),
  *   so latency is measured at a fixed low concurrency instead — one connection, one request at a
- *   time — and "added" is the target's percentile minus the direct one's;
+ *   time — and "added" is the target's percentile minus the direct one's in the same round;
  * - closed-loop throughput (requests/s at THROUGHPUT_CONNECTIONS connections), as ratios to nginx
  *   and to SGLang's router, with the CPU time each proxy's processes spent per request (from
  *   /proc: robust to a loaded machine, where wall-clock figures are not);
@@ -34,7 +42,20 @@ const ROOT = join(import.meta.dirname, "..");
 const SGLANG_PYTHON = join(ROOT, ".cache/sglang-venv/bin/python");
 const SGLANG_INSTALL = "python3 -m venv .cache/sglang-venv && .cache/sglang-venv/bin/pip install sglang-router==0.3.2";
 /** Wall seconds of each wrk run (`BENCH_SECONDS` overrides). */
-const RUN_SECONDS = Number(process.env["BENCH_SECONDS"] ?? 4);
+const RUN_SECONDS = Number(process.env["BENCH_SECONDS"] ?? 3);
+/** The workers of the second Tandem target (`tandem router --workers`). */
+const TANDEM_WORKERS = 2;
+/** Rounds of the latency and throughput runs (`BENCH_ROUNDS` overrides). */
+const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 3);
+/**
+ * Tandem's targets and the SGLang router target each is compared with: the same logging, so the
+ * ratio is the proxies' own cost (both at their default level; both logging nothing per request).
+ */
+const PAIRS: ReadonlyMap<string, string> = new Map([
+  ["tandem", "sglang"],
+  [`tandem-w${TANDEM_WORKERS}`, "sglang"],
+  ["tandem-warn", "sglang-error"],
+]);
 const THROUGHPUT_CONNECTIONS = 32;
 const STREAM_CONNECTIONS = 8;
 const STREAM_TOKENS = 64;
@@ -42,7 +63,7 @@ const TARGET_ADDED_P50_MS = 0.3;
 const TARGET_ADDED_P99_MS = 1;
 const READY_TIMEOUT_MS = 30_000;
 /** Target names are padded to this in the tables. */
-const NAME_WIDTH = 11;
+const NAME_WIDTH = 12;
 
 interface Target {
   readonly name: string;
@@ -63,9 +84,6 @@ interface WrkResult {
   /** CPU µs the target's processes spent per completed request (targets with a pid, on Linux). */
   readonly cpuUsPerRequest?: number | undefined;
 }
-
-/** The workers of the second Tandem target (`tandem router --workers`). */
-const TANDEM_WORKERS = 2;
 
 /** Runs the whole router benchmark; prints what it measured and what it skipped. */
 export async function benchRouter(): Promise<void> {
@@ -103,7 +121,11 @@ export async function benchRouter(): Promise<void> {
       // The access log's info lines off (`--log-level warn`): what one line per request costs.
       await tandem("tandem-warn", 1, "warn"),
     ];
-    for (const start of [() => startNginx(children, dir, enginePort), () => startSglang(children, enginePort)]) {
+    for (const start of [
+      () => startNginx(children, dir, enginePort),
+      () => startSglang(children, enginePort, "sglang", "info"),
+      () => startSglang(children, enginePort, "sglang-error", "error"),
+    ]) {
       const peer = await start().catch((error: unknown) => {
         // A peer that is installed but does not come up is skipped, not the whole benchmark.
         console.log(`  skipped a peer: ${error instanceof Error ? error.message : String(error)}`);
@@ -125,58 +147,91 @@ export async function benchRouter(): Promise<void> {
   }
 }
 
-/** The three measurements, each over every target one after the other. */
+/** The three measurements: latency and throughput in rounds over every target, then streaming once. */
 async function measureAll(targets: readonly Target[], dir: string): Promise<void> {
   const plain = join(dir, "plain.lua");
   const stream = join(dir, "stream.lua");
   await writeFile(plain, wrkScript({ model: "m", prompt: "hello", max_tokens: 1 }));
   await writeFile(stream, wrkScript({ model: "m", prompt: "hello", max_tokens: STREAM_TOKENS, stream: true }));
+  reportLatency(targets, inRounds(targets, plain, 1));
+  reportThroughput(targets, inRounds(targets, plain, THROUGHPUT_CONNECTIONS));
+  reportStreaming(targets, stream);
+}
 
+/** Each round's result per target name: `ROUNDS` runs over every target, every other round reversed. */
+function inRounds(targets: readonly Target[], script: string, connections: number): Map<string, WrkResult>[] {
+  const rounds: Map<string, WrkResult>[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const results = new Map<string, WrkResult>();
+    for (const target of round % 2 === 0 ? targets : [...targets].reverse())
+      results.set(target.name, runWrk(target, script, connections));
+    rounds.push(results);
+  }
+  return rounds;
+}
+
+function reportLatency(targets: readonly Target[], rounds: readonly Map<string, WrkResult>[]): void {
   console.log(
-    "  latency, 1 connection, one request at a time (wrk cannot hold a fixed rate; see docs/design/router.md; CPU per request as below):",
+    `  latency, 1 connection, one request at a time, ${ROUNDS} rounds (wrk cannot hold a fixed rate; see docs/design/router.md); medians, added = minus direct in the same round:`,
   );
-  const latency = new Map<string, WrkResult>();
-  for (const target of targets) latency.set(target.name, runWrk(target, plain, 1));
-  const direct = latency.get("direct");
   for (const target of targets) {
-    const result = latency.get(target.name);
-    if (result === undefined || direct === undefined) continue;
+    const p50 = medianOf(rounds, target.name, (result) => result.p50Ms);
+    const p99 = medianOf(rounds, target.name, (result) => result.p99Ms);
+    if (p50 === undefined || p99 === undefined) continue;
+    const addedP50 = medianOf(rounds, target.name, (result, round) => result.p50Ms - (round.get("direct")?.p50Ms ?? 0));
+    const addedP99 = medianOf(rounds, target.name, (result, round) => result.p99Ms - (round.get("direct")?.p99Ms ?? 0));
     const added =
-      target.name === "direct"
+      target.name === "direct" || addedP50 === undefined || addedP99 === undefined
         ? ""
-        : `, added p50 ${fmtMs(result.p50Ms - direct.p50Ms)} p99 ${fmtMs(result.p99Ms - direct.p99Ms)}`;
+        : `, added p50 ${fmtMs(addedP50)} p99 ${fmtMs(addedP99)}`;
+    const met = (addedP50 ?? Infinity) <= TARGET_ADDED_P50_MS && (addedP99 ?? Infinity) <= TARGET_ADDED_P99_MS;
     const verdict = target.name.startsWith("tandem")
-      ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${result.p50Ms - direct.p50Ms <= TARGET_ADDED_P50_MS && result.p99Ms - direct.p99Ms <= TARGET_ADDED_P99_MS ? "met" : "missed"})`
+      ? `  (target ≤ ${TARGET_ADDED_P50_MS} ms p50, ≤ ${TARGET_ADDED_P99_MS} ms p99: ${met ? "met" : "missed"})`
       : "";
     console.log(
-      `    ${target.name.padEnd(NAME_WIDTH)} p50 ${fmtMs(result.p50Ms)} p99 ${fmtMs(result.p99Ms)}${added}${cpuNote(result)}${errorsNote(result)}${verdict}`,
+      `    ${target.name.padEnd(NAME_WIDTH)} p50 ${fmtMs(p50)} p99 ${fmtMs(p99)}${added}${cpuOf(rounds, target.name)}${errorsOf(rounds, target.name)}${verdict}`,
     );
   }
+}
 
+function reportThroughput(targets: readonly Target[], rounds: readonly Map<string, WrkResult>[]): void {
   console.log(
-    `  closed-loop throughput, ${THROUGHPUT_CONNECTIONS} connections (CPU: the proxy's processes, workers included, per request):`,
+    `  closed-loop throughput, ${THROUGHPUT_CONNECTIONS} connections, ${ROUNDS} rounds, medians (CPU: the proxy's processes, workers included, per request):`,
   );
-  const throughput = new Map<string, WrkResult>();
   for (const target of targets) {
-    const result = runWrk(target, plain, THROUGHPUT_CONNECTIONS);
-    throughput.set(target.name, result);
-    console.log(
-      `    ${target.name.padEnd(NAME_WIDTH)} ${result.requestsPerSecond.toFixed(0)} req/s${cpuNote(result)}${errorsNote(result)}`,
-    );
+    const rate = medianOf(rounds, target.name, (result) => result.requestsPerSecond);
+    if (rate !== undefined)
+      console.log(
+        `    ${target.name.padEnd(NAME_WIDTH)} ${rate.toFixed(0)} req/s${cpuOf(rounds, target.name)}${errorsOf(rounds, target.name)}`,
+      );
   }
-  for (const ours of targets.filter((target) => target.name.startsWith("tandem")))
-    for (const peer of ["nginx", "sglang"]) {
-      const other = throughput.get(peer)?.requestsPerSecond;
-      const mine = throughput.get(ours.name)?.requestsPerSecond ?? 0;
-      if (other === undefined) continue;
-      const verdict = peer === "sglang" ? `  (target ≥ 1×: ${mine >= other ? "met" : "missed"})` : "";
-      console.log(`    ${ours.name} / ${peer}: ${(mine / other).toFixed(2)}×${verdict}`);
+  for (const ours of targets.filter((target) => target.name.startsWith("tandem"))) {
+    const sglang = PAIRS.get(ours.name);
+    for (const peer of ["nginx", ...(sglang === undefined ? [] : [sglang])]) {
+      const ratios = perRound(rounds, (round) => {
+        const mine = round.get(ours.name);
+        const other = round.get(peer);
+        return mine === undefined || other === undefined ? undefined : mine.requestsPerSecond / other.requestsPerSecond;
+      });
+      if (ratios.length === 0) continue;
+      const cpu = perRound(rounds, (round) => {
+        const mine = round.get(ours.name)?.cpuUsPerRequest;
+        const other = round.get(peer)?.cpuUsPerRequest;
+        return mine === undefined || other === undefined ? undefined : mine / other;
+      });
+      const median = medianValue(ratios);
+      const verdict = peer === sglang ? `  (target ≥ 1×: ${median >= 1 ? "met" : "missed"})` : "";
+      const cpuRatio = cpu.length === 0 ? "" : `; CPU per request ${medianValue(cpu).toFixed(2)}× (${rangeOf(cpu)})`;
+      console.log(`    ${ours.name} / ${peer}: ${median.toFixed(2)}× (rounds ${rangeOf(ratios)})${cpuRatio}${verdict}`);
     }
+  }
+}
 
+function reportStreaming(targets: readonly Target[], script: string): void {
   console.log(`  streaming, ${STREAM_TOKENS} tokens per SSE response, ${STREAM_CONNECTIONS} connections:`);
   const streaming = new Map<string, number>();
   for (const target of targets) {
-    const result = runWrk(target, stream, STREAM_CONNECTIONS);
+    const result = runWrk(target, script, STREAM_CONNECTIONS);
     streaming.set(target.name, result.requestsPerSecond * STREAM_TOKENS);
     console.log(
       `    ${target.name.padEnd(NAME_WIDTH)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${cpuNote(result)}${errorsNote(result)}`,
@@ -186,6 +241,47 @@ async function measureAll(targets: readonly Target[], dir: string): Promise<void
   for (const target of targets)
     if (target.name !== "direct")
       console.log(`    ${target.name} / direct: ${((streaming.get(target.name) ?? 0) / directTokens).toFixed(2)}×`);
+}
+
+/** `value` of each round that has it. */
+function perRound(
+  rounds: readonly Map<string, WrkResult>[],
+  value: (round: Map<string, WrkResult>) => number | undefined,
+): number[] {
+  return rounds.flatMap((round) => value(round) ?? []);
+}
+
+/** The median over the rounds of `value` of `name`'s result; undefined when no round has one. */
+function medianOf(
+  rounds: readonly Map<string, WrkResult>[],
+  name: string,
+  value: (result: WrkResult, round: Map<string, WrkResult>) => number | undefined,
+): number | undefined {
+  const values = perRound(rounds, (round) => {
+    const result = round.get(name);
+    return result === undefined ? undefined : value(result, round);
+  });
+  return values.length === 0 ? undefined : medianValue(values);
+}
+
+/** The median of a non-empty list (the lower middle of an even one). */
+function medianValue(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
+}
+
+function rangeOf(values: readonly number[]): string {
+  return `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
+}
+
+function cpuOf(rounds: readonly Map<string, WrkResult>[], name: string): string {
+  const cpu = medianOf(rounds, name, (result) => result.cpuUsPerRequest);
+  return cpu === undefined ? "" : `, ${cpu.toFixed(0)} µs CPU/request`;
+}
+
+function errorsOf(rounds: readonly Map<string, WrkResult>[], name: string): string {
+  const errors = perRound(rounds, (round) => round.get(name)?.errors).reduce((sum, count) => sum + count, 0);
+  return errors === 0 ? "" : ` (${errors} errors!)`;
 }
 
 /** A wrk script sending `body` as a JSON POST to /v1/completions. */
@@ -310,8 +406,13 @@ async function startNginx(children: ChildProcess[], dir: string, enginePort: num
   return { name: "nginx", url, pid: child.pid };
 }
 
-/** SGLang's router in front of the engine; undefined when its venv is missing. */
-async function startSglang(children: ChildProcess[], enginePort: number): Promise<Target | undefined> {
+/** SGLang's router in front of the engine at `logLevel`; undefined when its venv is missing. */
+async function startSglang(
+  children: ChildProcess[],
+  enginePort: number,
+  name: string,
+  logLevel: "info" | "error",
+): Promise<Target | undefined> {
   if (!existsSync(SGLANG_PYTHON) || !hasCommand(SGLANG_PYTHON, ["-c", "import sglang_router"])) {
     console.log(`  sglang: skipped, sglang-router is not installed (${SGLANG_INSTALL})`);
     return undefined;
@@ -329,14 +430,20 @@ async function startSglang(children: ChildProcess[], enginePort: number): Promis
       "--worker-urls",
       `http://127.0.0.1:${enginePort}`,
       "--log-level",
-      "error",
+      logLevel,
+      // Its metrics listener too on loopback, on a port of its own (the default is fixed: 29000).
+      "--prometheus-host",
+      "127.0.0.1",
+      "--prometheus-port",
+      String(await freePort()),
     ],
+    // Its lines go to /dev/null, as Tandem's do.
     { stdio: "ignore" },
   );
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
-  await untilAnswering(url, "sglang-router");
-  return { name: "sglang", url, pid: child.pid };
+  await untilAnswering(url, name);
+  return { name, url, pid: child.pid };
 }
 
 /** Polls a completion until it answers 200 (a peer's start-up has no line to wait for). */
