@@ -20,7 +20,8 @@
 import { availableParallelism, hostname } from "node:os";
 import type { Command } from "commander";
 import { contextNamespace, loadKubeConfig } from "../kube/config.ts";
-import { pino } from "pino";
+import type { pino } from "pino";
+import { LineWriter } from "../kube/line-writer.ts";
 import { createLogger } from "../kube/logger.ts";
 import type { LogLevelName } from "../kube/logger.ts";
 import { parseAddress, startHealthServer } from "../kube/server.ts";
@@ -45,13 +46,18 @@ export interface RouterFlags {
 }
 
 /**
- * Where the router's lines go (`fd`: stdout in production): buffered, written when 4 KiB have
- * gathered and at least every second (Envoy's access logs flush on the same interval), so one
- * access-log line per request is not one write per request. pino writes what is left
- * synchronously when the process exits.
+ * Where the router's lines go (`fd`: stdout in production): gathered and written when 16 Ki
+ * characters have gathered and at least every second (Envoy's access logs flush on the same
+ * interval), so one access-log line per request is not one write per request, and never
+ * blocking the event loop on a slow reader (`LineWriter`). What is left is written synchronously
+ * when the process exits.
  */
 export function accessLogDestination(fd: number): pino.DestinationStream {
-  return pino.destination({ dest: fd, sync: false, minLength: 4096, periodicFlush: 1000 });
+  const writer = new LineWriter(fd);
+  process.once("exit", () => {
+    writer.flushSync();
+  });
+  return writer;
 }
 
 /** What the flags say, besides the cluster and the logger. */
