@@ -164,6 +164,40 @@ describe("plan: scaling", () => {
     assert.deepEqual(prefill(), ["llm-0-prefill-0-0", "llm-1-prefill-0-0"]);
   });
 
+  it("says so when the instance a scale-down keeps waits for capacity while the held one serves", () => {
+    const cluster = idealCluster(
+      manifest({
+        rolloutStrategy: {
+          type: "ServingGroupRollingUpdate",
+          rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 0, partition: 1 },
+        },
+      }),
+    );
+    cluster.modelServing.spec.template.roles[0].replicas = 2;
+    converge(cluster, NOW);
+    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
+    converge(cluster, NOW);
+    cluster.pods.get("llm-1-prefill-0-0")!.status = {
+      phase: "Pending",
+      conditions: [
+        { type: "PodScheduled", status: "False", reason: "Unschedulable", lastTransitionTime: "2026-11-30T00:00:00Z" },
+      ],
+    };
+    cluster.modelServing.spec.template.roles[0].replicas = 1;
+    cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = {
+      maxUnavailable: 0,
+      maxSurge: 1,
+      partition: 1,
+    };
+    converge(cluster, NOW);
+    assert.ok(cluster.pods.has("llm-1-prefill-1-0"), "held: draining it would leave group 1 without prefill");
+    const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
+    assert.match(
+      progressing.message,
+      /group 1 role prefill: 0 of 1 desired instance\(s\) available: the rest wait for capacity while prefill-1 of group 1, beyond the spec and due to go, keep the group available; add capacity/,
+    );
+  });
+
   it("drains before a scale-down deletion and waits for the router's confirmation or the timeout", () => {
     const cluster = idealCluster(manifest({ drain: { timeoutSeconds: 60 } }));
     cluster.routers = [{ id: "router-a", scope: { all: true }, liveUntilMs: Infinity }];
