@@ -119,9 +119,13 @@ function priceText(lane: PricedLane): string {
   const { scheduleSeconds, startSeconds, pullSeconds, terminationSeconds } = lane.timing;
   const pull = pullSeconds > 0 ? ` + ${pullSeconds}s first pull` : "";
   const unitStart = `${scheduleSeconds + startSeconds}s unit start`;
+  const gate =
+    lane.gate === undefined
+      ? ""
+      : ` + ${lane.gate.waits} dependency wait(s) × ${lane.gate.seconds}s (its dependencies' new Ready capacity first, per batch of groups)`;
   switch (lane.move) {
     case "delete-first":
-      return `${lane.steps} step(s) × (${terminationSeconds}s termination + ${unitStart})${pull}`;
+      return `${lane.steps} step(s) × (${terminationSeconds}s termination + ${unitStart})${pull}${gate}`;
     case "surge":
       return `${lane.steps} surge step(s) × ${unitStart}${pull} + ${terminationSeconds}s last termination`;
     case "in-place":

@@ -10,6 +10,12 @@
  * *lane*), so the slowest lane decides; a coordinated dependency chain adds a floor of one step per
  * stage (a role starts only once the roles it depends on have new Ready capacity). A group
  * strategy has one lane, the groups.
+ *
+ * The dependency gate (DESIGN §2.9) also delays the outermost roles of a chain — changed roles
+ * with changed dependencies that no changed role depends on; inner stages may start first — by
+ * one start of a dependency in every batch of groups their delete-first moves take down together:
+ * a new outer instance waits for new Ready capacity of its dependencies in its own group, and the
+ * group budget keeps the next batch from starting before this one is done.
  */
 import { resolveGroupBudget, resolveRoleBudget } from "../api/budgets.ts";
 import type { ModelServing, PodTemplateSpec, Role } from "../api/schema.ts";
@@ -53,7 +59,10 @@ export interface Lane {
 export interface PricedLane extends Lane {
   /** ⌈changedUnits ÷ unitsAtOnce⌉, or the stages of the chain for the stage floor. */
   readonly steps: number;
+  /** The steps' price, the gate's waits included. */
   readonly seconds: number;
+  /** The dependency gate's waits, one per batch of groups (outermost delete-first roles of a chain). */
+  readonly gate?: { readonly waits: number; readonly seconds: number };
 }
 
 export interface RolloutBound {
@@ -77,15 +86,17 @@ export interface RolloutBound {
 export function rolloutBound(before: ModelServing, after: ModelServing, cluster: ScenarioCluster): RolloutBound {
   const byRole = after.spec.rolloutStrategy.type === "RoleRollingUpdate";
   const changed = changedRoles(before, after, byRole);
-  const lanes = (byRole ? roleLanes(before, after, changed, cluster) : groupLanes(before, after, changed, cluster))
+  const priced = (byRole ? roleLanes(before, after, changed, cluster) : groupLanes(before, after, changed, cluster))
     .filter((lane) => lane.changedUnits > 0)
     .map((lane) => price(lane, boundSteps(lane)));
+  const lanes = byRole ? gated(after, priced) : priced;
   const stages = byRole ? chainStages(after, new Set(changed.map((role) => role.name))) : 1;
   const slowest = lanes.reduce<PricedLane | undefined>(
     (worst, lane) => (worst === undefined || lane.seconds > worst.seconds ? lane : worst),
     undefined,
   );
-  const floor = stages > 1 ? cheapestFloor(lanes, stages) : undefined;
+  // The floor prices plain steps: a lane's gate waits are its own, not the chain's.
+  const floor = stages > 1 ? cheapestFloor(priced, stages) : undefined;
   const decidedBy =
     floor !== undefined && floor.seconds > (slowest?.seconds ?? 0)
       ? { lane: floor, stageFloor: true }
@@ -102,6 +113,39 @@ export function rolloutBound(before: ModelServing, after: ModelServing, cluster:
     decidedBy,
     boundSeconds: decidedBy?.lane.seconds ?? 0,
   };
+}
+
+/**
+ * `lanes` with the dependency gate's waits added to each outermost delete-first role's: one start
+ * of its cheapest changed dependency per batch of groups it moves in (`groupsAtOnce`).
+ */
+function gated(ms: ModelServing, lanes: readonly PricedLane[]): PricedLane[] {
+  const byRole = new Map(lanes.map((lane) => [lane.role, lane]));
+  const dependsOn = new Map<string, string[]>();
+  for (const dependency of ms.spec.rolloutStrategy.coordination?.dependencies ?? [])
+    if (byRole.has(dependency.role))
+      dependsOn.set(dependency.role, [
+        ...(dependsOn.get(dependency.role) ?? []),
+        ...dependency.dependsOn.filter((target) => byRole.has(target)),
+      ]);
+  const inner = new Set([...dependsOn.values()].flat());
+  const groups = eligibleGroups(ms);
+  const batches = Math.ceil(groups / Math.max(1, Math.min(groups, resolveGroupBudget(ms.spec).maxUnavailable)));
+  return lanes.map((lane) => {
+    const dependencies = lane.role === undefined ? [] : (dependsOn.get(lane.role) ?? []);
+    if (lane.move !== "delete-first" || dependencies.length === 0 || inner.has(lane.role ?? "")) return lane;
+    const wait = Math.min(...dependencies.map((role) => firstCapacitySeconds(byRole.get(role))));
+    return { ...lane, seconds: lane.seconds + batches * wait, gate: { waits: batches, seconds: wait } };
+  });
+}
+
+/** How long a lane's first new unit takes to be Ready: its old unit's termination first unless it surges. */
+function firstCapacitySeconds(lane: Lane | undefined): number {
+  if (lane === undefined) return 0;
+  const { scheduleSeconds, startSeconds, terminationSeconds } = lane.timing;
+  return lane.move === "delete-first"
+    ? terminationSeconds + scheduleSeconds + startSeconds
+    : scheduleSeconds + startSeconds;
 }
 
 /** ⌈changed ÷ at once⌉ of one lane. */

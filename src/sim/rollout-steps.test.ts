@@ -275,10 +275,8 @@ describe("rollout steps recorded from the simulator", () => {
     assert.equal(r1Only.boundSeconds, 2 * 91 + 5);
   });
 
-  it("the bound of a coordinated chain takes at least one step per changed stage", () => {
-    // One group; each role surges both its instances at once.
-    const surging = { replicas: 2, workers: 0, maxUnavailable: 0, maxSurge: 2, partition: 0 };
-    const shape: Shape = { ...twoRoles, replicas: 1, coordinated: true, roles: [surging, surging] };
+  /** The bound of an image update of `shape` with r1 depending on r0 (maxSkew 50%), 81 s unit start, 5 s termination. */
+  function chainBound(shape: Shape): ReturnType<typeof rolloutBound> {
     const chained = (image: string): ModelServing => {
       const ms = modelServing(shape, image);
       assert.ok(ms !== undefined);
@@ -286,7 +284,14 @@ describe("rollout steps recorded from the simulator", () => {
       return { ...ms, spec: { ...ms.spec, rolloutStrategy: { ...ms.spec.rolloutStrategy, coordination } } };
     };
     const cluster = { timing: { scheduleSeconds: 1, pullSeconds: 0, startSeconds: 80, terminationSeconds: 5 } };
-    const bound = rolloutBound(chained("vllm:v1"), chained("vllm:v2"), cluster);
+    return rolloutBound(chained("vllm:v1"), chained("vllm:v2"), cluster);
+  }
+
+  it("the bound of a coordinated chain takes at least one step per changed stage", () => {
+    // One group; each role surges both its instances at once.
+    const surging = { replicas: 2, workers: 0, maxUnavailable: 0, maxSurge: 2, partition: 0 };
+    const shape: Shape = { ...twoRoles, replicas: 1, coordinated: true, roles: [surging, surging] };
+    const bound = chainBound(shape);
     // Each role alone: 1 surge step (86 s); the chain: 2 of them, r1 after r0 has new capacity.
     assert.deepEqual(
       bound.lanes.map((lane) => lane.seconds),
@@ -295,5 +300,28 @@ describe("rollout steps recorded from the simulator", () => {
     assert.equal(bound.stages, 2);
     assert.equal(bound.decidedBy?.stageFloor, true);
     assert.equal(bound.boundSeconds, 2 * 81 + 5);
+  });
+
+  it("without surge, the outermost role of a chain waits for a dependency's start in each batch of groups (the gate)", () => {
+    // Two groups, one at a time; each role replaces one of its two instances at a time, old first.
+    const replacing = { replicas: 2, workers: 0, maxUnavailable: 1, maxSurge: 0, partition: 0 };
+    const shape: Shape = {
+      ...twoRoles,
+      replicas: 2,
+      coordinated: true,
+      group: { maxUnavailable: 1, maxSurge: 0, partition: 0 },
+      roles: [replacing, replacing],
+    };
+    const bound = chainBound(shape);
+    // Each lane: 4 instances, 1 at a time, 86 s a step; r1 also waits one r0 start (86 s) per group.
+    assert.deepEqual(
+      bound.lanes.map(({ role, steps, seconds, gate }) => ({ role, steps, seconds, gate })),
+      [
+        { role: "r0", steps: 4, seconds: 4 * 86, gate: undefined },
+        { role: "r1", steps: 4, seconds: 6 * 86, gate: { waits: 2, seconds: 86 } },
+      ],
+    );
+    assert.equal(bound.decidedBy?.lane.role, "r1");
+    assert.equal(bound.boundSeconds, 6 * 86);
   });
 });
