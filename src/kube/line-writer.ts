@@ -14,7 +14,8 @@
  * `maxPendingChars` waiting, new lines are dropped and counted, and once writing resumes one line
  * says how many were lost. Another write error (`EPIPE`: nobody reads) loses the lines of that
  * write, counted the same way. `flushSync` writes what is gathered, synchronously (at exit); a
- * write already handed to the system completes on its own while the event loop runs.
+ * write already handed to the system completes on its own, so at exit those older lines may land
+ * after the ones `flushSync` wrote.
  */
 import { write as fsWrite, writeSync as fsWriteSync } from "node:fs";
 
