@@ -54,6 +54,17 @@ export function observe(cluster: IdealCluster): Observed {
 
 const T0 = "2026-11-30T00:00:00Z";
 
+/** `pod` Pending because the scheduler cannot place it (no node has room), as the scheduler reports it. */
+export function unschedulablePod(pod: Pod): Pod {
+  return {
+    ...pod,
+    status: {
+      phase: "Pending",
+      conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", lastTransitionTime: T0 }],
+    },
+  };
+}
+
 /** A pod as a perfect kubelet would report it once its containers run. */
 export function readyPod(pod: Pod, serving: boolean): Pod {
   const conditions = [

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { Pod } from "../api/kube.ts";
 import type { Action } from "./actions.ts";
 import { deepFreeze } from "./frozen.ts";
 import { plan } from "./plan.ts";
-import { apply, converge, idealCluster, observe, readyPod } from "../../test/ideal-cluster.ts";
+import { apply, converge, idealCluster, observe, readyPod, unschedulablePod } from "../../test/ideal-cluster.ts";
 
 const NOW = Date.parse("2026-11-30T01:00:00Z");
 
@@ -127,7 +128,12 @@ describe("plan: scaling", () => {
     assert.deepEqual(new Map([...cluster.pods].map(([name, p]) => [name, p.metadata.uid])), uidsBefore);
   });
 
-  it("a role scale-down in a group the rollout rebuilt keeps as many serving instances beyond the spec as the kept ones lack, until those serve (fuzz 388)", () => {
+  /**
+   * Prefill at `replicas` per group, an image update under ServingGroupRollingUpdate with group 0
+   * below the partition (group 1 moves and keeps its permit), `rebuilt` applied to group 1's new
+   * prefill-0, then prefill shrunk to 1 with no group allowed unavailable; converged.
+   */
+  function shrunkWhileRebuilt(replicas: number, rebuilt: (pod: Pod) => void): ReturnType<typeof idealCluster> {
     const cluster = idealCluster(
       manifest({
         rolloutStrategy: {
@@ -136,16 +142,11 @@ describe("plan: scaling", () => {
         },
       }),
     );
-    cluster.modelServing.spec.template.roles[0].replicas = 3;
+    cluster.modelServing.spec.template.roles[0].replicas = replicas;
     converge(cluster, NOW);
     cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
     converge(cluster, NOW);
-    // Group 1 moved (its permit stays: group 0 is below the partition); its prefill-0 is still
-    // starting when the role shrinks to 1 and the budget to none unavailable.
-    const starting = cluster.pods.get("llm-1-prefill-0-0")!;
-    starting.status!.conditions = starting.status!.conditions!.map((c) =>
-      c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c,
-    );
+    rebuilt(cluster.pods.get("llm-1-prefill-0-0")!);
     cluster.modelServing.spec.template.roles[0].replicas = 1;
     cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = {
       maxUnavailable: 0,
@@ -153,6 +154,17 @@ describe("plan: scaling", () => {
       partition: 1,
     };
     converge(cluster, NOW);
+    return cluster;
+  }
+
+  it("a role scale-down in a group the rollout rebuilt keeps as many serving instances beyond the spec as the kept ones lack, until those serve (fuzz 388)", () => {
+    // Its prefill-0 is still starting when the role shrinks.
+    const cluster = shrunkWhileRebuilt(3, (starting) => {
+      starting.status!.conditions = starting.status!.conditions!.map((c) =>
+        c.type === "ContainersReady" || c.type === "Ready" ? { ...c, status: "False" } : c,
+      );
+    });
+    const starting = cluster.pods.get("llm-1-prefill-0-0")!;
     const prefill = () => podNames(cluster).filter((name) => name.includes("prefill"));
     assert.deepEqual(
       prefill(),
@@ -165,31 +177,10 @@ describe("plan: scaling", () => {
   });
 
   it("says so when the instance a scale-down keeps waits for capacity while the held one serves", () => {
-    const cluster = idealCluster(
-      manifest({
-        rolloutStrategy: {
-          type: "ServingGroupRollingUpdate",
-          rollingUpdateConfiguration: { maxUnavailable: 1, maxSurge: 0, partition: 1 },
-        },
-      }),
-    );
-    cluster.modelServing.spec.template.roles[0].replicas = 2;
-    converge(cluster, NOW);
-    cluster.modelServing.spec.template.roles[0].entryTemplate = pod("vllm:v2");
-    converge(cluster, NOW);
-    cluster.pods.get("llm-1-prefill-0-0")!.status = {
-      phase: "Pending",
-      conditions: [
-        { type: "PodScheduled", status: "False", reason: "Unschedulable", lastTransitionTime: "2026-11-30T00:00:00Z" },
-      ],
-    };
-    cluster.modelServing.spec.template.roles[0].replicas = 1;
-    cluster.modelServing.spec.rolloutStrategy.rollingUpdateConfiguration = {
-      maxUnavailable: 0,
-      maxSurge: 1,
-      partition: 1,
-    };
-    converge(cluster, NOW);
+    // Its prefill-0 cannot be placed when the role shrinks.
+    const cluster = shrunkWhileRebuilt(2, (pending) => {
+      pending.status = unschedulablePod(pending).status;
+    });
     assert.ok(cluster.pods.has("llm-1-prefill-1-0"), "held: draining it would leave group 1 without prefill");
     const progressing = cluster.modelServing.status.conditions.find((c: any) => c.type === "Progressing");
     assert.match(

@@ -6,7 +6,15 @@ import { applyRevision } from "./revision/apply.ts";
 import { plan } from "./plan.ts";
 import { surgeCount } from "./rollout.ts";
 import type { SurgeInputs } from "./rollout.ts";
-import { apply, deleteByOthers, idealCluster, observe, readyPod, servesReady } from "../../test/ideal-cluster.ts";
+import {
+  apply,
+  deleteByOthers,
+  idealCluster,
+  observe,
+  readyPod,
+  servesReady,
+  unschedulablePod,
+} from "../../test/ideal-cluster.ts";
 import type { IdealCluster } from "../../test/ideal-cluster.ts";
 
 const NOW = Date.parse("2026-11-30T01:00:00Z");
@@ -350,20 +358,7 @@ describe("RoleRollingUpdate", () => {
       if (!cluster.pods.has("llm-0-decode-1-0")) return;
       const desired = cluster.pods.get("llm-0-decode-0-0");
       if (desired !== undefined && !isReady(desired))
-        cluster.pods.set(desired.metadata.name, {
-          ...desired,
-          status: {
-            phase: "Pending",
-            conditions: [
-              {
-                type: "PodScheduled",
-                status: "False",
-                reason: "Unschedulable",
-                lastTransitionTime: "2026-11-30T00:00:00Z",
-              },
-            ],
-          },
-        });
+        cluster.pods.set(desired.metadata.name, unschedulablePod(desired));
     };
     for (let round = 0; cluster.pods.has("llm-0-decode-1-0"); round++) {
       assert.ok(round < 10, "the held surge instance never went: the desired instance waits for it forever");
