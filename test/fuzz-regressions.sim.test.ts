@@ -90,6 +90,11 @@
  *   drained both serving instances beyond the spec at once, so the group served no prefill until
  *   the rebuilt one was Ready; a scale-down now keeps as many serving unwanted instances as the
  *   kept ones lack (`scaleDownRoles` in src/core/lifecycle.ts).
+ * - Fuzz of 2026-12-04 (generator seed 920450, all modes with faults), a checker fix: a rollback
+ *   under InPlaceUpdate was patching group 0 back when a partition over it arrived; the move under
+ *   way finished one pod at a time, and partitionHolds took the instance's two role hashes for a
+ *   violation before asking what it may run. Each pod's hash is now held to the hashes the
+ *   instance may run (`partitionHashes` in src/sim/checker.ts), as pauseHolds holds them.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -294,6 +299,12 @@ const FAULT_RUNS: readonly {
     generatorSeed: 910035,
     seed: 1,
     what: "RoleRecreate, prefill maxUnavailable 0: after a node outage a prefill pod restarted; its recovery's release went through and its deletion failed under API faults, and the retry, planned on a cache that lagged the pod becoming Ready, deleted it 31 ms after it served again (roleBudget); a recovery deletion now requires the resourceVersion its verdict saw",
+  },
+  {
+    generatorSeed: 920450,
+    seed: 1,
+    modes: { coordination: true, crash: true, gang: true },
+    what: "a checker fix: InPlaceUpdate, a rollback patching group 0's decode back (worker first) when a partition over groups 0-2 arrived; the move under way finished, and partitionHolds took the instance's two role hashes for a violation; it now holds each hash to what the instance may run (what it ran, or the move its record named then)",
   },
   {
     generatorSeed: 388,

@@ -302,7 +302,7 @@ describe("invariants", () => {
       rolloutStrategy: { type: "RoleRollingUpdate", rollingUpdateConfiguration: { partition: 1 } },
     });
     // decode-2 of group 0 is a surge instance (replicas 2): temporary, never held by a partition.
-    const { units } = partitionedUnits(
+    const units = partitionedUnits(
       partitioned,
       placedPods(partitioned, [pod(0, 0), pod(0, 1), pod(0, 2), pod(1, 0)]),
       revisions,
@@ -331,7 +331,7 @@ describe("invariants", () => {
       return built;
     };
     const hashOf = (p: Pod) =>
-      partitionedUnits(partitioned, placedPods(partitioned, [p]), both).units.get("0/decode-0")?.hash;
+      partitionedUnits(partitioned, placedPods(partitioned, [p]), both).get("0/decode-0")?.hash;
     const v1Hash = pod(0, 0).metadata.labels?.["tandem.dev/role-hash"];
     assert.equal(hashOf(marked("Draining")), v1Hash, "only draining: it still runs its label's revision");
     assert.notEqual(hashOf(marked("Patched")), v1Hash);

@@ -640,28 +640,34 @@ export function belowPartition(ms: ModelServing, group: number, role: string, in
   return ms.spec.rolloutStrategy.type === "RoleRollingUpdate" && instance < resolveRoleBudget(spec).partition;
 }
 
-/** A live instance below a partition and the role hash its pods carry. */
+/** A live instance below a partition and the role hashes its pods carry. */
 export interface PartitionedUnit {
   readonly group: number;
   readonly role: string;
   readonly instance: number;
+  /** What its first live pod runs (`runningRoleHash`). */
   readonly hash: string;
+  /**
+   * The distinct role hashes its live pods run, `hash` first: more than one only while a move is
+   * under way (in place, one pod of an instance is patched before another) or when pods disagree.
+   */
+  readonly hashes: readonly string[];
   /** Every live pod of it is Ready, serving (not draining) and not moving in place: no move is under way. */
   readonly settled: boolean;
 }
 
 /**
- * Every live instance below a partition with the role hash of what its pods run (`runningRoleHash`),
- * by `unitKey`; instances whose live pods disagree are listed in `mixed` (a violation of
- * partitionHolds by itself).
+ * Every live instance below a partition with the role hashes of what its pods run
+ * (`runningRoleHash`), by `unitKey`. Pods of one instance that disagree are no violation by
+ * themselves: an in-place move under way as the partition came may finish, one pod at a time; the
+ * checker holds each hash to what the instance may run (src/sim/checker.ts, `partitionHashes`).
  */
 export function partitionedUnits(
   ms: ModelServing,
   placed: readonly PlacedPod[],
   revisions: RevisionsByName,
-): { units: Map<string, PartitionedUnit>; mixed: string[] } {
+): Map<string, PartitionedUnit> {
   const units = new Map<string, PartitionedUnit>();
-  const mixed: string[] = [];
   for (const entry of placed) {
     if (!inPartition(ms, entry)) continue;
     const { pod, id } = entry;
@@ -669,12 +675,16 @@ export function partitionedUnits(
     const hash = runningRoleHash(pod, id.role, revisions);
     const settled = podSettled(pod);
     const known = units.get(key);
-    if (known !== undefined && known.hash !== hash)
-      mixed.push(`${ms.metadata.name} ${key}: pods of role hashes ${known.hash} and ${hash}`);
-    else if (known === undefined || (known.settled && !settled))
-      units.set(key, { group: id.group, role: id.role, instance: id.instance, hash, settled });
+    if (known === undefined)
+      units.set(key, { group: id.group, role: id.role, instance: id.instance, hash, hashes: [hash], settled });
+    else if (!known.hashes.includes(hash) || (known.settled && !settled))
+      units.set(key, {
+        ...known,
+        hashes: known.hashes.includes(hash) ? known.hashes : [...known.hashes, hash],
+        settled: known.settled && settled,
+      });
   }
-  return { units, mixed };
+  return units;
 }
 
 /**
@@ -689,11 +699,13 @@ export function pausedPods(placed: readonly PlacedPod[], revisions: RevisionsByN
   const pods = new Map<string, PartitionedUnit>();
   for (const { pod, id } of placed) {
     if (!isLive(pod)) continue;
+    const hash = runningRoleHash(pod, id.role, revisions);
     pods.set(`${unitKey(id.group, id.role, id.instance)}#${id.index}`, {
       group: id.group,
       role: id.role,
       instance: id.instance,
-      hash: runningRoleHash(pod, id.role, revisions),
+      hash,
+      hashes: [hash],
       settled: podSettled(pod),
     });
   }

@@ -221,7 +221,10 @@ function partitionHashes(
   const name = recorded(unit.group, unit.role, unit.instance) ?? ms.status?.currentRevision;
   const revision = name === undefined ? undefined : revisions.get(name);
   const target = revision === undefined ? undefined : roleHash(revision.data, unit.role);
-  return target === undefined || target === unit.hash ? [unit.hash] : [unit.hash, target];
+  // Caught mid-move (some pods patched in place, others not yet): what the others ran comes first.
+  const ran = unit.hashes.filter((hash) => hash !== target);
+  const from = ran.length === 1 ? (ran[0] ?? unit.hash) : unit.hash;
+  return target === undefined || target === from ? [from] : [from, target];
 }
 
 /** Units established under one shape: the groups that were available, the role pairs (`countKey`) that had their desired count. */
@@ -443,23 +446,25 @@ export class InvariantChecker {
 
   #partitionViolations(memory: Memory, subject: Subject): string[] {
     const { ms, index } = subject;
-    const { units, mixed } = index.partitionedUnits();
-    const violations = [...mixed];
+    const units = index.partitionedUnits();
+    const violations: string[] = [];
     let recorded: RecordedRevision | undefined;
     for (const [key, unit] of units) {
-      const had = memory.partitioned.get(key);
+      let had = memory.partitioned.get(key);
       if (had === undefined) {
         recorded ??= recordedRevisions(ms.status?.units ?? []);
-        memory.partitioned.set(key, { unit, hashes: partitionHashes(ms, unit, recorded, index.revisions) });
-      } else if (!had.hashes.includes(unit.hash)) {
+        had = { unit, hashes: partitionHashes(ms, unit, recorded, index.revisions) };
+        memory.partitioned.set(key, had);
+      }
+      const allowed = had.hashes;
+      const foreign = unit.hashes.find((hash) => !allowed.includes(hash));
+      if (foreign !== undefined) {
         const finishing =
-          had.hashes[1] === undefined
-            ? ""
-            : ` (or, finishing the move under way when the partition came, ${had.hashes[1]})`;
+          allowed[1] === undefined ? "" : ` (or, finishing the move under way when the partition came, ${allowed[1]})`;
         violations.push(
-          `${ms.metadata.name} ${key} is below the partition and ran role hash ${had.hashes[0] ?? ""}${finishing}, now ${unit.hash}`,
+          `${ms.metadata.name} ${key} is below the partition and ran role hash ${allowed[0] ?? ""}${finishing}, now ${foreign}`,
         );
-      } else if (unit.settled && had.hashes.length > 1) memory.partitioned.set(key, { unit, hashes: [unit.hash] });
+      } else if (unit.settled && allowed.length > 1) memory.partitioned.set(key, { unit, hashes: [unit.hash] });
     }
     // Units the partition no longer covers are forgotten; units without pods are remembered.
     for (const [key, { unit }] of [...memory.partitioned])

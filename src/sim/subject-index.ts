@@ -310,7 +310,7 @@ export class SubjectIndex {
   }
 
   /** `partitionedUnits` of the pods now. */
-  partitionedUnits(): { units: Map<string, PartitionedUnit>; mixed: string[] } {
+  partitionedUnits(): Map<string, PartitionedUnit> {
     return partitionedUnits(this.#ms, this.#partitioned.placed(), this.#context.revisions);
   }
 
