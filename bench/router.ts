@@ -234,18 +234,18 @@ function reportThroughput(targets: readonly Target[], rounds: readonly Map<strin
 
 function reportStreaming(targets: readonly Target[], script: string): void {
   console.log(`  streaming, ${STREAM_TOKENS} tokens per SSE response, ${STREAM_CONNECTIONS} connections:`);
-  const streaming = new Map<string, number>();
-  for (const target of targets) {
-    const result = runWrk(target, script, STREAM_CONNECTIONS);
-    streaming.set(target.name, result.requestsPerSecond * STREAM_TOKENS);
+  // One round: the figure to read is the ratio to direct, which stays near 1 for every proxy.
+  const round = new Map(targets.map((target) => [target.name, runWrk(target, script, STREAM_CONNECTIONS)]));
+  const tokensPerSecond = (name: string): number => (round.get(name)?.requestsPerSecond ?? 0) * STREAM_TOKENS;
+  for (const target of targets)
     console.log(
-      `    ${target.name.padEnd(NAME_WIDTH)} ${(result.requestsPerSecond * STREAM_TOKENS).toFixed(0)} tokens/s${cpuNote(result)}${errorsNote(result)}`,
+      `    ${target.name.padEnd(NAME_WIDTH)} ${tokensPerSecond(target.name).toFixed(0)} tokens/s${cpuOf([round], target.name)}${errorsOf([round], target.name)}`,
     );
-  }
-  const directTokens = streaming.get("direct") ?? 0;
   for (const target of targets)
     if (target.name !== "direct")
-      console.log(`    ${target.name} / direct: ${((streaming.get(target.name) ?? 0) / directTokens).toFixed(2)}×`);
+      console.log(
+        `    ${target.name} / direct: ${(tokensPerSecond(target.name) / tokensPerSecond("direct")).toFixed(2)}×`,
+      );
 }
 
 /** `value` of each round that has it. */
@@ -328,14 +328,6 @@ export function parseWrk(text: string): WrkResult {
     requests: Number(requests?.[1] ?? 0),
     errors: non2xx + socketErrors,
   };
-}
-
-function cpuNote(result: WrkResult): string {
-  return result.cpuUsPerRequest === undefined ? "" : `, ${result.cpuUsPerRequest.toFixed(0)} µs CPU/request`;
-}
-
-function errorsNote(result: WrkResult): string {
-  return result.errors === 0 ? "" : ` (${result.errors} errors!)`;
 }
 
 /** The 1, 5 and 15 minute load averages, as `uptime` prints them, and the cores they share. */
